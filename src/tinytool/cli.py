@@ -1,0 +1,105 @@
+"""``tinytool <verb>``: the command line."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from tinytool import __version__
+
+app = typer.Typer(
+    name="tinytool",
+    help="Make small language models good at calling tools.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+err = Console(stderr=True)
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+@app.command()
+def reward(
+    name: str = typer.Argument(..., help="simrl, toolrl, mentor, astra-f1 or exact."),
+    input: Path = typer.Option(..., "--input", "-i", exists=True, dir_okay=False, help="JSONL of rows to score."),
+    output: Path = typer.Option(..., "--output", "-o", dir_okay=False, help="JSONL of scores, one per input row."),
+    format: Optional[str] = typer.Option(None, "--format", "-f", help="Completion format (default: the reward's own)."),
+    granularity: str = typer.Option("original", help="ToolRL: original, finegrained, intermediate, coarse."),
+    scale: str = typer.Option("original", help="ToolRL: original, equal_max, two_stage, dynamic."),
+    think: bool = typer.Option(True, "--think/--no-think", help="Sim-RL: require exactly one <think> pair."),
+    strict: bool = typer.Option(False, help="MENTOR: require the teacher's tool sequence, not just its set."),
+) -> None:
+    """Score model completions with a reward, one output row per input row.
+
+    Rows carry ``completion`` and ``ground_truth`` (an OpenAI assistant message), ``tools``, and
+    what a reward needs beyond that (``teacher`` for mentor, ``sub_answers`` for astra-f1).
+    An unreadable row scores the reward's floor and gets an ``error`` field.
+    """
+    from tinytool.formats import get_format
+    from tinytool.rewards import RewardOptions, get_reward, score_row
+
+    try:
+        spec = get_reward(name)
+        fmt = get_format(format or spec.default_format)
+        if granularity not in ("original", "finegrained", "intermediate", "coarse"):
+            raise ValueError(f"unknown granularity {granularity!r}")
+        if scale not in ("original", "equal_max", "two_stage", "dynamic"):
+            raise ValueError(f"unknown scale {scale!r}")
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    opts = RewardOptions(require_think=think, granularity=granularity, scale=scale, strict=strict)
+    floor = spec.bounds(opts)[0]
+    total = _count_lines(input)
+    scores, n_err = [], 0
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(output.name + ".tmp")
+    progress = Progress(TextColumn(f"{name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                        console=err, disable=not sys.stderr.isatty())
+    with open(input, encoding="utf-8", errors="replace") as fin, open(tmp, "w", encoding="utf-8") as fout, progress:
+        task = progress.add_task(name, total=total)
+        for lineno, raw in enumerate(fin, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+                result = score_row(name, row, fmt, opts)
+                out = result.to_dict()
+                if result.error:
+                    out["error"] = f"{input}:{lineno}: {result.error}"
+            except (json.JSONDecodeError, RecursionError) as e:
+                out = {"score": floor, "error": f"{input}:{lineno}: not valid JSON ({e})"}
+            n_err += "error" in out
+            scores.append(out["score"])
+            fout.write(json.dumps(out) + "\n")
+            progress.advance(task)
+    tmp.replace(output)
+    mean = statistics.fmean(scores) if scores else float("nan")
+    err.print(f"{name}: {len(scores)} rows, mean {mean:.4f}, {n_err} unreadable -> {output}")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,41 @@
+"""Prompt formats: render a `Conversation` to model text and parse model text back.
+
+    fmt = get_format("hermes")
+    r = fmt.render(conversation, tokenizer)     # r.prompt, r.target
+    p = fmt.parse(model_text)                   # p.reasoning, p.calls, p.response, p.errors
+"""
+
+from tinytool.formats.base import Parsed, PromptFormat, Rendered, template_supports_tools
+from tinytool.formats.hermes import HermesFormat
+from tinytool.formats.pythonic import PythonFormat
+from tinytool.formats.toolrl import ToolRLFormat
+
+FORMATS = {
+    "hermes": lambda: HermesFormat(think=True),
+    "hermes-nothink": lambda: HermesFormat(think=False),
+    "toolrl": ToolRLFormat,
+    "python": PythonFormat,
+}
+
+
+def get_format(name: str | PromptFormat) -> PromptFormat:
+    """A format by name (``hermes``, ``hermes-nothink``, ``toolrl``, ``python``)."""
+    if isinstance(name, PromptFormat):
+        return name
+    try:
+        return FORMATS[name]()
+    except KeyError:
+        raise ValueError(f"unknown format {name!r}; choose one of {', '.join(FORMATS)}") from None
+
+
+__all__ = [
+    "FORMATS",
+    "HermesFormat",
+    "Parsed",
+    "PromptFormat",
+    "PythonFormat",
+    "Rendered",
+    "ToolRLFormat",
+    "get_format",
+    "template_supports_tools",
+]

@@ -1,0 +1,255 @@
+"""What every prompt format shares: the parse result, rendering through a chat template, tag scanning.
+
+A format owns three things: the system prompt that presents the tools, the text of an assistant turn
+(`render_assistant`) and of a tool result (`render_tool_result`), and `parse`, which turns model text
+back into reasoning, calls and a response. Chat markup (``<|im_start|>`` ...) belongs to the
+tokenizer's chat template; without a tokenizer the ChatML markup SmolLM2 and Qwen use is written.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinytool.schema import Conversation, Message, Tool, ToolCall
+
+# End-of-turn markers a completion may still carry when decoded with special tokens.
+END_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "</s>", "<|end|>")
+
+
+@dataclass(slots=True)
+class Parsed:
+    """Model text read back.
+
+    ``errors`` are format violations (the text does not follow the format); ``warnings`` are repairs
+    the parser made to still recover the calls (arguments given as a JSON string, a ``"parameters"``
+    key, a missing opening ``<think>``). ``sections`` lists the parts found, in order of appearance
+    ("think", "tool_call", "response"), for rewards that check structure.
+    """
+
+    reasoning: str | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    response: str = ""
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+    think_pairs: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass(slots=True)
+class Rendered:
+    """A prompt ready for generation and, for training, the assistant turn that follows it
+    (including the template's end-of-turn markup); ``target`` is None when there is no such turn."""
+
+    prompt: str
+    target: str | None = None
+
+
+def strip_end_markers(text: str) -> str:
+    t = text.rstrip()
+    changed = True
+    while changed:
+        changed = False
+        for m in END_MARKERS:
+            if t.endswith(m):
+                t = t[: -len(m)].rstrip()
+                changed = True
+    return t
+
+
+def find_blocks(text: str, open_tag: str, close_tag: str) -> tuple[list[tuple[int, int, str]], list[str]]:
+    """All ``open_tag ... close_tag`` blocks as ``(start, end, inner)``, scanning left to right in
+    linear time. An unclosed last block runs to the end of the text and is reported; a close tag with
+    no opening one is reported and skipped."""
+    blocks: list[tuple[int, int, str]] = []
+    errors: list[str] = []
+    pos = 0
+    n_open, n_close = len(open_tag), len(close_tag)
+    while True:
+        start = text.find(open_tag, pos)
+        stray = text.find(close_tag, pos)
+        if stray != -1 and (start == -1 or stray < start):
+            errors.append(f"stray {close_tag} without {open_tag}")
+            pos = stray + n_close
+            continue
+        if start == -1:
+            break
+        inner_start = start + n_open
+        end = text.find(close_tag, inner_start)
+        nested = text.find(open_tag, inner_start)
+        if end == -1:
+            errors.append(f"unclosed {open_tag}")
+            blocks.append((start, len(text), text[inner_start:]))
+            break
+        if nested != -1 and nested < end:
+            errors.append(f"{open_tag} opened again before {close_tag}")
+        blocks.append((start, end + n_close, text[inner_start:end]))
+        pos = end + n_close
+    return blocks, errors
+
+
+def cut_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """The text outside the given (sorted, non-overlapping) spans, joined."""
+    out, pos = [], 0
+    for s, e in sorted(spans):
+        if s > pos:
+            out.append(text[pos:s])
+        pos = max(pos, e)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def read_reasoning(text: str, parsed: Parsed) -> list[tuple[int, int]]:
+    """Find ``<think>`` blocks, fill ``parsed.reasoning``/``think_pairs``/``sections``; return their spans.
+
+    A completion that has ``</think>`` but no ``<think>`` is read as one pair: chat templates such as
+    STAR's (App. A.1, Fig. 5) end the prompt with the opening tag, so the model never writes it.
+    """
+    blocks, errs = find_blocks(text, "<think>", "</think>")
+    if not blocks and errs == ["stray </think> without <think>"]:
+        end = text.find("</think>")
+        parsed.reasoning = text[:end].strip()
+        parsed.think_pairs = 1
+        parsed.sections.append("think")
+        parsed.warnings.append("opening <think> missing (taken to be in the prompt)")
+        return [(0, end + len("</think>"))]
+    parsed.errors.extend(errs)
+    if blocks:
+        parsed.reasoning = blocks[0][2].strip()
+        parsed.think_pairs = len(blocks) - (1 if "unclosed <think>" in errs else 0)
+        parsed.sections.append("think")
+    return [(s, e) for s, e, _ in blocks]
+
+
+def chatml(messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
+    """ChatML markup (SmolLM2, Qwen) for role/content messages."""
+    parts = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]
+    if add_generation_prompt:
+        parts.append("<|im_start|>assistant\n")
+    return "".join(parts)
+
+
+_PROBE = "tinytool_probe_function"
+
+
+def template_supports_tools(tokenizer: Any) -> bool:
+    """Does this tokenizer's chat template write a ``tools`` list into the prompt? (SmolLM2's ignores it.)"""
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return False
+    cached = getattr(tokenizer, "_tinytool_supports_tools", None)
+    if cached is not None:
+        return cached
+    probe = [{"type": "function", "function": {"name": _PROBE, "description": "probe",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    try:
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "hi"}], tools=probe, tokenize=False, add_generation_prompt=True
+        )
+        supported = _PROBE in text
+    except Exception:  # a template that chokes on tools does not support them
+        supported = False
+    try:
+        tokenizer._tinytool_supports_tools = supported
+    except Exception:
+        pass
+    return supported
+
+
+class PromptFormat(ABC):
+    """A prompt format: how tools, assistant turns and tool results are written, and how model text
+    is read back. Subclasses implement the four abstract methods."""
+
+    name: str = "base"
+    #: whether a chat template that renders ``tools`` itself may write the tool block for this format
+    uses_native_tool_block: bool = False
+
+    @abstractmethod
+    def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:
+        """The system message presenting ``tools`` (``system`` is the conversation's own system text)."""
+
+    @abstractmethod
+    def render_assistant(self, message: Message) -> str:
+        """The text of one assistant turn (reasoning, response, calls) as the model should write it."""
+
+    @abstractmethod
+    def render_tool_result(self, message: Message) -> str:
+        """The text of one tool result as the model sees it."""
+
+    @abstractmethod
+    def parse(self, text: str) -> Parsed:
+        """Read model text back. Never raises, whatever the text."""
+
+    # ---- rendering through a chat template -------------------------------------------------
+    def to_chat(self, conv: Conversation, native_tools: bool = False) -> list[dict[str, str]]:
+        """Role/content messages for a chat template. Consecutive tool results join one user turn,
+        unless ``native_tools`` (then they stay ``tool`` messages for the template to wrap)."""
+        system_text = None
+        rest = conv.messages
+        if rest and rest[0].role == "system":
+            system_text, rest = rest[0].content or "", rest[1:]
+        chat: list[dict[str, str]] = []
+        if native_tools:
+            if system_text:
+                chat.append({"role": "system", "content": system_text})
+        elif conv.tools or system_text:
+            chat.append({"role": "system", "content": self.system_prompt(conv.tools, system_text)})
+        for m in rest:
+            if m.role == "assistant":
+                chat.append({"role": "assistant", "content": self.render_assistant(m)})
+            elif m.role == "tool":
+                text = self.render_tool_result(m)
+                if native_tools:
+                    chat.append({"role": "tool", "content": m.content or ""})
+                elif chat and chat[-1].get("_tool"):
+                    chat[-1]["content"] += "\n" + text
+                else:
+                    chat.append({"role": "user", "content": text, "_tool": "1"})
+            else:
+                chat.append({"role": m.role, "content": m.content or ""})
+        for c in chat:
+            c.pop("_tool", None)
+        return chat
+
+    def _apply(self, chat: list[dict[str, str]], tokenizer: Any, tools: list[Tool] | None,
+               add_generation_prompt: bool) -> str:
+        if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+            return chatml(chat, add_generation_prompt)
+        kwargs: dict[str, Any] = {}
+        if tools:
+            kwargs["tools"] = [t.to_dict() for t in tools]
+        return tokenizer.apply_chat_template(
+            chat, tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
+        )
+
+    def _chat_and_tools(self, conv: Conversation, tokenizer: Any) -> tuple[list[dict[str, str]], list[Tool] | None]:
+        native = self.uses_native_tool_block and bool(conv.tools) and template_supports_tools(tokenizer)
+        return self.to_chat(conv, native_tools=native), (conv.tools if native else None)
+
+    def render_turns(self, conv: Conversation, tokenizer: Any = None) -> list[Rendered]:
+        """One (prompt, target) pair per assistant turn, for training on every turn."""
+        chat, tools = self._chat_and_tools(conv, tokenizer)
+        out = []
+        for i, c in enumerate(chat):
+            if c["role"] != "assistant":
+                continue
+            prompt = self._apply(chat[:i], tokenizer, tools, add_generation_prompt=True)
+            full = self._apply(chat[: i + 1], tokenizer, tools, add_generation_prompt=False)
+            target = full[len(prompt):] if full.startswith(prompt) else c["content"]
+            out.append(Rendered(prompt, target))
+        return out
+
+    def render(self, conv: Conversation, tokenizer: Any = None) -> Rendered:
+        """The prompt for the next assistant turn; if the conversation ends with an assistant turn,
+        the prompt stops before it and that turn is the target."""
+        chat, tools = self._chat_and_tools(conv, tokenizer)
+        if chat and chat[-1]["role"] == "assistant":
+            prompt = self._apply(chat[:-1], tokenizer, tools, add_generation_prompt=True)
+            full = self._apply(chat, tokenizer, tools, add_generation_prompt=False)
+            target = full[len(prompt):] if full.startswith(prompt) else chat[-1]["content"]
+            return Rendered(prompt, target)
+        return Rendered(self._apply(chat, tokenizer, tools, add_generation_prompt=True), None)

@@ -1,0 +1,120 @@
+"""Reading tool-call objects out of the text inside a call block, robustly.
+
+Shared by the JSON-based formats (Hermes, ToolRL). Handles several objects in one block, a JSON list
+of calls, arguments given as a JSON string, Python-literal dicts (single quotes, True/None), and
+anything else without raising.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+from tinytool.schema import ToolCall
+
+_DECODER = json.JSONDecoder()
+# ast.literal_eval is only tried on blocks up to this size: a model's call is never larger, and
+# parsing megabytes of garbage as Python would cost time for nothing.
+_MAX_LITERAL = 64_000
+
+
+def _json_values(text: str) -> tuple[list[Any], str | None]:
+    """Decode consecutive JSON values separated by whitespace; return them and the first error."""
+    values: list[Any] = []
+    pos, n = 0, len(text)
+    while True:
+        while pos < n and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= n:
+            return values, None
+        try:
+            value, pos = _DECODER.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            return values, f"not valid JSON ({e.msg} at char {e.pos})"
+        except RecursionError:
+            return values, "JSON nested too deeply"
+        values.append(value)
+
+
+def _python_literal(text: str) -> Any:
+    if len(text) > _MAX_LITERAL:
+        raise ValueError("too long")
+    return ast.literal_eval(text)
+
+
+def decode_call_objects(text: str, errors: list[str], warnings: list[str], allow_many: bool = False) -> list[Any]:
+    """The objects written in one call block. One JSON object is the expected case (several, one
+    per line, with ``allow_many``); anything else is recovered where possible and reported in
+    ``errors``."""
+    body = text.strip()
+    if not body:
+        errors.append("empty call block")
+        return []
+    values, err = _json_values(body)
+    if err is not None:
+        try:
+            lit = _python_literal(body)
+        except Exception:
+            errors.append(err)
+            return values
+        errors.append("call is a Python literal, not JSON")
+        values = [lit]
+    objs: list[Any] = []
+    for v in values:
+        if isinstance(v, list):
+            errors.append("a list of calls inside one call block")
+            objs.extend(v)
+        else:
+            objs.append(v)
+    if len(values) > 1 and not allow_many:
+        errors.append(f"{len(values)} JSON values in one call block")
+    return objs
+
+
+def object_to_call(
+    obj: Any, errors: list[str], warnings: list[str], args_key: str = "arguments"
+) -> ToolCall | None:
+    """Turn one decoded object into a `ToolCall`, reporting what deviates from
+    ``{"name": str, args_key: object}``. Returns None when no call can be recovered."""
+    if not isinstance(obj, dict):
+        errors.append(f"call is a {type(obj).__name__}, not an object")
+        return None
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        errors.append("call has no string 'name'")
+        return None
+    other_key = "parameters" if args_key == "arguments" else "arguments"
+    if args_key in obj:
+        key = args_key
+    elif other_key in obj:
+        key = other_key
+        warnings.append(f"'{other_key}' used instead of '{args_key}'")
+    else:
+        errors.append(f"call to {name!r} has no '{args_key}'")
+        key = None
+    extra = set(obj) - {"name", key} - {"id", "type"}
+    if extra:
+        errors.append(f"call to {name!r} has unexpected keys {sorted(map(str, extra))}")
+    args = obj.get(key) if key else {}
+    if isinstance(args, str):
+        warnings.append("arguments given as a JSON string")
+        if args.strip():
+            try:
+                args = json.loads(args)
+            except (json.JSONDecodeError, RecursionError):
+                errors.append(f"arguments of {name!r} are a string that is not JSON")
+                return ToolCall(name=name, arguments={})
+        else:
+            args = {}
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        errors.append(f"arguments of {name!r} are a {type(args).__name__}, not an object")
+        return ToolCall(name=name, arguments={})
+    return ToolCall(name=name, arguments={str(k): v for k, v in args.items()})
+
+
+def dump_call(call: ToolCall, args_key: str = "arguments") -> str:
+    """One call as a single-line JSON object."""
+    return json.dumps({"name": call.name, args_key: call.arguments}, ensure_ascii=False)

@@ -1,0 +1,99 @@
+"""Hermes / Qwen format: tools in ``<tools>`` in the system prompt, ``<think>`` reasoning,
+``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` calls, ``<tool_response>`` results.
+
+STAR (seeds/000_2375d1a78c8826ae.txt) App. A.1, Fig. 5 is the prompt this follows; the format
+rules of STAR §3.2.1 (one ``<think>`` pair, each call its own ``<tool_call>`` holding one JSON
+object with ``name`` and ``arguments``) are what `parse` reports as errors.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tinytool.formats.base import Parsed, PromptFormat, cut_spans, find_blocks, read_reasoning, strip_end_markers
+from tinytool.formats.calls import decode_call_objects, dump_call, object_to_call
+from tinytool.schema import Message, Tool
+
+_INSTRUCTIONS = """\
+Before you answer, reason inside <think></think>: decide whether the request needs one of the \
+tools, needs more information from the user, or can be answered without any tool.
+- If a tool is needed and the user has given every required value, call it (several calls are fine).
+- If a tool is needed but a required value is missing, ask the user for it instead of guessing.
+- If none of the tools fits the request, answer directly and call nothing."""
+
+_TOOL_BLOCK = """\
+# Tools
+
+The functions you can call are listed below inside <tools></tools>, one JSON signature per line:
+<tools>
+{tools}
+</tools>
+
+To call a function, write a JSON object with its name and arguments inside <tool_call></tool_call> \
+tags, one pair of tags per call:
+<tool_call>
+{{"name": <function-name>, "arguments": <args-json-object>}}
+</tool_call>"""
+
+
+class HermesFormat(PromptFormat):
+    """Hermes/Qwen tool calling. ``think=True`` asks for and writes a ``<think>`` block in every
+    assistant turn (STAR's rule 1); ``think=False`` leaves reasoning out."""
+
+    uses_native_tool_block = True
+
+    def __init__(self, think: bool = True):
+        self.think = think
+        self.name = "hermes" if think else "hermes-nothink"
+
+    def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:
+        parts = [system.strip()] if system and system.strip() else ["You are a helpful assistant."]
+        if tools:
+            if self.think:
+                parts.append(_INSTRUCTIONS)
+            listing = "\n".join(json.dumps(t.function_dict(), ensure_ascii=False) for t in tools)
+            parts.append(_TOOL_BLOCK.format(tools=listing))
+        return "\n\n".join(parts)
+
+    def render_assistant(self, message: Message) -> str:
+        parts = []
+        if self.think:
+            parts.append(f"<think>\n{(message.reasoning or '').strip()}\n</think>")
+        if message.content and message.content.strip():
+            parts.append(message.content.strip())
+        for call in message.tool_calls:
+            parts.append(f"<tool_call>\n{dump_call(call)}\n</tool_call>")
+        return "\n\n".join(parts) if parts else ""
+
+    def render_tool_result(self, message: Message) -> str:
+        return f"<tool_response>\n{message.content or ''}\n</tool_response>"
+
+    def parse(self, text: str) -> Parsed:
+        parsed = Parsed()
+        if not isinstance(text, str):
+            parsed.errors.append(f"completion is a {type(text).__name__}, not text")
+            return parsed
+        text = strip_end_markers(text)
+        spans = read_reasoning(text, parsed)
+        rest = cut_spans(text, spans)
+        blocks, errs = find_blocks(rest, "<tool_call>", "</tool_call>")
+        parsed.errors.extend(errs)
+        for _, _, inner in blocks:
+            for obj in decode_call_objects(inner, parsed.errors, parsed.warnings):
+                call = object_to_call(obj, parsed.errors, parsed.warnings)
+                if call is not None:
+                    parsed.calls.append(call)
+        if blocks:
+            parsed.sections.append("tool_call")
+        parsed.response = cut_spans(rest, [(s, e) for s, e, _ in blocks]).strip()
+        if parsed.response:
+            # the response may sit before or after the calls; record where it starts
+            first_block = blocks[0][0] if blocks else len(rest)
+            lead = rest[:first_block].strip()
+            if lead and blocks:
+                parsed.sections.insert(parsed.sections.index("tool_call"), "response")
+            else:
+                parsed.sections.append("response")
+        if parsed.think_pairs > 1:
+            parsed.errors.append(f"{parsed.think_pairs} <think> blocks (expected one)")
+        return parsed

@@ -1,0 +1,99 @@
+"""ToolRL format: ``<think>``, then ``<tool_call>`` holding one JSON object per line with
+``"name"`` and ``"parameters"``, and/or ``<response>``; tool results come back as ``<obs>``.
+
+ToolRL (seeds/003_899d5b6f9082a354.txt) §3.2, Fig. 4 (system prompt) and Fig. 11 (dialogue
+history). History is kept as chat turns (assistant turns in this format, observations as user turns
+wrapped in ``<obs>``) rather than folded into one user message, so the same chat template serves
+every format.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tinytool.formats.base import Parsed, PromptFormat, cut_spans, find_blocks, read_reasoning, strip_end_markers
+from tinytool.formats.calls import decode_call_objects, dump_call, object_to_call
+from tinytool.schema import Message, Tool
+
+_SYSTEM = """\
+You are a dialogue assistant that can call tools to solve the user's task and reply to the user.
+
+## Tools you can use
+{tools}
+
+## Each turn
+1. Think: recall what matters from the conversation so far and work out what the user wants now.
+2. Decide whether a tool is needed; if so, choose it and its parameters.
+3. Reply to the user when a reply is needed, consistent with everything said before.
+
+## How to write your output
+<think> your reasoning </think>
+<tool_call>
+{{"name": "tool name", "parameters": {{"parameter name": "value"}}}}
+{{"name": "another tool", "parameters": {{}}}}
+</tool_call>
+<response> your reply to the user </response>
+
+## Rules
+1. Always write the <think> part. Then write <tool_call>, <response>, or both.
+2. Inside <tool_call>, put one JSON object per line, each with a "name" and a "parameters" object
+   (an empty object when the tool takes no parameters). Several calls may go in the same turn.
+3. Earlier turns show your past <tool_call> and <response> parts, and tool results as <obs>."""
+
+
+class ToolRLFormat(PromptFormat):
+    """ToolRL's ``<think>/<tool_call>/<response>`` format with ``<obs>`` observations."""
+
+    name = "toolrl"
+
+    def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:
+        listing = "\n".join(json.dumps(t.function_dict(), ensure_ascii=False) for t in tools) or "(none)"
+        body = _SYSTEM.format(tools=listing)
+        return f"{system.strip()}\n\n{body}" if system and system.strip() else body
+
+    def render_assistant(self, message: Message) -> str:
+        parts = [f"<think> {(message.reasoning or '').strip()} </think>"]
+        if message.tool_calls:
+            lines = "\n".join(dump_call(c, args_key="parameters") for c in message.tool_calls)
+            parts.append(f"<tool_call>\n{lines}\n</tool_call>")
+        if message.content and message.content.strip():
+            parts.append(f"<response> {message.content.strip()} </response>")
+        return "\n".join(parts)
+
+    def render_tool_result(self, message: Message) -> str:
+        return f"<obs> {message.content or ''} </obs>"
+
+    def parse(self, text: str) -> Parsed:
+        parsed = Parsed()
+        if not isinstance(text, str):
+            parsed.errors.append(f"completion is a {type(text).__name__}, not text")
+            return parsed
+        text = strip_end_markers(text)
+        think_spans = read_reasoning(text, parsed)
+        calls, call_errs = find_blocks(text, "<tool_call>", "</tool_call>")
+        resp, resp_errs = find_blocks(text, "<response>", "</response>")
+        parsed.errors.extend(call_errs + resp_errs)
+        for _, _, inner in calls:
+            for obj in decode_call_objects(inner, parsed.errors, parsed.warnings, allow_many=True):
+                call = object_to_call(obj, parsed.errors, parsed.warnings, args_key="parameters")
+                if call is not None:
+                    parsed.calls.append(call)
+        if resp:
+            parsed.response = "\n".join(inner.strip() for _, _, inner in resp).strip()
+        # order of the parts as they first appear, for ToolRL's ordered-format check
+        firsts = []
+        if think_spans:
+            firsts.append((think_spans[0][0], "think"))
+        if calls:
+            firsts.append((calls[0][0], "tool_call"))
+        if resp:
+            firsts.append((resp[0][0], "response"))
+        parsed.sections = [name for _, name in sorted(firsts)]
+        outside = cut_spans(text, think_spans + [(s, e) for s, e, _ in calls + resp]).strip()
+        if outside:
+            parsed.warnings.append("text outside <think>/<tool_call>/<response>")
+            if not resp:
+                parsed.response = outside
+        if parsed.think_pairs > 1:
+            parsed.errors.append(f"{parsed.think_pairs} <think> blocks (expected one)")
+        return parsed

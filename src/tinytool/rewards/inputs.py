@@ -1,0 +1,142 @@
+"""Reading what rewards are given: completions, ground truths and tool lists in the shapes that
+TRL datasets and JSONL files carry them (objects, JSON strings, chat-message lists, model text)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinytool.formats import Parsed, PromptFormat
+from tinytool.schema import Message, SchemaError, Tool, ToolCall
+
+
+@dataclass(slots=True)
+class Answer:
+    """What a turn (or trajectory) answered: its calls and its text response."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    response: str = ""
+
+
+def _maybe_json(value: Any) -> Any:
+    if isinstance(value, str):
+        s = value.strip()
+        if s[:1] in ("{", "["):
+            try:
+                return json.loads(s)
+            except (json.JSONDecodeError, RecursionError):
+                return value
+    return value
+
+
+def completion_text(completion: Any) -> str:
+    """The model text of a completion: a string, or TRL's conversational form (a list of messages,
+    whose assistant contents are joined)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return str(completion.get("content") or "")
+    if isinstance(completion, list):
+        parts = [
+            str(m.get("content") or "")
+            for m in completion
+            if isinstance(m, dict) and m.get("role", "assistant") == "assistant"
+        ]
+        return "\n".join(parts)
+    raise SchemaError(f"expected text or a list of messages, got {type(completion).__name__}", "completion")
+
+
+def read_ground_truth(value: Any, fmt: PromptFormat) -> Answer:
+    """An OpenAI-style assistant message (object or JSON string: ``content``, ``tool_calls`` with
+    arguments as objects or JSON strings), a bare list of calls, or a label string in the model's
+    format (parsed with ``fmt``, as STAR's Algorithm 1 parses its ground-truth string)."""
+    value = _maybe_json(value)
+    if isinstance(value, dict):
+        msg = dict(value)
+        msg.setdefault("role", "assistant")
+        try:
+            m = Message.from_dict(msg)
+        except SchemaError as e:
+            raise e.nested("ground_truth") from None
+        return Answer(calls=m.tool_calls, response=(m.content or "").strip())
+    if isinstance(value, list):
+        calls = []
+        for i, c in enumerate(value):
+            try:
+                calls.append(ToolCall.from_dict(c))
+            except SchemaError as e:
+                raise e.nested(f"ground_truth[{i}]") from None
+        return Answer(calls=calls)
+    if isinstance(value, str):
+        parsed = fmt.parse(value)
+        return Answer(calls=parsed.calls, response=parsed.response)
+    if value is None:
+        raise SchemaError("missing", "ground_truth")
+    raise SchemaError(f"expected a message object or text, got {type(value).__name__}", "ground_truth")
+
+
+def read_tools(value: Any) -> list[Tool] | None:
+    """OpenAI tool entries (list or JSON string); None when no tool list was given."""
+    if value is None:
+        return None
+    value = _maybe_json(value)
+    if not isinstance(value, list):
+        raise SchemaError(f"expected a list of tools, got {type(value).__name__}", "tools")
+    tools = []
+    for i, t in enumerate(value):
+        try:
+            tools.append(Tool.from_dict(t))
+        except SchemaError as e:
+            raise e.nested(f"tools[{i}]") from None
+    return tools
+
+
+def parse_completion(completion: Any, fmt: PromptFormat) -> Parsed:
+    return fmt.parse(completion_text(completion))
+
+
+@dataclass(slots=True)
+class Trajectory:
+    """Everything an agent did: its calls across turns, the tool observations it got back, and the
+    text of its last turn (the final answer)."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)
+    answer: str = ""
+    errors: list[str] = field(default_factory=list)
+
+
+def read_trajectory(value: Any, fmt: PromptFormat, field_name: str = "completion") -> Trajectory:
+    """A trajectory from model text (one turn, parsed with ``fmt``), one assistant message object,
+    or a list of chat messages (assistant turns as model text or with structured ``tool_calls``;
+    ``tool`` messages are the observations)."""
+    value = _maybe_json(value) if not isinstance(value, str) or value.lstrip()[:1] in "[{" else value
+    if isinstance(value, str):
+        p = fmt.parse(value)
+        return Trajectory(calls=p.calls, answer=p.response, errors=list(p.errors))
+    if isinstance(value, dict):
+        value = [dict(value, role=value.get("role", "assistant"))]
+    if not isinstance(value, list):
+        raise SchemaError(f"expected text or a list of messages, got {type(value).__name__}", field_name)
+    traj = Trajectory()
+    for i, m in enumerate(value):
+        if not isinstance(m, dict):
+            raise SchemaError(f"expected a message object, got {type(m).__name__}", f"{field_name}[{i}]")
+        role = m.get("role", "assistant")
+        if role == "tool":
+            traj.observations.append(str(m.get("content") or ""))
+        elif role == "assistant":
+            try:
+                msg = Message.from_dict(m)
+            except SchemaError as e:
+                raise e.nested(f"{field_name}[{i}]") from None
+            if msg.tool_calls:
+                traj.calls.extend(msg.tool_calls)
+                traj.answer = (msg.content or "").strip()
+            else:
+                p = fmt.parse(msg.content or "")
+                traj.calls.extend(p.calls)
+                traj.errors.extend(p.errors)
+                traj.answer = p.response
+    return traj

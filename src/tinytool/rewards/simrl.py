@@ -1,0 +1,94 @@
+"""Sim-RL: STAR's similarity-guided reward (seeds/000_2375d1a78c8826ae.txt §3.2.1, Eq. 6-10;
+App. A.7, Algorithms 1-3).
+
+    R = (R_format - 1) + R_format * (R_fc + R_response)          in [-1, 1]
+
+R_format checks the five format rules; R_fc matches predicted to ground-truth calls greedily by
+name (Alg. 2) and averages argument similarities (Alg. 3) over
+``|P| + |G| - |P ∩ G|`` with ``|P ∩ G|`` the number of matched pairs (Eq. 7 — Alg. 2's listing
+divides by ``|P| + |G|``, which would give Table 11's first case 0.25, not the 0.5 the paper
+reports); R_response is ROUGE-L F1 of the texts and only counts when the ground truth has no calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tinytool.formats import Parsed
+from tinytool.rewards.base import RewardResult, is_number
+from tinytool.rewards.inputs import Answer
+from tinytool.rewards.rouge import string_similarity
+from tinytool.schema import Tool, ToolCall
+
+
+def format_violations(parsed: Parsed, tools: list[Tool] | None, require_think: bool = True) -> list[str]:
+    """STAR's format rules, §3.2.1: (1) exactly one ``<think>`` pair; (2) each call in its own
+    ``<tool_call>`` tags; (3) each holding one JSON object with ``name`` and ``arguments``;
+    (4) the name is an offered function; (5) the argument keys are a subset of its parameters.
+    Rules 4-5 are checked when ``tools`` is given. Returns what is violated (empty when valid)."""
+    problems = list(parsed.errors)
+    if require_think and parsed.think_pairs != 1:
+        problems.append(f"{parsed.think_pairs} <think> pairs (expected exactly one)")
+    if tools is not None:
+        by_name = {t.name: t for t in tools}
+        for call in parsed.calls:
+            tool = by_name.get(call.name)
+            if tool is None:
+                problems.append(f"{call.name!r} is not an offered function")
+            elif not set(call.arguments) <= tool.param_names:
+                extra = sorted(set(call.arguments) - tool.param_names)
+                problems.append(f"{call.name!r} has no parameter(s) {extra}")
+    return problems
+
+
+def value_similarity(p: Any, g: Any) -> float:
+    """s(p_k, g_k) of Alg. 3: ROUGE-L F1 for two strings, exact match for numbers/booleans,
+    exact match of ``str()`` otherwise."""
+    if isinstance(p, str) and isinstance(g, str):
+        return string_similarity(p, g)
+    if is_number(p) and is_number(g):
+        return 1.0 if p == g else 0.0
+    return 1.0 if str(p) == str(g) else 0.0
+
+
+def argument_similarity(p_args: dict[str, Any], g_args: dict[str, Any]) -> float:
+    """sim(p, g), Eq. 8 / Alg. 3: summed value similarity over shared keys divided by the number
+    of keys in either; 1 when neither call has arguments."""
+    union = len(p_args.keys() | g_args.keys())
+    if union == 0:
+        return 1.0
+    total = 0.0
+    for k in p_args.keys() & g_args.keys():
+        total += value_similarity(p_args[k], g_args[k])
+    return total / union
+
+
+def tool_call_reward(pred: list[ToolCall], truth: list[ToolCall]) -> float:
+    """R_fc, Eq. 7 with Alg. 2's greedy matching: each predicted call, in order, takes the
+    remaining ground-truth call of the same name with the highest similarity (first on ties)."""
+    remaining = list(truth)
+    total, matched = 0.0, 0
+    for p in pred:
+        best_score, best_i = -1.0, -1
+        for i, g in enumerate(remaining):
+            if g.name == p.name:
+                s = argument_similarity(p.arguments, g.arguments)
+                if s > best_score:
+                    best_score, best_i = s, i
+        if best_i >= 0:
+            total += best_score
+            matched += 1
+            del remaining[best_i]
+    denom = len(pred) + len(truth) - matched
+    return 1.0 if denom == 0 else total / denom
+
+
+def sim_rl(parsed: Parsed, truth: Answer, tools: list[Tool] | None, require_think: bool = True) -> RewardResult:
+    """Total Sim-RL reward, Eq. 10 / Alg. 1, with its parts."""
+    if format_violations(parsed, tools, require_think):
+        return RewardResult(-1.0, {"format": 0.0, "fc": 0.0, "response": 0.0})
+    if truth.calls:
+        fc, resp = tool_call_reward(parsed.calls, truth.calls), 0.0
+    else:
+        fc, resp = 0.0, string_similarity(parsed.response, truth.response)
+    return RewardResult(fc + resp, {"format": 1.0, "fc": fc, "response": resp})

@@ -1,0 +1,42 @@
+"""Shared fixtures: a small tool catalog and helpers to build rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "check_wordpress", "description": "Check whether a site runs WordPress.",
+        "parameters": {"type": "object", "properties": {
+            "url": {"type": "string"}, "user_agent": {"type": "string"}}, "required": ["url"]}}},
+    {"type": "function", "function": {
+        "name": "label_template_brands", "description": "List label sheet brands for a paper format.",
+        "parameters": {"type": "object", "properties": {"format": {"type": "string"}}, "required": ["format"]}}},
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer"}}, "required": ["city"]}}},
+]
+
+
+def hermes(*calls: tuple[str, dict], think: str = "ok", text: str = "") -> str:
+    """A Hermes completion with the given calls."""
+    parts = [f"<think>{think}</think>"] if think is not None else []
+    if text:
+        parts.append(text)
+    parts += [f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls]
+    return "\n".join(parts)
+
+
+def gt(*calls: tuple[str, dict], content: str | None = None) -> dict:
+    """An OpenAI-style assistant message (arguments as JSON strings, as the OpenAI API sends them)."""
+    return {"role": "assistant", "content": content, "tool_calls": [
+        {"type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for n, a in calls]}
+
+
+@pytest.fixture
+def tools() -> list[dict]:
+    return TOOLS
