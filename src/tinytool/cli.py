@@ -97,6 +97,29 @@ def reward(
     err.print(f"{name}: {len(scores)} rows, mean {mean:.4f}, {n_err} unreadable -> {output}")
 
 
+@app.command()
+def student(
+    teacher: str = typer.Option(..., "--from", help="Teacher spec: hub id, directory, .gguf, or smollm2-135m-instruct."),
+    keep_layers: int = typer.Option(..., "--keep-layers", help="How many decoder layers the student keeps."),
+    out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Directory for the student checkpoint."),
+    method: str = typer.Option("even", help="even (evenly spaced) or importance (drop layers that change least)."),
+    samples: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                           help="Text file, one sample per line, for --method importance."),
+) -> None:
+    """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint."""
+    from tinytool.models import ModelNotFound, build_student
+
+    texts = [t for t in samples.read_text(encoding="utf-8").splitlines() if t.strip()] if samples else None
+    try:
+        info = build_student(teacher, keep_layers, out, method=method, samples=texts)
+    except (ValueError, ModelNotFound) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    err.print(f"student: kept layers {info['kept']} of {info['teacher_layers']} "
+              f"({info['parameters'] / 1e6:.1f}M parameters) -> {out}")
+    (out / "tinytool_student.json").write_text(json.dumps(info, indent=2))
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
 

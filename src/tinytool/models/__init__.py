@@ -1,0 +1,20 @@
+"""Models: load (hub id, local dir, GGUF, the bundled SmolLM2), make students, tiny test models."""
+
+from tinytool.models.loading import (
+    BUNDLED_ALIAS,
+    ModelNotFound,
+    autocast,
+    bundled_gguf,
+    cache_dir,
+    cpu_supports_bf16,
+    load_model,
+    load_tokenizer,
+    resolve,
+)
+from tinytool.models.students import build_student, even_layers, layer_importance, prune_layers, save_tiny_model, tiny_model
+
+__all__ = [
+    "BUNDLED_ALIAS", "ModelNotFound", "autocast", "build_student", "bundled_gguf", "cache_dir",
+    "cpu_supports_bf16", "even_layers", "layer_importance", "load_model", "load_tokenizer", "prune_layers",
+    "resolve", "save_tiny_model", "tiny_model",
+]

