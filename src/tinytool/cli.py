@@ -6,7 +6,6 @@ import json
 import statistics
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -42,7 +41,7 @@ def reward(
     name: str = typer.Argument(..., help="simrl, toolrl, mentor, astra-f1 or exact."),
     input: Path = typer.Option(..., "--input", "-i", exists=True, dir_okay=False, help="JSONL of rows to score."),
     output: Path = typer.Option(..., "--output", "-o", dir_okay=False, help="JSONL of scores, one per input row."),
-    format: Optional[str] = typer.Option(None, "--format", "-f", help="Completion format (default: the reward's own)."),
+    format: str | None = typer.Option(None, "--format", "-f", help="Completion format (default: the reward's own)."),
     granularity: str = typer.Option("original", help="ToolRL: original, finegrained, intermediate, coarse."),
     scale: str = typer.Option("original", help="ToolRL: original, equal_max, two_stage, dynamic."),
     think: bool = typer.Option(True, "--think/--no-think", help="Sim-RL: require exactly one <think> pair."),
@@ -103,7 +102,7 @@ def student(
     keep_layers: int = typer.Option(..., "--keep-layers", help="How many decoder layers the student keeps."),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Directory for the student checkpoint."),
     method: str = typer.Option("even", help="even (evenly spaced) or importance (drop layers that change least)."),
-    samples: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+    samples: Path | None = typer.Option(None, exists=True, dir_okay=False,
                                            help="Text file, one sample per line, for --method importance."),
 ) -> None:
     """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint."""

@@ -18,14 +18,21 @@ FORMATS = {
 }
 
 
+_INSTANCES: dict[str, PromptFormat] = {}
+
+
 def get_format(name: str | PromptFormat) -> PromptFormat:
-    """A format by name (``hermes``, ``hermes-nothink``, ``toolrl``, ``python``)."""
+    """A format by name (``hermes``, ``hermes-nothink``, ``toolrl``, ``python``). Formats hold no
+    state, so one instance per name is shared."""
     if isinstance(name, PromptFormat):
         return name
-    try:
-        return FORMATS[name]()
-    except KeyError:
-        raise ValueError(f"unknown format {name!r}; choose one of {', '.join(FORMATS)}") from None
+    fmt = _INSTANCES.get(name)
+    if fmt is None:
+        try:
+            fmt = _INSTANCES[name] = FORMATS[name]()
+        except KeyError:
+            raise ValueError(f"unknown format {name!r}; choose one of {', '.join(FORMATS)}") from None
+    return fmt
 
 
 __all__ = [

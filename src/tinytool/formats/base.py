@@ -8,6 +8,7 @@ tokenizer's chat template; without a tokenizer the ChatML markup SmolLM2 and Qwe
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,15 +52,18 @@ class Rendered:
 
 
 def strip_end_markers(text: str) -> str:
-    t = text.rstrip()
+    # move an end index rather than slice: slicing after every marker is quadratic on "</s>" * 10**6
+    end = len(text.rstrip())
     changed = True
     while changed:
         changed = False
         for m in END_MARKERS:
-            if t.endswith(m):
-                t = t[: -len(m)].rstrip()
+            if text.endswith(m, 0, end):
+                end -= len(m)
+                while end and text[end - 1].isspace():
+                    end -= 1
                 changed = True
-    return t
+    return text[:end]
 
 
 def find_blocks(text: str, open_tag: str, close_tag: str) -> tuple[list[tuple[int, int, str]], list[str]]:
@@ -70,9 +74,14 @@ def find_blocks(text: str, open_tag: str, close_tag: str) -> tuple[list[tuple[in
     errors: list[str] = []
     pos = 0
     n_open, n_close = len(open_tag), len(close_tag)
+    # the next tags at or after pos, kept until the scan passes them: searching afresh after every
+    # stray close tag would rescan the rest of the text each time (quadratic on "</tag>" * 10**5)
+    start, stray = text.find(open_tag), text.find(close_tag)
     while True:
-        start = text.find(open_tag, pos)
-        stray = text.find(close_tag, pos)
+        if start != -1 and start < pos:
+            start = text.find(open_tag, pos)
+        if stray != -1 and stray < pos:
+            stray = text.find(close_tag, pos)
         if stray != -1 and (start == -1 or stray < start):
             errors.append(f"stray {close_tag} without {open_tag}")
             pos = stray + n_close
@@ -81,12 +90,11 @@ def find_blocks(text: str, open_tag: str, close_tag: str) -> tuple[list[tuple[in
             break
         inner_start = start + n_open
         end = text.find(close_tag, inner_start)
-        nested = text.find(open_tag, inner_start)
         if end == -1:
             errors.append(f"unclosed {open_tag}")
             blocks.append((start, len(text), text[inner_start:]))
             break
-        if nested != -1 and nested < end:
+        if text.find(open_tag, inner_start, end) != -1:
             errors.append(f"{open_tag} opened again before {close_tag}")
         blocks.append((start, end + n_close, text[inner_start:end]))
         pos = end + n_close
@@ -141,9 +149,10 @@ def template_supports_tools(tokenizer: Any) -> bool:
     """Does this tokenizer's chat template write a ``tools`` list into the prompt? (SmolLM2's ignores it.)"""
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         return False
+    # cached per template text: a tokenizer's chat_template may be replaced after the first probe
     cached = getattr(tokenizer, "_tinytool_supports_tools", None)
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0] == tokenizer.chat_template:
+        return cached[1]
     probe = [{"type": "function", "function": {"name": _PROBE, "description": "probe",
                                                "parameters": {"type": "object", "properties": {}}}}]
     try:
@@ -153,10 +162,8 @@ def template_supports_tools(tokenizer: Any) -> bool:
         supported = _PROBE in text
     except Exception:  # a template that chokes on tools does not support them
         supported = False
-    try:
-        tokenizer._tinytool_supports_tools = supported
-    except Exception:
-        pass
+    with contextlib.suppress(AttributeError, TypeError):  # some tokenizers refuse new attributes
+        tokenizer._tinytool_supports_tools = (tokenizer.chat_template, supported)
     return supported
 
 

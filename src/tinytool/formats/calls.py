@@ -34,13 +34,17 @@ def _json_values(text: str) -> tuple[list[Any], str | None]:
             return values, f"not valid JSON ({e.msg} at char {e.pos})"
         except RecursionError:
             return values, "JSON nested too deeply"
+        except ValueError as e:  # an integer of more digits than int() converts
+            return values, f"not valid JSON ({e})"
         values.append(value)
 
 
 def _python_literal(text: str) -> Any:
     if len(text) > _MAX_LITERAL:
         raise ValueError("too long")
-    return ast.literal_eval(text)
+    # only what JSON can say is recovered (tuples become lists); bytes, sets, complex numbers and
+    # integers too long to print raise here
+    return json.loads(json.dumps(ast.literal_eval(text)))
 
 
 def decode_call_objects(text: str, errors: list[str], warnings: list[str], allow_many: bool = False) -> list[Any]:
@@ -102,7 +106,7 @@ def object_to_call(
         if args.strip():
             try:
                 args = json.loads(args)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # JSONDecodeError, or an over-long integer
                 errors.append(f"arguments of {name!r} are a string that is not JSON")
                 return ToolCall(name=name, arguments={})
         else:

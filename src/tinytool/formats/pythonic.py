@@ -155,9 +155,16 @@ class PythonFormat(PromptFormat):
                     parsed.errors.append(f"{name}: **kwargs expansion")
                     continue
                 try:
-                    args[kw.arg] = _to_json_like(ast.literal_eval(kw.value))
+                    value = _to_json_like(ast.literal_eval(kw.value))
                 except Exception:
                     parsed.errors.append(f"{name}: argument {kw.arg!r} is not a literal")
+                    continue
+                try:  # bytes, complex numbers, integers too long to print: not JSON values
+                    json.dumps(value)
+                except (TypeError, ValueError, RecursionError):
+                    parsed.errors.append(f"{name}: argument {kw.arg!r} is not a JSON value")
+                    continue
+                args[kw.arg] = value
             calls.append(ToolCall(name=name, arguments=args))
         return calls
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import json
 
-from tinytool.formats.base import Parsed, PromptFormat, cut_spans, find_blocks, read_reasoning, strip_end_markers
+from tinytool.formats.base import (
+    Parsed,
+    PromptFormat,
+    cut_spans,
+    find_blocks,
+    read_reasoning,
+    strip_end_markers,
+)
 from tinytool.formats.calls import decode_call_objects, dump_call, object_to_call
 from tinytool.schema import Message, Tool
 

@@ -11,7 +11,14 @@ from tinytool.models.loading import (
     load_tokenizer,
     resolve,
 )
-from tinytool.models.students import build_student, even_layers, layer_importance, prune_layers, save_tiny_model, tiny_model
+from tinytool.models.students import (
+    build_student,
+    even_layers,
+    layer_importance,
+    prune_layers,
+    save_tiny_model,
+    tiny_model,
+)
 
 __all__ = [
     "BUNDLED_ALIAS", "ModelNotFound", "autocast", "build_student", "bundled_gguf", "cache_dir",

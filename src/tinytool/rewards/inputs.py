@@ -47,12 +47,42 @@ def completion_text(completion: Any) -> str:
     raise SchemaError(f"expected text or a list of messages, got {type(completion).__name__}", "completion")
 
 
+def _fast_calls(raw: Any) -> list[ToolCall] | None:
+    """OpenAI ``tool_calls`` in their usual shape, read without the full validation; None when
+    anything is unusual (then the validating path reads it and names what is wrong)."""
+    calls = []
+    for c in raw:
+        if not isinstance(c, dict):
+            return None
+        f = c.get("function", c)
+        if not isinstance(f, dict):
+            return None
+        name, args = f.get("name"), f.get("arguments")
+        if not isinstance(name, str) or not name.strip():
+            return None
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except (ValueError, RecursionError):
+                return None
+        if not isinstance(args, dict):
+            return None
+        calls.append(ToolCall(name=name, arguments=args))
+    return calls
+
+
 def read_ground_truth(value: Any, fmt: PromptFormat) -> Answer:
     """An OpenAI-style assistant message (object or JSON string: ``content``, ``tool_calls`` with
     arguments as objects or JSON strings), a bare list of calls, or a label string in the model's
     format (parsed with ``fmt``, as STAR's Algorithm 1 parses its ground-truth string)."""
     value = _maybe_json(value)
     if isinstance(value, dict):
+        raw_calls, content = value.get("tool_calls") or [], value.get("content")
+        if isinstance(raw_calls, list) and (content is None or isinstance(content, str)) and \
+                value.get("role", "assistant") == "assistant":
+            calls = _fast_calls(raw_calls)
+            if calls is not None:
+                return Answer(calls=calls, response=(content or "").strip())
         msg = dict(value)
         msg.setdefault("role", "assistant")
         try:
@@ -61,13 +91,15 @@ def read_ground_truth(value: Any, fmt: PromptFormat) -> Answer:
             raise e.nested("ground_truth") from None
         return Answer(calls=m.tool_calls, response=(m.content or "").strip())
     if isinstance(value, list):
-        calls = []
+        calls = _fast_calls(value)
+        if calls is not None:
+            return Answer(calls=calls)
         for i, c in enumerate(value):
             try:
-                calls.append(ToolCall.from_dict(c))
+                ToolCall.from_dict(c)
             except SchemaError as e:
                 raise e.nested(f"ground_truth[{i}]") from None
-        return Answer(calls=calls)
+        raise SchemaError("expected a list of calls", "ground_truth")  # pragma: no cover - defensive
     if isinstance(value, str):
         parsed = fmt.parse(value)
         return Answer(calls=parsed.calls, response=parsed.response)
@@ -90,6 +122,32 @@ def read_tools(value: Any) -> list[Tool] | None:
         except SchemaError as e:
             raise e.nested(f"tools[{i}]") from None
     return tools
+
+
+def read_tool_signatures(value: Any) -> dict[str, frozenset[str]] | None:
+    """Tool name -> its parameter names: all Sim-RL's format rules 4-5 need. OpenAI/BFCL-style
+    entries with a ``properties`` object are read directly (this runs once per scored completion);
+    anything else goes through `read_tools`, which normalizes xLAM's flat style and names what is
+    wrong. None when no tool list was given."""
+    if value is None:
+        return None
+    value = _maybe_json(value)
+    if type(value) is list:
+        sigs: dict[str, frozenset[str]] = {}
+        try:
+            for entry in value:
+                f = entry.get("function") or entry
+                name, params = f["name"], f.get("parameters")
+                props = params.get("properties") if params is not None else {}
+                if type(name) is not str or type(props) is not dict or name in sigs:
+                    break
+                sigs[name] = frozenset(props)
+            else:
+                return sigs
+        except (AttributeError, KeyError, TypeError):
+            pass  # an unusual entry: the validating reader below says what is wrong with it
+    tools = read_tools(value)
+    return {t.name: t.param_names for t in tools or []}
 
 
 def parse_completion(completion: Any, fmt: PromptFormat) -> Parsed:

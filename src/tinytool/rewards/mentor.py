@@ -92,7 +92,7 @@ def observation_failed(content: Any) -> bool:
         except (json.JSONDecodeError, RecursionError):
             pass
     low = text[:20].lower()
-    return low.startswith("error") or low.startswith("traceback")
+    return low.startswith(("error", "traceback"))
 
 
 def mentor(

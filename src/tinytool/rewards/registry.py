@@ -15,7 +15,13 @@ from tinytool.formats import PromptFormat, get_format
 from tinytool.rewards.astra import astra_f1, astra_f1_from_text
 from tinytool.rewards.base import RewardResult
 from tinytool.rewards.exact import exact_match
-from tinytool.rewards.inputs import parse_completion, read_ground_truth, read_tools, read_trajectory
+from tinytool.rewards.inputs import (
+    parse_completion,
+    read_ground_truth,
+    read_tool_signatures,
+    read_tools,
+    read_trajectory,
+)
 from tinytool.rewards.mentor import MentorWeights, mentor
 from tinytool.rewards.simrl import sim_rl
 from tinytool.rewards.toolrl import ToolRLScale, toolrl
@@ -45,7 +51,7 @@ def _simrl(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
     return sim_rl(
         parse_completion(_need(row, "completion"), fmt),
         read_ground_truth(_need(row, "ground_truth"), fmt),
-        read_tools(row.get("tools")),
+        read_tool_signatures(row.get("tools")),
         o.require_think,
     )
 

@@ -16,26 +16,29 @@ import re
 from nltk.stem import porter
 from rapidfuzz.distance import LCSseq
 
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_TOKEN = re.compile(r"[a-z0-9]+")
 _STEMMER = porter.PorterStemmer()  # the stemmer (and mode) rouge_score uses
+_STEMS: dict[str, str] = {}
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
-    return _STEMMER.stem(word)
-
-
-def _valid(token: str) -> bool:
-    return bool(token) and token.isascii() and token.isalnum()
+    stem = _STEMS.get(word)
+    if stem is None:
+        stem = _STEMMER.stem(word)
+        if len(_STEMS) > 1 << 17:  # bound memory on endless novel words
+            _STEMS.clear()
+        _STEMS[word] = stem
+    return stem
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def rouge_tokens(text: str, stem: bool = True) -> tuple[str, ...]:
-    """rouge_score's tokens of ``text`` (cached)."""
-    words = _NON_ALNUM.sub(" ", text.lower()).split()
+    """rouge_score's tokens of ``text`` (cached): lower-case, runs of ``[a-z0-9]``, Porter stems of
+    tokens longer than 3 characters (a stem of such a token is itself a non-empty ``[a-z0-9]`` run,
+    so rouge_score's final validity filter never drops one)."""
+    words = _TOKEN.findall(text.lower())
     if stem:
-        words = [_stem(w) if len(w) > 3 else w for w in words]
-        return tuple(w for w in words if _valid(w))
+        return tuple([_stem(w) if len(w) > 3 else w for w in words])
     return tuple(words)
 
 
@@ -63,3 +66,9 @@ def string_similarity(pred: str, target: str, stem: bool = True) -> float:
     if pred == target:
         return 1.0
     return rouge_l(pred, target, stem)
+
+
+def clear_caches() -> None:
+    """Forget cached tokens and stems (for benchmarks that must not reuse a previous pass)."""
+    rouge_tokens.cache_clear()
+    _STEMS.clear()

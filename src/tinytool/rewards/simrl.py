@@ -12,6 +12,7 @@ reports); R_response is ROUGE-L F1 of the texts and only counts when the ground 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set as AbstractSet
 from typing import Any
 
 from tinytool.formats import Parsed
@@ -21,22 +22,34 @@ from tinytool.rewards.rouge import string_similarity
 from tinytool.schema import Tool, ToolCall
 
 
-def format_violations(parsed: Parsed, tools: list[Tool] | None, require_think: bool = True) -> list[str]:
+ToolSignatures = Mapping[str, AbstractSet[str]]
+
+
+def _signatures(tools: list[Tool] | ToolSignatures | None) -> ToolSignatures | None:
+    if tools is None or isinstance(tools, Mapping):
+        return tools
+    return {t.name: t.param_names for t in tools}
+
+
+def format_violations(
+    parsed: Parsed, tools: list[Tool] | ToolSignatures | None, require_think: bool = True
+) -> list[str]:
     """STAR's format rules, §3.2.1: (1) exactly one ``<think>`` pair; (2) each call in its own
     ``<tool_call>`` tags; (3) each holding one JSON object with ``name`` and ``arguments``;
     (4) the name is an offered function; (5) the argument keys are a subset of its parameters.
-    Rules 4-5 are checked when ``tools`` is given. Returns what is violated (empty when valid)."""
+    Rules 4-5 are checked when ``tools`` (tools, or name -> parameter names) is given.
+    Returns what is violated (empty when valid)."""
     problems = list(parsed.errors)
     if require_think and parsed.think_pairs != 1:
         problems.append(f"{parsed.think_pairs} <think> pairs (expected exactly one)")
-    if tools is not None:
-        by_name = {t.name: t for t in tools}
+    sigs = _signatures(tools)
+    if sigs is not None:
         for call in parsed.calls:
-            tool = by_name.get(call.name)
-            if tool is None:
+            params = sigs.get(call.name)
+            if params is None:
                 problems.append(f"{call.name!r} is not an offered function")
-            elif not set(call.arguments) <= tool.param_names:
-                extra = sorted(set(call.arguments) - tool.param_names)
+            elif not call.arguments.keys() <= params:
+                extra = sorted(set(call.arguments) - set(params))
                 problems.append(f"{call.name!r} has no parameter(s) {extra}")
     return problems
 
@@ -83,7 +96,9 @@ def tool_call_reward(pred: list[ToolCall], truth: list[ToolCall]) -> float:
     return 1.0 if denom == 0 else total / denom
 
 
-def sim_rl(parsed: Parsed, truth: Answer, tools: list[Tool] | None, require_think: bool = True) -> RewardResult:
+def sim_rl(
+    parsed: Parsed, truth: Answer, tools: list[Tool] | ToolSignatures | None, require_think: bool = True
+) -> RewardResult:
     """Total Sim-RL reward, Eq. 10 / Alg. 1, with its parts."""
     if format_violations(parsed, tools, require_think):
         return RewardResult(-1.0, {"format": 0.0, "fc": 0.0, "response": 0.0})

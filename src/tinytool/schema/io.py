@@ -29,8 +29,11 @@ def iter_jsonl(
                 continue
             try:
                 record = json.loads(raw)
-            except (json.JSONDecodeError, RecursionError) as e:
-                detail = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
+            except (ValueError, RecursionError) as e:  # ValueError: also an over-long integer
+                if isinstance(e, json.JSONDecodeError):
+                    detail = e.msg
+                else:
+                    detail = "nested too deeply" if isinstance(e, RecursionError) else str(e)
                 col = f" (column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
                 raise SchemaError(f"not valid JSON: {detail}{col}", file=name, line=lineno) from None
             try:

@@ -93,13 +93,27 @@ def normalize_parameters(parameters: Any, path: str = "parameters") -> dict[str,
     xLAM's flat style ``{"arg": {"type": "str, optional", "description", "default"}}`` and
     a JSON string of any of these.
     """
+    try:
+        return _normalize_parameters(parameters, path)
+    except RecursionError:  # schemas (or type spellings) nested deeper than the stack
+        raise SchemaError("nested too deeply", path) from None
+
+
+def _json_error(e: Exception) -> str:
+    """Why ``json.loads`` failed, in a few words."""
+    if isinstance(e, json.JSONDecodeError):
+        return e.msg
+    return "nested too deeply" if isinstance(e, RecursionError) else str(e)
+
+
+def _normalize_parameters(parameters: Any, path: str) -> dict[str, Any]:
     if parameters is None:
         return {"type": "object", "properties": {}, "required": []}
     if isinstance(parameters, str):
         try:
             parameters = json.loads(parameters)
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"not valid JSON: {e.msg}", path) from None
+        except (ValueError, RecursionError) as e:  # ValueError: also an over-long integer
+            raise SchemaError(f"not valid JSON: {_json_error(e)}", path) from None
     if not isinstance(parameters, dict):
         raise SchemaError(f"expected an object, got {type(parameters).__name__}", path)
     is_schema = "properties" in parameters or parameters.get("type") in ("object", "dict")
@@ -197,7 +211,7 @@ def _decode_arguments(args: Any, path: str) -> dict[str, Any]:
             return {}
         try:
             args = json.loads(args)
-        except (json.JSONDecodeError, RecursionError) as e:
+        except (ValueError, RecursionError) as e:  # ValueError: also an over-long integer
             raise SchemaError(f"arguments string is not valid JSON ({e})", path) from None
     if not isinstance(args, dict):
         raise SchemaError(f"expected an object of arguments, got {type(args).__name__}", path)
@@ -336,8 +350,8 @@ class Conversation:
         if isinstance(raw_tools, str):
             try:
                 raw_tools = json.loads(raw_tools)
-            except json.JSONDecodeError as e:
-                raise SchemaError(f"not valid JSON: {e.msg}", "tools") from None
+            except (ValueError, RecursionError) as e:
+                raise SchemaError(f"not valid JSON: {_json_error(e)}", "tools") from None
         if not isinstance(raw_tools, list):
             raise SchemaError("expected a list of tools", "tools")
         tools = []
