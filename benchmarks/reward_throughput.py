@@ -19,20 +19,16 @@ from __future__ import annotations
 import argparse
 import copy
 import cProfile
-import importlib.metadata
 import io
 import json
-import os
-import platform
 import pstats
 import random
 import re
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+import _common
 from rouge_score import rouge_scorer
 
 from tinytool.formats import get_format
@@ -828,35 +824,8 @@ def timed(fn, arg) -> tuple[float, list[float]]:
     return time.perf_counter() - t0, out
 
 
-def machine() -> dict:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "cpu": cpu, "nproc": os.cpu_count(),
-            "python": sys.version.split()[0]}
-
-
 def versions() -> dict:
-    out = {"python": sys.version.split()[0]}
-    for dist in ("rouge_score", "rapidfuzz", "nltk", "tinytool"):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            out[dist] = None
-    try:
-        out["tinytool_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                                text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=ROOT, capture_output=True,
-                               text=True, check=False).stdout.strip()
-        out["tinytool_src_dirty"] = bool(dirty)
-    except (OSError, subprocess.CalledProcessError):
-        out["tinytool_commit"] = None
-    return out
+    return _common.versions("rouge_score", "rapidfuzz", "nltk")
 
 
 def distribution(scores: list[float]) -> dict:
@@ -936,7 +905,7 @@ def main() -> None:
     result = {
         "claim": "tinytool Sim-RL equals a straightforward rouge_score reference (max |Δ| <= 1e-9) at >= 30x "
                  "its throughput",
-        "machine": machine(),
+        "machine": _common.machine(),
         "versions": versions(),
         "inputs": {"n_pairs": n, "seed": args.seed, "reps": args.reps,
                    "ground_truth_calls": {str(k): n_gt_calls.count(k) / n for k in sorted(set(n_gt_calls))},

@@ -1,0 +1,44 @@
+"""What every benchmark records about where it ran: machine, package versions, tinytool commit."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def machine() -> dict:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"platform": platform.platform(), "cpu": cpu, "nproc": os.cpu_count(),
+            "python": sys.version.split()[0]}
+
+
+def versions(*dists: str) -> dict:
+    """Installed versions of ``dists`` and tinytool, the commit, and whether src/ had local edits."""
+    out: dict = {"python": sys.version.split()[0]}
+    for dist in (*dists, "tinytool"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = None
+    try:
+        out["tinytool_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=ROOT, capture_output=True,
+                               text=True, check=False).stdout.strip()
+        out["tinytool_src_dirty"] = bool(dirty)
+    except (OSError, subprocess.CalledProcessError):
+        out["tinytool_commit"] = None
+    return out
