@@ -16,18 +16,21 @@ from tinytool import __version__
 app = typer.Typer(
     name="tinytool",
     help="Make small language models good at calling tools.",
-    no_args_is_help=True,
     add_completion=False,
 )
 err = Console(stderr=True)
 
 
-@app.callback()
+@app.callback(invoke_without_command=True)
 def _main(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
 ) -> None:
     if version:
         typer.echo(__version__)
+        raise typer.Exit()
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
         raise typer.Exit()
 
 
@@ -85,7 +88,7 @@ def reward(
                 out = result.to_dict()
                 if result.error:
                     out["error"] = f"{input}:{lineno}: {result.error}"
-            except (json.JSONDecodeError, RecursionError) as e:
+            except (ValueError, RecursionError) as e:  # JSONDecodeError, or an over-long integer
                 out = {"score": floor, "error": f"{input}:{lineno}: not valid JSON ({e})"}
             n_err += "error" in out
             scores.append(out["score"])
@@ -117,6 +120,21 @@ def student(
     err.print(f"student: kept layers {info['kept']} of {info['teacher_layers']} "
               f"({info['parameters'] / 1e6:.1f}M parameters) -> {out}")
     (out / "tinytool_student.json").write_text(json.dumps(info, indent=2))
+
+
+def _data_app() -> typer.Typer:
+    """``tinytool data``: convert, stats (converters) and demo (the bundled catalog's tasks)."""
+    from tinytool.data.cli_convert import convert_app
+    from tinytool.data.cli_demo import demo_app
+
+    data = typer.Typer(help="Datasets: convert public formats, describe a file, generate the demo tasks.",
+                       no_args_is_help=True)
+    for sub in (convert_app, demo_app):
+        data.registered_commands.extend(sub.registered_commands)
+    return data
+
+
+app.add_typer(_data_app(), name="data")
 
 
 def main() -> None:  # pragma: no cover - console entry point

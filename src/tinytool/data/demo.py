@@ -1,0 +1,446 @@
+"""Procedural demo tasks over the bundled catalog: the default training data when nothing can be fetched.
+
+`generate_demo(n, seed)` returns ``(train, dev)`` lists of `Conversation`s in the BFCL single-turn
+categories and as multi-step trajectories:
+
+- ``simple``: one tool offered, one call.
+- ``multiple``: 2-5 tools offered, near-miss siblings among them; one call.
+- ``parallel``: one tool, 2-4 calls, phrased compactly ("in Paris, Rome and Oslo", "... respectively",
+  "then repeat for ...") or as joined requests.
+- ``parallel_multiple``: calls to two or three different tools in one turn.
+- ``irrelevance``: the request's tool is *not* offered (similar-looking ones are), or no tool is
+  needed; the answer is text and no call.
+- ``missing_parameter``: a required value is absent from the request; the answer asks for it.
+- ``multi_step``: a trajectory where a later call needs an earlier call's output
+  (see `tinytool.data.demo_chains`), with ASTRA's sub-questions and sub-answers in ``meta``.
+
+Requests are drawn from several phrasings per tool and argument values are sampled by type from the
+seeded `World`, so the same tool appears in many surface forms. Every ground-truth call is executed
+on a fresh copy of the world while generating and resampled if it fails, so calls are valid by
+construction. Held-out tools (`HELD_OUT`, ≥ 10 % of the catalog) and some phrasings appear only in
+dev. Equal ``(n, seed)`` give byte-identical files. ``meta`` of every record: ``id``, ``category``,
+``split``, ``seed``, ``world_seed``, ``source``, ``tools_used``, ``sub_questions`` and ``sub_answers``
+(empty outside ``multi_step``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from random import Random
+from typing import Any
+
+from tinytool.data.catalog import CATALOG, HELD_OUT, TRAIN_TOOLS, Template, ToolSpec, World, execute
+from tinytool.data.catalog.world import pristine_world
+from tinytool.data.demo_chains import CHAINS, ChainError, run_chain
+from tinytool.data.demo_text import (
+    CHITCHAT,
+    ask_for,
+    ensure_end,
+    join_requests,
+    join_values,
+    plain_join,
+    refusal,
+    repeat_tail,
+)
+from tinytool.schema import Conversation, Message, Tool, ToolCall, write_jsonl
+
+CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance", "missing_parameter", "multi_step")
+DEFAULT_MIX: dict[str, float] = {
+    "simple": 0.15, "multiple": 0.18, "parallel": 0.13, "parallel_multiple": 0.10,
+    "irrelevance": 0.16, "missing_parameter": 0.08, "multi_step": 0.20,
+}
+SOURCE = "tinytool-demo"
+OPTIONAL_P = 0.45  # chance an optional parameter the phrasing can express is given
+FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
+MAX_TRIES = 40
+
+
+class _Retry(Exception):
+    """This sample did not work out (an invalid call, no usable phrasing); draw another."""
+
+
+@dataclass(slots=True)
+class _Ctx:
+    rng: Random
+    world: World  # the pristine world of the seed: read it, never mutate it
+    split: str
+    tools: tuple[str, ...]  # tools this split may use
+    focus: tuple[str, ...]  # tools to favour as targets (held-out ones in dev)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling calls and their phrasings
+# ---------------------------------------------------------------------------------------------
+
+
+def _sample_args(spec: ToolSpec, tpl: Template, ctx: _Ctx) -> dict[str, Any]:
+    """Required arguments plus optional ones the phrasing can express (each with `OPTIONAL_P`)."""
+    r, w = ctx.rng, ctx.world
+    args = {p.name: p.sample(r, w) for p in spec.params
+            if p.required or (p.name in tpl.slots and r.random() < OPTIONAL_P)}
+    if spec.fix is not None:
+        spec.fix(args, r, w)
+    return args
+
+
+def _say_all(spec: ToolSpec, args: Mapping[str, Any], r: Random, skip: str | None = None) -> dict[str, str]:
+    return {k: spec.param_map[k].say(v, r) for k, v in args.items() if k != skip}
+
+
+def _phrase(spec: ToolSpec, ctx: _Ctx) -> Template:
+    return ctx.rng.choice(spec.phrasings(ctx.split))
+
+
+def _request(spec: ToolSpec, ctx: _Ctx, tpl: Template | None = None) -> tuple[dict[str, Any], str, Template, dict[str, str]]:
+    """One call and the request that asks for it: ``(arguments, text, phrasing, slot texts)``.
+    The arguments are exactly what the text says: optional ones a phrasing drops are dropped."""
+    tpl = tpl or _phrase(spec, ctx)
+    args = _sample_args(spec, tpl, ctx)
+    texts = _say_all(spec, {k: v for k, v in args.items() if k in tpl.slots}, ctx.rng)
+    said = tpl.mentioned(texts.keys())
+    args = {k: v for k, v in args.items() if k in said}
+    texts = {k: v for k, v in texts.items() if k in said}
+    if any(p not in args for p in spec.required):
+        raise _Retry(f"{spec.name}: phrasing {tpl.text!r} left out a required argument")
+    return args, tpl.render(texts), tpl, texts
+
+
+def _valid(ctx: _Ctx, calls: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Do the calls all succeed, in order, on a fresh copy of the world?"""
+    w = ctx.world.copy()
+    for name, args in calls:
+        out = execute(w, name, args)
+        if isinstance(out, dict) and "error" in out:
+            return False
+    return True
+
+
+def _need_valid(ctx: _Ctx, calls: list[tuple[str, dict[str, Any]]]) -> None:
+    if not _valid(ctx, calls):
+        raise _Retry("a ground-truth call fails on the world")
+
+
+def _pick_target(ctx: _Ctx, ok: Callable[[ToolSpec], bool] | None = None) -> ToolSpec:
+    r = ctx.rng
+    pool = ctx.focus if ctx.focus and r.random() < FOCUS_P else ctx.tools
+    if ok is not None:
+        pool = [n for n in pool if ok(CATALOG[n])] or [n for n in ctx.tools if ok(CATALOG[n])]
+    return CATALOG[r.choice(pool)]
+
+
+def _distractors(ctx: _Ctx, chosen: list[ToolSpec], k: int, exclude: frozenset[str] = frozenset()) -> list[ToolSpec]:
+    """``k`` more tools: near-miss siblings first, then same-domain tools, then any tool."""
+    r = ctx.rng
+    taken = {s.name for s in chosen} | set(exclude)
+    allowed = set(ctx.tools)
+    siblings = [n for s in chosen for n in s.siblings if n in allowed]
+    domains = {s.domain for s in chosen}
+    same_domain = [n for n in ctx.tools if CATALOG[n].domain in domains]
+    out: list[ToolSpec] = []
+    for _ in range(k):
+        for pool, p in ((siblings, 0.6), (same_domain, 0.6), (list(ctx.tools), 1.0)):
+            free = [n for n in pool if n not in taken]
+            if free and r.random() < p:
+                name = r.choice(free)
+                taken.add(name)
+                out.append(CATALOG[name])
+                break
+    return out
+
+
+def _offer(ctx: _Ctx, specs: list[ToolSpec]) -> list[Tool]:
+    tools = [s.tool for s in specs]
+    ctx.rng.shuffle(tools)
+    return tools
+
+
+def _user(text: str) -> Message:
+    return Message(role="user", content=text)
+
+
+def _calls(calls: list[tuple[str, dict[str, Any]]]) -> Message:
+    return Message(role="assistant", content=None, tool_calls=[ToolCall(name=n, arguments=a) for n, a in calls])
+
+
+def _answer(text: str) -> Message:
+    return Message(role="assistant", content=text)
+
+
+_Task = tuple[list[Message], list[Tool], dict[str, Any]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Single-turn categories
+# ---------------------------------------------------------------------------------------------
+
+
+def _simple(ctx: _Ctx) -> _Task:
+    spec = _pick_target(ctx)
+    args, text, _, _ = _request(spec, ctx)
+    _need_valid(ctx, [(spec.name, args)])
+    return [_user(text), _calls([(spec.name, args)])], [spec.tool], {}
+
+
+def _multiple(ctx: _Ctx) -> _Task:
+    spec = _pick_target(ctx)
+    args, text, _, _ = _request(spec, ctx)
+    _need_valid(ctx, [(spec.name, args)])
+    others = _distractors(ctx, [spec], ctx.rng.randint(1, 4))
+    if not others:
+        raise _Retry("no distractors")
+    return [_user(text), _calls([(spec.name, args)])], _offer(ctx, [spec, *others]), {}
+
+
+def _fresh_value(spec: ToolSpec, tpl: Template, ctx: _Ctx, name: str, taken: list[Any]) -> Any:
+    for _ in range(12):
+        v = _sample_args(spec, tpl, ctx).get(name)
+        if v is not None and v not in taken:
+            return v
+    raise _Retry(f"could not find another value for {spec.name}.{name}")
+
+
+def _words_between(tpl: Template, a: str, b: str) -> bool:
+    """Are slots ``a`` and ``b`` separated by real words (so "A and B ... C and D respectively" reads)?"""
+    flat = tpl.text.replace("[", "").replace("]", "")
+    i, j = flat.find("{" + a + "}"), flat.find("{" + b + "}")
+    if i < 0 or j < 0:
+        return False
+    lo, hi = (i, j) if i < j else (j, i)
+    between = flat[lo:hi].split("}", 1)[1]
+    return any(ch.isalpha() for ch in between) and between.strip().lower() not in ("and", "or", "x")
+
+
+def _after_article(tpl: Template, slot: str) -> bool:
+    """Does the slot follow "the"/"a" (where "both X and Y" would not read)?"""
+    flat = tpl.text.replace("[", "").replace("]", "")
+    before = flat[: flat.find("{" + slot + "}")].rstrip().lower()
+    return before.endswith((" the", " a", " an", " my"))
+
+
+def _same_tool_group(spec: ToolSpec, k: int, ctx: _Ctx) -> tuple[list[dict[str, Any]], list[str]]:
+    """``k`` calls of one tool and the request for them: one compact request when the phrasing
+    allows it (a list in one slot, "... respectively", "then repeat for ..."), else ``k`` requests."""
+    r = ctx.rng
+    args, text, tpl, texts = _request(spec, ctx)
+    axes = [a for a in spec.parallel_axes if a in texts and not tpl.crowded(a)]
+    mode = r.random()
+    if axes and mode < 0.62:
+        axis = r.choice(axes)
+        values = [args[axis]]
+        while len(values) < k:
+            values.append(_fresh_value(spec, tpl, ctx, axis, values))
+        calls = [dict(args, **{axis: v}) for v in values]
+        _need_valid(ctx, [(spec.name, c) for c in calls])
+        said = [spec.param_map[axis].say(v, r) for v in values]
+        if r.random() < 0.65:
+            listed = plain_join(said, r) if _after_article(tpl, axis) else join_values(said, r)
+            return calls, [tpl.render(dict(texts, **{axis: listed}))]
+        return calls, [f"{ensure_end(text)} {repeat_tail(said[1:], r, ctx.split)}"]
+    pairs = [(a, b) for a in axes for b in axes if a < b and _words_between(tpl, a, b)]
+    if pairs and mode < 0.8 and k <= 3:
+        a, b = r.choice(pairs)
+        combos = [(args[a], args[b])]
+        for _ in range(20 * k):
+            if len(combos) == k:
+                break
+            extra = _sample_args(spec, tpl, ctx)
+            pair = (extra.get(a), extra.get(b))
+            if None not in pair and pair[0] not in [c[0] for c in combos] and pair[1] not in [c[1] for c in combos]:
+                combos.append(pair)
+        if len(combos) < k:
+            raise _Retry("not enough distinct value pairs")
+        calls = [dict(args, **{a: x, b: y}) for x, y in combos]
+        _need_valid(ctx, [(spec.name, c) for c in calls])
+        ta = plain_join([spec.param_map[a].say(x, r) for x, _ in combos], r)
+        tb = plain_join([spec.param_map[b].say(y, r) for _, y in combos], r)
+        flat = tpl.text.replace("[", "").replace("]", "")
+        if flat.find("{" + a + "}") > flat.find("{" + b + "}"):
+            ta += r.choice((" respectively", ", respectively"))
+        else:
+            tb += r.choice((" respectively", ", respectively"))
+        return calls, [tpl.render(dict(texts, **{a: ta, b: tb}))]
+    calls, parts = [args], [text]
+    for _ in range(10 * k):
+        if len(calls) == k:
+            break
+        more, more_text, _, _ = _request(spec, ctx)
+        if more not in calls:
+            calls.append(more)
+            parts.append(more_text)
+    if len(calls) < k:
+        raise _Retry("not enough distinct calls")
+    _need_valid(ctx, [(spec.name, c) for c in calls])
+    return calls, parts
+
+
+def _parallel(ctx: _Ctx) -> _Task:
+    spec = _pick_target(ctx, lambda s: bool(s.params))
+    k = ctx.rng.choices((2, 3, 4), (0.55, 0.3, 0.15))[0]
+    calls, parts = _same_tool_group(spec, k, ctx)
+    text = parts[0] if len(parts) == 1 else join_requests(parts, ctx.rng, ctx.split)
+    return [_user(text), _calls([(spec.name, c) for c in calls])], [spec.tool], {}
+
+
+def _parallel_multiple(ctx: _Ctx) -> _Task:
+    r = ctx.rng
+    first = _pick_target(ctx)
+    n_tools = 2 if r.random() < 0.75 else 3
+    specs = [first]
+    while len(specs) < n_tools:
+        s = CATALOG[r.choice(ctx.tools)]
+        if s.name not in {x.name for x in specs}:
+            specs.append(s)
+    counts = [1] * n_tools
+    if n_tools == 2 and r.random() < 0.4:
+        counts[r.randrange(2)] = 2
+    all_calls: list[tuple[str, dict[str, Any]]] = []
+    parts: list[str] = []
+    for s, c in zip(specs, counts):
+        if c == 1 or not s.params:
+            args, text, _, _ = _request(s, ctx)
+            all_calls.append((s.name, args))
+            parts.append(text)
+        else:
+            group, texts = _same_tool_group(s, c, ctx)
+            all_calls.extend((s.name, a) for a in group)
+            parts.extend(texts)
+    _need_valid(ctx, all_calls)
+    offered = specs + _distractors(ctx, specs, r.choice((0, 0, 1, 2)))
+    return [_user(join_requests(parts, r, ctx.split)), _calls(all_calls)], _offer(ctx, offered), {}
+
+
+def _irrelevance(ctx: _Ctx) -> _Task:
+    r = ctx.rng
+    if r.random() < 0.2:
+        question, reply = r.choice(CHITCHAT)
+        offered = [CATALOG[n] for n in r.sample(ctx.tools, r.randint(1, 3))]
+        return [_user(question), _answer(reply)], _offer(ctx, offered), {"requested_tool": None}
+    spec = _pick_target(ctx)
+    _, text, _, _ = _request(spec, ctx)
+    banned = frozenset({spec.name, *spec.substitutes})
+    offered = [s for s in _distractors(ctx, [spec], r.randint(1, 4), exclude=banned)]
+    offered = [s for s in offered if s.name not in banned]
+    if not offered:
+        raise _Retry("nothing to offer")
+    reply = refusal(spec.gist, [s.gist for s in offered[:2]], r)
+    return [_user(text), _answer(reply)], _offer(ctx, offered), {"requested_tool": spec.name}
+
+
+@cache
+def _droppable(name: str, split: str) -> tuple[tuple[Template, str], ...]:
+    """(phrasing, required parameter) pairs where the phrasing reads naturally without the value."""
+    spec = CATALOG[name]
+    return tuple((t, p) for t in spec.phrasings(split) for p in spec.required if p in t.slots and p not in t.bare)
+
+
+def _missing_parameter(ctx: _Ctx) -> _Task:
+    r = ctx.rng
+    spec = _pick_target(ctx, lambda s: bool(_droppable(s.name, ctx.split)))
+    tpl, missing = r.choice(_droppable(spec.name, ctx.split))
+    args = _sample_args(spec, tpl, ctx)
+    texts = _say_all(spec, {k: v for k, v in args.items() if k in tpl.slots}, r, skip=missing)
+    if any(p not in tpl.mentioned(texts.keys()) for p in spec.required if p != missing):
+        raise _Retry("phrasing dropped another required argument")
+    reply = ask_for(spec.param_map[missing].label, spec.gist, r)
+    offered = [spec, *_distractors(ctx, [spec], r.choice((0, 0, 1, 2)))]
+    return [_user(tpl.render(texts)), _answer(reply)], _offer(ctx, offered), {"missing_parameter": missing}
+
+
+def _multi_step(ctx: _Ctx) -> _Task:
+    r = ctx.rng
+    allowed = set(ctx.tools)
+    chains = [c for c in CHAINS if set(c.tools) <= allowed]
+    focus = [c for c in chains if set(c.tools) & set(ctx.focus)]
+    chain = r.choice(focus if focus and r.random() < FOCUS_P else chains)
+    try:
+        run = run_chain(chain, r, ctx.world.copy(), ctx.split)
+    except ChainError as e:
+        raise _Retry(str(e)) from None
+    specs = [CATALOG[n] for n in chain.tools]
+    offered = specs + _distractors(ctx, specs, r.randint(1, 3))
+    meta = {"chain": chain.name, "sub_questions": run.sub_questions, "sub_answers": run.sub_answers,
+            "dependencies": run.dependencies}
+    return run.messages, _offer(ctx, offered), meta
+
+
+BUILDERS: dict[str, Callable[[_Ctx], _Task]] = {
+    "simple": _simple, "multiple": _multiple, "parallel": _parallel, "parallel_multiple": _parallel_multiple,
+    "irrelevance": _irrelevance, "missing_parameter": _missing_parameter, "multi_step": _multi_step,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------
+
+
+def _quota(n: int, mix: Mapping[str, float]) -> list[str]:
+    """Exactly ``n`` category labels in the proportions of ``mix`` (largest remainders)."""
+    total = sum(mix.values())
+    raw = {c: n * w / total for c, w in mix.items()}
+    counts = {c: int(v) for c, v in raw.items()}
+    for c in sorted(raw, key=lambda c: (counts[c] - raw[c], c))[: n - sum(counts.values())]:
+        counts[c] += 1
+    return [c for c in mix for _ in range(counts[c])]
+
+
+def _tools_used(messages: list[Message]) -> list[str]:
+    return sorted({c.name for m in messages for c in m.tool_calls})
+
+
+def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[str, float]) -> list[Conversation]:
+    labels = _quota(n, mix)
+    Random(f"tinytool-demo:{seed}:{split}:order").shuffle(labels)
+    tools = tuple(TRAIN_TOOLS) if split == "train" else tuple(CATALOG)
+    focus = tuple(sorted(HELD_OUT)) if split == "dev" else ()
+    out = []
+    for i, category in enumerate(labels):
+        ctx = _Ctx(Random(f"tinytool-demo:{seed}:{split}:{i}"), world, split, tools, focus)
+        for _ in range(MAX_TRIES):
+            try:
+                messages, offered, extra = BUILDERS[category](ctx)
+                break
+            except _Retry:
+                continue
+        else:  # pragma: no cover - every builder succeeds well within MAX_TRIES
+            raise RuntimeError(f"could not build a {category} task ({split} #{i}, seed {seed})")
+        meta = {"id": f"demo-s{seed}-{split}-{i:06d}", "source": SOURCE, "category": category, "split": split,
+                "seed": seed, "world_seed": seed, "tools_used": _tools_used(messages),
+                "sub_questions": [], "sub_answers": [], **extra}
+        out.append(Conversation(messages=messages, tools=offered, meta=meta))
+    return out
+
+
+def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1,
+                  mix: Mapping[str, float] | None = None) -> tuple[list[Conversation], list[Conversation]]:
+    """``n`` demo tasks split into ``(train, dev)``; dev gets ``round(n * dev_fraction)`` of them.
+
+    Train never uses a held-out tool, not even as a distractor; dev favours them. ``mix`` maps
+    category -> weight (default `DEFAULT_MIX`). Deterministic in ``(n, seed, dev_fraction, mix)``.
+    """
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    if not 0.0 <= dev_fraction <= 1.0:
+        raise ValueError("dev_fraction must be in [0, 1]")
+    mix = dict(mix or DEFAULT_MIX)
+    unknown = set(mix) - set(CATEGORIES)
+    if unknown:
+        raise ValueError(f"unknown categories {sorted(unknown)}; known: {', '.join(CATEGORIES)}")
+    world = pristine_world(seed)
+    n_dev = round(n * dev_fraction)
+    return (_generate_split("train", n - n_dev, seed, world, mix), _generate_split("dev", n_dev, seed, world, mix))
+
+
+def write_demo(n: int, seed: int, out_dir: str | os.PathLike, *, dev_fraction: float = 0.1,
+               mix: Mapping[str, float] | None = None) -> dict[str, int]:
+    """Generate and write ``train.jsonl`` and ``dev.jsonl`` under ``out_dir``; returns the counts."""
+    train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=mix)
+    out = Path(out_dir)
+    return {"train": write_jsonl(out / "train.jsonl", train), "dev": write_jsonl(out / "dev.jsonl", dev)}
+
+
+__all__ = ["CATEGORIES", "DEFAULT_MIX", "generate_demo", "write_demo"]

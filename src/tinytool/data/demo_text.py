@@ -1,0 +1,157 @@
+"""Surface text for demo tasks: how requests are combined, how the assistant declines or asks back.
+
+Parallel requests are phrased in the compact forms real users (and BFCL) use, not only as two
+sentences glued with "Also": values listed inside one slot ("in Paris, Rome and Oslo"), "both A and
+B", "... respectively", "then repeat for ...", numbered and bulleted lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from random import Random
+
+# ---- listing several values inside one slot -----------------------------------------------------
+
+
+def join_values(texts: Sequence[str], r: Random) -> str:
+    """``A and B`` / ``both A and B`` / ``A, B and C`` / ``each of A, B, and C``."""
+    if len(texts) == 2:
+        return r.choice((f"{texts[0]} and {texts[1]}", f"{texts[0]} and {texts[1]}", f"both {texts[0]} and {texts[1]}",
+                         f"{texts[0]} as well as {texts[1]}"))
+    head = ", ".join(texts[:-1])
+    comma = "," if r.random() < 0.4 else ""
+    return r.choice((f"{head}{comma} and {texts[-1]}", f"{head}{comma} and {texts[-1]}", f"each of {head}{comma} and {texts[-1]}"))
+
+
+def plain_join(texts: Sequence[str], r: Random) -> str:
+    if len(texts) == 2:
+        return f"{texts[0]} and {texts[1]}"
+    return f"{', '.join(texts[:-1])} and {texts[-1]}"
+
+
+REPEAT_TAILS = (
+    "Then repeat for {rest}.", "Then do the same for {rest}.", "Repeat that for {rest} too.", "Same for {rest}, please.",
+    "And again for {rest}.", "Then repeat it with {rest}.", "Do it once more for {rest}.",
+)
+REPEAT_TAILS_DEV = ("After that, run it again for {rest}.",)
+
+
+def repeat_tail(rest: Sequence[str], r: Random, split: str) -> str:
+    pool = REPEAT_TAILS + (REPEAT_TAILS_DEV if split == "dev" else ())
+    return r.choice(pool).format(rest=plain_join(rest, r) if len(rest) > 1 else rest[0])
+
+
+# ---- joining whole requests -----------------------------------------------------------------------
+
+
+def ensure_end(text: str) -> str:
+    return text if text and text[-1] in ".?!:" else text + "."
+
+
+def decap(text: str) -> str:
+    """Lower-case the first letter of a sentence that continues another ("Also, what's ...")."""
+    if len(text) > 1 and text[0].isupper() and text[1].islower() and not text.startswith(("I ", "I'")):
+        return text[0].lower() + text[1:]
+    return text
+
+
+def strip_end(text: str) -> str:
+    return text[:-1] if text and text[-1] in ".?!" else text
+
+
+def join_requests(parts: Sequence[str], r: Random, split: str) -> str:
+    """Combine independent requests into one user turn, in one of many shapes."""
+    n = len(parts)
+    k = r.random()
+    if k < 0.14:
+        intro = r.choice(("", "Please do the following:\n", "A few things:\n", "Can you:\n", "I need these done:\n"))
+        return intro + "\n".join(f"{i + 1}. {p}" for i, p in enumerate(parts))
+    if k < 0.22:
+        intro = r.choice(("", "Quick list:\n", "Todo:\n"))
+        return intro + "\n".join(f"- {p}" for p in parts)
+    if k < 0.30 and n == 2:
+        return f"{r.choice(('Two things: ', 'Two requests: ', 'I need two things. '))}(1) {strip_end(parts[0])}; (2) {decap(strip_end(parts[1]))}."
+    if k < 0.40 and n <= 3:
+        words = ("First, ", "Then, ", "Finally, ") if n == 3 else ("First, ", "Then, ")
+        words = ("First, ", "Second, ", "Third, ") if r.random() < 0.4 else words
+        return " ".join(w + decap(ensure_end(p)) for w, p in zip(words, parts))
+    if k < 0.50 and n == 2:
+        return f"{strip_end(parts[0])}; {r.choice(('', 'and ', 'also '))}{decap(ensure_end(parts[1]))}"
+    if k < 0.58 and n == 2:
+        return f"{strip_end(parts[0])}, and {decap(ensure_end(parts[1]))}"
+    if split == "dev" and k < 0.66:
+        return f"{ensure_end(parts[0])} " + " ".join(f"On top of that, {decap(ensure_end(p))}" for p in parts[1:])
+    connectors = ("Also, ", "Also ", "And ", "Plus, ", "While you're at it, ", "Oh, and ", "In addition, ", "And also ")
+    out = ensure_end(parts[0])
+    for i, p in enumerate(parts[1:], start=1):
+        c = "And finally, " if i == n - 1 and n > 2 and r.random() < 0.5 else r.choice(connectors)
+        out += f" {c}{decap(ensure_end(p))}"
+    return out
+
+
+# ---- what the assistant says when it does not call a tool ---------------------------------------------
+
+REFUSALS = (
+    "Sorry, I can't {need} here — none of the available tools does that. I can {have} if that helps.",
+    "I don't have a tool to {need}. The tools available to me can only {have}.",
+    "Unfortunately I can't help with that: the available functions let me {have}, but none of them can {need}.",
+    "None of the provided functions can {need}, so I'm not able to do that request.",
+    "I'm unable to {need} with the tools I have access to.",
+    "That's outside what I can do here: I have no way to {need}. I could {have}, though.",
+)
+ASKS = (
+    "Sure — which {label} should I use?",
+    "I can {gist}, but I need the {label} first. What is it?",
+    "Could you tell me the {label}?",
+    "What's the {label}? I need it to {gist}.",
+    "Happy to help. Which {label} do you mean?",
+    "To {gist} I'll need the {label} — could you share it?",
+)
+
+CHITCHAT = (
+    ("Who wrote Pride and Prejudice?", "Pride and Prejudice was written by Jane Austen."),
+    ("What's the capital of Australia?", "The capital of Australia is Canberra."),
+    ("Tell me a joke about computers.", "Why did the computer go to the doctor? It had a virus!"),
+    ("How many legs does a spider have?", "A spider has eight legs."),
+    ("What does 'bonjour' mean?", "'Bonjour' is French for 'hello' or 'good day'."),
+    ("Can you give me a synonym for 'happy'?", "Sure — 'joyful', 'cheerful' or 'content' all work."),
+    ("At what temperature does water boil at sea level?", "Water boils at 100 °C (212 °F) at sea level."),
+    ("Who painted the Mona Lisa?", "The Mona Lisa was painted by Leonardo da Vinci."),
+    ("Write a haiku about autumn.", "Crisp leaves drift and fall,\namber light on quiet paths —\nthe year exhales slow."),
+    ("What's the largest planet in our solar system?", "Jupiter is the largest planet in our solar system."),
+    ("How do you say 'thank you' in Japanese?", "'Thank you' in Japanese is 'arigatou' (ありがとう)."),
+    ("Thanks, that's all for now!", "You're welcome! Let me know if you need anything else."),
+    ("Explain photosynthesis in one sentence.",
+     "Photosynthesis is how plants use light to turn water and carbon dioxide into sugar and oxygen."),
+    ("Hi there! How are you?", "Hi! I'm doing well, thanks. How can I help you today?"),
+    ("Give me a tip for staying focused while studying.",
+     "Try working in 25-minute blocks with short breaks in between (the Pomodoro technique)."),
+    ("In what year did people first walk on the Moon?", "People first walked on the Moon in 1969, during Apollo 11."),
+    ("What's the difference between weather and climate?",
+     "Weather is the short-term state of the atmosphere; climate is its average pattern over decades."),
+    ("Recommend a classic novel to read this summer.", "Try 'Moby-Dick' by Herman Melville — a sweeping sea adventure."),
+    ("What is the chemical symbol for gold?", "The chemical symbol for gold is Au."),
+    ("How many continents are there?", "There are seven continents."),
+    ("Who developed the theory of general relativity?", "Albert Einstein developed the theory of general relativity."),
+    ("What's a good name for a golden retriever puppy?", "How about Sunny, Maple or Biscuit?"),
+    ("Translate 'good morning' into Spanish.", "'Good morning' in Spanish is 'buenos días'."),
+    ("What's the tallest mountain in the world?", "Mount Everest, at about 8,849 m above sea level."),
+    ("Can you explain what an API is in simple terms?",
+     "An API is a set of rules that lets one program ask another program for data or actions."),
+    ("What is the square root of 144?", "The square root of 144 is 12."),
+    ("Which ocean is the largest?", "The Pacific Ocean is the largest."),
+    ("Summarize the plot of Romeo and Juliet in one line.",
+     "Two young lovers from feuding families in Verona marry in secret, and a chain of misunderstandings ends in both their deaths."),
+    ("Good night!", "Good night — sleep well!"),
+    ("What does HTTP stand for?", "HTTP stands for Hypertext Transfer Protocol."),
+    ("Is a tomato a fruit or a vegetable?", "Botanically a tomato is a fruit, though it is cooked and eaten like a vegetable."),
+    ("How many minutes are in a day?", "There are 1,440 minutes in a day."),
+)
+
+
+def refusal(need: str, have: Sequence[str], r: Random) -> str:
+    return r.choice(REFUSALS).format(need=need, have=plain_join(list(have), r) if len(have) > 1 else have[0])
+
+
+def ask_for(label: str, gist: str, r: Random) -> str:
+    return r.choice(ASKS).format(label=label, gist=gist)

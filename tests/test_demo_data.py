@@ -1,0 +1,253 @@
+"""The demo catalog and task generator: coverage, executability, ground-truth consistency, determinism."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pytest
+
+from tinytool.data.catalog import CATALOG, DOMAINS, HELD_OUT, NO_DEFAULT, World, execute, observation
+from tinytool.data.demo import CATEGORIES, DEFAULT_MIX, generate_demo, write_demo
+from tinytool.data.demo_chains import CHAINS
+from tinytool.rewards.astra import answer_found
+from tinytool.schema import Conversation, Tool, read_jsonl
+
+N, SEED = 600, 0
+
+
+@pytest.fixture(scope="module")
+def demo() -> tuple[list[Conversation], list[Conversation]]:
+    return generate_demo(N, SEED)
+
+
+@pytest.fixture(scope="module")
+def every(demo) -> list[Conversation]:
+    return demo[0] + demo[1]
+
+
+# ---- the catalog ---------------------------------------------------------------------------------
+
+
+def _schema_nodes(schema: dict):
+    yield schema
+    for sub in schema.get("properties", {}).values():
+        yield from _schema_nodes(sub)
+    if isinstance(schema.get("items"), dict):
+        yield from _schema_nodes(schema["items"])
+
+
+def test_catalog_size_domains_and_held_out():
+    assert len(CATALOG) >= 60
+    assert len(DOMAINS) >= 10
+    assert all(sum(s.domain == d for s in CATALOG.values()) >= 4 for d in DOMAINS)
+    assert len(HELD_OUT) >= 0.1 * len(CATALOG)
+    assert any("." in name for name in CATALOG), "BFCL-style dotted names"
+
+
+def test_every_json_type_required_optional_and_defaults():
+    types, enum = set(), False
+    for spec in CATALOG.values():
+        for node in _schema_nodes(spec.tool.parameters):
+            types.add(node.get("type"))
+            enum |= "enum" in node
+    assert {"object", "string", "integer", "number", "boolean", "array"} <= types and enum
+    params = [p for s in CATALOG.values() for p in s.params]
+    assert any(p.required for p in params) and any(not p.required for p in params)
+    assert any(p.default is not NO_DEFAULT for p in params)
+
+
+def test_near_miss_siblings_exist_and_are_symmetric_enough():
+    with_siblings = [s for s in CATALOG.values() if s.siblings]
+    assert len(with_siblings) >= 0.9 * len(CATALOG)
+    for a, b in (("get_current_weather", "get_weather_forecast"), ("send_email", "send_sms"),
+                 ("convert_currency", "get_exchange_rate"), ("search_flights", "book_flight")):
+        assert b in CATALOG[a].siblings
+
+
+def test_schemas_round_trip_through_the_data_model():
+    for spec in CATALOG.values():
+        assert Tool.from_dict(spec.tool.to_dict()) == spec.tool
+        json.dumps(spec.tool.to_dict())
+
+
+def test_phrasings_mention_what_they_must():
+    for spec in CATALOG.values():
+        names = set(spec.param_map)
+        for tpl in spec.dev_phrasings:
+            assert tpl.slots <= names, (spec.name, tpl.text)
+            for p in spec.required:
+                assert p in tpl.slots, f"{spec.name}: {tpl.text!r} never mentions required {p!r}"
+            optional = names - set(spec.required)
+            assert not (tpl.bare & optional), f"{spec.name}: optional slot outside [...] in {tpl.text!r}"
+            for _, slots, is_optional in tpl.segments:
+                if is_optional and slots & set(spec.required):
+                    assert not slots & optional, f"{spec.name}: {tpl.text!r} ties a required slot to an optional one"
+
+
+def test_every_tool_executes_on_sampled_arguments():
+    base = World(SEED)
+    r = random.Random(7)
+    for name, spec in CATALOG.items():
+        ok = 0
+        for _ in range(6):
+            args = {p.name: p.sample(r, base) for p in spec.params if p.required or r.random() < 0.5}
+            if spec.fix is not None:
+                spec.fix(args, r, base)
+            out = execute(base.copy(), name, args)
+            json.dumps(out)
+            ok += not (isinstance(out, dict) and "error" in out)
+        assert ok >= 3, f"{name} fails on most sampled arguments"
+
+
+def test_bad_input_returns_an_error_instead_of_raising():
+    w = World(SEED)
+    assert "error" in execute(w, "get_account_balance", {"account_id": "NOPE-1"})
+    assert "error" in execute(w, "get_current_weather", {"city": 42})
+    assert "error" in execute(w, "get_current_weather", {})
+    assert "error" in execute(w, "get_current_weather", {"city": "Paris", "colour": "red"})
+    assert "error" in execute(w, "no_such_tool", {})
+
+
+def test_world_is_seeded_and_copies_are_independent():
+    a, b, c = World(3), World(3), World(4)
+    assert a.state == b.state and a.contacts == b.contacts
+    assert a.state != c.state
+    d = a.copy()
+    execute(d, "delete_event", {"event_id": min(d.state["events"])})
+    assert d.state != a.state and a.state == b.state
+
+
+# ---- generated tasks ------------------------------------------------------------------------------
+
+
+def _calls(conv: Conversation):
+    return [c for m in conv.messages for c in m.tool_calls]
+
+
+def test_split_sizes_and_category_mix(demo):
+    train, dev = demo
+    assert len(train) + len(dev) == N and len(dev) == round(0.1 * N)
+    mix = Counter(c.meta["category"] for c in train)
+    assert set(mix) == set(CATEGORIES)
+    for cat, w in DEFAULT_MIX.items():
+        assert abs(mix[cat] / len(train) - w) < 0.01, cat
+    assert set(Counter(c.meta["category"] for c in dev)) == set(CATEGORIES)
+
+
+def test_records_validate_and_round_trip(every):
+    for conv in every:
+        d = conv.to_dict()
+        back = Conversation.from_dict(json.loads(json.dumps(d)))
+        assert back.to_dict() == d
+        assert conv.call_problems() == []
+        m = conv.meta
+        assert {"id", "category", "split", "seed", "world_seed", "sub_questions", "sub_answers"} <= set(m)
+        assert set(m["tools_used"]) <= {t.name for t in conv.tools}
+    assert len({c.meta["id"] for c in every}) == len(every)
+
+
+def test_category_shapes(every):
+    for conv in every:
+        cat, msgs, calls = conv.meta["category"], conv.messages, _calls(conv)
+        assert msgs[0].role == "user" and msgs[-1].role == "assistant"
+        if cat in ("simple", "multiple"):
+            assert len(msgs) == 2 and len(calls) == 1
+            assert (len(conv.tools) == 1) if cat == "simple" else (2 <= len(conv.tools) <= 5)
+        elif cat == "parallel":
+            assert len(calls) >= 2 and len({c.name for c in calls}) == 1 and len(conv.tools) == 1
+            assert len({c.canonical() for c in calls}) == len(calls)
+        elif cat == "parallel_multiple":
+            assert len(calls) >= 2 and len({c.name for c in calls}) >= 2
+        elif cat in ("irrelevance", "missing_parameter"):
+            assert not calls and msgs[-1].content
+            if cat == "irrelevance" and conv.meta["requested_tool"]:
+                assert conv.meta["requested_tool"] not in {t.name for t in conv.tools}
+            if cat == "missing_parameter":
+                assert conv.meta["missing_parameter"] in conv.tools[0].param_names or any(
+                    conv.meta["missing_parameter"] in t.param_names for t in conv.tools)
+        else:
+            assert cat == "multi_step" and len(calls) >= 2 and msgs[-1].content
+
+
+def test_single_turn_ground_truth_executes_without_error(every):
+    for conv in every:
+        if conv.meta["category"] == "multi_step":
+            continue
+        w = World(conv.meta["world_seed"])
+        for call in _calls(conv):
+            out = execute(w, call.name, call.arguments)
+            assert not (isinstance(out, dict) and "error" in out), (conv.meta["id"], call, out)
+
+
+def test_multi_step_replays_to_the_recorded_observations_and_sub_answers(every):
+    multi = [c for c in every if c.meta["category"] == "multi_step"]
+    assert len(multi) >= 0.15 * len(every)
+    for conv in multi:
+        m = conv.meta
+        assert len(m["sub_questions"]) == len(m["sub_answers"]) == len(m["dependencies"]) >= 2
+        assert all(all(0 <= d < i for d in deps) for i, deps in enumerate(m["dependencies"]))
+        world = World(m["world_seed"])  # fresh, not a copy
+        evidence = []
+        for k, msg in enumerate(conv.messages):
+            if msg.role != "assistant" or not msg.tool_calls:
+                continue
+            replies = conv.messages[k + 1:k + 1 + len(msg.tool_calls)]
+            for call, reply in zip(msg.tool_calls, replies, strict=True):
+                assert reply.role == "tool" and reply.tool_call_id == call.id and reply.name == call.name
+                assert reply.content == observation(execute(world, call.name, call.arguments)), m["id"]
+                evidence.append(reply.content)
+        final = conv.messages[-1].content
+        for answer in m["sub_answers"]:
+            assert answer_found(answer, "\n".join(evidence) + "\n" + final), (m["id"], answer)
+        assert answer_found(m["sub_answers"][-1], final), (m["id"], m["sub_answers"][-1])
+
+
+def test_held_out_tools_only_in_dev(demo):
+    train, dev = demo
+    for conv in train:
+        assert not ({t.name for t in conv.tools} & HELD_OUT), conv.meta["id"]
+    dev_used = {t.name for c in dev for t in c.tools} & HELD_OUT
+    assert len(dev_used) >= len(HELD_OUT) // 2
+    assert any(c.meta["category"] == "multi_step" and set(c.meta["tools_used"]) & HELD_OUT
+               for c in generate_demo(400, 5, dev_fraction=0.5)[1])
+
+
+def test_surface_variety(demo):
+    train, _ = demo
+    texts = [c.messages[0].content for c in train]
+    assert len(set(texts)) >= 0.93 * len(texts)  # short no-argument asks may repeat
+    par = " ".join(c.messages[0].content for c in train if c.meta["category"] in ("parallel", "parallel_multiple"))
+    assert "respectively" in par or " and " in par
+    used = {c.name for conv in train for c in _calls(conv)}
+    assert len(used) >= 0.8 * (len(CATALOG) - len(HELD_OUT))
+
+
+def test_every_chain_builds():
+    train, dev = generate_demo(900, 11, dev_fraction=0.5, mix={"multi_step": 1.0})
+    seen = {c.meta["chain"] for c in train + dev}
+    assert seen == {c.name for c in CHAINS}
+
+
+def test_deterministic_and_byte_identical_files(tmp_path, demo):
+    again = generate_demo(N, SEED)
+    assert [c.to_dict() for c in again[0] + again[1]] == [c.to_dict() for c in demo[0] + demo[1]]
+    assert generate_demo(50, SEED + 1)[0][0].to_dict() != demo[0][0].to_dict()
+    a = write_demo(120, 9, tmp_path / "a")
+    b = write_demo(120, 9, tmp_path / "b")
+    assert a == b == {"train": 108, "dev": 12}
+    for name in ("train.jsonl", "dev.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert len(read_jsonl(tmp_path / "a" / "train.jsonl")) == 108
+
+
+def test_cli_command(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.data.cli_demo import demo_app
+
+    res = CliRunner().invoke(demo_app, ["--n", "40", "--seed", "2", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "train.jsonl").exists() and (tmp_path / "dev.jsonl").exists()
+    assert "tasks/s" in res.output
