@@ -19,6 +19,14 @@ from tinytool.schema import Conversation, Message, Tool, ToolCall
 END_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "</s>", "<|end|>")
 
 
+# Repairs that a strict reading of a format still accepts: STAR's rule 3 (§3.2.1) asks for a JSON
+# object with "name" and "arguments", and an arguments value that is a JSON-encoded object (the
+# OpenAI wire form) is one; an opening <think> the chat template put in the prompt is not the model's.
+W_ARGS_STRING = "arguments given as a JSON string"
+W_THINK_IN_PROMPT = "opening <think> missing (taken to be in the prompt)"
+STRICT_OK_WARNINGS = frozenset({W_ARGS_STRING, W_THINK_IN_PROMPT})
+
+
 @dataclass(slots=True)
 class Parsed:
     """Model text read back.
@@ -40,6 +48,11 @@ class Parsed:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    @property
+    def strict_problems(self) -> list[str]:
+        """Errors plus the repairs a strict reading does not accept (see `STRICT_OK_WARNINGS`)."""
+        return self.errors + [w for w in self.warnings if w not in STRICT_OK_WARNINGS]
 
 
 @dataclass(slots=True)
@@ -124,7 +137,7 @@ def read_reasoning(text: str, parsed: Parsed) -> list[tuple[int, int]]:
         parsed.reasoning = text[:end].strip()
         parsed.think_pairs = 1
         parsed.sections.append("think")
-        parsed.warnings.append("opening <think> missing (taken to be in the prompt)")
+        parsed.warnings.append(W_THINK_IN_PROMPT)
         return [(0, end + len("</think>"))]
     parsed.errors.extend(errs)
     if blocks:

@@ -11,6 +11,7 @@ import ast
 import json
 from typing import Any
 
+from tinytool.formats.base import W_ARGS_STRING
 from tinytool.schema import ToolCall
 
 _DECODER = json.JSONDecoder()
@@ -19,14 +20,19 @@ _DECODER = json.JSONDecoder()
 _MAX_LITERAL = 64_000
 
 
-def _json_values(text: str) -> tuple[list[Any], str | None]:
-    """Decode consecutive JSON values separated by whitespace; return them and the first error."""
+def _json_values(text: str, warnings: list[str]) -> tuple[list[Any], str | None]:
+    """Decode consecutive JSON values separated by whitespace (commas are tolerated and reported
+    in ``warnings``); return them and the first error."""
     values: list[Any] = []
     pos, n = 0, len(text)
+    comma = False
     while True:
         while pos < n and text[pos] in " \t\r\n,":
+            comma = comma or text[pos] == ","
             pos += 1
         if pos >= n:
+            if comma:
+                warnings.append("commas around or between call objects")
             return values, None
         try:
             value, pos = _DECODER.raw_decode(text, pos)
@@ -55,7 +61,7 @@ def decode_call_objects(text: str, errors: list[str], warnings: list[str], allow
     if not body:
         errors.append("empty call block")
         return []
-    values, err = _json_values(body)
+    values, err = _json_values(body, warnings)
     if err is not None:
         try:
             lit = _python_literal(body)
@@ -97,12 +103,17 @@ def object_to_call(
     else:
         errors.append(f"call to {name!r} has no '{args_key}'")
         key = None
-    extra = set(obj) - {"name", key} - {"id", "type"}
-    if extra:
+    extra = set(obj) - {"name", key}
+    if extra - {"id", "type"}:
         errors.append(f"call to {name!r} has unexpected keys {sorted(map(str, extra))}")
+    elif extra:  # OpenAI's envelope keys: harmless, but not the format's two keys
+        warnings.append(f"call to {name!r} carries extra keys {sorted(extra)}")
     args = obj.get(key) if key else {}
-    if isinstance(args, str):
-        warnings.append("arguments given as a JSON string")
+    if isinstance(args, str) and not args.strip():
+        warnings.append("arguments are an empty string (read as no arguments)")
+        args = {}
+    elif isinstance(args, str):
+        warnings.append(W_ARGS_STRING)
         if args.strip():
             try:
                 args = json.loads(args)
@@ -111,6 +122,8 @@ def object_to_call(
                 return ToolCall(name=name, arguments={})
         else:
             args = {}
+    if args is None and key is not None:
+        warnings.append("arguments are null (read as no arguments)")
     if args is None:
         args = {}
     if not isinstance(args, dict):

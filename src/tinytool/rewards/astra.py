@@ -30,12 +30,18 @@ def answer_found(answer: Any, text: str, rel_tol: float = 1e-6) -> bool:
     if isinstance(answer, bool) or answer is None:
         return _norm(str(answer)) in _norm(text)
     if isinstance(answer, (int, float)):
+        try:
+            target = float(answer)
+        except OverflowError:  # an integer beyond float range: only its digits can match
+            return str(answer) in text
+        if not math.isfinite(target):
+            return _norm(str(answer)) in _norm(text)
         for m in _NUMBER.finditer(text):
             try:
                 v = float(m.group().replace(",", ""))
             except ValueError:
                 continue
-            if math.isclose(v, float(answer), rel_tol=rel_tol, abs_tol=1e-9):
+            if math.isclose(v, target, rel_tol=rel_tol, abs_tol=1e-9):
                 return True
         return False
     needle = _norm(answer if isinstance(answer, str) else str(answer))

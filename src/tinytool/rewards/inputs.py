@@ -25,8 +25,20 @@ def _maybe_json(value: Any) -> Any:
         if s[:1] in ("{", "["):
             try:
                 return json.loads(s)
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # JSONDecodeError, or an over-long integer
                 return value
+    return value
+
+
+def read_count(row: dict, key: str, default: int | None = None, limit: int = 10**9) -> int:
+    """A non-negative whole number from a row (a step, a count); `SchemaError` names the field."""
+    value = row.get(key, default)
+    if value is None:
+        raise SchemaError("missing", key)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+        raise SchemaError(f"expected a whole number between 0 and {limit}, got {value!r:.40}", key)
     return value
 
 

@@ -17,6 +17,7 @@ from tinytool.rewards.base import RewardResult
 from tinytool.rewards.exact import exact_match
 from tinytool.rewards.inputs import (
     parse_completion,
+    read_count,
     read_ground_truth,
     read_tool_signatures,
     read_tools,
@@ -62,8 +63,8 @@ def _toolrl(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
         read_ground_truth(_need(row, "ground_truth"), fmt),
         granularity=o.granularity,  # type: ignore[arg-type]
         scale=ToolRLScale(o.scale, o.switch_step),  # type: ignore[arg-type]
-        step=int(row.get("step", 0) or 0),
-        total_steps=int(row.get("total_steps", 1) or 1),
+        step=read_count(row, "step", 0),
+        total_steps=max(1, read_count(row, "total_steps", 1)),
     )
 
 
@@ -90,7 +91,7 @@ def _mentor(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
 
 def _astra(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
     if "n_solved" in row and "n_subtasks" in row and "n_calls" in row:
-        return astra_f1(row["n_solved"], row["n_subtasks"], row["n_calls"], o.eps)
+        return astra_f1(read_count(row, "n_solved"), read_count(row, "n_subtasks"), read_count(row, "n_calls"), o.eps)
     traj = read_trajectory(_need(row, "completion"), fmt, "completion")
     subs = row.get("sub_answers")
     if subs is None and isinstance(row.get("meta"), dict):

@@ -38,8 +38,11 @@ def format_violations(
     ``<tool_call>`` tags; (3) each holding one JSON object with ``name`` and ``arguments``;
     (4) the name is an offered function; (5) the argument keys are a subset of its parameters.
     Rules 4-5 are checked when ``tools`` (tools, or name -> parameter names) is given.
+    Repairs the parser made count as violations too, except those a strict reading accepts
+    (arguments as a JSON-encoded object, an opening ``<think>`` left in the prompt): a ``parameters``
+    key, OpenAI's ``id``/``type`` keys, null or empty arguments, commas between objects.
     Returns what is violated (empty when valid)."""
-    problems = list(parsed.errors)
+    problems = parsed.strict_problems
     if require_think and parsed.think_pairs != 1:
         problems.append(f"{parsed.think_pairs} <think> pairs (expected exactly one)")
     sigs = _signatures(tools)

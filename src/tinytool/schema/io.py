@@ -28,7 +28,7 @@ def iter_jsonl(
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = json.loads(raw.rstrip("\r\n"))  # columns then count within the line
             except (ValueError, RecursionError) as e:  # ValueError: also an over-long integer
                 if isinstance(e, json.JSONDecodeError):
                     detail = e.msg
