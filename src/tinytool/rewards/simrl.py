@@ -12,7 +12,8 @@ reports); R_response is ROUGE-L F1 of the texts and only counts when the ground 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set as AbstractSet
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from tinytool.formats import Parsed
@@ -20,7 +21,6 @@ from tinytool.rewards.base import RewardResult, is_number
 from tinytool.rewards.inputs import Answer
 from tinytool.rewards.rouge import string_similarity
 from tinytool.schema import Tool, ToolCall
-
 
 ToolSignatures = Mapping[str, AbstractSet[str]]
 
