@@ -4,6 +4,7 @@ TRL datasets and JSONL files carry them (objects, JSON strings, chat-message lis
 from __future__ import annotations
 
 import json
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,7 +137,7 @@ def read_tools(value: Any) -> list[Tool] | None:
     return tools
 
 
-def read_tool_signatures(value: Any) -> dict[str, frozenset[str]] | None:
+def read_tool_signatures(value: Any) -> dict[str, AbstractSet[str]] | None:
     """Tool name -> its parameter names: all Sim-RL's format rules 4-5 need. OpenAI/BFCL-style
     entries with a ``properties`` object are read directly (this runs once per scored completion);
     anything else goes through `read_tools`, which normalizes xLAM's flat style and names what is
@@ -145,7 +146,7 @@ def read_tool_signatures(value: Any) -> dict[str, frozenset[str]] | None:
         return None
     value = _maybe_json(value)
     if type(value) is list:
-        sigs: dict[str, frozenset[str]] = {}
+        sigs: dict[str, AbstractSet[str]] = {}
         try:
             for entry in value:
                 f = entry.get("function") or entry
@@ -153,7 +154,7 @@ def read_tool_signatures(value: Any) -> dict[str, frozenset[str]] | None:
                 props = params.get("properties") if params is not None else {}
                 if type(name) is not str or type(props) is not dict or name in sigs:
                     break
-                sigs[name] = frozenset(props)
+                sigs[name] = props.keys()  # a set view: no copy
             else:
                 return sigs
         except (AttributeError, KeyError, TypeError):
