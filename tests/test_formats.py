@@ -314,8 +314,11 @@ def test_template_rendering_tools_gets_them_natively(tools_tok):
     assert template_supports_tools(tools_tok) is True
     c = conv(Message("system", "Be terse."), USER, CALL, RESULT, ANSWER)
     r = HERMES.render(c, tools_tok)
-    assert r.prompt.count("<tools>") == 1 and r.prompt.startswith("<|im_start|>system\nBe terse.\n\n# Tools\n<tools>\n")
+    assert r.prompt.count("<tools>") == 1 and r.prompt.startswith("<|im_start|>system\nBe terse.\n\n")
     assert "one JSON signature per line" not in r.prompt  # the format's own block is not duplicated
+    # the template writes the tools; the format still asks for its <think> reasoning
+    assert "reason inside <think></think>" in r.prompt.split("# Tools")[0]
+    assert "reason inside <think></think>" not in get_format("hermes-nothink").render(c, tools_tok).prompt
     assert all(json.dumps(t) in r.prompt for t in TOOLS)  # the template's tojson of each tool entry
     assert "<|im_start|>tool\n{\"temp\": 18}<|im_end|>" in r.prompt and "<tool_response>" not in r.prompt
     assert r.prompt + r.target == full_rendering(HERMES, c, tools_tok)

@@ -237,12 +237,12 @@ def wellformed_rows(draw):
     if draw(st.booleans()):
         row["tools"] = json.dumps(tools)
     if draw(st.booleans()):
-        row.update(step=draw(st.integers(-5, 200)), total_steps=draw(st.integers(-5, 200)))
+        row.update(step=draw(st.integers(0, 200)), total_steps=draw(st.integers(0, 200)))
     return row
 
 
 ROW_KEYS = ["completion", "ground_truth", "tools", "teacher", "teacher_trajectory", "sub_answers", "meta"]
-# The count-like keys carry numbers here; other values there are rewards bugs (see test_rewards_known_bugs).
+# count-like keys: numbers of every kind, and anything else (a field error, never an internal one)
 COUNT_KEYS = ["step", "total_steps", "n_solved", "n_subtasks", "n_calls"]
 arbitrary_rows = st.builds(
     lambda a, b: {**a, **b},
@@ -252,7 +252,8 @@ arbitrary_rows = st.builds(
             ["role", "content", "tool_calls", "name", "arguments", "function", "type", "parameters"]),
             loose_values | st.sampled_from(["assistant", "tool", "user"]), max_size=4), max_size=3),
     ),
-    st.dictionaries(st.sampled_from(COUNT_KEYS), st.booleans() | st.integers(-(10**6), 10**6) | st.floats(-1e6, 1e6)),
+    st.dictionaries(st.sampled_from(COUNT_KEYS), st.integers(-(10**6), 10**6) | st.integers() | loose_values
+                    | st.sampled_from([10**400, "3", "x", math.inf, math.nan])),
 )
 
 OPTIONS = [
@@ -319,7 +320,11 @@ def test_toolrl_scales_stay_in_bounds_at_every_step(mode, switch, step, total, r
         assert f_lo <= r.parts["format"] <= f_hi and c_lo - 1e-12 <= r.parts["correct"] <= c_hi + 1e-12
     r = score_row("toolrl", {**row, "step": step, "total_steps": total},
                   options=RewardOptions(scale=mode, switch_step=switch))
-    assert r.error is None and u_lo <= r.score <= u_hi
+    assert u_lo <= r.score <= u_hi
+    if step >= 0 and total >= 0:
+        assert r.error is None
+    else:  # a negative step count is refused as a field error, at the floor
+        assert r.error.startswith("step" if step < 0 else "total_steps") and r.score == u_lo
 
 
 # ---- round trips ---------------------------------------------------------------------------

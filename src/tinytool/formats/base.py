@@ -204,6 +204,11 @@ class PromptFormat(ABC):
     def parse(self, text: str) -> Parsed:
         """Read model text back. Never raises, whatever the text."""
 
+    def native_system_prompt(self, system: str | None) -> str | None:
+        """The system text when the chat template writes the tool block itself: the conversation's
+        own system text plus whatever the format asks beyond the template's tool instructions."""
+        return system
+
     # ---- rendering through a chat template -------------------------------------------------
     def to_chat(self, conv: Conversation, native_tools: bool = False) -> list[dict[str, str]]:
         """Role/content messages for a chat template. Consecutive tool results join one user turn,
@@ -214,8 +219,9 @@ class PromptFormat(ABC):
             system_text, rest = rest[0].content or "", rest[1:]
         chat: list[dict[str, str]] = []
         if native_tools:
-            if system_text:
-                chat.append({"role": "system", "content": system_text})
+            native = self.native_system_prompt(system_text)
+            if native:
+                chat.append({"role": "system", "content": native})
         elif conv.tools or system_text:
             chat.append({"role": "system", "content": self.system_prompt(conv.tools, system_text)})
         for m in rest:

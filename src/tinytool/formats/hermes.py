@@ -62,6 +62,13 @@ class HermesFormat(PromptFormat):
             parts.append(_TOOL_BLOCK.format(tools=listing))
         return "\n\n".join(parts)
 
+    def native_system_prompt(self, system: str | None) -> str | None:
+        """The template writes the tools; the ``<think>`` instructions are still the format's."""
+        parts = [system.strip()] if system and system.strip() else []
+        if self.think:
+            parts.append(_INSTRUCTIONS)
+        return "\n\n".join(parts) or None
+
     def render_assistant(self, message: Message) -> str:
         parts = []
         if self.think:

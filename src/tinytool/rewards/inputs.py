@@ -178,11 +178,20 @@ class Trajectory:
     errors: list[str] = field(default_factory=list)
 
 
+def _looks_like_messages(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "role" in value or "tool_calls" in value
+    return isinstance(value, list) and bool(value) and all(isinstance(m, dict) and "role" in m for m in value)
+
+
 def read_trajectory(value: Any, fmt: PromptFormat, field_name: str = "completion") -> Trajectory:
     """A trajectory from model text (one turn, parsed with ``fmt``), one assistant message object,
     or a list of chat messages (assistant turns as model text or with structured ``tool_calls``;
     ``tool`` messages are the observations)."""
-    value = _maybe_json(value) if not isinstance(value, str) or value.lstrip()[:1] in "[{" else value
+    if isinstance(value, str) and value.lstrip()[:1] in "[{":
+        decoded = _maybe_json(value)  # a JSON message list (or message) sent as text; else model text
+        if _looks_like_messages(decoded):
+            value = decoded
     if isinstance(value, str):
         p = fmt.parse(value)
         return Trajectory(calls=p.calls, answer=p.response, errors=list(p.errors))
