@@ -146,15 +146,14 @@ def score_row(
     """Score one row; never raises. An unreadable row gets the floor and an ``error``."""
     spec = get_reward(name)
     fmt_obj = get_format(fmt or spec.default_format)
-    floor = spec.bounds(options)[0]
     if not isinstance(row, dict):
-        return RewardResult(floor, error=f"row is a {type(row).__name__}, not an object")
+        return RewardResult(spec.bounds(options)[0], error=f"row is a {type(row).__name__}, not an object")
     try:
         return spec.score_row(row, fmt_obj, options)
-    except SchemaError as e:
-        return RewardResult(floor, error=str(e))
+    except SchemaError as e:  # the floor is only worked out when needed: this runs per completion
+        return RewardResult(spec.bounds(options)[0], error=str(e))
     except Exception as e:  # a bug, not bad content: still no crash mid-training, but say so
-        return RewardResult(floor, error=f"internal error {type(e).__name__}: {e}")
+        return RewardResult(spec.bounds(options)[0], error=f"internal error {type(e).__name__}: {e}")
 
 
 def trl_reward(name: str, fmt: PromptFormat | str | None = None, **options: Any) -> Callable[..., list[float]]:

@@ -8,6 +8,7 @@ from random import Random
 from tinytool.data.catalog.base import (
     ToolError,
     ToolSpec,
+    need_id,
     p_bool,
     p_enum,
     p_num,
@@ -30,10 +31,7 @@ def _account(r: Random, w: World) -> str:
 
 
 def _need_account(w: World, account_id: str) -> dict:
-    acc = w.state["accounts"].get(account_id)
-    if acc is None:
-        raise ToolError(f"no account with id '{account_id}'")
-    return acc
+    return need_id(w.state["accounts"], account_id, "account")
 
 
 def sample_amount(r: Random, w: World) -> float:

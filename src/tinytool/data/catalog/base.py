@@ -50,6 +50,15 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
+def need_id(index: Mapping[str, Any], key: str, what: str) -> Any:
+    """``index[key]``, or a `ToolError` saying there is no such ``what`` (what a real API answers
+    for an unknown id)."""
+    found = index.get(key)
+    if found is None:
+        raise ToolError(f"no {what} with id '{key}'")
+    return found
+
+
 def fmt_number(v: float) -> str:
     """A number as people write it: no trailing zeros, no exponent (``12.5``, ``3``, ``-0.25``)."""
     if isinstance(v, int) or float(v).is_integer():

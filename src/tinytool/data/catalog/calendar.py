@@ -7,6 +7,7 @@ from random import Random
 from tinytool.data.catalog.base import (
     ToolError,
     ToolSpec,
+    need_id,
     p_array,
     p_enum,
     p_int,
@@ -34,10 +35,7 @@ def _event_id(r: Random, w: World) -> str:
 
 
 def _need_event(w: World, event_id: str) -> dict:
-    ev = w.state["events"].get(event_id)
-    if ev is None:
-        raise ToolError(f"no event with id '{event_id}'")
-    return ev
+    return need_id(w.state["events"], event_id, "event")
 
 
 def _say_recurrence(v: dict, r: Random) -> str:

@@ -7,6 +7,7 @@ from random import Random
 from tinytool.data.catalog.base import (
     ToolError,
     ToolSpec,
+    need_id,
     p_array,
     p_bool,
     p_enum,
@@ -36,10 +37,7 @@ def _send(w: World, kind: str, **fields) -> str:
 
 
 def _need_email(w: World, email_id: str) -> dict:
-    e = w.email_index.get(email_id)
-    if e is None:
-        raise ToolError(f"no email with id '{email_id}'")
-    return e
+    return need_id(w.email_index, email_id, "email")
 
 
 def _check_addresses(addresses: list, field: str) -> None:

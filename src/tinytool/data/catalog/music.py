@@ -7,6 +7,7 @@ from random import Random
 from tinytool.data.catalog.base import (
     ToolError,
     ToolSpec,
+    need_id,
     p_array,
     p_bool,
     p_enum,
@@ -21,10 +22,7 @@ PLAYLIST_NAMES = ("Road Trip", "Sunday Chill", "Workout Mix", "Rainy Day", "Part
 
 
 def _need_track(w: World, track_id: str) -> dict:
-    t = w.track_index.get(track_id)
-    if t is None:
-        raise ToolError(f"no track with id '{track_id}'")
-    return t
+    return need_id(w.track_index, track_id, "track")
 
 
 def _check_tracks(w: World, track_ids: list) -> None:

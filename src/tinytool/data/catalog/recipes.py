@@ -7,6 +7,7 @@ from random import Random
 from tinytool.data.catalog.base import (
     ToolError,
     ToolSpec,
+    need_id,
     p_array,
     p_bool,
     p_enum,
@@ -30,10 +31,7 @@ DISHES = ("grilled salmon", "beef stew", "margherita pizza", "mushroom risotto",
 
 
 def _need_recipe(w: World, recipe_id: str) -> dict:
-    x = w.recipe_index.get(recipe_id)
-    if x is None:
-        raise ToolError(f"no recipe with id '{recipe_id}'")
-    return x
+    return need_id(w.recipe_index, recipe_id, "recipe")
 
 
 def search_recipes(w: World, ingredients: list, cuisine: str | None = None, max_minutes: int | None = None,

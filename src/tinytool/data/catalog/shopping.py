@@ -8,6 +8,7 @@ from random import Random
 from tinytool.data.catalog.base import (
     ToolError,
     ToolSpec,
+    need_id,
     p_array,
     p_bool,
     p_enum,
@@ -39,17 +40,11 @@ def matches(product: dict, query: str) -> bool:
 
 
 def _need_product(w: World, product_id: str) -> dict:
-    p = w.product_index.get(product_id)
-    if p is None:
-        raise ToolError(f"no product with id '{product_id}'")
-    return p
+    return need_id(w.product_index, product_id, "product")
 
 
 def _need_order(w: World, order_id: str) -> dict:
-    o = w.state["orders"].get(order_id)
-    if o is None:
-        raise ToolError(f"no order with id '{order_id}'")
-    return o
+    return need_id(w.state["orders"], order_id, "order")
 
 
 def search_products(w: World, query: str, max_price: float | None = None, category: str | None = None,
