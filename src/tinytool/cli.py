@@ -137,6 +137,17 @@ def _data_app() -> typer.Typer:
 app.add_typer(_data_app(), name="data")
 
 
+def _eval_commands() -> None:
+    """``tinytool eval bfcl|demo|judge`` and ``tinytool report``."""
+    from tinytool.eval.cli_eval import eval_app, report
+
+    app.add_typer(eval_app, name="eval")
+    app.command("report")(report)
+
+
+_eval_commands()
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
 

@@ -1,0 +1,130 @@
+"""``tinytool eval bfcl|demo|judge`` and ``tinytool report`` (wired into `tinytool.cli`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+eval_app = typer.Typer(add_completion=False, help="Score models: BFCL v4, the demo dev split, an LLM judge.")
+
+_MODEL_HELP = ("Model: hub id, local dir, .gguf, 'smollm2-135m-instruct', 'vllm:SPEC', or an "
+               "OpenAI-compatible endpoint 'http://host:port/v1@MODEL'.")
+
+
+def _client(model: str, batch_size: int):
+    from tinytool.llm import get_client
+
+    if model.startswith(("http://", "https://", "openai:")):
+        return get_client(model)
+    if model.startswith("vllm:"):
+        return get_client(model)
+    return get_client(model, batch_size=batch_size)
+
+
+def _table(summary: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{summary.get('model', '')}  (BFCL {summary.get('bfcl_version', '')})")
+    for col in ("category", "n", "accuracy", "calls/item", "top error"):
+        t.add_column(col)
+    for cat, s in summary["categories"].items():
+        top = next(iter(s.get("errors") or {}), "")
+        t.add_row(cat, str(s["n"]), f"{100 * s['accuracy']:.1f}%", f"{s.get('mean_calls', 0):.2f}", top)
+    for g, v in summary.get("groups", {}).items():
+        t.add_row(f"[bold]{g}[/bold]", "", f"[bold]{100 * v:.1f}%[/bold]", "", "")
+    Console().print(t)
+
+
+@eval_app.command("bfcl")
+def bfcl(
+    model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
+    out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory (resumed if it exists)."),
+    fmt: str = typer.Option("hermes", "--format", help="Prompt format: hermes, hermes-nothink, toolrl, python."),
+    categories: str = typer.Option(
+        "ast", "--categories", "-c",
+        help="Comma-separated categories or groups: all, ast, non_live, live, multi_turn, simple_python, ..."),
+    limit: int = typer.Option(None, "--limit", min=1, help="At most N items per category (seeded random subset)."),
+    samples: int = typer.Option(1, "--samples", "-k", min=1, help="Completions per item (pass@k)."),
+    temperature: float = typer.Option(0.0, "--temperature", "-t", min=0.0, help="0 = greedy."),
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1),
+    batch_size: int = typer.Option(8, "--batch-size", min=1, help="Items per generation batch."),
+    step_limit: int = typer.Option(20, "--step-limit", min=1, help="Multi-turn: steps per turn before forced quit."),
+    seed: int = typer.Option(0, "--seed"),
+    entropy: bool = typer.Option(False, "--entropy", help="Also record mean token entropy (local models)."),
+    label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
+    rescore: bool = typer.Option(False, "--rescore", help="Only re-check the stored generations."),
+) -> None:
+    """Score a model on BFCL v4 with tinytool's own checkers (resumable; writes generations,
+    per-item verdicts with reasons, and a summary weighted as BFCL's leaderboard)."""
+    from tinytool.eval.bfcl_data import BFCLDataError, expand_categories
+    from tinytool.eval.bfcl_runner import BFCLRunConfig, RunDirError, run_bfcl, score
+
+    try:
+        if rescore:
+            summary = score(out)
+        else:
+            if samples > 1 and temperature == 0:
+                raise typer.BadParameter("--samples > 1 needs --temperature > 0")
+            cfg = BFCLRunConfig(
+                model=model, format=fmt, categories=expand_categories(categories), limit=limit, samples=samples,
+                temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                step_limit=step_limit, seed=seed, entropy=entropy, label=label)
+            summary = run_bfcl(cfg, out, _client(model, batch_size))
+    except (BFCLDataError, RunDirError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    _table(summary)
+    typer.echo(f"wrote {out}/summary.json, results.jsonl, generations.jsonl")
+
+
+@eval_app.command("demo")
+def demo(
+    model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
+    data: Path = typer.Option(..., "--data", "-d", exists=True, dir_okay=False, help="Demo dev split (JSONL)."),
+    out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory."),
+    fmt: str = typer.Option("hermes", "--format"),
+    limit: int = typer.Option(None, "--limit", min=1),
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1),
+    batch_size: int = typer.Option(8, "--batch-size", min=1),
+    label: str = typer.Option(None, "--label"),
+) -> None:
+    """Score a model on the demo dev split: exact call match and STAR's Sim-RL score per category."""
+    from tinytool.eval.demo_eval import run_demo_eval
+
+    summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
+                            max_new_tokens=max_new_tokens, client=_client(model, batch_size), label=label)
+    _table(summary)
+
+
+@eval_app.command("judge")
+def judge_cmd(
+    run: Path = typer.Option(..., "--run", exists=True, file_okay=False, help="A run directory with results.jsonl."),
+    judge: str = typer.Option(..., "--judge", help="Judge model (OpenAI-compatible 'URL@MODEL' or a local spec)."),
+    limit: int = typer.Option(None, "--limit", min=1),
+) -> None:
+    """Score a run's answers with an LLM judge on EfficientTool's five dimensions (App. C.2)."""
+    from tinytool.eval.judge_run import judge_run
+
+    out = judge_run(run, _client(judge, 4), limit=limit)
+    typer.echo(json.dumps(out, indent=2))
+
+
+def report(
+    runs: list[Path] = typer.Argument(..., exists=True, file_okay=False, help="Run directories to compare."),
+    out: Path = typer.Option(Path("report"), "--out", "-o", file_okay=False),
+    worst: int = typer.Option(15, "--worst", min=0, help="Failures shown per run."),
+    title: str = typer.Option(None, "--title"),
+) -> None:
+    """Write a Markdown + HTML report with per-category tables, charts and the worst failures."""
+    from tinytool.eval.report import ReportError, write_report
+
+    try:
+        paths = write_report(list(runs), out, worst=worst, title=title)
+    except ReportError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"wrote {paths['markdown']} and {paths['html']} ({len(paths['charts'])} charts)")

@@ -1,0 +1,794 @@
+"""The page a person reads after an evaluation: Markdown + HTML + PNG charts for one or more runs.
+
+`write_report` reads evaluation run directories written by ``tinytool eval bfcl`` or
+``tinytool eval demo``::
+
+    RUN_DIR/run.json        what was run (model, format, BFCL version, sampling settings, dates, label)
+    RUN_DIR/summary.json    per-category and per-group scores, optional metrics and throughput
+    RUN_DIR/results.jsonl   one line per item (validity, error type, reason, question, raw output, ...)
+
+``summary.json`` is required; ``run.json`` and ``results.jsonl`` are optional (the report just says
+less without them). Every optional key inside them may be missing. A file that is present but broken
+raises `ReportError` naming the file (and the line, for JSONL).
+
+Output in ``out_dir``: ``report.md`` (GitHub-flavoured Markdown), ``report.html`` (self-contained
+apart from the PNG charts beside it) and the charts themselves. Charts are drawn with matplotlib's
+object API on the Agg canvas, so no display and no global pyplot state are involved.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ReportError", "RunData", "load_run", "select_failures", "write_report"]
+
+GROUP_ORDER = ("non_live", "live", "irrelevance", "multi_turn")
+TOP_ERROR_TYPES = 8
+QUESTION_CHARS = 300
+OUTPUT_CHARS = 500
+EXPECTED_CHARS = 400
+REASON_CHARS = 400
+
+
+class ReportError(Exception):
+    """A run directory could not be read as an evaluation run."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunData:
+    """One evaluation run as read from its directory."""
+
+    path: Path
+    run: dict[str, Any]
+    summary: dict[str, Any]
+    results: list[dict[str, Any]] | None
+    label: str = ""
+    categories: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def groups(self) -> dict[str, Any]:
+        groups = self.summary.get("groups")
+        return groups if isinstance(groups, dict) else {}
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        metrics = self.summary.get("metrics")
+        return metrics if isinstance(metrics, dict) else {}
+
+    def accuracy(self, category: str) -> float | None:
+        """Accuracy of a category as a fraction, from ``accuracy`` or ``correct / n``."""
+        stats = self.categories.get(category)
+        if not isinstance(stats, dict):
+            return None
+        acc = _num(stats.get("accuracy"))
+        if acc is None:
+            n, correct = _num(stats.get("n")), _num(stats.get("correct"))
+            if n and correct is not None:
+                acc = correct / n
+        return acc
+
+    def n_items(self) -> int | None:
+        total, seen = 0, False
+        for stats in self.categories.values():
+            n = _num(stats.get("n")) if isinstance(stats, dict) else None
+            if n is not None:
+                total += int(n)
+                seen = True
+        if seen:
+            return total
+        return len(self.results) if self.results is not None else None
+
+
+def _read_json(path: Path, run_dir: Path, *, required: bool) -> dict[str, Any] | None:
+    if not path.is_file():
+        if required:
+            raise ReportError(f"{run_dir} is not an evaluation run: {path.name} is missing ({path})")
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ReportError(f"{path}: not UTF-8 text ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]] | None:
+    if not path.is_file():
+        return None
+    rows: list[dict[str, Any]] = []
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ReportError(f"{path}, line {lineno}: invalid JSON ({exc.msg})") from exc
+                if not isinstance(row, dict):
+                    raise ReportError(
+                        f"{path}, line {lineno}: expected a JSON object, got {type(row).__name__}")
+                rows.append(row)
+    except UnicodeDecodeError as exc:
+        raise ReportError(f"{path}: not UTF-8 text ({exc})") from exc
+    return rows
+
+
+def load_run(run_dir: Path | str) -> RunData:
+    """Read one run directory; raise `ReportError` if it is not a readable evaluation run."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ReportError(f"{run_dir} is not a directory (expected an evaluation run directory)")
+    summary = _read_json(run_dir / "summary.json", run_dir, required=True)
+    assert summary is not None
+    run = _read_json(run_dir / "run.json", run_dir, required=False) or {}
+    categories = summary.get("categories", {})
+    if categories is None:
+        categories = {}
+    if not isinstance(categories, dict):
+        raise ReportError(f"{run_dir / 'summary.json'}: 'categories' must be an object")
+    groups = summary.get("groups")
+    if groups is not None and not isinstance(groups, dict):
+        raise ReportError(f"{run_dir / 'summary.json'}: 'groups' must be an object")
+    results = _read_jsonl(run_dir / "results.jsonl")
+    label = str(run.get("label") or run_dir.resolve().name or run_dir)
+    cats = {str(k): (v if isinstance(v, dict) else {}) for k, v in categories.items()}
+    return RunData(path=run_dir, run=run, summary=summary, results=results, label=label, categories=cats)
+
+
+# ----------------------------------------------------------------------------------------------
+# Small helpers
+# ----------------------------------------------------------------------------------------------
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _pct(frac: float | None) -> str:
+    return "—" if frac is None else f"{100 * frac:.1f}%"
+
+
+def _delta(first: float | None, last: float | None) -> str:
+    if first is None or last is None:
+        return "—"
+    d = 100 * (last - first)
+    if abs(d) < 0.05:
+        return "±0.0 pp"
+    return f"{d:+.1f} pp"
+
+
+def _fmt_number(value: Any) -> str:
+    num = _num(value)
+    if num is None:
+        return "—" if value is None else str(value)
+    if num == int(num) and abs(num) < 1e12:
+        return str(int(num))
+    return f"{num:.4g}"
+
+
+def _truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [+{len(text) - limit} chars]"
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _date(run: dict[str, Any]) -> str:
+    raw = run.get("finished") or run.get("started")
+    if not raw:
+        return "—"
+    try:
+        return datetime.fromisoformat(str(raw)).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return str(raw)
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return slug[:40] or "run"
+
+
+def _unique_labels(runs: list[RunData]) -> None:
+    counts: Counter[str] = Counter()
+    for run in runs:
+        counts[run.label] += 1
+        if counts[run.label] > 1:
+            run.label = f"{run.label} ({counts[run.label]})"
+
+
+def _md_escape(text: Any) -> str:
+    """Escape text for a Markdown paragraph or table cell (one line)."""
+    text = str(text).replace("\r", " ").replace("\n", " ")
+    text = re.sub(r"([\\`*\[\]<>|#])", r"\\\1", text)
+    # underscores only matter at word edges on GitHub (intraword `_` never emphasises)
+    return re.sub(r"(?<!\w)_|_(?!\w)", r"\\_", text)
+
+
+def _md_fence(text: str, lang: str = "") -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Table model (rendered to both Markdown and HTML)
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Table:
+    header: list[str]
+    rows: list[list[str]]
+    align_right_from: int = 1  # columns from this index on are numeric
+
+    def markdown(self) -> str:
+        aligns = [":---" if i < self.align_right_from else "---:" for i in range(len(self.header))]
+        lines = ["| " + " | ".join(_md_escape(h) for h in self.header) + " |", "| " + " | ".join(aligns) + " |"]
+        lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in self.rows]
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        def cell(tag: str, i: int, value: str) -> str:
+            cls = ' class="num"' if i >= self.align_right_from else ""
+            if tag == "td" and value.endswith(" pp") and value[0] in "+-":
+                cls = f' class="num {"up" if value[0] == "+" else "down"}"'
+            return f"<{tag}{cls}>{_esc(value)}</{tag}>"
+
+        head = "".join(cell("th", i, h) for i, h in enumerate(self.header))
+        body = "".join(
+            "<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>" for row in self.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _runs_table(runs: list[RunData]) -> _Table:
+    rows = []
+    for run in runs:
+        r = run.run
+        thr = run.summary.get("throughput") if isinstance(run.summary.get("throughput"), dict) else {}
+        ips = _num(thr.get("items_per_s"))
+        n = run.n_items()
+        rows.append([
+            run.label, str(r.get("model") or "—"), str(r.get("format") or "—"), str(r.get("kind") or "—"),
+            str(r.get("bfcl_version") or "—"), "—" if n is None else str(n),
+            _fmt_number(r.get("samples")) if r.get("samples") is not None else "—",
+            _fmt_number(r.get("temperature")) if r.get("temperature") is not None else "—",
+            "—" if ips is None else f"{ips:.2f}", _date(r), str(run.path),
+        ])
+    header = ["Run", "Model", "Format", "Kind", "BFCL version", "Items", "Samples", "Temp.", "Items/s",
+              "Date", "Directory"]
+    return _Table(header, rows, align_right_from=len(header))
+
+
+def _group_names(runs: list[RunData]) -> list[str]:
+    present: list[str] = []
+    for run in runs:
+        for name in run.groups:
+            if name not in present:
+                present.append(name)
+    ordered = [g for g in GROUP_ORDER if g in present]
+    ordered += [g for g in present if g not in ordered and g != "overall"]
+    if "overall" in present:
+        ordered.append("overall")
+    return ordered
+
+
+def _overall_table(runs: list[RunData], groups: list[str]) -> _Table:
+    rows = [[run.label] + [_pct(_num(run.groups.get(g))) for g in groups] for run in runs]
+    if len(runs) >= 2:
+        first, last = runs[0], runs[-1]
+        rows.append(["Δ (last − first)"]
+                    + [_delta(_num(first.groups.get(g)), _num(last.groups.get(g))) for g in groups])
+    return _Table(["Run", *groups], rows)
+
+
+def _category_names(runs: list[RunData]) -> list[str]:
+    names: list[str] = []
+    for run in runs:
+        for name in run.categories:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _category_table(runs: list[RunData], categories: list[str]) -> _Table:
+    rows = []
+    for cat in categories:
+        row = [cat]
+        for run in runs:
+            acc = run.accuracy(cat)
+            n = _num(run.categories.get(cat, {}).get("n"))
+            row.append(_pct(acc) + ("" if acc is None or n is None else f" (n={int(n)})"))
+        if len(runs) >= 2:
+            row.append(_delta(runs[0].accuracy(cat), runs[-1].accuracy(cat)))
+        rows.append(row)
+    header = ["Category", *(r.label for r in runs)]
+    if len(runs) >= 2:
+        header.append("Δ (last − first)")
+    return _Table(header, rows)
+
+
+def _calls_table(runs: list[RunData], categories: list[str]) -> _Table | None:
+    """Mean calls per item and no-call rate, when any run reports them."""
+    if not any(("mean_calls" in s or "no_call_rate" in s) for r in runs for s in r.categories.values()):
+        return None
+    rows = []
+    for cat in categories:
+        row = [cat]
+        for run in runs:
+            stats = run.categories.get(cat, {})
+            calls, none = _num(stats.get("mean_calls")), _num(stats.get("no_call_rate"))
+            row.append("—" if calls is None and none is None else
+                       f"{'—' if calls is None else f'{calls:.2f}'} / {_pct(none)}")
+        rows.append(row)
+    return _Table(["Category", *(f"{r.label}: calls / no-call" for r in runs)], rows)
+
+
+def _pass_at_k_table(runs: list[RunData], categories: list[str]) -> _Table | None:
+    columns: list[tuple[RunData, str]] = []
+    for run in runs:
+        ks: list[str] = []
+        for stats in run.categories.values():
+            pak = stats.get("pass_at_k")
+            if isinstance(pak, dict):
+                ks += [str(k) for k in pak if str(k) not in ks]
+        ks.sort(key=lambda k: (_num(_try_float(k)) or 0, k))
+        columns += [(run, k) for k in ks]
+    if not columns:
+        return None
+    rows = []
+    for cat in categories:
+        row = [cat]
+        for run, k in columns:
+            pak = run.categories.get(cat, {}).get("pass_at_k")
+            row.append(_pct(_num(pak.get(k))) if isinstance(pak, dict) else "—")
+        rows.append(row)
+    return _Table(["Category", *(f"{run.label}: pass@{k}" for run, k in columns)], rows)
+
+
+def _try_float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _metrics_table(runs: list[RunData]) -> _Table | None:
+    keys: list[str] = []
+    for run in runs:
+        keys += [str(k) for k in run.metrics if str(k) not in keys]
+    if not keys:
+        return None
+    rows = [[key] + [_fmt_number(run.metrics.get(key)) if key in run.metrics else "—" for run in runs]
+            for key in keys]
+    return _Table(["Metric", *(r.label for r in runs)], rows)
+
+
+# ----------------------------------------------------------------------------------------------
+# Charts
+# ----------------------------------------------------------------------------------------------
+
+
+def _bar_chart(
+    path: Path,
+    labels: list[str],
+    series: list[tuple[str, list[float | None]]],
+    *,
+    title: str,
+    ylabel: str,
+    percent: bool = True,
+    stacked: bool = False,
+    colors: list[Any] | None = None,
+) -> Path:
+    """Draw a grouped (or stacked) bar chart to ``path``; the one figure helper every chart uses.
+
+    ``labels`` are the x positions, ``series`` are (name, values) pairs with one value per label
+    (None = no bar). Percent charts take fractions and show 0-100 %.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    n_series = max(1, len(series))
+    n_bars = len(labels) * (1 if stacked else n_series)
+    per_bar = 0.55 if stacked else 0.3
+    width_in = min(18.0, max(6.5, 1.5 + per_bar * n_bars))
+    fig = Figure(figsize=(width_in, 5.2 if len(labels) > 8 else 4.6), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    if colors is None:
+        import matplotlib
+
+        cmap = matplotlib.colormaps["tab10"]
+        colors = [cmap(i % 10) for i in range(n_series)]
+
+    xs = list(range(len(labels)))
+    bar_w = 0.7 if stacked else 0.8 / n_series
+    bottoms = [0.0] * len(labels)
+    scale = 100.0 if percent else 1.0
+    rotate_values = n_series > 1 and n_bars > 16
+    for i, (name, values) in enumerate(series):
+        vals = [float("nan") if v is None else v * scale for v in values]
+        if stacked:
+            pos = xs
+            heights = [0.0 if math.isnan(v) else v for v in vals]
+            bars = ax.bar(pos, heights, bar_w, bottom=bottoms, label=name, color=colors[i % len(colors)],
+                          edgecolor="white", linewidth=0.5)
+            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+        else:
+            pos = [x - 0.4 + bar_w * (i + 0.5) for x in xs]
+            bars = ax.bar(pos, vals, bar_w, label=name, color=colors[i % len(colors)])
+            if n_bars <= 72:  # beyond that the grid has to do
+                fmt = "{:.1f}" if percent else "{:g}"
+                texts = ["" if math.isnan(v) else fmt.format(v) for v in vals]
+                ax.bar_label(bars, labels=texts, padding=2, fontsize=7 if n_bars > 16 else 8,
+                             rotation=90 if rotate_values else 0)
+    if stacked:
+        totals = bottoms
+        ax.bar_label(ax.containers[-1], labels=[f"{t:g}" if t else "" for t in totals], padding=2, fontsize=8)
+
+    ax.set_title(title, fontsize=12)
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(xs)
+    long_labels = max((len(lb) for lb in labels), default=0) > 10 or len(labels) > 6
+    ax.set_xticklabels(labels, rotation=35 if long_labels else 0, ha="right" if long_labels else "center",
+                       fontsize=9)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+    if percent:
+        ax.set_ylim(0, 120 if rotate_values else 110)
+        ax.set_yticks(range(0, 101, 20))
+    else:
+        top = max([*bottoms, *(v * scale for _, vals in series for v in vals if v is not None), 1.0])
+        ax.set_ylim(0, top * 1.15)
+    ax.yaxis.grid(True, linestyle=":", alpha=0.7)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if stacked:
+        handles, names = ax.get_legend_handles_labels()  # listed top-down, as the stack reads
+        ax.legend(handles[::-1], names[::-1], fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  frameon=False, title="error type")
+        from matplotlib.ticker import MaxNLocator
+
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    elif len(series) > 1:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, title="run")
+    fig.tight_layout()
+    fig.savefig(path, format="png", bbox_inches="tight")
+    return path
+
+
+def _error_counts(run: RunData, categories: list[str]) -> dict[str, Counter[str]]:
+    """Error-type counts per category, from summary.json or else from the failed results."""
+    counts: dict[str, Counter[str]] = {}
+    for cat in categories:
+        errors = run.categories.get(cat, {}).get("errors")
+        if isinstance(errors, dict):
+            counts[cat] = Counter({str(k): int(v) for k, v in errors.items() if _num(v)})
+    if not counts and run.results:
+        for row in run.results:
+            if row.get("valid") is False:
+                cat = str(row.get("category") or "unknown")
+                counts.setdefault(cat, Counter())[str(row.get("error_type") or "unknown")] += 1
+    return counts
+
+
+def _error_chart(path: Path, run: RunData, categories: list[str]) -> Path | None:
+    counts = _error_counts(run, categories)
+    cats = [c for c in categories if sum(counts.get(c, Counter()).values())]
+    cats += [c for c in counts if c not in cats and sum(counts[c].values())]
+    if not cats:
+        return None
+    total: Counter[str] = Counter()
+    for cat in cats:
+        total.update(counts[cat])
+    top = [name for name, _ in total.most_common(TOP_ERROR_TYPES)]
+    if len(total) == TOP_ERROR_TYPES + 1:  # an "other" of one type would just hide its name
+        top = list(total)
+    series: list[tuple[str, list[float | None]]] = [
+        (name, [float(counts[c].get(name, 0)) for c in cats]) for name in top]
+    rest = [float(sum(v for k, v in counts[c].items() if k not in top)) for c in cats]
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    palette = [cmap(i) for i in range(10) if i != 7]  # tab10's grey is kept for "other"
+    colors = [palette[i % len(palette)] for i in range(len(series))]
+    if any(rest):
+        series.append(("other", rest))
+        colors.append("#9e9e9e")
+    return _bar_chart(path, cats, series, title=f"Error types per category — {run.label}",
+                      ylabel="failed items", percent=False, stacked=True, colors=colors)
+
+
+# ----------------------------------------------------------------------------------------------
+# Failures
+# ----------------------------------------------------------------------------------------------
+
+
+def select_failures(results: list[dict[str, Any]] | None, limit: int,
+                    categories: list[str] | None = None) -> list[dict[str, Any]]:
+    """Pick up to ``limit`` failed items covering categories and error types.
+
+    Round-robin over categories (in ``categories`` order, then any others); inside a category,
+    round-robin over its error types, most frequent first. Within one error type, items where no
+    sample was correct come first, otherwise file order is kept.
+    """
+    if not results or limit <= 0:
+        return []
+    failed = [row for row in results if row.get("valid") is False]
+    by_cat: dict[str, list[dict[str, Any]]] = {}
+    for row in failed:
+        by_cat.setdefault(str(row.get("category") or "unknown"), []).append(row)
+    order = [c for c in (categories or []) if c in by_cat] + [c for c in by_cat if c not in (categories or [])]
+
+    queues: list[list[dict[str, Any]]] = []
+    for cat in order:
+        by_err: dict[str, list[dict[str, Any]]] = {}
+        for row in by_cat[cat]:
+            by_err.setdefault(str(row.get("error_type") or "unknown"), []).append(row)
+        err_order = sorted(by_err, key=lambda e: -len(by_err[e]))  # stable: ties keep first-seen order
+        for err in err_order:
+            by_err[err].sort(key=lambda r: (_num(r.get("samples_correct")) or 0) > 0)
+        queues.append(_round_robin([by_err[e] for e in err_order]))
+    return _round_robin(queues)[:limit]
+
+
+def _round_robin(lists: list[list[Any]]) -> list[Any]:
+    out: list[Any] = []
+    longest = max((len(lst) for lst in lists), default=0)
+    for i in range(longest):
+        out += [lst[i] for lst in lists if i < len(lst)]
+    return out
+
+
+@dataclass
+class _Failure:
+    id: str
+    category: str
+    error_type: str
+    reason: str
+    question: str
+    output: str
+    decoded: str
+    expected: str
+    samples: str
+
+
+def _failure_view(row: dict[str, Any]) -> _Failure:
+    sc, ns = _num(row.get("samples_correct")), _num(row.get("samples"))
+    return _Failure(
+        id=str(row.get("id") or "?"),
+        category=str(row.get("category") or "unknown"),
+        error_type=str(row.get("error_type") or "unknown"),
+        reason=_truncate(_as_text(row.get("reason")).strip(), REASON_CHARS),
+        question=_truncate(_as_text(row.get("question")).strip(), QUESTION_CHARS),
+        output=_truncate(_as_text(row.get("raw")), OUTPUT_CHARS),
+        decoded=_truncate(_as_text(row.get("decoded")), EXPECTED_CHARS) if row.get("decoded") is not None else "",
+        expected=_truncate(_as_text(row.get("expected")), EXPECTED_CHARS) if row.get("expected") is not None else "",
+        samples=f"{int(sc)}/{int(ns)} samples correct" if sc is not None and ns and ns > 1 else "",
+    )
+
+
+def _failures_md(run: RunData, rows: list[dict[str, Any]]) -> list[str]:
+    out = [f"### {_md_escape(run.label)}", ""]
+    if run.results is None:
+        return [*out, "_No results.jsonl in this run._", ""]
+    if not rows:
+        return [*out, "_No failed items._", ""]
+    n_failed = sum(1 for r in run.results if r.get("valid") is False)
+    out += [f"{len(rows)} of {n_failed} failed items, spread over categories and error types.", ""]
+    for i, row in enumerate(rows, start=1):
+        f = _failure_view(row)
+        meta = f"{_md_escape(f.category)} · {_md_escape(f.error_type)}"
+        if f.samples:
+            meta += f" · {f.samples}"
+        out += [f"#### {i}. {_md_escape(f.id)}", "", meta, ""]
+        if f.reason:
+            out += [f"**Reason:** {_md_escape(f.reason)}", ""]
+        for label, text, lang in (("Question", f.question, "text"), ("Model output", f.output, "text"),
+                                  ("Decoded calls", f.decoded, "json"), ("Expected", f.expected, "json")):
+            if text:
+                out += [f"**{label}:**", "", _md_fence(text, lang), ""]
+    return out
+
+
+def _html_text_block(label: str, text: str, *, open_below: int = 200) -> str:
+    if not text:
+        return ""
+    pre = f"<pre>{_esc(text)}</pre>"
+    if len(text) <= open_below and text.count("\n") < 4:
+        return f'<div class="field"><span class="k">{_esc(label)}</span>{pre}</div>'
+    return f"<details><summary>{_esc(label)}</summary>{pre}</details>"
+
+
+def _failures_html(run: RunData, rows: list[dict[str, Any]]) -> str:
+    parts = [f"<h3>{_esc(run.label)}</h3>"]
+    if run.results is None:
+        return parts[0] + "<p><em>No results.jsonl in this run.</em></p>"
+    if not rows:
+        return parts[0] + "<p><em>No failed items.</em></p>"
+    n_failed = sum(1 for r in run.results if r.get("valid") is False)
+    parts.append(f"<p>{len(rows)} of {n_failed} failed items, spread over categories and error types.</p>")
+    for i, row in enumerate(rows, start=1):
+        f = _failure_view(row)
+        samples = f' <span class="tag">{_esc(f.samples)}</span>' if f.samples else ""
+        parts.append(
+            f'<div class="failure"><div class="fhead"><span class="idx">{i}.</span> <code>{_esc(f.id)}</code>'
+            f' <span class="tag">{_esc(f.category)}</span> <span class="tag err">{_esc(f.error_type)}</span>'
+            f"{samples}</div>"
+            + (f'<p class="reason">{_esc(f.reason)}</p>' if f.reason else "")
+            + _html_text_block("Question", f.question)
+            + _html_text_block("Model output", f.output, open_below=0)
+            + _html_text_block("Decoded calls", f.decoded)
+            + _html_text_block("Expected", f.expected)
+            + "</div>")
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------
+# Report
+# ----------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:-apple-system,BlinkMacSystemFont,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
+max-width:1100px;margin:2rem auto;padding:0 1rem;color:#1f2328;line-height:1.5}
+h1{border-bottom:1px solid #d0d7de;padding-bottom:.3em}h2{margin-top:2em;border-bottom:1px solid #eaeef2}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em;display:block;overflow-x:auto}
+th,td{border:1px solid #d0d7de;padding:4px 10px;text-align:left;white-space:nowrap}
+th{background:#f6f8fa}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+tbody tr:nth-child(even){background:#fafbfc}td.up{color:#1a7f37}td.down{color:#cf222e}
+img{max-width:100%;height:auto;border:1px solid #eaeef2;margin:.5em 0}
+pre{background:#f6f8fa;padding:8px;overflow-x:auto;white-space:pre-wrap;word-break:break-word;
+font-size:.85em;margin:.3em 0}
+code{background:#f6f8fa;padding:1px 4px;border-radius:4px}
+.failure{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;margin:10px 0}
+.fhead{font-weight:600}.idx{color:#656d76}
+.tag{display:inline-block;background:#ddf4ff;border-radius:10px;padding:0 8px;font-size:.8em;font-weight:400}
+.tag.err{background:#ffebe9}.reason{margin:.4em 0}.k{font-size:.85em;color:#656d76}
+details{margin:.3em 0}summary{cursor:pointer;font-size:.85em;color:#656d76}
+.muted{color:#656d76;font-size:.9em}
+"""
+
+
+def write_report(run_dirs: list[Path], out_dir: Path, worst: int = 15, title: str | None = None) -> dict:
+    """Write ``report.md``, ``report.html`` and PNG charts for the given runs into ``out_dir``.
+
+    Returns ``{"markdown": Path, "html": Path, "charts": [Path, ...]}``. Raises `ReportError` when
+    a run directory is missing, has no ``summary.json``, or holds a broken JSON/JSONL file.
+    """
+    if not run_dirs:
+        raise ReportError("no run directories given")
+    runs = [load_run(d) for d in run_dirs]
+    _unique_labels(runs)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if title is None:
+        title = "Evaluation report" + (f": {runs[0].label}" if len(runs) == 1 else f" ({len(runs)} runs)")
+
+    groups = _group_names(runs)
+    categories = _category_names(runs)
+    run_names = [r.label for r in runs]
+
+    # charts
+    charts: dict[str, Path] = {}
+    if categories:
+        charts["categories"] = _bar_chart(
+            out_dir / "accuracy_by_category.png", categories,
+            [(r.label, [r.accuracy(c) for c in categories]) for r in runs],
+            title="Accuracy by category", ylabel="accuracy (%)")
+    if groups:
+        charts["groups"] = _bar_chart(
+            out_dir / "group_scores.png", groups,
+            [(r.label, [_num(r.groups.get(g)) for g in groups]) for r in runs],
+            title="Group scores", ylabel="score (%)")
+    error_charts: list[tuple[RunData, Path]] = []
+    for i, run in enumerate(runs, start=1):
+        path = _error_chart(out_dir / f"errors_{i}_{_slug(run.label)}.png", run, categories)
+        if path is not None:
+            error_charts.append((run, path))
+
+    tables: list[tuple[str, str, _Table | None]] = [
+        ("runs", "Runs", _runs_table(runs)),
+        ("overall", "Overall", _overall_table(runs, groups) if groups else None),
+        ("categories", "Per category", _category_table(runs, categories) if categories else None),
+        ("passk", "pass@k", _pass_at_k_table(runs, categories)),
+        ("calls", "Calls per item / no-call rate", _calls_table(runs, categories)),
+        ("metrics", "Metrics", _metrics_table(runs)),
+    ]
+    failures = [(run, select_failures(run.results, worst, categories)) for run in runs]
+
+    md = _render_md(title, run_names, tables, charts, error_charts, failures, out_dir)
+    page = _render_html(title, tables, charts, error_charts, failures, out_dir)
+    md_path, html_path = out_dir / "report.md", out_dir / "report.html"
+    md_path.write_text(md, encoding="utf-8")
+    html_path.write_text(page, encoding="utf-8")
+    return {"markdown": md_path, "html": html_path,
+            "charts": [*charts.values(), *(p for _, p in error_charts)]}
+
+
+def _rel(path: Path, out_dir: Path) -> str:
+    return path.relative_to(out_dir).as_posix()
+
+
+def _render_md(title: str, run_names: list[str], tables: list[tuple[str, str, _Table | None]],
+               charts: dict[str, Path], error_charts: list[tuple[RunData, Path]],
+               failures: list[tuple[RunData, list[dict[str, Any]]]], out_dir: Path) -> str:
+    out = [f"# {_md_escape(title)}", ""]
+    notes = {"overall": "Group scores as reported by each run.",
+             "categories": "Accuracy per category (n = items evaluated).",
+             "calls": "Mean number of calls per item / share of items with no call."}
+    for key, heading, table in tables:
+        if table is None:
+            continue
+        out += [f"## {heading}", ""]
+        if key in notes:
+            out += [notes[key], ""]
+        out += [table.markdown(), ""]
+        if key == "overall" and "groups" in charts:
+            out += [f"![Group scores]({_rel(charts['groups'], out_dir)})", ""]
+        if key == "categories" and "categories" in charts:
+            out += [f"![Accuracy by category]({_rel(charts['categories'], out_dir)})", ""]
+    if error_charts:
+        out += ["## Error types", ""]
+        for run, path in error_charts:
+            out += [f"![Error types — {_md_escape(run.label)}]({_rel(path, out_dir)})", ""]
+    out += ["## Worst failures", ""]
+    for run, rows in failures:
+        out += _failures_md(run, rows)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _render_html(title: str, tables: list[tuple[str, str, _Table | None]], charts: dict[str, Path],
+                 error_charts: list[tuple[RunData, Path]],
+                 failures: list[tuple[RunData, list[dict[str, Any]]]], out_dir: Path) -> str:
+    def img(path: Path, alt: str) -> str:
+        return f'<img src="{_esc(_rel(path, out_dir))}" alt="{_esc(alt)}">'
+
+    body = [f"<h1>{_esc(title)}</h1>"]
+    for key, heading, table in tables:
+        if table is None:
+            continue
+        body.append(f"<h2>{_esc(heading)}</h2>{table.html()}")
+        if key == "overall" and "groups" in charts:
+            body.append(img(charts["groups"], "Group scores"))
+        if key == "categories" and "categories" in charts:
+            body.append(img(charts["categories"], "Accuracy by category"))
+    if error_charts:
+        body.append("<h2>Error types</h2>")
+        body += [img(path, f"Error types — {run.label}") for run, path in error_charts]
+    body.append("<h2>Worst failures</h2>")
+    body += [_failures_html(run, rows) for run, rows in failures]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_esc(title)}</title><style>{_CSS}</style></head>\n<body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
