@@ -1,0 +1,374 @@
+"""``tinytool eval bfcl``: generate answers to BFCL v4 items with any model, check them with
+tinytool's checkers, and write what a person (and `tinytool report`) reads.
+
+A run directory holds:
+
+- ``run.json`` — what was run: model, backend, format, BFCL version, categories, limit, sampling;
+- ``generations.jsonl`` — one line per item: the raw completions (one per sample; for multi-turn the
+  texts per turn and step plus the calls made), tokens and entropies. Appended after every batch
+  and fsynced, so a crash loses at most the batch in flight; a second run with the same settings
+  picks up where the first stopped;
+- ``results.jsonl`` — one line per item: decoded calls, verdict and its reason, per-sample verdicts;
+- ``summary.json`` — per category accuracy (and pass@k with several samples), error types,
+  call counts, throughput; the groups and the overall score weighted as BFCL's leaderboard does.
+
+Scoring always re-reads ``generations.jsonl``, so a checker fix re-scores a run without
+regenerating (``--rescore``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from tinytool import __version__
+from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
+from tinytool.eval.bfcl_data import (
+    BFCL_VERSION,
+    LIVE,
+    MULTI_TURN,
+    NON_LIVE,
+    BFCLData,
+    BFCLItem,
+    bfcl_data,
+    expand_categories,
+    is_multi_turn,
+    is_relevance,
+)
+from tinytool.eval.rundir import (
+    RunDirError,
+    append_jsonl,
+    drop_torn_tail,
+    read_generations,
+    write_json,
+    write_jsonl,
+)
+from tinytool.formats import PromptFormat, get_format
+from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.schema import Conversation, Message, Tool
+
+# Leaderboard weights of the groups tinytool runs (BFCL v4 overall: non-live 10, live 10,
+# irrelevance 10, multi-turn 30, agentic 40; agentic — web search and memory — is not run here).
+GROUP_WEIGHTS = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 30}
+
+
+@dataclass
+class BFCLRunConfig:
+    """Everything that defines a BFCL run (recorded in ``run.json``; a resumed run must match)."""
+
+    model: str
+    format: str = "hermes"
+    categories: list[str] = field(default_factory=lambda: list(NON_LIVE))
+    limit: int | None = None  #: items per category (a seeded random subset), None = all
+    samples: int = 1
+    temperature: float = 0.0
+    max_new_tokens: int = 256
+    batch_size: int = 8
+    step_limit: int = 20  #: multi-turn: model steps per turn before BFCL forces it to quit
+    seed: int = 0
+    entropy: bool = False
+    label: str | None = None
+
+    def generation(self) -> GenerationConfig:
+        return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+                                n=self.samples, seed=self.seed, entropy=self.entropy)
+
+    # settings that change what is generated: a resumed run must agree on these
+    _IDENTITY = ("model", "format", "samples", "temperature", "max_new_tokens", "step_limit", "seed", "limit")
+
+
+# ---- prompts and decoding ------------------------------------------------------------------------
+def item_conversation(item: BFCLItem, turn: int = 0) -> Conversation:
+    """The conversation a single-turn item asks the model to continue (BFCL's own messages; the
+    function docs become the tools the format presents)."""
+    tools = [Tool.from_dict(f) for f in item.functions]
+    messages = [Message.from_dict(m) for m in item.turns[turn]] if item.turns else []
+    return Conversation(messages=messages, tools=tools, meta={"id": item.id, "category": item.category})
+
+
+def decode(fmt: PromptFormat, text: str) -> tuple[list[dict] | None, list[str]]:
+    """Model text → BFCL's decoded form ``[{name: {args}}]``; None when the text tried to call (a
+    parse error) and nothing could be read. Also returns the parse errors."""
+    parsed = fmt.parse(text)
+    if parsed.calls:
+        return [{c.name: c.arguments} for c in parsed.calls], parsed.errors
+    return (None if parsed.errors else []), parsed.errors
+
+
+def check_item(item: BFCLItem, decoded: Any) -> Verdict:
+    """BFCL's verdict for one decoded single-turn answer."""
+    if is_relevance(item.category):
+        return check_relevance(decoded, item.category)
+    return check_ast(item.functions, decoded, item.answer, item.category)
+
+
+def _open_run(cfg: BFCLRunConfig, out: Path, client: LLMClient, overwrite: bool) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    run_path = out / "run.json"
+    if run_path.exists() and not overwrite:
+        old = json.loads(run_path.read_text(encoding="utf-8"))
+        diff = [k for k in BFCLRunConfig._IDENTITY if old.get(k) != getattr(cfg, k)]
+        if diff:
+            raise RunDirError(
+                f"{out} holds a run with other settings ({', '.join(f'{k}: {old.get(k)!r} ≠ {getattr(cfg, k)!r}' for k in diff)}); "
+                "use another --out or --overwrite"
+            )
+        old["categories"] = sorted(set(old.get("categories", [])) | set(cfg.categories),
+                                   key=lambda c: expand_categories("all").index(c))
+        run = old
+    else:
+        if overwrite:
+            for name in ("generations.jsonl", "results.jsonl", "summary.json"):
+                (out / name).unlink(missing_ok=True)
+        run = {"kind": "bfcl", **asdict(cfg), "bfcl_version": BFCL_VERSION, "tinytool_version": __version__,
+               "started": datetime.now(UTC).isoformat(timespec="seconds")}
+    run["client"] = client.describe()
+    write_json(run_path, run)
+    return run
+
+
+# ---- generation ---------------------------------------------------------------------------------------
+def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
+                     gen: GenerationConfig) -> list[dict]:
+    requests = [Request(messages=fmt.to_chat(item_conversation(it))) for it in items]
+    t0 = time.perf_counter()
+    outs = client.generate(requests, gen)
+    share = (time.perf_counter() - t0) / max(len(items), 1)
+    return [{
+        "id": it.id, "category": it.category,
+        "raw": [c.text for c in comps],
+        "n_tokens": [c.n_tokens for c in comps],
+        "entropy": [c.entropy for c in comps],
+        "finish": [c.finish_reason for c in comps],
+        "seconds": share,
+    } for it, comps in zip(items, outs, strict=True)]
+
+
+def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
+                         cfg: BFCLRunConfig) -> list[dict]:
+    from tinytool.eval.multi_turn import run_multi_turn
+
+    per_sample = []
+    t0 = time.perf_counter()
+    for s in range(cfg.samples):
+        gen = GenerationConfig(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, n=1,
+                               seed=None if cfg.seed is None else cfg.seed + s, entropy=cfg.entropy)
+        per_sample.append(run_multi_turn(items, client, fmt, gen, step_limit=cfg.step_limit))
+    share = (time.perf_counter() - t0) / max(len(items), 1)
+    rows = []
+    for k, it in enumerate(items):
+        runs = [ps[k] for ps in per_sample]
+        rows.append({
+            "id": it.id, "category": it.category,
+            "raw": [r["raw"] for r in runs],
+            "decoded": [r["decoded"] for r in runs],
+            "force_quit": [r.get("force_quit", False) for r in runs],
+            "n_tokens": [r.get("n_tokens", 0) for r in runs],
+            "entropy": [None for _ in runs],
+            "seconds": share,
+        })
+    return rows
+
+
+def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | None = None,
+             overwrite: bool = False, progress: bool = True) -> dict:
+    """Generate every missing item of the run (resuming), batch by batch."""
+    data = data or bfcl_data()
+    fmt = get_format(cfg.format)
+    _open_run(cfg, out, client, overwrite)
+    gen_path = out / "generations.jsonl"
+    done = read_generations(gen_path)
+    drop_torn_tail(gen_path)
+    todo: list[BFCLItem] = []
+    for category in cfg.categories:
+        todo += [it for it in data.items(category, limit=cfg.limit, seed=cfg.seed) if it.id not in done]
+    bar = tqdm(total=len(todo), desc="bfcl", unit="item", disable=not progress, dynamic_ncols=True)
+    gen = cfg.generation()
+    for category in cfg.categories:
+        items = [it for it in todo if it.category == category]
+        for start in range(0, len(items), cfg.batch_size):
+            batch = items[start:start + cfg.batch_size]
+            bar.set_postfix_str(category)
+            if is_multi_turn(category):
+                rows = _generate_multi_turn(batch, client, fmt, cfg)
+            else:
+                rows = _generate_single(batch, client, fmt, gen)
+            append_jsonl(gen_path, rows)
+            bar.update(len(batch))
+    bar.close()
+    return {"generated": len(todo), "already_done": len(done)}
+
+
+# ---- scoring --------------------------------------------------------------------------------------------
+def _first_user_text(item: BFCLItem) -> str:
+    for turn in item.turns:
+        for m in turn:
+            if m.get("role") == "user" and m.get("content"):
+                return str(m["content"])
+    return ""
+
+
+def _score_single(item: BFCLItem, row: dict, fmt: PromptFormat) -> dict:
+    verdicts, decoded_all = [], []
+    for text in row["raw"]:
+        decoded, _ = decode(fmt, text)
+        decoded_all.append(decoded)
+        verdicts.append(check_item(item, decoded))
+    first = verdicts[0]
+    return {
+        "decoded": decoded_all[0],
+        "n_calls": [len(d) if d else 0 for d in decoded_all],
+        "verdicts": verdicts,
+        "reason": first.reason,
+        "error_type": first.error_type,
+    }
+
+
+def _score_multi_turn(item: BFCLItem, row: dict) -> dict:
+    from tinytool.eval.multi_turn import check_multi_turn
+
+    verdicts = []
+    for decoded, quit_ in zip(row["decoded"], row.get("force_quit") or [False] * len(row["decoded"]), strict=False):
+        if quit_:
+            v = Verdict(False, "multi_turn:force_terminated", "the model was stopped after too many steps in a turn")
+        else:
+            r = check_multi_turn(decoded, item.answer, item)
+            v = Verdict(bool(r["valid"]), r.get("error_type"), r.get("reason", ""))
+        verdicts.append(v)
+    first = verdicts[0]
+    return {
+        "decoded": row["decoded"][0],
+        "n_calls": [sum(len(step) for turn in d for step in turn) for d in row["decoded"]],
+        "verdicts": verdicts,
+        "reason": first.reason,
+        "error_type": first.error_type,
+    }
+
+
+def score(out: Path, data: BFCLData | None = None) -> dict:
+    """Check every generation in ``out`` and write ``results.jsonl`` and ``summary.json``."""
+    from tinytool.eval.metrics import pass_at_k
+
+    data = data or bfcl_data()
+    run_path = out / "run.json"
+    if not run_path.exists():
+        raise RunDirError(f"{out}: no run.json — not a BFCL run directory")
+    run = json.loads(run_path.read_text(encoding="utf-8"))
+    fmt = get_format(run["format"])
+    gens = read_generations(out / "generations.jsonl")
+    results, per_cat = [], {}
+    t0 = time.perf_counter()
+    for category in run["categories"]:
+        items = [it for it in data.items(category, ids=[i for i, g in gens.items() if g["category"] == category])]
+        rows_c = []
+        for it in items:
+            row = gens[it.id]
+            s = _score_multi_turn(it, row) if is_multi_turn(category) else _score_single(it, row, fmt)
+            n_ok = sum(v.valid for v in s["verdicts"])
+            raw0 = row["raw"][0]
+            rows_c.append({
+                "id": it.id, "category": category, "valid": s["verdicts"][0].valid,
+                "error_type": s["error_type"], "reason": s["reason"],
+                "question": _first_user_text(it)[:2000],
+                "raw": raw0 if isinstance(raw0, str) else json.dumps(raw0, ensure_ascii=False),
+                "decoded": s["decoded"], "expected": it.answer,
+                "n_calls": s["n_calls"][0], "samples_correct": n_ok, "samples": len(s["verdicts"]),
+                "n_tokens": row.get("n_tokens", [0])[0], "entropy": (row.get("entropy") or [None])[0],
+                "seconds": row.get("seconds"),
+            })
+        results += rows_c
+        if rows_c:
+            per_cat[category] = _category_summary(rows_c, data, category, run, pass_at_k)
+    check_seconds = time.perf_counter() - t0
+    write_jsonl(out / "results.jsonl", results)
+    gen_seconds = sum(r["seconds"] or 0.0 for r in results)
+    summary = {
+        "model": run["model"], "format": run["format"], "bfcl_version": run.get("bfcl_version", BFCL_VERSION),
+        "categories": per_cat,
+        "groups": group_scores(per_cat),
+        "throughput": {"items": len(results), "generation_seconds": round(gen_seconds, 2),
+                       "items_per_s": round(len(results) / gen_seconds, 3) if gen_seconds else None,
+                       "check_items_per_s": round(len(results) / check_seconds, 1) if check_seconds else None},
+        "metrics": _run_metrics(results),
+    }
+    write_json(out / "summary.json", summary)
+    run["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    write_json(run_path, run)
+    return summary
+
+
+def _category_summary(rows: list[dict], data: BFCLData, category: str, run: dict, pass_at_k: Any) -> dict:
+    n = len(rows)
+    samples = rows[0]["samples"]
+    acc = sum(r["samples_correct"] / r["samples"] for r in rows) / n
+    out: dict[str, Any] = {
+        "n": n, "correct": sum(r["valid"] for r in rows), "accuracy": acc,
+        "full_size": len(data.questions(category)),
+        "mean_calls": sum(r["n_calls"] for r in rows) / n,
+        "no_call_rate": sum(r["n_calls"] == 0 for r in rows) / n,
+        "errors": dict(Counter(r["error_type"] for r in rows if not r["valid"]).most_common()),
+    }
+    secs = sum(r["seconds"] or 0.0 for r in rows)
+    if secs:
+        out["items_per_s"] = round(n / secs, 3)
+    if samples > 1:
+        ks = sorted({k for k in (1, 2, 4, 8, 16, 32, samples) if k <= samples})
+        out["pass_at_k"] = {str(k): sum(pass_at_k(r["samples"], r["samples_correct"], k) for r in rows) / n
+                            for k in ks}
+    return out
+
+
+def group_scores(per_cat: dict[str, dict]) -> dict[str, float]:
+    """BFCL's summary scores over the categories present: non-live AST = unweighted mean of its
+    categories, live AST = mean weighted by each category's full size (so a ``--limit`` run
+    estimates the leaderboard's weighting), irrelevance = mean of the two irrelevance categories,
+    multi-turn = unweighted mean; overall = the leaderboard's group weights over the groups run."""
+    acc = {c: v["accuracy"] for c, v in per_cat.items()}
+    groups: dict[str, float] = {}
+    non_live = [acc[c] for c in NON_LIVE if c in acc and c != "irrelevance"]
+    if non_live:
+        groups["non_live"] = sum(non_live) / len(non_live)
+    live = [(acc[c], per_cat[c]["full_size"]) for c in LIVE if c in acc and "relevance" not in c]
+    if live:
+        groups["live"] = sum(a * w for a, w in live) / sum(w for _, w in live)
+    irr = [acc[c] for c in ("irrelevance", "live_irrelevance") if c in acc]
+    if irr:
+        groups["irrelevance"] = sum(irr) / len(irr)
+    if "live_relevance" in acc:
+        groups["relevance"] = acc["live_relevance"]
+    mt = [acc[c] for c in MULTI_TURN if c in acc]
+    if mt:
+        groups["multi_turn"] = sum(mt) / len(mt)
+    weighted = [(groups[g], w) for g, w in GROUP_WEIGHTS.items() if g in groups]
+    if weighted:
+        groups["overall"] = sum(a * w for a, w in weighted) / sum(w for _, w in weighted)
+    return groups
+
+
+def _run_metrics(results: list[dict]) -> dict[str, Any]:
+    ent = [r["entropy"] for r in results if isinstance(r.get("entropy"), (int, float))]
+    calls = [r["n_calls"] for r in results]
+    out: dict[str, Any] = {
+        "mean_calls": sum(calls) / len(calls) if calls else 0.0,
+        "mean_completion_tokens": (sum(r["n_tokens"] or 0 for r in results) / len(results)) if results else 0.0,
+    }
+    if ent:
+        out["entropy"] = sum(ent) / len(ent)
+    return out
+
+
+def run_bfcl(cfg: BFCLRunConfig, out: str | os.PathLike, client: LLMClient, data: BFCLData | None = None,
+             overwrite: bool = False, progress: bool = True) -> dict:
+    """Generate (resuming) and score one BFCL run; returns the summary."""
+    out = Path(out)
+    cfg.categories = expand_categories(cfg.categories)
+    generate(cfg, out, client, data=data, overwrite=overwrite, progress=progress)
+    return score(out, data=data)

@@ -1,0 +1,105 @@
+"""The BFCL runner: prompts, decoding, resume after a crash, scoring and the summary's groups."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tinytool.data.convert.bfcl import calls_from_ground_truth
+from tinytool.eval.bfcl_data import bfcl_data, expand_categories
+from tinytool.eval.bfcl_runner import BFCLRunConfig, RunDirError, group_scores, read_generations, run_bfcl
+from tinytool.llm import ScriptedClient
+
+CATS = ["simple_python", "parallel", "irrelevance", "live_relevance"]
+
+
+def _oracle():
+    """A client that answers every item with its ground truth (no call for irrelevance)."""
+    data = bfcl_data()
+    answers = {}
+    for c in CATS:
+        for it in data.items(c):
+            answers[it.turns[0][-1]["content"]] = it
+
+    def respond(request, i):
+        item = answers[request.messages[-1]["content"]]
+        if item.answer is None:
+            if "irrelevance" in item.category:
+                return "I cannot help with that using these tools."
+            f = item.functions[0]
+            args = {p: "x" for p in f["parameters"].get("required", [])}
+            return f'<tool_call>\n{json.dumps({"name": f["name"], "arguments": args})}\n</tool_call>'
+        calls = calls_from_ground_truth(item.answer)
+        return "\n".join(f'<tool_call>\n{json.dumps({"name": c.name, "arguments": c.arguments})}\n</tool_call>'
+                         for c in calls)
+    return respond
+
+
+def test_oracle_scores_full_marks_and_resumes(tmp_path):
+    client = ScriptedClient(_oracle())
+    cfg = BFCLRunConfig(model="oracle", format="hermes-nothink", categories=CATS, limit=6, batch_size=4)
+    summary = run_bfcl(cfg, tmp_path, client, progress=False)
+    for c in CATS:
+        assert summary["categories"][c]["n"] == 6
+        assert summary["categories"][c]["accuracy"] == 1.0, (c, summary["categories"][c]["errors"])
+    assert summary["groups"]["irrelevance"] == 1.0 and summary["groups"]["overall"] == 1.0
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 24 and all(r["valid"] for r in rows)
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["bfcl_version"] == "2026.3.23" and run["format"] == "hermes-nothink"
+
+    # a crash mid-write: the torn last line is dropped and only missing items are generated again
+    gen = tmp_path / "generations.jsonl"
+    lines = gen.read_text().splitlines()
+    gen.write_text("\n".join(lines[:-3]) + "\n" + lines[-3][: len(lines[-3]) // 2])
+    assert len(read_generations(gen)) == 21
+    client2 = ScriptedClient(_oracle())
+    summary2 = run_bfcl(cfg, tmp_path, client2, progress=False)
+    assert sum(len(c) for c in client2.calls) == 3
+    assert summary2["categories"] == summary["categories"] | {
+        c: summary2["categories"][c] for c in CATS}  # same numbers after resuming
+    assert all(summary2["categories"][c]["accuracy"] == 1.0 for c in CATS)
+
+
+def test_wrong_answers_get_reasons_and_other_settings_are_refused(tmp_path):
+    silent = ScriptedClient(lambda r, i: "Sure, here is some text.")
+    cfg = BFCLRunConfig(model="silent", categories=["simple_python", "irrelevance"], limit=5)
+    summary = run_bfcl(cfg, tmp_path, silent, progress=False)
+    assert summary["categories"]["simple_python"]["accuracy"] == 0.0
+    assert summary["categories"]["simple_python"]["errors"] == {"simple_function_checker:wrong_count": 5}
+    assert summary["categories"]["irrelevance"]["accuracy"] == 1.0
+    assert summary["categories"]["simple_python"]["no_call_rate"] == 1.0
+    with pytest.raises(RunDirError, match="max_new_tokens"):
+        run_bfcl(BFCLRunConfig(model="silent", categories=["simple_python"], limit=5, max_new_tokens=9),
+                 tmp_path, silent, progress=False)
+
+
+def test_samples_give_pass_at_k(tmp_path):
+    def half(request, i):  # only odd samples answer at all
+        return "no" if i % 2 == 0 else _oracle()(request, i)
+    cfg = BFCLRunConfig(model="m", categories=["simple_python"], limit=3, samples=4, temperature=0.7)
+    s = run_bfcl(cfg, tmp_path, ScriptedClient(half), progress=False)["categories"]["simple_python"]
+    assert s["accuracy"] == pytest.approx(0.5)
+    assert s["pass_at_k"]["1"] == pytest.approx(0.5) and s["pass_at_k"]["4"] == pytest.approx(1.0)
+    assert s["correct"] == 0  # sample 0 is wrong everywhere
+
+
+def test_groups_follow_bfcl_weighting():
+    cats = {
+        "simple_python": {"accuracy": 1.0, "full_size": 400}, "multiple": {"accuracy": 0.0, "full_size": 200},
+        "live_simple": {"accuracy": 1.0, "full_size": 258}, "live_multiple": {"accuracy": 0.0, "full_size": 1053},
+        "irrelevance": {"accuracy": 0.5, "full_size": 240}, "live_irrelevance": {"accuracy": 1.0, "full_size": 884},
+    }
+    g = group_scores(cats)
+    assert g["non_live"] == 0.5  # unweighted
+    assert g["live"] == pytest.approx(258 / (258 + 1053))  # weighted by full category size
+    assert g["irrelevance"] == 0.75
+    assert g["overall"] == pytest.approx((0.5 + 258 / 1311 + 0.75) / 3)
+
+
+def test_category_groups_expand():
+    assert expand_categories("ast,multi_turn_base")[-1] == "multi_turn_base"
+    assert len(expand_categories("all")) == 15
+    with pytest.raises(Exception, match="unknown BFCL category"):
+        expand_categories("simple")
