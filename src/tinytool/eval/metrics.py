@@ -233,7 +233,7 @@ def mean_entropy(entropies: Iterable[float | None]) -> EntropySummary:
         else:
             missing += 1
     # each term divided first: the mean of finite values stays finite even near the float limit
-    mean = math.fsum(v / len(present) for v in present) if present else None
+    mean = sum(v / len(present) for v in present) if present else None  # fsum can overflow mid-way
     return EntropySummary(mean=mean, count=len(present), missing=missing)
 
 
