@@ -1,0 +1,130 @@
+"""``tinytool eval demo``: score a model on the bundled demo dev split.
+
+Each task's first assistant turn is the target. The model continues the conversation up to it; the
+answer is scored by exact call match (the calls as a multiset, names and arguments) and by STAR's
+Sim-RL score (§3.2.1, `tinytool.rewards.simrl`), per demo category. The run directory has the same
+layout as a BFCL run (see `tinytool.eval.bfcl_runner`), so `tinytool report` reads both.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from tinytool import __version__
+from tinytool.eval.metrics import TaskRecord, four_t
+from tinytool.eval.rundir import append_jsonl, drop_torn_tail, read_generations, write_json, write_jsonl
+from tinytool.formats import get_format
+from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.rewards.registry import RewardOptions, score_row
+from tinytool.schema import Conversation, read_jsonl
+
+
+def split_task(conv: Conversation) -> tuple[Conversation, dict[str, Any]] | None:
+    """The prompt (messages before the first assistant turn) and that turn as a message dict."""
+    for i, m in enumerate(conv.messages):
+        if m.role == "assistant":
+            return Conversation(conv.messages[:i], conv.tools, conv.meta), m.to_dict()
+    return None
+
+
+def _error_type(parsed_ok: bool, calls: list[str], expected: list[str], exact: bool) -> str | None:
+    if exact:
+        return None
+    if not parsed_ok:
+        return "format_error"
+    if not expected and calls:
+        return "called_when_none_fits"
+    if expected and not calls:
+        return "no_call"
+    if sorted(calls) != sorted(expected):
+        return "wrong_function" if set(calls) != set(expected) else "wrong_call_count"
+    return "wrong_arguments"
+
+
+def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
+                  fmt: str = "hermes", limit: int | None = None, max_new_tokens: int = 256,
+                  batch_size: int = 8, label: str | None = None, progress: bool = True) -> dict:
+    """Generate (resuming) and score the demo dev split; returns the summary."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    pf = get_format(fmt)
+    tasks = []
+    for conv in read_jsonl(data):
+        split = split_task(conv)
+        if split is not None:
+            tasks.append((conv.meta.get("id") or f"task-{len(tasks)}", *split))
+    if limit is not None:
+        tasks = tasks[:limit]
+    run = {"kind": "demo", "model": model, "format": fmt, "data": str(data), "limit": limit,
+           "max_new_tokens": max_new_tokens, "samples": 1, "temperature": 0.0, "label": label,
+           "tinytool_version": __version__, "client": client.describe(),
+           "started": datetime.now(UTC).isoformat(timespec="seconds")}
+    write_json(out / "run.json", run)
+    gen_path = out / "generations.jsonl"
+    done = read_generations(gen_path)
+    drop_torn_tail(gen_path)
+    todo = [t for t in tasks if t[0] not in done]
+    gen = GenerationConfig(max_new_tokens=max_new_tokens)
+    for start in tqdm(range(0, len(todo), batch_size), desc="demo", unit="batch", disable=not progress):
+        batch = todo[start:start + batch_size]
+        t0 = time.perf_counter()
+        outs = client.generate([Request(messages=pf.to_chat(p)) for _, p, _ in batch], gen)
+        share = (time.perf_counter() - t0) / len(batch)
+        append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}
+                                for (tid, _, _), c in zip(batch, outs, strict=True)])
+    gens = read_generations(gen_path)
+    options = RewardOptions(require_think=getattr(pf, "think", True))
+    results, records = [], []
+    for tid, prompt, target in tasks:
+        text = gens[tid]["raw"][0]
+        row = {"completion": text, "ground_truth": target, "tools": [t.to_dict() for t in prompt.tools]}
+        exact = score_row("exact", row, pf, options)
+        simrl = score_row("simrl", row, pf, options)
+        parsed = pf.parse(text)
+        calls = [c.name for c in parsed.calls]
+        expected = [c["function"]["name"] for c in target.get("tool_calls") or []]
+        ok = exact.score == 1.0
+        records.append(TaskRecord(expected_tools=expected, called_tools=calls, interrupted=not parsed.ok, result_valid=ok))
+        results.append({
+            "id": tid, "category": prompt.meta.get("category", "demo"), "valid": ok,
+            "error_type": _error_type(parsed.ok, calls, expected, ok),
+            "reason": "; ".join(parsed.errors) or ("" if ok else f"called {calls or 'nothing'}, expected {expected or 'nothing'}"),
+            "question": next((m.content or "" for m in prompt.messages if m.role == "user"), "")[:2000],
+            "raw": text, "decoded": [{c.name: c.arguments} for c in parsed.calls], "expected": target.get("tool_calls"),
+            "n_calls": len(calls), "simrl": simrl.score, "n_tokens": gens[tid]["n_tokens"][0],
+            "seconds": gens[tid].get("seconds"),
+        })
+    write_jsonl(out / "results.jsonl", results)
+    by_cat: dict[str, list[dict]] = {}
+    for r in results:
+        by_cat.setdefault(r["category"], []).append(r)
+    categories = {}
+    for cat, rows in sorted(by_cat.items()):
+        n = len(rows)
+        categories[cat] = {
+            "n": n, "correct": sum(r["valid"] for r in rows), "accuracy": sum(r["valid"] for r in rows) / n,
+            "simrl": sum(r["simrl"] for r in rows) / n,
+            "mean_calls": sum(r["n_calls"] for r in rows) / n,
+            "no_call_rate": sum(r["n_calls"] == 0 for r in rows) / n,
+            "errors": dict(Counter(r["error_type"] for r in rows if not r["valid"]).most_common()),
+        }
+    n = max(len(results), 1)
+    secs = sum(r["seconds"] or 0.0 for r in results)
+    summary = {
+        "model": model, "format": fmt, "categories": categories,
+        "groups": {"overall": sum(r["valid"] for r in results) / n},
+        "metrics": {"simrl": sum(r["simrl"] for r in results) / n, **four_t(records).as_dict()},
+        "throughput": {"items": len(results), "generation_seconds": round(secs, 2),
+                       "items_per_s": round(len(results) / secs, 3) if secs else None},
+    }
+    write_json(out / "summary.json", summary)
+    run["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    write_json(out / "run.json", run)
+    return summary
