@@ -103,3 +103,16 @@ def test_category_groups_expand():
     assert len(expand_categories("all")) == 15
     with pytest.raises(Exception, match="unknown BFCL category"):
         expand_categories("simple")
+
+
+def test_multi_turn_through_the_runner(tmp_path):
+    from tests.test_multi_turn import _replay_client
+
+    data = bfcl_data()
+    items = data.items("multi_turn_base", limit=3)
+    cfg = BFCLRunConfig(model="replay", categories=["multi_turn_base"], limit=3, batch_size=2)
+    s = run_bfcl(cfg, tmp_path, _replay_client(items), progress=False)
+    assert s["categories"]["multi_turn_base"]["accuracy"] == 1.0
+    assert s["groups"]["multi_turn"] == 1.0
+    silent = run_bfcl(cfg, tmp_path / "silent", ScriptedClient(lambda r, i: "I cannot."), progress=False)
+    assert silent["categories"]["multi_turn_base"]["errors"] == {"multi_turn:empty_turn_model_response": 3}

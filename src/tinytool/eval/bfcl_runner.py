@@ -233,16 +233,13 @@ def _score_single(item: BFCLItem, row: dict, fmt: PromptFormat) -> dict:
 
 
 def _score_multi_turn(item: BFCLItem, row: dict) -> dict:
+    """A run that BFCL force-quit has fewer turns than the ground truth: the checker fails it."""
     from tinytool.eval.multi_turn import check_multi_turn
 
     verdicts = []
-    for decoded, quit_ in zip(row["decoded"], row.get("force_quit") or [False] * len(row["decoded"]), strict=False):
-        if quit_:
-            v = Verdict(False, "multi_turn:force_terminated", "the model was stopped after too many steps in a turn")
-        else:
-            r = check_multi_turn(decoded, item.answer, item)
-            v = Verdict(bool(r["valid"]), r.get("error_type"), r.get("reason", ""))
-        verdicts.append(v)
+    for decoded in row["decoded"]:
+        r = check_multi_turn(decoded, item.answer, item)
+        verdicts.append(Verdict(bool(r.valid), r.error_type, r.reason))
     first = verdicts[0]
     return {
         "decoded": row["decoded"][0],
