@@ -41,7 +41,8 @@ def check(case: dict) -> dict:
 
 
 def main() -> None:
-    cases = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8") if line.strip()]
+    with open(sys.argv[1], encoding="utf-8") as fh:
+        cases = [json.loads(line) for line in fh if line.strip()]
     out = []
     t0 = time.perf_counter()
     for case in cases:
