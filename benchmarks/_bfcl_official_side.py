@@ -1,7 +1,7 @@
 """Runs INSIDE the separate venv that has the official ``bfcl-eval`` installed (never the project venv).
 
 Reads check cases (JSONL) from argv[1], scores each with BFCL's official checker functions, writes one
-verdict per line to argv[2] and the checking time to argv[2] + ".time". Cases:
+verdict per line to argv[2] and the checking seconds per kind to argv[2] + ".time" (JSON). Cases:
 ``{"case", "kind": "ast"|"relevance"|"multi_turn", "category", "functions", "decoded", "answer", "item"}``.
 The decoded form is what BFCL's own handlers produce, so the same input reaches both checkers.
 """
@@ -44,20 +44,21 @@ def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as fh:
         cases = [json.loads(line) for line in fh if line.strip()]
     out = []
-    t0 = time.perf_counter()
+    seconds: dict[str, float] = {}
     for case in cases:
+        t0 = time.perf_counter()
         try:
             v = check(case)
         except Exception as e:  # the official checker crashes on some inputs: record it
             v = {"valid": None, "error_type": None, "crash": f"{type(e).__name__}: {e}"}
+        seconds[case["kind"]] = seconds.get(case["kind"], 0.0) + time.perf_counter() - t0
         v["case"] = case["case"]
         out.append(v)
-    seconds = time.perf_counter() - t0
     with open(sys.argv[2], "w", encoding="utf-8") as fh:
         for v in out:
             fh.write(json.dumps(v) + "\n")
     with open(sys.argv[2] + ".time", "w", encoding="utf-8") as fh:
-        fh.write(str(seconds))
+        json.dump(seconds, fh)
 
 
 if __name__ == "__main__":
