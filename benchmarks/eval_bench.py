@@ -1,0 +1,113 @@
+"""Evaluation figures: the bundled SmolLM2-135M-Instruct on BFCL (the "Base-model" row of later
+tables) and the throughput of the batched bf16 runner against one-at-a-time fp32 greedy generation.
+
+    .venv/bin/python benchmarks/eval_bench.py [--limit 100] [--multi-turn 20] [--throughput-items 50]
+
+Writes ``benchmarks/results/eval.json``; the BFCL run directory (generations, per-item verdicts,
+summary) goes to ``--run-dir`` (default ``runs/base-smollm2``, not committed) and is resumable, so
+an interrupted benchmark continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, machine, versions  # noqa: E402
+
+from tinytool.eval.bfcl_data import AST_CATEGORIES, BFCL_VERSION, bfcl_data  # noqa: E402
+from tinytool.eval.bfcl_runner import BFCLRunConfig, item_conversation, run_bfcl  # noqa: E402
+from tinytool.formats import get_format  # noqa: E402
+from tinytool.llm.base import GenerationConfig, Request  # noqa: E402
+from tinytool.llm.hf import HFClient  # noqa: E402
+from tinytool.models.loading import BUNDLED_ALIAS, cpu_supports_bf16, load_model, load_tokenizer  # noqa: E402
+
+RESULT = ROOT / "benchmarks" / "results" / "eval.json"
+
+
+def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str) -> dict:
+    """The same ``n_items`` BFCL prompts: batched (8) with bf16 autocast vs one at a time in fp32."""
+    data = bfcl_data()
+    half = n_items // 2
+    items = data.items("simple_python", limit=half, seed=1) + data.items("multiple", limit=n_items - half, seed=1)
+    fmt = get_format(fmt_name)
+    requests = [Request(messages=fmt.to_chat(item_conversation(it))) for it in items]
+    gen = GenerationConfig(max_new_tokens=max_new_tokens)
+    sides = {}
+    for name, client in (
+        ("batched_bf16", HFClient(model, tokenizer, batch_size=8, bf16=True)),
+        ("sequential_fp32", HFClient(model, tokenizer, batch_size=1, bf16=False)),
+    ):
+        t0 = time.perf_counter()
+        outs = client.generate(requests, gen)
+        secs = time.perf_counter() - t0
+        tokens = sum(c[0].n_tokens for c in outs)
+        sides[name] = {"seconds": round(secs, 2), "items_per_s": round(len(items) / secs, 4),
+                       "generated_tokens": tokens, "tokens_per_s": round(tokens / secs, 1),
+                       "texts": [c[0].text for c in outs]}
+        print(f"{name}: {len(items)} items in {secs:.1f}s ({tokens} tokens)", flush=True)
+    same = sum(a == b for a, b in zip(sides["batched_bf16"].pop("texts"), sides["sequential_fp32"].pop("texts"),
+                                      strict=True))
+    return {
+        "items": len(items), "categories": {"simple_python": half, "multiple": n_items - half},
+        "max_new_tokens": max_new_tokens, "format": fmt_name, **sides,
+        "speedup": round(sides["batched_bf16"]["items_per_s"] / sides["sequential_fp32"]["items_per_s"], 2),
+        "identical_outputs": same,
+        "note": "bf16 and fp32 greedy decoding may pick different tokens where logits nearly tie",
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default=BUNDLED_ALIAS)
+    ap.add_argument("--format", default="hermes")
+    ap.add_argument("--limit", type=int, default=100, help="items per AST category (all when smaller)")
+    ap.add_argument("--multi-turn", type=int, default=20, help="multi_turn_base items")
+    ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--throughput-items", type=int, default=50)
+    ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "base-smollm2")
+    args = ap.parse_args()
+
+    tokenizer = load_tokenizer(args.model)
+    model = load_model(args.model)
+    result = json.loads(RESULT.read_text()) if RESULT.exists() else {}
+    result.update({"benchmark": "eval", "machine": machine(), "versions": versions("torch", "transformers"),
+                   "model": args.model, "bfcl_version": BFCL_VERSION, "cpu_bf16": cpu_supports_bf16()})
+    if not args.skip_throughput:
+        result["throughput"] = throughput(model, tokenizer, args.throughput_items, args.max_new_tokens, args.format)
+        RESULT.write_text(json.dumps(result, indent=2) + "\n")
+
+    client = HFClient(model, tokenizer, batch_size=8)
+    data = bfcl_data()
+    t0 = time.perf_counter()
+    summaries = {}
+    for cats, limit in ((list(AST_CATEGORIES), args.limit), (["multi_turn_base"], args.multi_turn)):
+        cfg = BFCLRunConfig(model=args.model, format=args.format, categories=cats, limit=limit,
+                            max_new_tokens=args.max_new_tokens, label="SmolLM2-135M-Instruct (base)")
+        out = args.run_dir if "multi_turn_base" not in cats else args.run_dir.with_name(args.run_dir.name + "-mt")
+        summaries[out.name] = run_bfcl(cfg, out, client)
+    per_cat = {}
+    for s in summaries.values():
+        for c, v in s["categories"].items():
+            per_cat[c] = {k: v[k] for k in ("n", "full_size", "correct", "accuracy", "mean_calls", "no_call_rate",
+                                            "errors", "items_per_s") if k in v}
+            per_cat[c]["subset"] = "full set" if v["n"] == v["full_size"] else f"seeded random {v['n']} of {v['full_size']}"
+    from tinytool.eval.bfcl_runner import group_scores
+
+    result["base_model"] = {
+        "format": args.format, "max_new_tokens": args.max_new_tokens, "greedy": True,
+        "run_dirs": [str(p) for p in summaries],
+        "categories": per_cat, "groups": group_scores({c: {**v, "accuracy": v["accuracy"]} for c, v in per_cat.items()}),
+        "wall_seconds": round(time.perf_counter() - t0, 1),
+    }
+    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result["base_model"]["groups"], indent=2))
+
+
+if __name__ == "__main__":
+    main()

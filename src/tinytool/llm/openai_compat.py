@@ -1,0 +1,276 @@
+"""Backend for any OpenAI-compatible chat endpoint (OpenAI, vLLM serve, llama.cpp, Ollama, ...).
+
+Requests run concurrently on a small thread pool; transient failures (connection errors, timeouts,
+HTTP 429 and 5xx) are retried with exponential backoff and jitter, other errors are raised with the
+server's own message. Structured ``tool_calls`` in an answer are written back into the text as
+Hermes ``<tool_call>`` blocks, so the text parsers downstream see every call. An optional on-disk
+cache answers a repeated (request, config) pair without asking the server again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
+
+
+class OpenAIError(RuntimeError):
+    """A request the server refused or that kept failing; names the URL, status and server message."""
+
+    def __init__(self, url: str, status: int | None, message: str):
+        self.url = url
+        self.status = status
+        self.message = message
+        where = f"HTTP {status}" if status is not None else "no answer"
+        super().__init__(f"{url}: {where}: {message}")
+
+
+def _server_message(resp: httpx.Response) -> str:
+    """The error text a server sent: ``error.message`` of an OpenAI-style body, else the raw body."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return resp.text.strip()[:2000] or resp.reason_phrase
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    return json.dumps(body)[:2000]
+
+
+def _text_content(content: Any) -> str:
+    """Message content as text: a string, or the text parts of a content-part list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """An assistant message as one text: its content, then one Hermes block per structured tool call
+    (``arguments`` JSON-decoded when they arrive as a string and are valid JSON)."""
+    parts = [_text_content(message.get("content"))] if message.get("content") else []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                pass  # left as the string: a downstream parser will judge it
+        block = json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
+        parts.append(f"<tool_call>\n{block}\n</tool_call>")
+    return "\n".join(parts)
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class OpenAIClient(LLMClient):
+    """POSTs ``{base_url}/chat/completions`` (``base_url`` usually ends in ``/v1``).
+
+    ``api_key`` defaults to ``$OPENAI_API_KEY`` and may be empty for local servers. ``max_retries``
+    retries follow the first attempt. ``cache_dir`` turns on the on-disk answer cache. ``backoff``
+    (seconds) is the first retry delay, doubled per retry up to ``max_backoff``.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, concurrency: int = 4,
+                 max_retries: int = 5, timeout: float = 120.0, cache_dir: str | os.PathLike | None = None,
+                 backoff: float = 1.0, max_backoff: float = 60.0):
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+        if not model:
+            raise ValueError("model name is required")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.base_url = base_url.rstrip("/")
+        self.url = f"{self.base_url}/chat/completions"
+        self.model = model
+        self.name = model
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        key = os.environ.get("OPENAI_API_KEY", "") if api_key is None else api_key
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = httpx.Client(timeout=timeout, headers=headers,
+                                  limits=httpx.Limits(max_connections=concurrency))
+        self._rng = random.Random()
+        self._rng_lock = threading.Lock()
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": type(self).__name__, "name": self.model, "base_url": self.base_url,
+                "concurrency": self.concurrency, "cached": self.cache_dir is not None}
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def payload(self, request: Request, config: GenerationConfig) -> dict[str, Any]:
+        """The JSON body sent for ``request`` (``tools`` only when the request carries them)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "max_tokens": config.max_new_tokens,
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+            "n": config.n,
+        }
+        if request.tools is not None:
+            body["tools"] = request.tools
+        if config.seed is not None:
+            body["seed"] = config.seed
+        if config.stop:
+            body["stop"] = list(config.stop)
+        return body
+
+    def generate(self, requests: list[Request], config: GenerationConfig) -> list[list[Completion]]:
+        payloads = [self.payload(r, config) for r in requests]
+        if len(payloads) <= 1 or self.concurrency == 1:
+            return [self._complete(p) for p in payloads]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(payloads))) as pool:
+            futures = [pool.submit(self._complete, p) for p in payloads]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+
+    def _complete(self, payload: dict[str, Any]) -> list[Completion]:
+        """Completions for one payload, from the cache when it holds them."""
+        path = self._cache_path(payload)
+        data = self._cache_read(path, payload["n"]) if path is not None else None
+        cached = data is not None
+        if data is None:
+            data = self._collect(payload)
+            if path is not None:
+                self._cache_write(path, data)
+        return self._parse(data, cached)
+
+    def _collect(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Ask until ``n`` choices are in: some servers (Ollama, older llama.cpp) ignore ``n`` and
+        answer one choice; the rest is asked for again (with a shifted seed, so samples differ)."""
+        n = payload["n"]
+        choices: list[dict[str, Any]] = []
+        completion_tokens = 0
+        for attempt in range(n):
+            body = dict(payload, n=n - len(choices))
+            if attempt and "seed" in body:
+                body["seed"] = payload["seed"] + attempt
+            data = self._post(body)
+            got = data.get("choices")
+            if not isinstance(got, list) or not got:
+                raise OpenAIError(self.url, 200, f"answer without choices: {_canonical(data)[:500]}")
+            choices += sorted(got, key=lambda c: c.get("index", 0))
+            completion_tokens += int((data.get("usage") or {}).get("completion_tokens") or 0)
+            if len(choices) >= n:
+                break
+        return {"choices": choices[:n], "usage": {"completion_tokens": completion_tokens}}
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One POST with retries on transient failures."""
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            retry_after = 0.0
+            try:
+                resp = self._http.post(self.url, json=body)
+            except httpx.TransportError as exc:  # connection refused/reset, timeouts, protocol errors
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                if resp.is_success:
+                    try:
+                        return resp.json()
+                    except ValueError as exc:
+                        raise OpenAIError(self.url, resp.status_code,
+                                          f"answer is not JSON: {resp.text[:500]!r}") from exc
+                message = _server_message(resp)
+                if resp.status_code != 429 and resp.status_code < 500:
+                    raise OpenAIError(self.url, resp.status_code, message)
+                last = f"HTTP {resp.status_code}: {message}"
+                retry_after = _retry_after(resp)
+            if attempt < self.max_retries:
+                time.sleep(self._delay(attempt, retry_after))
+        raise OpenAIError(self.url, None, f"gave up after {self.max_retries + 1} attempts; last error: {last}")
+
+    def _delay(self, attempt: int, retry_after: float) -> float:
+        """Exponential backoff with jitter (half fixed, half random), at least the server's Retry-After."""
+        base = min(self.max_backoff, self.backoff * 2 ** attempt)
+        with self._rng_lock:
+            jitter = self._rng.uniform(0, base / 2)
+        return min(self.max_backoff, max(base / 2 + jitter, retry_after))
+
+    @staticmethod
+    def _parse(data: dict[str, Any], cached: bool) -> list[Completion]:
+        choices = data["choices"]
+        total = int((data.get("usage") or {}).get("completion_tokens") or 0)
+        share, extra = divmod(total, max(len(choices), 1))
+        out = []
+        for i, choice in enumerate(choices):
+            reason = choice.get("finish_reason")
+            out.append(Completion(
+                text=message_text(choice.get("message") or {}),
+                n_tokens=share + (1 if i < extra else 0),
+                finish_reason="length" if reason == "length" else "stop",
+                meta={"finish_reason": reason, "cached": cached},
+            ))
+        return out
+
+    # -- cache ---------------------------------------------------------------------------------
+
+    def _cache_path(self, payload: dict[str, Any]) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        key = hashlib.sha256(_canonical({"url": self.url, "payload": payload}).encode()).hexdigest()
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    @staticmethod
+    def _cache_read(path: Path, n: int) -> dict[str, Any] | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # absent or unreadable: ask the server
+        ok = isinstance(data, dict) and isinstance(data.get("choices"), list) and len(data["choices"]) == n
+        return data if ok else None
+
+    @staticmethod
+    def _cache_write(path: Path, data: dict[str, Any]) -> None:
+        """Write aside, then rename: readers never see a half-written file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _retry_after(resp: httpx.Response) -> float:
+    """Seconds from a numeric ``Retry-After`` header (0 when absent or a date)."""
+    try:
+        return max(0.0, float(resp.headers.get("retry-after", "0")))
+    except ValueError:
+        return 0.0
