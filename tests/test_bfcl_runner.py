@@ -44,6 +44,7 @@ def test_oracle_scores_full_marks_and_resumes(tmp_path):
         assert summary["categories"][c]["n"] == 6
         assert summary["categories"][c]["accuracy"] == 1.0, (c, summary["categories"][c]["errors"])
     assert summary["groups"]["irrelevance"] == 1.0 and summary["groups"]["overall"] == 1.0
+    assert summary["metrics"]["TCR"] == 1.0 and summary["metrics"]["n"] == 18  # 4T: live_relevance has no answer
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 24 and all(r["valid"] for r in rows)
     run = json.loads((tmp_path / "run.json").read_text())
@@ -70,6 +71,7 @@ def test_wrong_answers_get_reasons_and_other_settings_are_refused(tmp_path):
     assert summary["categories"]["simple_python"]["errors"] == {"simple_function_checker:wrong_count": 5}
     assert summary["categories"]["irrelevance"]["accuracy"] == 1.0
     assert summary["categories"]["simple_python"]["no_call_rate"] == 1.0
+    assert summary["metrics"]["TFR"] == 0.5  # no call where one is needed: "failed" (EfficientTool App. C.1)
     with pytest.raises(RunDirError, match="max_new_tokens"):
         run_bfcl(BFCLRunConfig(model="silent", categories=["simple_python"], limit=5, max_new_tokens=9),
                  tmp_path, silent, progress=False)

@@ -350,7 +350,30 @@ def group_scores(per_cat: dict[str, dict]) -> dict[str, float]:
     return groups
 
 
+def _expected_tools(row: dict) -> list[str] | None:
+    """Tool names a single-turn item expects (none for irrelevance); None when unknown."""
+    if "irrelevance" in row["category"]:
+        return []
+    exp = row.get("expected")
+    if is_multi_turn(row["category"]) or not isinstance(exp, list):
+        return None
+    return [next(iter(a)) for a in exp if isinstance(a, dict) and a]
+
+
 def _run_metrics(results: list[dict]) -> dict[str, Any]:
+    """Run-level numbers: EfficientTool's 4T over the single-turn items (App. C.1: a task is
+    completed when the right tools were called and the call checks out), call counts, entropy."""
+    from tinytool.eval.metrics import TaskRecord, four_t
+
+    records = []
+    for r in results:
+        expected = _expected_tools(r)
+        if expected is None:
+            continue
+        called = [next(iter(c)) for c in r["decoded"] or [] if isinstance(c, dict) and c]
+        records.append(TaskRecord(expected_tools=expected, called_tools=called,
+                                  interrupted=r["error_type"] == "ast_decoder:decoder_failed",
+                                  result_valid=bool(r["valid"])))
     ent = [r["entropy"] for r in results if isinstance(r.get("entropy"), (int, float))]
     calls = [r["n_calls"] for r in results]
     out: dict[str, Any] = {
@@ -359,6 +382,8 @@ def _run_metrics(results: list[dict]) -> dict[str, Any]:
     }
     if ent:
         out["entropy"] = sum(ent) / len(ent)
+    if records:
+        out.update(four_t(records).as_dict())
     return out
 
 
