@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint clean bench-rewards
+.PHONY: install test lint clean bench-rewards bench-eval bench-agreement
 
 install: $(STAMP)
 
@@ -28,6 +28,14 @@ lint: install
 
 bench-rewards: install
 	$(PY) benchmarks/reward_throughput.py
+
+# the bundled model on BFCL (resumable run dir under runs/) and batched bf16 vs sequential fp32
+bench-eval: install
+	$(PY) benchmarks/eval_bench.py
+
+# tinytool's BFCL checker vs the official one (builds a separate venv with bfcl-eval on first use)
+bench-agreement: install
+	$(PY) benchmarks/bfcl_checker_agreement.py --runs $(patsubst %/generations.jsonl,%,$(wildcard runs/*/generations.jsonl))
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .hypothesis
