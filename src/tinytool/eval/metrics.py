@@ -16,6 +16,7 @@ parser's job (`tinytool.formats`).
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -233,7 +234,12 @@ def mean_entropy(entropies: Iterable[float | None]) -> EntropySummary:
         else:
             missing += 1
     # each term divided first: the mean of finite values stays finite even near the float limit
-    mean = sum(v / len(present) for v in present) if present else None  # fsum can overflow mid-way
+    mean = None
+    if present:
+        # scaled by the largest magnitude first, so sums of values near the float limit stay finite
+        scale = max(abs(v) for v in present) or 1.0
+        mean = scale * (math.fsum(v / scale for v in present) / len(present))
+        mean = max(-sys.float_info.max, min(sys.float_info.max, mean))
     return EntropySummary(mean=mean, count=len(present), missing=missing)
 
 
