@@ -20,6 +20,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,10 +111,15 @@ def wheel_path(cache: str | os.PathLike | None = None) -> Path:
     if target.is_file():
         return target
     target_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"bfcl-eval=={BFCL_VERSION}",
-           "-d", str(target_dir)]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    if proc.returncode != 0 or not target.is_file():
+    # download aside and rename: parallel test workers may fetch at the same time
+    with tempfile.TemporaryDirectory(dir=target_dir) as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"bfcl-eval=={BFCL_VERSION}",
+               "-d", tmp]
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        fetched = Path(tmp) / _WHEEL
+        if proc.returncode == 0 and fetched.is_file():
+            os.replace(fetched, target)
+    if not target.is_file():
         raise BFCLDataError(
             f"could not download bfcl-eval=={BFCL_VERSION} ({' '.join(cmd)}):\n{proc.stderr.strip()[-2000:]}\n"
             "Download the wheel by hand and point TINYTOOL_BFCL_WHEEL at it."
