@@ -145,6 +145,16 @@ def _eval_commands() -> None:
     app.command("report")(report)
 
 
+def _train_commands() -> None:
+    """``tinytool sft``."""
+    from tinytool.train.cli_sft import sft_app
+
+    app.registered_commands.extend(sft_app.registered_commands)
+
+
+_train_commands()
+
+
 _eval_commands()
 
 

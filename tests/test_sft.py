@@ -1,0 +1,201 @@
+"""SFT through TRL's SFTTrainer on a tiny random model with the real SmolLM2 tokenizer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from typer.testing import CliRunner
+
+from tinytool.data.demo import write_demo
+from tinytool.formats import get_format
+from tinytool.models.loading import load_model, load_tokenizer
+from tinytool.models.students import save_tiny_model
+from tinytool.schema import read_jsonl, write_jsonl
+from tinytool.train import LoraSpec, SFTRunConfig, build_sft_dataset, build_trainer, train_sft
+from tinytool.train.cli_sft import sft_app
+from tinytool.train.sft import sft_examples
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # On 2 shared cores a second OpenMP thread mostly waits on a busy core: tiny ops take ~10x longer.
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sft")
+    model = save_tiny_model("smollm2-135m-instruct", root / "m", layers=2)
+    write_demo(24, 0, root / "demo")
+    convs = read_jsonl(root / "demo" / "train.jsonl")
+    tok = load_tokenizer(model, padding_side="right")
+    fmt = get_format("hermes")
+    # two single-turn conversations: a batch of 2 that every step sees whole
+    single = [c for c in convs if len(fmt.render_turns(c, tok)) == 1][:2]
+    write_jsonl(root / "two.jsonl", single)
+    return {"root": root, "model": str(model), "train": str(root / "demo" / "train.jsonl"),
+            "two": str(root / "two.jsonl"), "convs": convs, "tok": tok}
+
+
+def _cfg(env, out, **kw) -> SFTRunConfig:
+    base = {"model": env["model"], "data": [env["two"]], "out": str(env["root"] / out), "batch_size": 2,
+            "max_length": 2048, "logging_steps": 1, "save_steps": 0, "bf16": False}
+    base.update(kw)
+    return SFTRunConfig(**base)
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "python"])
+def test_labels_mask_exactly_the_completion(env, fmt):
+    trainer, data = build_trainer(_cfg(env, f"mask-{fmt}", data=[env["train"]], format=fmt))
+    tok = env["tok"]
+    assert data.end_token == tok.eos_token == "<|im_end|>"
+    assert len(trainer.train_dataset) == data.examples > len(read_jsonl(env["two"]))
+    for ex in trainer.train_dataset:
+        prompt_ids = tok(ex["prompt"])["input_ids"]
+        full = tok(ex["prompt"] + ex["completion"])["input_ids"]
+        assert ex["input_ids"] == full  # TRL added nothing: no second <|im_end|>, no BOS
+        assert full[: len(prompt_ids)] == prompt_ids
+        n = len(prompt_ids)
+        assert ex["labels"] == [-100] * n + full[n:]
+        assert tok.decode(full[n:]) == ex["completion"]
+        assert ex["completion"].endswith("<|im_end|>") and ex["completion"].count("<|im_end|>") == 1
+        assert full[-1] == tok.eos_token_id and full[-2] != tok.eos_token_id
+        assert ex["prompt"].endswith("<|im_start|>assistant\n")
+
+
+def test_overlong_examples_dropped_and_counted(env):
+    tok, convs = env["tok"], env["convs"]
+    pairs, _ = sft_examples(convs, "hermes", tok)
+    lengths = sorted(len(tok(p["prompt"] + p["completion"])["input_ids"]) for p in pairs)
+    limit = lengths[len(lengths) // 2]
+    expected = sum(n > limit for n in lengths)
+    data = build_sft_dataset(convs, "hermes", tok, max_length=limit)
+    assert 0 < data.dropped_too_long == expected
+    assert data.examples == len(pairs) - expected == len(data.dataset)
+    assert data.longest <= limit and data.conversations == len(convs)
+    assert build_sft_dataset(convs, "hermes", tok, max_length=None).dropped_too_long == 0
+    with pytest.raises(ValueError, match="longer than max_length=8"):
+        train_sft(_cfg(env, "too-short", max_length=8, max_steps=1))
+
+
+class DtypeProbe:
+    """Trainer callback recording the output dtype of one linear layer during training."""
+
+    def __init__(self):
+        from transformers import TrainerCallback
+
+        probe = self
+        self.dtypes: set = set()
+
+        class _CB(TrainerCallback):
+            def on_train_begin(self, args, state, control, model=None, **kw):
+                layer = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+                probe.handle = layer.register_forward_hook(lambda m, i, o: probe.dtypes.add(o.dtype))
+
+            def on_train_end(self, args, state, control, **kw):
+                probe.handle.remove()
+
+        self.callback = _CB()
+
+
+def test_steps_lower_loss_on_repeated_batch_with_bf16_autocast(env):
+    probe = DtypeProbe()
+    s = train_sft(_cfg(env, "overfit", max_steps=8, lr=3e-3, bf16=True, lr_scheduler="constant"),
+                  callbacks=[probe.callback])
+    losses = [loss for _, loss in s["losses"]]
+    assert s["global_step"] == 8 and len(losses) == 8
+    assert losses[-1] < losses[0] - 1.0, losses
+    assert s["bf16"] and probe.dtypes == {torch.bfloat16}  # autocast on CPU, fp32 master weights
+    assert s["tokens"] > 0 and s["tokens_per_second"] > 0 and s["examples_used"] == 2
+    saved = json.loads((Path(s["out"]) / "sft_summary.json").read_text())
+    assert saved["final_loss"] == losses[-1] and saved["config"]["max_steps"] == 8
+    assert (Path(s["out"]) / "model.safetensors").is_file() and s["saved"]["kind"] == "full"
+    assert next(load_model(s["out"]).parameters()).dtype == torch.float32
+
+
+def test_fp32_when_bf16_off(env):
+    probe = DtypeProbe()
+    s = train_sft(_cfg(env, "fp32", max_steps=1, bf16=False), callbacks=[probe.callback])
+    assert not s["bf16"] and probe.dtypes == {torch.float32}
+
+
+def test_lora_adapter_and_merge_same_logits(env):
+    from peft import PeftModel
+
+    lora = LoraSpec(r=4, alpha=8, dropout=0.0)
+    s = train_sft(_cfg(env, "lora", max_steps=2, lr=1e-2, lora=lora))
+    out = Path(s["out"])
+    assert s["saved"]["kind"] == "adapter"
+    assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
+    assert not (out / "model.safetensors").exists()
+
+    s = train_sft(_cfg(env, "merged", max_steps=2, lr=1e-2, lora=lora, merge_lora=True))
+    out = Path(s["out"])
+    assert s["saved"]["kind"] == "merged" and (out / "adapter" / "adapter_config.json").is_file()
+    merged = load_model(out)
+    assert not any("lora" in n for n, _ in merged.named_parameters())
+    peft_model = PeftModel.from_pretrained(load_model(env["model"]), str(out / "adapter")).eval()
+    ids = env["tok"]("Get the weather in Paris <tool_call>", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        a, b = merged(ids).logits, peft_model(ids).logits
+        base = load_model(env["model"])(ids).logits
+    assert torch.allclose(a, b, atol=1e-5), (a - b).abs().max()
+    assert not torch.allclose(a, base, atol=1e-4)  # the adapter learned something
+
+
+def test_resume_continues_global_step(env):
+    first = train_sft(_cfg(env, "resume", max_steps=4, save_steps=2))
+    out = Path(first["out"])
+    assert first["global_step"] == 4 and (out / "checkpoint-4").is_dir() and (out / "checkpoint-2").is_dir()
+    with pytest.raises(FileExistsError, match="--resume"):
+        train_sft(_cfg(env, "resume", max_steps=6, save_steps=2))
+    second = train_sft(_cfg(env, "resume", max_steps=6, save_steps=2, resume=True))
+    assert second["resumed_from"].endswith("checkpoint-4")
+    # the log history comes back with the checkpoint: the losses cover the whole run
+    assert second["global_step"] == 6 and [s for s, _ in second["losses"]] == [1, 2, 3, 4, 5, 6]
+    assert second["losses"][:4] == first["losses"]
+    assert (out / "checkpoint-6").is_dir()
+
+
+def test_lora_spec_parse():
+    assert LoraSpec.parse("r=8,alpha=16") == LoraSpec(r=8, alpha=16)
+    assert LoraSpec.parse("default") == LoraSpec()
+    assert LoraSpec.parse("targets=q_proj+v_proj,dropout=0").target_modules == ["q_proj", "v_proj"]
+    for bad, part in [("r=abc", "r=abc"), ("rank=4", "rank"), ("r16", "r16"), ("r=0", "r must be a positive integer"),
+                      ("dropout=1.5", "dropout")]:
+        with pytest.raises(ValueError, match=part):
+            LoraSpec.parse(bad)
+
+
+def test_cli(env):
+    runner = CliRunner()
+    out = env["root"] / "cli"
+    res = runner.invoke(sft_app, ["--model", env["model"], "--data", env["train"], "--out", str(out),
+                                  "--max-steps", "1", "--batch-size", "2", "--max-length", "700", "--no-bf16",
+                                  "--save-steps", "0", "--lr", "1e-3",
+                                  "--eval-data", str(env["root"] / "demo" / "dev.jsonl")])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "sft_summary.json").read_text())
+    assert summary["global_step"] == 1 and summary["examples_dropped_too_long"] > 0
+    assert summary["config"]["lr"] == 1e-3 and not summary["bf16"]
+    assert "dropped" in res.output and summary["final_eval_loss"] > 0
+
+    res = runner.invoke(sft_app, ["--model", env["model"], "--data", env["train"], "--out", str(out),
+                                  "--lora", "r=4,rank=8"])
+    assert res.exit_code == 2 and "rank" in res.output
+    res = runner.invoke(sft_app, ["--model", env["model"], "--data", str(env["root"] / "nope.jsonl"),
+                                  "--out", str(out)])
+    assert res.exit_code == 2 and "nope.jsonl: no such data file" in res.output
+    bad = env["root"] / "bad.jsonl"
+    bad.write_text(Path(env["two"]).read_text() + '{"messages": [{"role": "robot"}]}\n')
+    res = runner.invoke(sft_app, ["--model", env["model"], "--data", str(bad), "--out", str(out / "bad")])
+    assert res.exit_code == 2 and "bad.jsonl:3" in res.output, res.output
