@@ -17,14 +17,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, versions  # noqa: E402
+from _common import ROOT, machine, versions
 
-from tinytool.eval.bfcl_data import AST_CATEGORIES, BFCL_VERSION, bfcl_data  # noqa: E402
-from tinytool.eval.bfcl_runner import BFCLRunConfig, item_conversation, run_bfcl  # noqa: E402
-from tinytool.formats import get_format  # noqa: E402
-from tinytool.llm.base import GenerationConfig, Request  # noqa: E402
-from tinytool.llm.hf import HFClient  # noqa: E402
-from tinytool.models.loading import BUNDLED_ALIAS, cpu_supports_bf16, load_model, load_tokenizer  # noqa: E402
+from tinytool.eval.bfcl_data import AST_CATEGORIES, BFCL_VERSION, bfcl_data
+from tinytool.eval.bfcl_runner import BFCLRunConfig, group_scores, item_conversation, run_bfcl
+from tinytool.formats import get_format
+from tinytool.llm.base import GenerationConfig, Request
+from tinytool.llm.hf import HFClient
+from tinytool.models.loading import BUNDLED_ALIAS, cpu_supports_bf16, load_model, load_tokenizer
 
 RESULT = ROOT / "benchmarks" / "results" / "eval.json"
 
@@ -83,7 +83,6 @@ def main() -> None:
         RESULT.write_text(json.dumps(result, indent=2) + "\n")
 
     client = HFClient(model, tokenizer, batch_size=8)
-    data = bfcl_data()
     t0 = time.perf_counter()
     summaries = {}
     for cats, limit in ((list(AST_CATEGORIES), args.limit), (["multi_turn_base"], args.multi_turn)):
@@ -97,12 +96,10 @@ def main() -> None:
             per_cat[c] = {k: v[k] for k in ("n", "full_size", "correct", "accuracy", "mean_calls", "no_call_rate",
                                             "errors", "items_per_s") if k in v}
             per_cat[c]["subset"] = "full set" if v["n"] == v["full_size"] else f"seeded random {v['n']} of {v['full_size']}"
-    from tinytool.eval.bfcl_runner import group_scores
-
     result["base_model"] = {
         "format": args.format, "max_new_tokens": args.max_new_tokens, "greedy": True,
         "run_dirs": [str(p) for p in summaries],
-        "categories": per_cat, "groups": group_scores({c: {**v, "accuracy": v["accuracy"]} for c, v in per_cat.items()}),
+        "categories": per_cat, "groups": group_scores(per_cat),
         "wall_seconds": round(time.perf_counter() - t0, 1),
     }
     RESULT.write_text(json.dumps(result, indent=2) + "\n")

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tinytool.data.convert.bfcl import bfcl_category
 from tinytool.models.loading import cache_dir
 
 BFCL_VERSION = "2026.3.23"
@@ -234,7 +233,7 @@ class BFCLData:
             question = [question]
         return BFCLItem(
             id=row["id"],
-            category=category if category else bfcl_category(row["id"]),
+            category=category,
             turns=question,
             functions=functions,
             answer=answer,

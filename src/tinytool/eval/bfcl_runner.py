@@ -33,6 +33,7 @@ from tinytool import __version__
 from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
 from tinytool.eval.bfcl_data import (
     BFCL_VERSION,
+    CATEGORIES,
     LIVE,
     MULTI_TURN,
     NON_LIVE,
@@ -122,7 +123,7 @@ def _open_run(cfg: BFCLRunConfig, out: Path, client: LLMClient, overwrite: bool)
                 "use another --out or --overwrite"
             )
         old["categories"] = sorted(set(old.get("categories", [])) | set(cfg.categories),
-                                   key=lambda c: expand_categories("all").index(c))
+                                   key=CATEGORIES.index)
         run = old
     else:
         if overwrite:
@@ -236,10 +237,7 @@ def _score_multi_turn(item: BFCLItem, row: dict) -> dict:
     """A run that BFCL force-quit has fewer turns than the ground truth: the checker fails it."""
     from tinytool.eval.multi_turn import check_multi_turn
 
-    verdicts = []
-    for decoded in row["decoded"]:
-        r = check_multi_turn(decoded, item.answer, item)
-        verdicts.append(Verdict(bool(r.valid), r.error_type, r.reason))
+    verdicts = [check_multi_turn(decoded, item.answer, item) for decoded in row["decoded"]]
     first = verdicts[0]
     return {
         "decoded": row["decoded"][0],
@@ -252,8 +250,6 @@ def _score_multi_turn(item: BFCLItem, row: dict) -> dict:
 
 def score(out: Path, data: BFCLData | None = None) -> dict:
     """Check every generation in ``out`` and write ``results.jsonl`` and ``summary.json``."""
-    from tinytool.eval.metrics import pass_at_k
-
     data = data or bfcl_data()
     run_path = out / "run.json"
     if not run_path.exists():
@@ -283,7 +279,7 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
             })
         results += rows_c
         if rows_c:
-            per_cat[category] = _category_summary(rows_c, data, category, run, pass_at_k)
+            per_cat[category] = _category_summary(rows_c, data, category)
     check_seconds = time.perf_counter() - t0
     write_jsonl(out / "results.jsonl", results)
     gen_seconds = sum(r["seconds"] or 0.0 for r in results)
@@ -302,7 +298,9 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
     return summary
 
 
-def _category_summary(rows: list[dict], data: BFCLData, category: str, run: dict, pass_at_k: Any) -> dict:
+def _category_summary(rows: list[dict], data: BFCLData, category: str) -> dict:
+    from tinytool.eval.metrics import pass_at_k  # metrics imports torch: only when scoring
+
     n = len(rows)
     samples = rows[0]["samples"]
     acc = sum(r["samples_correct"] / r["samples"] for r in rows) / n

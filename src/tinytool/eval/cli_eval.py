@@ -16,9 +16,7 @@ _MODEL_HELP = ("Model: hub id, local dir, .gguf, 'smollm2-135m-instruct', 'vllm:
 def _client(model: str, batch_size: int):
     from tinytool.llm import get_client
 
-    if model.startswith(("http://", "https://", "openai:")):
-        return get_client(model)
-    if model.startswith("vllm:"):
+    if model.startswith(("http://", "https://", "openai:", "vllm:")):
         return get_client(model)
     return get_client(model, batch_size=batch_size)
 

@@ -31,10 +31,10 @@ import json
 import keyword
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tinytool.envs.bfcl import BFCLEnv
+from tinytool.eval.ast_checker import Verdict
 from tinytool.formats import PromptFormat, get_format
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
 from tinytool.schema import Conversation, Message, Tool, ToolCall
@@ -53,22 +53,6 @@ ADDED_FUNCTIONS_MESSAGE = "I have updated some more functions you can choose fro
 STEP_LIMIT = 20
 
 _MAX_SHOWN = 2000  # characters of one value kept in a verdict's details
-
-
-@dataclass
-class MultiTurnVerdict:
-    """The checker's judgement. ``details`` is JSON-safe (long values are cut to 2000 characters)."""
-
-    valid: bool
-    error_type: str | None = None
-    reason: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def __bool__(self) -> bool:
-        return self.valid
 
 
 # --------------------------------------------------------------------------- call strings
@@ -173,24 +157,24 @@ def _missing_results(truth_results: list[str], model_results: list[str]) -> list
     return missing
 
 
-def irrelevance_check(decoded: Any, ground_truth: Sequence[Sequence[str]]) -> MultiTurnVerdict:
+def irrelevance_check(decoded: Any, ground_truth: Sequence[Sequence[str]]) -> Verdict:
     """In every turn whose ground truth is empty, the model must make no call."""
     turns = _normalize_decoded(decoded)
     if turns is None:
-        return MultiTurnVerdict(False, INFERENCE_ERROR, "the model result is not a list of turns")
+        return Verdict(False, INFERENCE_ERROR, "the model result is not a list of turns")
     for t, truth in enumerate(ground_truth):
         if not truth and t < len(turns) and turns[t]:
-            return MultiTurnVerdict(
+            return Verdict(
                 False, IRRELEVANCE_ERROR,
                 f"turn {t}: the model called functions where it should not have (nothing fits the request)",
                 {"turn": t, "model_calls": [[_clip(c) for c in step] for step in turns[t]]},
             )
-    return MultiTurnVerdict(True)
+    return Verdict(True)
 
 
 def check_multi_turn(decoded: Any, ground_truth: Sequence[Sequence[str]], item: Any, *,
                      check_irrelevance: bool = False,
-                     wheel: str | os.PathLike | None = None) -> MultiTurnVerdict:
+                     wheel: str | os.PathLike | None = None) -> Verdict:
     """Judge a model's decoded multi-turn output against the ground truth, by BFCL's rules.
 
     ``decoded``: per turn, per step, the call strings the model made in that step (steps without
@@ -200,9 +184,9 @@ def check_multi_turn(decoded: Any, ground_truth: Sequence[Sequence[str]], item: 
     """
     turns = _normalize_decoded(decoded)
     if turns is None:
-        return MultiTurnVerdict(False, INFERENCE_ERROR, "the model result is not a list of turns")
+        return Verdict(False, INFERENCE_ERROR, "the model result is not a list of turns")
     if len(turns) != len(ground_truth):
-        return MultiTurnVerdict(
+        return Verdict(
             False, FORCE_TERMINATED,
             f"the model result has {len(turns)} turns, the ground truth {len(ground_truth)} "
             "(the dialogue was cut short, e.g. by the step limit)",
@@ -224,20 +208,20 @@ def check_multi_turn(decoded: Any, ground_truth: Sequence[Sequence[str]], item: 
         if not truth_calls:
             continue  # nothing is expected here; the calls above still count for later states
         if not steps:
-            return MultiTurnVerdict(
+            return Verdict(
                 False, EMPTY_TURN, f"turn {t}: the model made no call, the ground truth makes {len(truth_calls)}",
                 {"turn": t, "execution": log},
             )
         diffs = _state_differences(model_env, truth_env)
         if diffs:
             where = "; ".join(f"{c}: {', '.join(sorted(a))}" for c, a in diffs.items())
-            return MultiTurnVerdict(
+            return Verdict(
                 False, STATE_MISMATCH, f"turn {t}: the state differs from the ground truth's ({where})",
                 {"turn": t, "differences": diffs, "execution": log},
             )
         missing = _missing_results(truth_results, all_model_results)
         if missing:
-            return MultiTurnVerdict(
+            return Verdict(
                 False, RESPONSE_MISMATCH,
                 f"turn {t}: {len(missing)} of the ground truth's {len(truth_results)} results "
                 "never came out of the model's calls",
@@ -247,10 +231,10 @@ def check_multi_turn(decoded: Any, ground_truth: Sequence[Sequence[str]], item: 
         verdict = irrelevance_check(turns, ground_truth)
         if not verdict.valid:
             return verdict
-    return MultiTurnVerdict(True, None, "every turn matches the ground truth", {"turns": len(turns)})
+    return Verdict(True, None, "every turn matches the ground truth", {"turns": len(turns)})
 
 
-def check_record(record: dict[str, Any], item: Any, **kwargs: Any) -> MultiTurnVerdict:
+def check_record(record: dict[str, Any], item: Any, **kwargs: Any) -> Verdict:
     """Judge one record of `run_multi_turn` against its item's ground truth."""
     return check_multi_turn(record.get("decoded"), item.answer or [], item, **kwargs)
 
