@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+
+# Rich lays out CLI output to the terminal width; pin it so table assertions do not depend on the CI terminal.
+os.environ["COLUMNS"] = "160"
 
 TOOLS = [
     {"type": "function", "function": {

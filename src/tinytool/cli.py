@@ -8,17 +8,16 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from tinytool import __version__
+from tinytool.clikit import err, fail
 
 app = typer.Typer(
     name="tinytool",
     help="Make small language models good at calling tools.",
     add_completion=False,
 )
-err = Console(stderr=True)
 
 
 @app.callback(invoke_without_command=True)
@@ -67,8 +66,7 @@ def reward(
         if scale not in ("original", "equal_max", "two_stage", "dynamic"):
             raise ValueError(f"unknown scale {scale!r}")
     except ValueError as e:
-        err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from None
+        fail(e)
     opts = RewardOptions(require_think=think, granularity=granularity, scale=scale, strict=strict)
     floor = spec.bounds(opts)[0]
     total = _count_lines(input)
@@ -115,8 +113,7 @@ def student(
     try:
         info = build_student(teacher, keep_layers, out, method=method, samples=texts)
     except (ValueError, ModelNotFound) as e:
-        err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2) from None
+        fail(e)
     err.print(f"student: kept layers {info['kept']} of {info['teacher_layers']} "
               f"({info['parameters'] / 1e6:.1f}M parameters) -> {out}")
     (out / "tinytool_student.json").write_text(json.dumps(info, indent=2))

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from tinytool.clikit import fail
+
 eval_app = typer.Typer(add_completion=False, help="Score models: BFCL v4, the demo dev split, an LLM judge.")
 
 _MODEL_HELP = ("Model: hub id, local dir, .gguf, 'smollm2-135m-instruct', 'vllm:SPEC', or an "
@@ -73,8 +75,7 @@ def bfcl(
                 step_limit=step_limit, seed=seed, entropy=entropy, label=label)
             summary = run_bfcl(cfg, out, _client(model, batch_size))
     except (BFCLDataError, RunDirError, ValueError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+        fail(e)
     _table(summary)
     typer.echo(f"wrote {out}/summary.json, results.jsonl, generations.jsonl")
 
@@ -123,6 +124,5 @@ def report(
     try:
         paths = write_report(list(runs), out, worst=worst, title=title)
     except ReportError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
+        fail(e)
     typer.echo(f"wrote {paths['markdown']} and {paths['html']} ({len(paths['charts'])} charts)")

@@ -5,15 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
+
+from tinytool.clikit import err, fail
 
 sft_app = typer.Typer(add_completion=False, help="Supervised fine-tuning on tool-calling conversations.")
-err = Console(stderr=True)
-
-
-def _fail(msg: str) -> None:
-    err.print(f"[red]error:[/red] {msg}")
-    raise typer.Exit(2)
 
 
 @sft_app.command("sft")
@@ -51,13 +46,13 @@ def sft(
 
     for p in [*data, *eval_data]:
         if not p.is_file():
-            _fail(f"{p}: no such data file")
+            fail(f"{p}: no such data file")
     if merge and lora is None:
-        _fail("--merge needs --lora")
+        fail("--merge needs --lora")
     try:
         lora_spec = LoraSpec.parse(lora) if lora is not None else None
     except ValueError as e:
-        _fail(f"--lora: {e}")
+        fail(f"--lora: {e}")
     try:
         cfg = SFTRunConfig(
             model=model, data=[str(p) for p in data], out=str(out), format=format,
@@ -71,11 +66,11 @@ def sft(
 
         get_format(format)
     except ValueError as e:
-        _fail(str(e))
+        fail(str(e))
     try:
         summary = train_sft(cfg)
     except (ValueError, FileNotFoundError, FileExistsError) as e:
-        _fail(str(e))
+        fail(str(e))
     d = summary["data"]
     err.print(f"examples: {d['examples']} used, {d['dropped_too_long']} dropped (longer than {max_length} tokens) "
               f"from {d['conversations']} conversations")
