@@ -10,6 +10,18 @@ import pytest
 # Rich lays out CLI output to the terminal width; pin it so table assertions do not depend on the CI terminal.
 os.environ["COLUMNS"] = "160"
 
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Torch on one thread for a module: on 2 shared cores a second OpenMP thread mostly waits on a busy core,
+    and tiny ops take ~10x longer. Use with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
 TOOLS = [
     {"type": "function", "function": {
         "name": "check_wordpress", "description": "Check whether a site runs WordPress.",

@@ -16,13 +16,7 @@ from tinytool.models.loading import load_model, load_tokenizer
 from tinytool.models.students import save_tiny_model
 from tinytool.schema import read_jsonl, write_jsonl
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +118,44 @@ def test_gkd_runs_trl_distillation_trainer(env):
     s = train_distill(cfg)
     assert s["global_step"] == 1 and s["source"].startswith("on-policy")
     assert s["losses"] and all(math.isfinite(v) for _, v in s["losses"])
+
+
+@pytest.fixture(scope="module")
+def cache_dir(env):
+    from tinytool.distill.cache import build_cache
+
+    out = env["root"] / "cache"
+    build_cache(env["teacher"], [env["three"]], out, k=16, bf16=False, progress=False, examples_per_shard=2)
+    return out
+
+
+def test_cached_teacher_gives_the_same_loss_as_the_online_teacher(env, cache_dir):
+    cached, info = build_distill_trainer(_cfg(env, "from-cache", loss="ckd", cache=str(cache_dir), data=[]))
+    online, _ = build_distill_trainer(_cfg(env, "from-model", loss="ckd", teacher=env["teacher"]))
+    assert info["source"] == "cache" and info["examples"] == 3
+    rows = [cached.train_dataset[i] for i in range(3)]
+    a = collate(rows, pad_id=0)
+    b = collate([online.train_dataset[i] for i in range(3)], pad_id=0)
+    assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["positions"], b["positions"])
+    with torch.no_grad():
+        la, lb = cached.compute_loss(cached.model, a), online.compute_loss(online.model, b)
+    assert la.item() == pytest.approx(lb.item(), rel=2e-3)  # the cache stores log-probs in float16
+
+
+def test_distill_cli_from_cache(env, cache_dir):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    out = env["root"] / "cli-ckd"
+    args = ["distill", "--student", env["student"], "--cache", str(cache_dir), "--out", str(out), "--k", "16",
+            "--m", "16", "--max-steps", "2", "--batch-size", "2", "--no-bf16", "--save-steps", "0",
+            "--logging-steps", "1", "--lr", "1e-3"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "ckd: 3 examples, 2 steps" in res.output and "fkl" in res.output and "tail" in res.output
+    s = json.loads((out / "distill_summary.json").read_text())
+    assert s["source"] == "cache" and set(s["parts"]) == {"kd_fkl", "kd_tail"}
+    res = CliRunner().invoke(app, ["distill", "--student", env["student"], "--cache", str(cache_dir), "--out",
+                                   str(env["root"] / "cli-k"), "--k", "50", "--max-steps", "1"])
+    assert res.exit_code == 2 and "top-16" in res.output and "--k 50" in res.output

@@ -21,14 +21,7 @@ from tinytool.train import LoraSpec, SFTRunConfig, build_sft_dataset, build_trai
 from tinytool.train.cli_sft import sft_app
 from tinytool.train.sft import sft_examples
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    # On 2 shared cores a second OpenMP thread mostly waits on a busy core: tiny ops take ~10x longer.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -143,10 +143,13 @@ def _eval_commands() -> None:
 
 
 def _train_commands() -> None:
-    """``tinytool sft``."""
+    """``tinytool sft``, ``tinytool teacher rollout|cache`` and ``tinytool distill``."""
+    from tinytool.distill.cli_distill import distill_command, teacher_app
     from tinytool.train.cli_sft import sft_app
 
     app.registered_commands.extend(sft_app.registered_commands)
+    app.add_typer(teacher_app, name="teacher")
+    app.command("distill")(distill_command)
 
 
 _train_commands()

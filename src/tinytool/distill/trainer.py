@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from tinytool.distill.examples import TokenExample, token_examples
+from tinytool.distill.lm_parts import causal_lm, decoder_and_head, head_logits, head_topk, hidden_at
 from tinytool.distill.losses import (
     DEFAULT_K,
     DEFAULT_LAMBDA_TAIL,
@@ -171,25 +172,12 @@ def collate(rows: list[dict[str, Any]], pad_id: int) -> dict[str, torch.Tensor]:
 # ---- model plumbing ----------------------------------------------------------------------------
 
 
-def causal_lm(model: Any) -> Any:
-    """The `PreTrainedModel` with the LM head inside a PEFT / accelerate wrapper."""
-    inner = model.module if hasattr(model, "module") and not hasattr(model, "get_output_embeddings") else model
-    if hasattr(inner, "get_base_model"):
-        inner = inner.get_base_model()
-    return inner
-
-
-def hidden_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """Last hidden states (after the final norm) at ``positions`` → ``[N, H]``, without running the LM head."""
-    lm = causal_lm(model)
-    out = lm.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
-    return out.last_hidden_state[positions]
-
-
 def head_weight(model: Any) -> torch.Tensor:
-    head = causal_lm(model).get_output_embeddings()
-    if getattr(head, "bias", None) is not None:
-        raise ValueError("the fused distillation loss supports LM heads without a bias")
+    """The LM head's weight ``[V, H]`` for the fused loss (a head with a bias or soft-capped logits is refused)."""
+    lm = causal_lm(model)
+    _, head = decoder_and_head(lm)
+    if getattr(head, "bias", None) is not None or getattr(lm.config, "final_logit_softcapping", None):
+        raise ValueError(f"{type(lm).__name__}: the fused loss needs a plain linear LM head; use fused=False")
     return head.weight
 
 
@@ -216,10 +204,10 @@ def _trainer_class():
                 return TeacherTopK(None, None, targets)
             with torch.no_grad():
                 h = hidden_at(self.teacher_model, inputs["input_ids"], inputs["attention_mask"], inputs["positions"])
-                w = head_weight(self.teacher_model)
-                rows = [TeacherTopK.from_logits(h[s:s + 1024] @ w.t(), self.kd_loss.k, self.kd_loss.temperature)
-                        for s in range(0, h.shape[0], 1024)]
-            return TeacherTopK(torch.cat([r.ids for r in rows]), torch.cat([r.logprobs for r in rows]), targets)
+                _, head = decoder_and_head(self.teacher_model)
+                ids, logprobs = head_topk(head, h, causal_lm(self.teacher_model).config, self.kd_loss.temperature,
+                                          self.kd_loss.k)
+            return TeacherTopK(ids, logprobs, targets)
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             positions = inputs["positions"]
@@ -230,7 +218,8 @@ def _trainer_class():
             if self.fused:
                 out = fused_kd_loss(h, head_weight(model), self.kd_loss, teacher, normalizer=norm)
             else:
-                out = self.kd_loss(causal_lm(model).get_output_embeddings()(h), teacher, normalizer=norm)
+                _, head = decoder_and_head(model)
+                out = self.kd_loss(head_logits(head, h, causal_lm(model).config), teacher, normalizer=norm)
             n = h.shape[0]
             denom = float(norm) if not torch.is_tensor(norm) else float(norm.item())
             for k, v in out.parts.items():  # back to per-token means of this batch

@@ -1,0 +1,64 @@
+"""``tinytool teacher cache``: build the top-k teacher cache (the lead registers `cache_command`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tinytool.clikit import err, fail
+
+
+def cache_command(
+    teacher: str = typer.Option(..., "--teacher", "-t", help="Teacher model: hub id, checkpoint dir, .gguf, "
+                                "or smollm2-135m-instruct."),
+    data: list[Path] = typer.Option(..., "--data", "-d", help="JSONL of conversations, e.g. teacher rollouts "
+                                    "D_T (repeatable)."),
+    out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Cache directory (shards + manifest.json)."),
+    k: int = typer.Option(100, "--k", "-k", help="Teacher tokens kept per position (STAR App. A.2: 100)."),
+    format: str = typer.Option("hermes", "--format", "-f", help="Prompt format: hermes, hermes-nothink, toolrl, "
+                               "python."),
+    temperature: float = typer.Option(1.0, "--temperature", help="Softmax temperature of the cached log-probs."),
+    backend: str = typer.Option("hf", "--backend", help="hf (one forward pass per batch) or vllm "
+                                "(prompt_logprobs; needs a GPU)."),
+    batch_size: int = typer.Option(4, "--batch-size", help="Examples per forward pass (hf) or per generate "
+                                    "call (vllm: use tens)."),
+    max_length: int = typer.Option(2048, "--max-length", help="Longest example in tokens; longer ones are dropped."),
+    examples_per_shard: int = typer.Option(256, "--examples-per-shard", help="Examples per shard file."),
+    resume: bool = typer.Option(False, "--resume", help="Finish an interrupted build in OUT (finished shards "
+                                "are kept)."),
+    bf16: bool | None = typer.Option(None, "--bf16/--no-bf16", help="bf16 teacher compute [default: on with "
+                                     "CUDA or a CPU with native bf16]."),
+) -> None:
+    """Cache the teacher's top-k token ids and log-probabilities at every completion position of DATA.
+
+    One forward pass per example, no generation (STAR §3.1 top-k distillation). Shards are written
+    atomically; a killed build continues with --resume. Prints a summary, including bytes per
+    completion token.
+    """
+    from tinytool.distill.cache import CacheError, build_cache
+    from tinytool.formats import get_format
+    from tinytool.models.loading import ModelNotFound
+
+    for p in data:
+        if not p.is_file():
+            fail(f"{p}: no such data file")
+    try:
+        get_format(format)
+    except ValueError as e:
+        fail(e)
+    try:
+        manifest = build_cache(
+            teacher, [str(p) for p in data], out, fmt=format, k=k, temperature=temperature,
+            batch_size=batch_size, max_length=max_length, examples_per_shard=examples_per_shard,
+            resume=resume, backend=backend, bf16=bf16, progress=True,
+        )
+    except (CacheError, ModelNotFound, FileNotFoundError, ImportError) as e:
+        fail(e)
+    total = sum(s["bytes"] for s in manifest["shards"])
+    per_token = total / max(1, manifest["n_completion_tokens"])
+    err.print(
+        f"cached {manifest['n_examples']} examples ({manifest['n_dropped']} dropped), "
+        f"{manifest['n_completion_tokens']} completion tokens, k={manifest['k']}, "
+        f"{len(manifest['shards'])} shards, {total / 1e6:.1f} MB ({per_token:.0f} bytes per completion token) "
+        f"-> {out}", highlight=False)

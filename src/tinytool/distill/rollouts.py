@@ -1,0 +1,578 @@
+"""Teacher rollouts: the augmented data set D_T of STAR §3.3.
+
+STAR (seeds/000_2375d1a78c8826ae.txt) §3.3: "The teacher M_T then generates rollouts on D to create
+an augmented dataset D_T, which includes the teacher's reasoning and final answer. These
+trajectories are also filtered by R_format to ensure structural correctness." D_T is what the
+SFT-think and FKL baselines and CKD train on (§4.1).
+
+A *prompt* is one assistant turn of one input conversation: the conversation up to that turn (the
+ground-truth history, tool results included) is what the teacher continues, and the turn itself is
+the ground truth. This is how `tinytool sft` and the teacher cache cut examples, so every kept
+sample becomes one training example of the same shape.
+
+For every prompt the teacher samples ``n`` completions. A completion is kept when
+
+1. it was not cut off by ``max_new_tokens`` (a truncated turn would teach the student to stop
+   mid-JSON; ``keep_truncated`` turns this off),
+2. it passes the format reward R_format of §3.2.1 (`tinytool.rewards.simrl.format_violations`:
+   one ``<think>`` pair where the format asks for reasoning, well-formed ``<tool_call>`` JSON, offered
+   function names, known argument keys),
+3. it answers something (a call or a text response; a turn that only thinks is not an answer),
+4. with ``min_similarity`` set, its Sim-RL score against the ground-truth turn (§3.2.1, Eq. 10;
+   in [0, 1] once the format holds) is at least that — the "teacher correction" of §3.3 applied as a
+   filter rather than as RL,
+5. with ``unique``, its rendered assistant turn (what training sees, whitespace normalised) differs
+   from every sample of the same prompt kept before it,
+6. with ``max_per_prompt``, it is among the that-many most similar survivors (ties: sample order).
+
+Each kept sample is written as one conversation: the prompt's messages plus the sampled turn as an
+assistant `Message` (reasoning, calls and text as the format's parser read them), with the source's
+tools and ``meta`` plus ``meta["rollout"]`` (source id, turn, sample, Sim-RL score, teacher).
+
+Files, for ``out = DT.jsonl``:
+
+- ``DT.jsonl`` — the kept conversations (`tinytool.schema.read_jsonl` reads it; `tinytool sft` trains
+  on it);
+- ``DT.progress.jsonl`` — one record per finished prompt: what was sampled, kept and dropped, and the
+  byte offset ``DT.jsonl`` reached after that prompt's rows;
+- ``DT.run.json`` — the settings; a resumed run must agree on every setting that changes the output;
+- ``DT.stats.json`` — the totals (also returned by `rollout`).
+
+Prompts are processed in batches. After each batch its rows are appended and fsynced, then its
+progress records. A crash loses at most the batch in flight: on resume, a torn last progress line is
+cut, ``DT.jsonl`` is cut back to the offset of the last finished prompt (rows of an unfinished batch
+go), and only prompts without a progress record are asked for again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tinytool import __version__
+from tinytool.eval.rundir import drop_torn_tail, write_json
+from tinytool.formats import PromptFormat, ToolRLFormat, get_format, template_supports_tools
+from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
+from tinytool.rewards.inputs import Answer
+from tinytool.rewards.simrl import format_violations, sim_rl
+from tinytool.schema import Conversation, Message, iter_jsonl
+
+#: why a sample was not kept, in the order the filters run
+DROP_REASONS = ("truncated", "format", "empty", "similarity", "duplicate", "cap")
+
+#: sampling defaults: STAR App. A.2 samples 8 rollouts per prompt; temperature 1 draws from the
+#: teacher's own distribution, which is what the teacher cache's KD targets describe
+DEFAULT_N = 8
+DEFAULT_TEMPERATURE = 1.0
+DEFAULT_TOP_P = 1.0
+DEFAULT_MAX_NEW_TOKENS = 512
+DEFAULT_BATCH_SIZE = 32
+
+
+class RolloutError(RuntimeError):
+    """An output that cannot be written or resumed with these settings, or an unreadable progress log."""
+
+
+# ---- prompts -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One assistant turn of one conversation: ``conv.messages[:message_index]`` is the prompt,
+    ``conv.messages[message_index]`` the ground truth."""
+
+    conv_index: int  #: position of the conversation in the input (all files, in order)
+    message_index: int  #: index of the ground-truth assistant message
+    turn: int  #: ordinal of that assistant message among the conversation's assistant turns (0-based)
+    source_id: str  #: the conversation's ``meta["id"]``, else ``FILE:LINE`` (or ``#INDEX``)
+    conv: Conversation
+
+    @property
+    def key(self) -> str:
+        return f"{self.conv_index}:{self.message_index}"
+
+    @property
+    def category(self) -> str | None:
+        cat = self.conv.meta.get("category")
+        return None if cat is None else str(cat)
+
+    def prefix(self) -> Conversation:
+        """The conversation the teacher continues (ground-truth history up to this turn)."""
+        return Conversation(messages=self.conv.messages[: self.message_index], tools=self.conv.tools,
+                            meta=self.conv.meta)
+
+    def truth(self) -> Answer:
+        m = self.conv.messages[self.message_index]
+        return Answer(calls=list(m.tool_calls), response=(m.content or "").strip())
+
+
+def read_sources(data: Sequence[str | os.PathLike | Conversation]) -> list[tuple[str, Conversation]]:
+    """``(source id, conversation)`` for JSONL files of conversations and/or `Conversation` objects.
+    A file that does not exist raises `FileNotFoundError`; a bad record raises `SchemaError` naming
+    file, line and field."""
+    out: list[tuple[str, Conversation]] = []
+    for item in data:
+        if isinstance(item, Conversation):
+            cid = item.meta.get("id")
+            out.append((str(cid) if cid is not None else f"#{len(out)}", item))
+            continue
+        path = Path(item)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such data file")
+        for lineno, conv in iter_jsonl(path):
+            cid = conv.meta.get("id")
+            out.append((str(cid) if cid is not None else f"{path.name}:{lineno}", conv))
+    return out
+
+
+def conversation_prompts(sources: list[tuple[str, Conversation]]) -> tuple[list[Prompt], int]:
+    """Every assistant turn that follows at least one non-system message, and how many assistant
+    turns were skipped because nothing precedes them but a system message."""
+    prompts: list[Prompt] = []
+    skipped = 0
+    for ci, (sid, conv) in enumerate(sources):
+        turn = 0
+        for mi, m in enumerate(conv.messages):
+            if m.role != "assistant":
+                continue
+            if any(p.role != "system" for p in conv.messages[:mi]):
+                prompts.append(Prompt(ci, mi, turn, sid, conv))
+            else:
+                skipped += 1
+            turn += 1
+    return prompts, skipped
+
+
+def data_fingerprint(sources: list[tuple[str, Conversation]]) -> str:
+    """sha256 of the conversations' canonical JSON: a resumed run must see the same data."""
+    h = hashlib.sha256()
+    for _, conv in sources:
+        h.update(json.dumps(conv.to_dict(), sort_keys=True, ensure_ascii=False, default=str).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def requires_think(fmt: PromptFormat) -> bool:
+    """Whether STAR's rule 1 (exactly one ``<think>`` pair) applies to ``fmt``: Hermes with
+    reasoning, ToolRL (its rule 1: "always write the <think> part"); not the Python-call format."""
+    think = getattr(fmt, "think", None)
+    if think is not None:
+        return bool(think)
+    return isinstance(fmt, ToolRLFormat)
+
+
+def build_request(fmt: PromptFormat, prompt: Prompt, tokenizer: Any = None) -> Request:
+    """The request for one prompt. With a tokenizer (local backends) ``Request.prompt`` is exactly the
+    prompt `tinytool sft` trains on (`PromptFormat.render`); HTTP backends send the messages, with
+    the tools in the format's system prompt."""
+    prefix = prompt.prefix()
+    native = fmt.uses_native_tool_block and bool(prefix.tools) and template_supports_tools(tokenizer)
+    messages = fmt.to_chat(prefix, native_tools=native)
+    tools = [t.to_dict() for t in prefix.tools] if native else None
+    return Request(messages=messages, tools=tools, prompt=fmt.render(prefix, tokenizer).prompt)
+
+
+# ---- settings ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RolloutConfig:
+    """What defines a rollout run; every field changes what is written, so a resumed run must agree
+    on all of them (recorded in ``OUT.run.json``)."""
+
+    teacher: str
+    format: str
+    n: int
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    seed: int | None
+    stop: list[str]
+    min_similarity: float | None
+    unique: bool
+    max_per_prompt: int | None
+    require_think: bool
+    keep_truncated: bool
+    data_sha256: str
+    prompts: int
+
+    def generation(self) -> GenerationConfig:
+        return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+                                top_p=self.top_p, n=self.n, seed=self.seed, stop=tuple(self.stop))
+
+    def differences(self, old: dict[str, Any]) -> list[str]:
+        """``field: old ≠ new`` for every field that differs from a recorded config."""
+        new = asdict(self)
+        return [f"{k}: {old.get(k)!r} ≠ {v!r}" for k, v in new.items() if old.get(k) != v]
+
+
+def output_paths(out: str | os.PathLike) -> dict[str, Path]:
+    """The output file and its companions (``DT.jsonl`` → ``DT.progress.jsonl``, ``DT.run.json``,
+    ``DT.stats.json``)."""
+    out = Path(out)
+    stem = out.with_suffix("") if out.suffix == ".jsonl" else out
+    return {
+        "out": out,
+        "progress": stem.with_name(stem.name + ".progress.jsonl"),
+        "run": stem.with_name(stem.name + ".run.json"),
+        "stats": stem.with_name(stem.name + ".stats.json"),
+    }
+
+
+# ---- statistics --------------------------------------------------------------------------------
+
+
+@dataclass
+class RolloutStats:
+    """Totals over progress records (of this run and, when resumed, the runs before it)."""
+
+    prompts_done: int = 0
+    samples: int = 0
+    kept: int = 0
+    prompts_with_kept: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    sim_sum: float = 0.0
+    tokens: int = 0
+    seconds: float = 0.0
+    format_errors: Counter = field(default_factory=Counter)
+    categories: dict[str, Counter] = field(default_factory=dict)
+
+    def add(self, rec: dict[str, Any]) -> None:
+        kept = len(rec["kept"])
+        self.prompts_done += 1
+        self.samples += rec["samples"]
+        self.kept += kept
+        self.prompts_with_kept += kept > 0
+        self.dropped.update(rec["dropped"])
+        self.sim_sum += sum(rec["sims"])
+        self.tokens += rec["tokens"]
+        self.seconds += rec["seconds"]
+        self.format_errors.update(rec.get("format_errors", []))
+        if rec.get("category") is not None:
+            c = self.categories.setdefault(rec["category"], Counter())
+            c.update(prompts=1, samples=rec["samples"], kept=kept)
+
+    def as_dict(self, prompts: int, skipped: int) -> dict[str, Any]:
+        return {
+            "prompts": prompts,
+            "prompts_done": self.prompts_done,
+            "prompts_skipped_no_context": skipped,
+            "prompts_with_kept": self.prompts_with_kept,
+            "samples": self.samples,
+            "kept": self.kept,
+            "keep_rate": round(self.kept / self.samples, 4) if self.samples else None,
+            "dropped": {r: self.dropped.get(r, 0) for r in DROP_REASONS},
+            "mean_sim_kept": round(self.sim_sum / self.kept, 4) if self.kept else None,
+            "format_errors": dict(self.format_errors.most_common(10)),
+            "categories": {k: dict(v) for k, v in sorted(self.categories.items())},
+            "tokens": self.tokens,
+            "generation_seconds": round(self.seconds, 3),
+            "tokens_per_s": round(self.tokens / self.seconds, 1) if self.seconds > 0 else None,
+        }
+
+
+# ---- judging samples ---------------------------------------------------------------------------
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass
+class Judged:
+    """One sample after the filters: the assistant message when kept, else why it was dropped."""
+
+    index: int
+    message: Message | None = None
+    sim: float = 0.0
+    reason: str | None = None  # the drop reason, None while kept
+    violation: str | None = None
+
+
+def judge_samples(prompt: Prompt, completions: list[Completion], fmt: PromptFormat, cfg: RolloutConfig
+                  ) -> list[Judged]:
+    """Run the filters of the module docstring over one prompt's completions, in sample order."""
+    tools = prompt.conv.tools
+    sigs = {t.name: t.param_names for t in tools} if tools else None  # no tool list: rules 4-5 unknowable
+    truth = prompt.truth()
+    judged: list[Judged] = []
+    for i, comp in enumerate(completions):
+        j = Judged(i)
+        judged.append(j)
+        if comp.finish_reason == "length" and not cfg.keep_truncated:
+            j.reason = "truncated"
+            continue
+        parsed = fmt.parse(comp.text)
+        problems = format_violations(parsed, sigs, cfg.require_think)
+        if problems:
+            j.reason, j.violation = "format", problems[0][:120]
+            continue
+        if not parsed.calls and not parsed.response.strip():
+            j.reason = "empty"
+            continue
+        j.sim = sim_rl(parsed, truth, sigs, cfg.require_think).score
+        if cfg.min_similarity is not None and j.sim < cfg.min_similarity:
+            j.reason = "similarity"
+            continue
+        j.message = Message(role="assistant", content=parsed.response.strip() or None,
+                            tool_calls=list(parsed.calls), reasoning=parsed.reasoning or None)
+    if cfg.unique:
+        seen: set[str] = set()
+        for j in judged:
+            if j.reason is None:
+                text = _normalise(fmt.render_assistant(j.message))
+                if text in seen:
+                    j.reason = "duplicate"
+                seen.add(text)
+    if cfg.max_per_prompt is not None:
+        alive = sorted((j for j in judged if j.reason is None), key=lambda j: (-j.sim, j.index))
+        for j in alive[cfg.max_per_prompt:]:
+            j.reason = "cap"
+    return judged
+
+
+def kept_conversation(prompt: Prompt, j: Judged, cfg: RolloutConfig, comp: Completion) -> Conversation:
+    """The prompt's messages plus the kept sample as the last (assistant) message."""
+    meta = dict(prompt.conv.meta)
+    meta["id"] = f"{prompt.source_id}#t{prompt.turn}s{j.index}"
+    meta["rollout"] = {
+        "source_id": prompt.source_id, "conv_index": prompt.conv_index, "turn": prompt.turn,
+        "message_index": prompt.message_index, "sample": j.index, "sim": round(j.sim, 6),
+        "teacher": cfg.teacher, "format": cfg.format, "n_tokens": comp.n_tokens,
+    }
+    messages = prompt.conv.messages[: prompt.message_index] + [j.message]
+    return Conversation(messages=messages, tools=prompt.conv.tools, meta=meta)
+
+
+# ---- the run -----------------------------------------------------------------------------------
+
+
+def _read_progress(path: Path) -> list[dict[str, Any]]:
+    """Progress records. A last line without its newline was torn by a crash mid-write and is
+    ignored (`drop_torn_tail` cuts it before appending); a broken line elsewhere is an error naming
+    file and line."""
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").split("\n")
+    lines.pop()  # "" when the file ends with a newline, else the torn last line
+    records = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as e:
+            raise RolloutError(f"{path}:{i}: not valid JSON ({e})") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("key"), str) or \
+                not isinstance(rec.get("out_end"), int):
+            raise RolloutError(f"{path}:{i}: not a progress record (needs key and out_end)")
+        records.append(rec)
+    return records
+
+
+def _append(path: Path, lines: list[str]) -> int:
+    """Append lines, flush and fsync; returns the file's size afterwards."""
+    with open(path, "ab") as fh:
+        fh.write("".join(lines).encode("utf-8"))
+        fh.flush()
+        os.fsync(fh.fileno())
+        return fh.tell()
+
+
+@dataclass
+class RolloutJob:
+    """A rollout run, checked before any model is loaded: `create` reads the data and refuses an
+    output it must not touch; `run` generates. `rollout` does both."""
+
+    config: RolloutConfig
+    prompts: list[Prompt]
+    skipped: int
+    paths: dict[str, Path]
+    resume: bool
+    batch_size: int
+    data_files: list[str]
+
+    @classmethod
+    def create(cls, data: Sequence[str | os.PathLike | Conversation], out: str | os.PathLike, *,
+               teacher_id: str, fmt: str | PromptFormat = "hermes", n: int = DEFAULT_N,
+               gen: GenerationConfig | None = None, min_similarity: float | None = None, unique: bool = True,
+               max_per_prompt: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, resume: bool = False,
+               require_think: bool | None = None, keep_truncated: bool = False) -> RolloutJob:
+        pf = get_format(fmt)
+        if isinstance(data, (str, os.PathLike, Conversation)):  # one file or conversation, not a list
+            data = [data]
+        if gen is None:
+            gen = GenerationConfig(max_new_tokens=DEFAULT_MAX_NEW_TOKENS, temperature=DEFAULT_TEMPERATURE,
+                                   top_p=DEFAULT_TOP_P, n=n)
+        gen = replace(gen, n=n)  # validates n against the temperature
+        if min_similarity is not None and not 0.0 <= min_similarity <= 1.0:
+            raise ValueError(f"min_similarity must be in [0, 1] (Sim-RL of a well-formed answer), got {min_similarity}")
+        if max_per_prompt is not None and max_per_prompt < 1:
+            raise ValueError(f"max_per_prompt must be >= 1, got {max_per_prompt}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        sources = read_sources(data)
+        prompts, skipped = conversation_prompts(sources)
+        cfg = RolloutConfig(
+            teacher=teacher_id, format=pf.name, n=gen.n, temperature=gen.temperature, top_p=gen.top_p,
+            max_new_tokens=gen.max_new_tokens, seed=gen.seed, stop=list(gen.stop),
+            min_similarity=min_similarity, unique=unique, max_per_prompt=max_per_prompt,
+            require_think=requires_think(pf) if require_think is None else require_think,
+            keep_truncated=keep_truncated, data_sha256=data_fingerprint(sources), prompts=len(prompts),
+        )
+        files = [str(d) for d in data if not isinstance(d, Conversation)]
+        job = cls(cfg, prompts, skipped, output_paths(out), resume, batch_size, files)
+        job.check_output()
+        return job
+
+    def check_output(self) -> dict[str, Any] | None:
+        """Refuse a non-empty output without ``resume``, and a resume with other settings (naming the
+        fields that differ). Returns the recorded run, None for a fresh start."""
+        p = self.paths
+        if p["out"].is_dir():
+            raise RolloutError(f"{p['out']} is a directory; --out names the JSONL file to write")
+        run = None
+        if p["run"].exists():
+            try:
+                run = json.loads(p["run"].read_text(encoding="utf-8"))
+                recorded = run["config"]
+            except (ValueError, KeyError, TypeError) as e:
+                raise RolloutError(f"{p['run']}: unreadable run record ({e})") from None
+        has_output = any(p[k].exists() and p[k].stat().st_size > 0 for k in ("out", "progress"))
+        if not self.resume:
+            if has_output or run is not None:
+                raise RolloutError(f"{p['out']} already holds a rollout run; pass --resume to continue it, "
+                                   "or choose another --out")
+            return None
+        if run is None:
+            if has_output:
+                raise RolloutError(f"{p['out']} is not empty but {p['run'].name} is missing: "
+                                   "not a rollout output this run can resume")
+            return None
+        diff = self.config.differences(recorded)
+        if diff:
+            raise RolloutError(f"{p['out']} was written with other settings ({'; '.join(diff)}); "
+                               "rerun with the original settings or choose another --out")
+        return run
+
+    def _open(self, client: LLMClient) -> tuple[set[str], RolloutStats]:
+        """Check the output again, make it consistent after a crash, record the run; returns the keys
+        of finished prompts and the totals so far."""
+        p = self.paths
+        run = self.check_output()
+        p["out"].parent.mkdir(parents=True, exist_ok=True)
+        records = _read_progress(p["progress"])
+        drop_torn_tail(p["progress"])
+        out_end = records[-1]["out_end"] if records else 0
+        size = p["out"].stat().st_size if p["out"].exists() else 0
+        if size < out_end:
+            raise RolloutError(f"{p['out']} is shorter ({size} bytes) than {p['progress'].name} records "
+                               f"({out_end} bytes): it was changed outside this run")
+        if size > out_end:  # rows of a batch whose progress never got written
+            with open(p["out"], "r+b") as fh:
+                fh.truncate(out_end)
+        p["out"].touch()  # an output with nothing kept is still a (empty) JSONL file
+        stats = RolloutStats()
+        done: set[str] = set()
+        for rec in records:
+            done.add(rec["key"])
+            stats.add(rec)
+        if run is None:
+            run = {"kind": "teacher-rollout", "config": asdict(self.config),
+                   "tinytool_version": __version__, "data_files": self.data_files,
+                   "started": datetime.now(UTC).isoformat(timespec="seconds")}
+        run["client"] = client.describe()
+        run["batch_size"] = self.batch_size
+        write_json(p["run"], run)
+        return done, stats
+
+    def run(self, client: LLMClient, progress: bool = True) -> dict[str, Any]:
+        """Sample, filter and write every prompt not done yet; returns the stats (also written to
+        ``OUT.stats.json``)."""
+        from tqdm.auto import tqdm
+
+        done, stats = self._open(client)
+        fmt = get_format(self.config.format)
+        tokenizer = getattr(client, "tokenizer", None)
+        base_gen = self.config.generation()
+        p = self.paths
+        todo = [(i, pr) for i, pr in enumerate(self.prompts) if pr.key not in done]
+        bar = tqdm(total=len(self.prompts), initial=len(self.prompts) - len(todo), desc="rollout", unit="prompt",
+                   disable=not progress, dynamic_ncols=True)
+        try:
+            for start in range(0, len(todo), self.batch_size):
+                batch = todo[start:start + self.batch_size]
+                # the seed follows the batch's first prompt, so a resumed run samples as an unbroken one
+                gen = base_gen if base_gen.seed is None else replace(base_gen, seed=base_gen.seed + batch[0][0])
+                requests = [build_request(fmt, pr, tokenizer) for _, pr in batch]
+                t0 = time.perf_counter()
+                outs = client.generate(requests, gen)
+                share = (time.perf_counter() - t0) / len(batch)
+                if len(outs) != len(batch):
+                    raise RuntimeError(f"{type(client).__name__} returned {len(outs)} answers for {len(batch)} requests")
+                rows: list[str] = []
+                recs: list[dict[str, Any]] = []
+                offset = p["out"].stat().st_size if p["out"].exists() else 0
+                for (_, pr), comps in zip(batch, outs):
+                    judged = judge_samples(pr, comps, fmt, self.config)
+                    kept = [j for j in judged if j.reason is None]
+                    for j in kept:
+                        line = json.dumps(kept_conversation(pr, j, self.config, comps[j.index]).to_dict(),
+                                          ensure_ascii=False, default=str) + "\n"
+                        rows.append(line)
+                        offset += len(line.encode("utf-8"))
+                    recs.append({
+                        "key": pr.key, "source_id": pr.source_id, "turn": pr.turn, "category": pr.category,
+                        "samples": len(comps), "kept": [j.index for j in kept],
+                        "sims": [round(j.sim, 6) for j in kept],
+                        "dropped": dict(Counter(j.reason for j in judged if j.reason is not None)),
+                        "format_errors": [j.violation for j in judged if j.violation],
+                        "tokens": sum(c.n_tokens for c in comps), "seconds": share, "out_end": offset,
+                    })
+                if rows:
+                    end = _append(p["out"], rows)
+                    if end != offset:  # someone else writes to the file
+                        raise RolloutError(f"{p['out']}: size {end} after appending, expected {offset}")
+                _append(p["progress"], [json.dumps(r, ensure_ascii=False) + "\n" for r in recs])
+                for r in recs:
+                    stats.add(r)
+                bar.update(len(batch))
+                bar.set_postfix(kept=stats.kept, samples=stats.samples)
+        finally:
+            bar.close()
+        result = stats.as_dict(len(self.prompts), self.skipped)
+        result.update(out=str(p["out"]), resumed_prompts=len(self.prompts) - len(todo),
+                      config=asdict(self.config))
+        write_json(p["stats"], result)
+        return result
+
+
+def rollout(client: LLMClient, data: Sequence[str | os.PathLike | Conversation], out: str | os.PathLike, *,
+            fmt: str | PromptFormat = "hermes", n: int = DEFAULT_N, gen: GenerationConfig | None = None,
+            min_similarity: float | None = None, unique: bool = True, max_per_prompt: int | None = None,
+            batch_size: int = DEFAULT_BATCH_SIZE, resume: bool = False, teacher_id: str | None = None,
+            require_think: bool | None = None, keep_truncated: bool = False, progress: bool = True
+            ) -> dict[str, Any]:
+    """Build D_T (STAR §3.3): sample ``n`` teacher completions per assistant turn of ``data`` (JSONL
+    paths or `Conversation` objects), keep those that pass R_format (§3.2.1) and the optional filters,
+    and write them to ``out`` as conversations. Returns the stats.
+
+    ``gen`` sets max_new_tokens / temperature / top_p / seed / stop (default: 512 tokens, T = 1,
+    top-p 1, seed 0); ``n`` overrides its ``n``. ``require_think`` defaults to what the format asks
+    (`requires_think`). ``teacher_id`` (default: the client's name) is recorded and must match on
+    ``resume``. See the module docstring for the filters and files.
+    """
+    job = RolloutJob.create(
+        data, out, teacher_id=teacher_id or client.name, fmt=fmt, n=n, gen=gen, min_similarity=min_similarity,
+        unique=unique, max_per_prompt=max_per_prompt, batch_size=batch_size, resume=resume,
+        require_think=require_think, keep_truncated=keep_truncated,
+    )
+    return job.run(client, progress=progress)
