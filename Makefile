@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint clean bench-rewards bench-eval bench-agreement
+.PHONY: install test lint clean bench-rewards bench-eval bench-agreement bench-distill
 
 install: $(STAMP)
 
@@ -36,6 +36,11 @@ bench-eval: install
 # tinytool's BFCL checker vs the official one (builds a separate venv with bfcl-eval on first use)
 bench-agreement: install
 	$(PY) benchmarks/bfcl_checker_agreement.py --runs $(patsubst %/generations.jsonl,%,$(wildcard runs/*/generations.jsonl))
+
+# KD loss memory/time at V = 151,936 (fused CKD vs naive full-vocabulary KL), then cache size and training throughput
+bench-distill: install
+	$(PY) benchmarks/distill_loss.py
+	$(PY) benchmarks/distill_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .hypothesis
