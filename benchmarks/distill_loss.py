@@ -4,7 +4,8 @@ teacher log-softmax over the whole vocabulary, teacher logits from its forward p
 
     .venv/bin/python benchmarks/distill_loss.py [--vocab 151936] [--hidden 1024] [--lengths 2048 4096]
 
-Each (method, T) runs in a fresh subprocess; its peak memory is the process's peak resident set (CPU) or
+Each (method, T) runs in a fresh subprocess; its peak memory is the process's resident-set high-water mark, reset
+once the inputs exist (CPU, ``/proc/self/clear_refs``), or
 ``torch.cuda.max_memory_allocated`` (GPU) above what it held once the shared inputs existed (hidden states
 ``[T, H]`` and the head ``[V, H]``). Each side builds what it consumes: the naive side the teacher's ``[T, V]``
 logits, the fused side the teacher's top-k ``[T, k]``. Time is forward + backward (median of ``--repeats``,
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -33,6 +33,20 @@ RESULT = ROOT / "benchmarks" / "results" / "distill_loss.json"
 def _rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _reset_peak_rss() -> None:
+    """Reset the kernel's resident-set high-water mark (VmHWM), so set-up transients do not count."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def _peak_rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def one(method: str, t: int, vocab: int, hidden: int, k: int, chunk: int, repeats: int, device: str) -> dict:
@@ -69,6 +83,7 @@ def one(method: str, t: int, vocab: int, hidden: int, k: int, chunk: int, repeat
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
     else:
+        _reset_peak_rss()
         base = _rss_bytes()
     times = []
     for i in range(repeats + 1):
@@ -82,7 +97,7 @@ def one(method: str, t: int, vocab: int, hidden: int, k: int, chunk: int, repeat
     if dev.type == "cuda":
         peak = torch.cuda.max_memory_allocated() - base
     else:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+        peak = _peak_rss_bytes() - base
     return {"method": method, "T": t, "seconds": round(statistics.median(times), 3),
             "peak_bytes": int(peak), "peak_gib": round(peak / 2**30, 3)}
 
