@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 from torch.utils.checkpoint import checkpoint
 
 LOSSES = ("ce", "fkl", "ckd", "rkl", "akl", "srkl", "sakl")
@@ -265,19 +266,25 @@ class _FusedLinearKD(torch.autograd.Function):
         denom = denom.to(torch.float64)
         for k, v in zip(names, sums[1:], strict=True):
             parts_out[k] = (v / denom).float()
+        # divided by the normaliser now, so that backward with grad_out = 1 returns them as they are
+        if grad_h is not None:
+            grad_h.div_(denom.to(grad_h.dtype))
+        if grad_w is not None:
+            grad_w = grad_w.div_(denom.to(grad_w.dtype)).to(weight.dtype)
         ctx.save_for_backward(grad_h, grad_w)
-        ctx.denom, ctx.weight_dtype = denom, weight.dtype
         out_dtype = torch.float64 if cd == torch.float64 else torch.float32
         return (sums[0] / denom).to(out_dtype)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad_out: Tensor):
         grad_h, grad_w = ctx.saved_tensors
-        scale = grad_out.double() / ctx.denom
+        if bool(grad_out == 1):  # loss.backward(): the stored gradients are the answer, no [V, H] copy
+            return grad_h, grad_w, None, None, None, None
         if grad_h is not None:
-            grad_h = grad_h * scale.to(grad_h.dtype)
+            grad_h = grad_h * grad_out.to(grad_h.dtype)
         if grad_w is not None:
-            grad_w = (grad_w * scale.to(grad_w.dtype)).to(ctx.weight_dtype)
+            grad_w = grad_w * grad_out.to(grad_w.dtype)
         return grad_h, grad_w, None, None, None, None
 
 
