@@ -159,3 +159,21 @@ def test_distill_cli_from_cache(env, cache_dir):
     res = CliRunner().invoke(app, ["distill", "--student", env["student"], "--cache", str(cache_dir), "--out",
                                    str(env["root"] / "cli-k"), "--k", "50", "--max-steps", "1"])
     assert res.exit_code == 2 and "top-16" in res.output and "--k 50" in res.output
+
+
+def test_bf16_run_computes_under_autocast(env):
+    """accelerate wraps only the model's forward in autocast; the trainer calls the decoder directly, so it must
+    enter mixed precision itself (without it a bf16 run trains at fp32 speed)."""
+    from tinytool.distill.lm_parts import decoder_and_head
+
+    trainer, _ = build_distill_trainer(_cfg(env, "bf16", loss="ckd", teacher=env["teacher"], bf16=True))
+    seen = []
+    decoder, _ = decoder_and_head(trainer.model)
+    handle = decoder.register_forward_hook(lambda *a: seen.append(torch.is_autocast_enabled("cpu")))
+    try:
+        batch = collate([trainer.train_dataset[i] for i in range(2)], pad_id=0)
+        with torch.no_grad():
+            trainer.compute_loss(trainer.model, batch)
+    finally:
+        handle.remove()
+    assert seen and seen[0] is True

@@ -210,6 +210,12 @@ def _trainer_class():
             return TeacherTopK(ids, logprobs, targets)
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            # accelerate puts autocast around the wrapped model's forward only; the decoder and the head are
+            # called directly here, so mixed precision is entered explicitly
+            with self.accelerator.autocast():
+                return self._kd_loss(model, inputs, return_outputs, num_items_in_batch)
+
+        def _kd_loss(self, model, inputs, return_outputs, num_items_in_batch):
             positions = inputs["positions"]
             targets = inputs["labels"][:, 1:][positions[:, :-1]]
             h = hidden_at(model, inputs["input_ids"], inputs["attention_mask"], positions)
