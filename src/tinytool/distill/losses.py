@@ -146,7 +146,7 @@ class KDLoss(nn.Module):
         """``logits`` ``[n, V]`` → (the loss of each position ``[n]``, its parts ``{name: [n]}``). Float32 or
         float64 math whatever the input dtype."""
         z = logits if logits.dtype == torch.float64 else logits.float()
-        logq = torch.log_softmax(z / self.temperature, dim=-1)  # [n, V]
+        logq = torch.log_softmax(z if self.temperature == 1.0 else z / self.temperature, dim=-1)  # [n, V]
         if self.name == "ce":
             if teacher.targets is None:
                 raise ValueError("the ce loss needs target tokens")
