@@ -29,7 +29,7 @@ from tinytool.data.demo import write_demo
 from tinytool.distill.cache import TeacherTopKCache, build_cache
 from tinytool.distill.examples import token_examples
 from tinytool.distill.trainer import DistillRunConfig, train_distill
-from tinytool.models.loading import BUNDLED_ALIAS, cpu_supports_bf16, load_model, load_tokenizer
+from tinytool.models.loading import BUNDLED_ALIAS, cpu_supports_bf16, load_tokenizer
 from tinytool.models.students import build_student
 from tinytool.schema import read_jsonl, write_jsonl
 from tinytool.train.sft import SFTRunConfig, train_sft
@@ -66,12 +66,12 @@ def main() -> None:
 
     student = work / "student"
     info = build_student(args.teacher, args.keep_layers, student)
-    vocab = load_model(args.teacher).config.vocab_size
 
     t0 = time.perf_counter()
     manifest = build_cache(args.teacher, [str(data)], work / "cache", k=args.k, progress=False)
     cache_s = time.perf_counter() - t0
     cache = TeacherTopKCache.open(work / "cache")
+    vocab = cache.vocab_size
     cache_row = {
         "k": args.k, "vocab": vocab, "examples": len(cache), "completion_tokens": manifest["n_completion_tokens"],
         "bytes": manifest.get("bytes"), "bytes_per_completion_token": round(cache.bytes_per_completion_token(), 1),

@@ -60,10 +60,6 @@ class TeacherTopK:
     logprobs: Tensor | None
     targets: Tensor | None = None
 
-    def __len__(self) -> int:
-        ref = self.ids if self.ids is not None else self.targets
-        return 0 if ref is None else int(ref.shape[0])
-
     def slice(self, start: int, end: int) -> TeacherTopK:
         def cut(t: Tensor | None) -> Tensor | None:
             return None if t is None else t[start:end]
@@ -125,10 +121,6 @@ class KDLoss(nn.Module):
             raise ValueError(f"chunk_size must be positive, got {chunk_size}")
         self.name, self.k, self.m, self.lambda_tail = name, k, m, lambda_tail
         self.temperature, self.akl_mu, self.chunk_size = temperature, akl_mu, chunk_size
-
-    @property
-    def needs_teacher(self) -> bool:
-        return self.name != "ce"
 
     @property
     def part_names(self) -> tuple[str, ...]:

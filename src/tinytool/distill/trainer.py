@@ -15,7 +15,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -30,23 +30,25 @@ from tinytool.distill.losses import (
     TeacherTopK,
     fused_kd_loss,
 )
-from tinytool.train.sft import LoraSpec, last_checkpoint, read_conversations, resolve_bf16, save_final
+from tinytool.train.schedule import TrainSchedule
+from tinytool.train.sft import last_checkpoint, read_conversations, save_final
 
 log = logging.getLogger(__name__)
 
 SUMMARY_FILE = "distill_summary.json"
 KD_LR = 3e-6  # STAR App. A.2 (KD)
-LORA_LR = 2e-4
 ALL_LOSSES = (*LOSSES, "gkd")
 
 
 @dataclass
-class DistillRunConfig:
-    """One distillation run. Exactly one teacher source: ``cache`` (a `TeacherTopKCache` directory) or ``teacher``
-    (a model spec run in memory on ``data``; with ``loss="gkd"`` TRL generates on-policy)."""
+class DistillRunConfig(TrainSchedule):
+    """One distillation run (the schedule fields are `TrainSchedule`'s; the default schedule is constant, as in
+    STAR App. A.2). Exactly one teacher source: ``cache`` (a `TeacherTopKCache` directory) or ``teacher`` (a model
+    spec run in memory on ``data``; with ``loss="gkd"`` TRL generates on-policy)."""
+
+    FULL_LR: ClassVar[float] = KD_LR
 
     student: str
-    out: str
     cache: str | None = None
     teacher: str | None = None
     #: conversations (online teacher and gkd); with a cache the tokens come from the cache
@@ -62,23 +64,7 @@ class DistillRunConfig:
     gkd_beta: float = 0.5
     #: gkd: tokens the student generates per on-policy completion
     gkd_max_new_tokens: int = 256
-    epochs: float = 1.0
-    max_steps: int = -1
-    #: None → 3e-6 (STAR App. A.2) for full fine-tuning, 2e-4 with LoRA
-    lr: float | None = None
-    lr_scheduler: str = "constant"
-    warmup: float = 0.0
-    batch_size: int = 4
-    grad_accum: int = 1
-    max_length: int = 2048
-    seed: int = 0
-    lora: LoraSpec | None = None
-    merge_lora: bool = False
-    bf16: bool | None = None
-    save_steps: int = 200
-    save_total_limit: int | None = 2
-    logging_steps: int = 10
-    resume: bool = False
+    lr_scheduler: str = field(default="constant", kw_only=True)
     #: positions per chunk of the fused loss
     chunk_size: int = 1024
     #: compute the loss from hidden states chunk by chunk (False: materialise logits at completion positions)
@@ -86,30 +72,19 @@ class DistillRunConfig:
 
     def __post_init__(self) -> None:
         self.data = [str(p) for p in ([self.data] if isinstance(self.data, str) else self.data)]
-        if isinstance(self.lora, str):
-            self.lora = LoraSpec.parse(self.lora)
         checks = [
             (self.loss in ALL_LOSSES, f"unknown loss {self.loss!r}; choose one of {', '.join(ALL_LOSSES)}"),
             ((self.cache is None) != (self.teacher is None) or self.loss == "ce",
              "give exactly one teacher source: a cache or a teacher model"),
             (self.loss != "gkd" or (self.teacher is not None and self.data), "gkd needs --teacher and --data"),
             (self.cache is not None or bool(self.data), "without a cache, give --data (conversations JSONL)"),
-            (self.max_steps == -1 or self.max_steps > 0, f"max_steps must be positive (or -1), got {self.max_steps}"),
-            (self.epochs > 0, f"epochs must be positive, got {self.epochs}"),
-            (self.batch_size >= 1 and self.grad_accum >= 1, "batch_size and grad_accum must be ≥ 1"),
             (self.k >= 1 and self.m >= 1, f"k and m must be positive, got k={self.k}, m={self.m}"),
             (self.temperature is None or self.temperature > 0, f"temperature must be positive, got {self.temperature}"),
-            (not self.merge_lora or self.lora is not None, "merge_lora needs lora"),
         ]
         for ok, msg in checks:
             if not ok:
                 raise ValueError(msg)
-
-    @property
-    def learning_rate(self) -> float:
-        if self.lr is not None:
-            return self.lr
-        return LORA_LR if self.lora is not None else KD_LR
+        self.check_schedule()
 
 
 # ---- data --------------------------------------------------------------------------------------
@@ -249,14 +224,7 @@ def training_args(cfg: DistillRunConfig, args_cls: Any = None, **extra: Any):
     """`TrainingArguments` (or ``args_cls``, e.g. TRL's `DistillationConfig`) for a run."""
     from transformers import TrainingArguments
 
-    args_cls = args_cls or TrainingArguments
-    return args_cls(
-        output_dir=cfg.out, num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
-        lr_scheduler_type=cfg.lr_scheduler, warmup_steps=cfg.warmup, per_device_train_batch_size=cfg.batch_size,
-        gradient_accumulation_steps=cfg.grad_accum, seed=cfg.seed, data_seed=cfg.seed, bf16=resolve_bf16(cfg.bf16),
-        use_cpu=not torch.cuda.is_available(), save_strategy="steps" if cfg.save_steps else "no",
-        save_steps=cfg.save_steps or 500, save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging_steps,
-        logging_first_step=True, report_to="none", remove_unused_columns=False, **extra)
+    return (args_cls or TrainingArguments)(**cfg.training_kwargs(), remove_unused_columns=False, **extra)
 
 
 # ---- runs --------------------------------------------------------------------------------------

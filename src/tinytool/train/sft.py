@@ -30,133 +30,40 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tinytool.formats.base import END_MARKERS
+from tinytool.train.schedule import LoraSpec, TrainSchedule, resolve_bf16
 
 log = logging.getLogger(__name__)
 
 SUMMARY_FILE = "sft_summary.json"
 ADAPTER_SUBDIR = "adapter"
 FULL_LR = 2e-5  # STAR App. A.2 (SFT)
-LORA_LR = 2e-4  # LoRA adapters start at zero and need a larger step
 
 
 # ---- configuration -------------------------------------------------------------------------
 
 
 @dataclass
-class LoraSpec:
-    """LoRA hyper-parameters (`peft.LoraConfig`). ``target_modules="all-linear"`` adapts every linear
-    layer except the output head."""
+class SFTRunConfig(TrainSchedule):
+    """One SFT run (the schedule fields are `TrainSchedule`'s). Fields left ``None`` are decided at run time."""
 
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    target_modules: str | list[str] = "all-linear"
-
-    KEYS = ("r", "alpha", "dropout", "targets")
-
-    def __post_init__(self) -> None:
-        if self.r < 1:
-            raise ValueError(f"lora r must be a positive integer, got {self.r}")
-        if self.alpha <= 0:
-            raise ValueError(f"lora alpha must be positive, got {self.alpha}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"lora dropout must be in [0, 1), got {self.dropout}")
-
-    @classmethod
-    def parse(cls, text: str) -> LoraSpec:
-        """Read ``"r=16,alpha=32,dropout=0.05,targets=q_proj+v_proj"``; every key is optional and
-        ``"default"`` (or an empty string) takes all defaults. Errors name the offending part."""
-        text = text.strip()
-        if text.lower() in ("", "default", "on", "yes", "true"):
-            return cls()
-        values: dict[str, Any] = {}
-        for part in text.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            key, sep, value = part.partition("=")
-            key, value = key.strip().lower(), value.strip()
-            if not sep or not value:
-                raise ValueError(f"lora spec part {part!r} is not key=value (e.g. r=16,alpha=32)")
-            if key not in cls.KEYS:
-                raise ValueError(f"lora spec part {part!r}: unknown key {key!r}; known keys: {', '.join(cls.KEYS)}")
-            try:
-                if key == "r":
-                    values["r"] = int(value)
-                elif key == "alpha":
-                    values["alpha"] = int(value) if value.lstrip("-").isdigit() else float(value)
-                elif key == "dropout":
-                    values["dropout"] = float(value)
-                else:
-                    mods = [m.strip() for m in value.split("+") if m.strip()]
-                    values["target_modules"] = mods[0] if mods == ["all-linear"] else mods
-            except ValueError:
-                raise ValueError(f"lora spec part {part!r}: {value!r} is not a valid {key}") from None
-        try:
-            return cls(**values)
-        except ValueError as e:
-            raise ValueError(f"lora spec {text!r}: {e}") from None
-
-    def to_peft(self):
-        from peft import LoraConfig
-
-        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
-                          target_modules=self.target_modules, task_type="CAUSAL_LM")
-
-
-@dataclass
-class SFTRunConfig:
-    """One SFT run. Fields left ``None`` are decided at run time (documented per field)."""
+    FULL_LR: ClassVar[float] = FULL_LR
 
     #: model spec for `tinytool.models.loading.load_model`: hub id, checkpoint dir, .gguf, or alias
     model: str
     #: training JSONL file(s) of `Conversation`s
     data: list[str]
-    #: output directory: checkpoints (``checkpoint-N``), the final model, ``sft_summary.json``
-    out: str
     #: prompt format name (`tinytool.formats.get_format`)
     format: str = "hermes"
     #: optional dev JSONL file(s): eval loss every ``eval_steps`` and at the end
     eval_data: list[str] = field(default_factory=list)
-    #: passes over the data (ignored when ``max_steps`` > 0)
-    epochs: float = 1.0
-    #: optimizer steps to stop at; -1 runs ``epochs``
-    max_steps: int = -1
-    #: peak learning rate; None → 2e-5 (STAR App. A.2) for full fine-tuning, 2e-4 with LoRA
-    lr: float | None = None
-    lr_scheduler: str = "linear"
-    #: warm-up: steps (int ≥ 1) or a fraction of all steps (float < 1)
-    warmup: float = 0.0
     weight_decay: float = 0.0
-    #: examples per device per forward pass
-    batch_size: int = 4
-    #: forward passes per optimizer step (effective batch = batch_size × grad_accum × devices)
-    grad_accum: int = 1
-    #: longest example in tokens (prompt + completion); longer ones are dropped and counted
-    max_length: int = 2048
-    seed: int = 0
-    #: LoRA adapters instead of full fine-tuning
-    lora: LoraSpec | None = None
-    #: with LoRA: save the base model with the adapter merged in (the adapter goes to ``out/adapter``)
-    merge_lora: bool = False
-    #: bf16 mixed precision (autocast, fp32 master weights); None → on CUDA with bf16, or on a CPU
-    #: with native bf16 (AVX512-BF16/AMX), where it beats fp32 (DESIGN.md: 2.7x on an idle box;
-    #: 1.2-1.4x measured on 2 busy cores)
-    bf16: bool | None = None
     #: recompute activations in the backward pass (saves memory, ~20 % slower)
     gradient_checkpointing: bool = False
-    #: checkpoint every N optimizer steps (0: only the final save)
-    save_steps: int = 200
-    #: checkpoints kept (oldest deleted first); None keeps all
-    save_total_limit: int | None = 2
-    logging_steps: int = 10
     #: eval every N steps when ``eval_data`` is given (None: at ``logging_steps``' multiples of 5)
     eval_steps: int | None = None
-    #: continue from the newest ``checkpoint-N`` in ``out`` (a fresh start when there is none)
-    resume: bool = False
     #: batch examples of similar length (less padding; transformers' LengthGroupedSampler)
     group_by_length: bool = True
     #: off GPU, send only completion positions through the LM head (`CompletionSFTTrainer`)
@@ -169,33 +76,10 @@ class SFTRunConfig:
         if isinstance(self.eval_data, (str, os.PathLike)):
             self.eval_data = [str(self.eval_data)]
         self.eval_data = [str(p) for p in self.eval_data]
-        self.out, self.model = str(self.out), str(self.model)
-        if isinstance(self.lora, str):
-            self.lora = LoraSpec.parse(self.lora)
-        elif isinstance(self.lora, dict):
-            self.lora = LoraSpec(**self.lora)
+        self.model = str(self.model)
         if not self.data:
             raise ValueError("no training data given")
-        checks = [
-            (self.epochs > 0, f"epochs must be positive, got {self.epochs}"),
-            (self.max_steps == -1 or self.max_steps > 0, f"max_steps must be positive (or -1), got {self.max_steps}"),
-            (self.batch_size >= 1, f"batch_size must be ≥ 1, got {self.batch_size}"),
-            (self.grad_accum >= 1, f"grad_accum must be ≥ 1, got {self.grad_accum}"),
-            (self.max_length >= 8, f"max_length must be ≥ 8, got {self.max_length}"),
-            (self.lr is None or self.lr > 0, f"lr must be positive, got {self.lr}"),
-            (self.save_steps >= 0, f"save_steps must be ≥ 0, got {self.save_steps}"),
-            (self.logging_steps >= 1, f"logging_steps must be ≥ 1, got {self.logging_steps}"),
-            (not self.merge_lora or self.lora is not None, "merge_lora needs lora"),
-        ]
-        for ok, msg in checks:
-            if not ok:
-                raise ValueError(msg)
-
-    @property
-    def learning_rate(self) -> float:
-        if self.lr is not None:
-            return self.lr
-        return LORA_LR if self.lora is not None else FULL_LR
+        self.check_schedule()
 
 
 # ---- data ----------------------------------------------------------------------------------
@@ -305,19 +189,6 @@ def read_conversations(paths: list[str]) -> list[Any]:
 # ---- training ------------------------------------------------------------------------------
 
 
-def resolve_bf16(requested: bool | None) -> bool:
-    """bf16 autocast: as asked, else on where it is fast (CUDA with bf16, CPUs with native bf16)."""
-    import torch
-
-    from tinytool.models.loading import cpu_supports_bf16
-
-    if requested is not None:
-        return requested
-    if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported()
-    return cpu_supports_bf16()
-
-
 def last_checkpoint(out: str | os.PathLike) -> str | None:
     from transformers.trainer_utils import get_last_checkpoint
 
@@ -326,44 +197,24 @@ def last_checkpoint(out: str | os.PathLike) -> str | None:
 
 def sft_args(cfg: SFTRunConfig, end_token: str | None, tokenizer: Any, has_eval: bool):
     """TRL's `SFTConfig` for a run."""
-    import torch
     from trl import SFTConfig
 
-    bf16 = resolve_bf16(cfg.bf16)
     # transformers 5.x renamed gradient_checkpointing (TRL's default: True) to activation_checkpointing
     ckpt_name = "activation_checkpointing" if "activation_checkpointing" in SFTConfig.__dataclass_fields__ \
         else "gradient_checkpointing"
-    ckpt = {ckpt_name: cfg.gradient_checkpointing}
     eval_steps = cfg.eval_steps or cfg.logging_steps * 5
     return SFTConfig(
-        output_dir=cfg.out,
-        num_train_epochs=cfg.epochs,
-        max_steps=cfg.max_steps,
-        learning_rate=cfg.learning_rate,
-        lr_scheduler_type=cfg.lr_scheduler,
-        warmup_steps=cfg.warmup,
+        **cfg.training_kwargs(),
         weight_decay=cfg.weight_decay,
-        per_device_train_batch_size=cfg.batch_size,
         per_device_eval_batch_size=cfg.batch_size,
-        gradient_accumulation_steps=cfg.grad_accum,
-        **ckpt,
+        **{ckpt_name: cfg.gradient_checkpointing},
         max_length=cfg.max_length,
         completion_only_loss=True,
         # told only when it differs: TRL then sets it on the tokenizer and the model's configs
         eos_token=end_token if end_token and end_token != tokenizer.eos_token else None,
-        seed=cfg.seed,
-        data_seed=cfg.seed,
-        bf16=bf16,
-        use_cpu=not torch.cuda.is_available(),  # bf16 on CPU needs use_cpu (transformers checks)
-        save_strategy="steps" if cfg.save_steps else "no",
-        save_steps=cfg.save_steps or 500,
-        save_total_limit=cfg.save_total_limit,
-        logging_steps=cfg.logging_steps,
-        logging_first_step=True,
         eval_strategy="steps" if has_eval else "no",
         eval_steps=eval_steps if has_eval else None,
         train_sampling_strategy="group_by_length" if cfg.group_by_length else "random",
-        report_to="none",
     )
 
 
