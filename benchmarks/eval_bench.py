@@ -66,7 +66,7 @@ def main() -> None:
     ap.add_argument("--model", default=BUNDLED_ALIAS)
     ap.add_argument("--format", default="hermes")
     ap.add_argument("--limit", type=int, default=100, help="items per AST category (all when smaller)")
-    ap.add_argument("--multi-turn", type=int, default=20, help="multi_turn_base items")
+    ap.add_argument("--multi-turn", type=int, default=20, help="multi_turn_base items (0: skip the category)")
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--throughput-items", type=int, default=50)
     ap.add_argument("--skip-throughput", action="store_true")
@@ -85,7 +85,8 @@ def main() -> None:
     client = HFClient(model, tokenizer, batch_size=8)
     t0 = time.perf_counter()
     summaries = {}
-    for cats, limit in ((list(AST_CATEGORIES), args.limit), (["multi_turn_base"], args.multi_turn)):
+    parts = [(list(AST_CATEGORIES), args.limit)] + ([(["multi_turn_base"], args.multi_turn)] if args.multi_turn else [])
+    for cats, limit in parts:
         cfg = BFCLRunConfig(model=args.model, format=args.format, categories=cats, limit=limit,
                             max_new_tokens=args.max_new_tokens, label="SmolLM2-135M-Instruct (base)")
         out = args.run_dir if "multi_turn_base" not in cats else args.run_dir.with_name(args.run_dir.name + "-mt")
