@@ -1,8 +1,9 @@
 """First light of STAR Table 4 (000_… §4.3, KD ablation) on the embedded default.
 
 teacher = SmolLM2-135M-Instruct after SFT on the demo train split; student = SmolLM2 depth-pruned to 15 of 30
-layers; the student is trained with SFT, top-k FKL and CKD on the same teacher rollouts (D_T) for the same steps,
-then each model is scored on the demo dev split and on BFCL simple_python + multiple.
+layers; the student is trained with SFT, top-k FKL and CKD on the same teacher rollouts (D_T, kept when they
+pass R_format, as in §3.3) for the same steps, then each model is scored on the demo dev split and on BFCL
+simple_python + multiple.
 
     .venv/bin/python benchmarks/star_table4.py [--teacher-steps 300] [--student-steps 200] [--rollout-prompts 300]
 
@@ -65,10 +66,13 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-4, help="one learning rate for every student run")
     ap.add_argument("--rollout-prompts", type=int, default=300)
     ap.add_argument("--rollout-n", type=int, default=2)
-    ap.add_argument("--min-similarity", type=float, default=0.7)
+    ap.add_argument("--min-similarity", type=float, default=None,
+                    help="also drop rollouts under this Sim-RL score (STAR §3.3 filters by R_format only)")
     ap.add_argument("--keep-layers", type=int, default=15)
     ap.add_argument("--bfcl-limit", type=int, default=100)
     ap.add_argument("--dev-limit", type=int, default=200)
+    ap.add_argument("--bfcl-untrained", action="store_true",
+                    help="also score the untrained pruned student on BFCL (it rambles to the token limit: slow)")
     args = ap.parse_args()
 
     from tinytool.data.demo import write_demo
@@ -128,14 +132,16 @@ def main() -> None:
         client = HFClient.from_spec(str(path), batch_size=8)
         dev = st.run(f"dev_{key}", lambda p=path, c=client, lab=label: run_demo_eval(
             str(p), w / "demo" / "dev.jsonl", w / "eval" / f"dev-{p.name}", c, limit=args.dev_limit, label=lab))
-        bfcl = st.run(f"bfcl_{key}", lambda p=path, c=client, lab=label: run_bfcl(
-            BFCLRunConfig(model=str(p), format="hermes", categories=["simple_python", "multiple"],
-                          limit=args.bfcl_limit, max_new_tokens=256, label=lab), w / "eval" / f"bfcl-{p.name}", c))
         table[label] = {
             "demo_dev": {"exact_accuracy": dev["groups"]["overall"], "simrl": dev["metrics"]["simrl"],
                          "categories": {c: v.get("accuracy") for c, v in dev["categories"].items()}},
-            "bfcl": {c: {k: v.get(k) for k in ("n", "accuracy")} for c, v in bfcl["categories"].items()},
-        }
+            "bfcl": "not scored (--bfcl-untrained)"}
+        if path == student and not args.bfcl_untrained:
+            continue
+        bfcl = st.run(f"bfcl_{key}", lambda p=path, c=client, lab=label: run_bfcl(
+            BFCLRunConfig(model=str(p), format="hermes", categories=["simple_python", "multiple"],
+                          limit=args.bfcl_limit, max_new_tokens=256, label=lab), w / "eval" / f"bfcl-{p.name}", c))
+        table[label]["bfcl"] = {c: {k: v.get(k) for k in ("n", "accuracy")} for c, v in bfcl["categories"].items()}
         print(label, json.dumps(table[label]), flush=True)
     RESULT.write_text(json.dumps({
         "benchmark": "star_table4_first_light", "machine": machine(),
