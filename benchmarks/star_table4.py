@@ -136,12 +136,11 @@ def main() -> None:
             "demo_dev": {"exact_accuracy": dev["groups"]["overall"], "simrl": dev["metrics"]["simrl"],
                          "categories": {c: v.get("accuracy") for c, v in dev["categories"].items()}},
             "bfcl": "not scored (--bfcl-untrained)"}
-        if path == student and not args.bfcl_untrained:
-            continue
-        bfcl = st.run(f"bfcl_{key}", lambda p=path, c=client, lab=label: run_bfcl(
-            BFCLRunConfig(model=str(p), format="hermes", categories=["simple_python", "multiple"],
-                          limit=args.bfcl_limit, max_new_tokens=256, label=lab), w / "eval" / f"bfcl-{p.name}", c))
-        table[label]["bfcl"] = {c: {k: v.get(k) for k in ("n", "accuracy")} for c, v in bfcl["categories"].items()}
+        if path != student or args.bfcl_untrained:
+            bfcl = st.run(f"bfcl_{key}", lambda p=path, c=client, lab=label: run_bfcl(
+                BFCLRunConfig(model=str(p), format="hermes", categories=["simple_python", "multiple"],
+                              limit=args.bfcl_limit, max_new_tokens=256, label=lab), w / "eval" / f"bfcl-{p.name}", c))
+            table[label]["bfcl"] = {c: {k: v.get(k) for k in ("n", "accuracy")} for c, v in bfcl["categories"].items()}
         print(label, json.dumps(table[label]), flush=True)
     RESULT.write_text(json.dumps({
         "benchmark": "star_table4_first_light", "machine": machine(),
