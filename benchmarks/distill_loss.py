@@ -108,7 +108,7 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=1024)
     ap.add_argument("--lengths", type=int, nargs="+", default=[2048, 4096])
     ap.add_argument("--k", type=int, default=100)
-    ap.add_argument("--chunk", type=int, default=256)
+    ap.add_argument("--chunk", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--one", nargs=2, metavar=("METHOD", "T"), help=argparse.SUPPRESS)
