@@ -132,15 +132,16 @@ def main() -> None:
         client = HFClient.from_spec(str(path), batch_size=8)
         dev = st.run(f"dev_{key}", lambda p=path, c=client, lab=label: run_demo_eval(
             str(p), w / "demo" / "dev.jsonl", w / "eval" / f"dev-{p.name}", c, limit=args.dev_limit, label=lab))
+        scored = path != student or args.bfcl_untrained
+        bfcl = scored and st.run(f"bfcl_{key}", lambda p=path, c=client, lab=label: run_bfcl(
+            BFCLRunConfig(model=str(p), format="hermes", categories=["simple_python", "multiple"],
+                          limit=args.bfcl_limit, max_new_tokens=256, label=lab), w / "eval" / f"bfcl-{p.name}", c))
         table[label] = {
             "demo_dev": {"exact_accuracy": dev["groups"]["overall"], "simrl": dev["metrics"]["simrl"],
                          "categories": {c: v.get("accuracy") for c, v in dev["categories"].items()}},
-            "bfcl": "not scored (--bfcl-untrained)"}
-        if path != student or args.bfcl_untrained:
-            bfcl = st.run(f"bfcl_{key}", lambda p=path, c=client, lab=label: run_bfcl(
-                BFCLRunConfig(model=str(p), format="hermes", categories=["simple_python", "multiple"],
-                              limit=args.bfcl_limit, max_new_tokens=256, label=lab), w / "eval" / f"bfcl-{p.name}", c))
-            table[label]["bfcl"] = {c: {k: v.get(k) for k in ("n", "accuracy")} for c, v in bfcl["categories"].items()}
+            "bfcl": {c: {k: v.get(k) for k in ("n", "accuracy")} for c, v in bfcl["categories"].items()}
+            if scored else "not scored (--bfcl-untrained)",
+        }
         print(label, json.dumps(table[label]), flush=True)
     RESULT.write_text(json.dumps({
         "benchmark": "star_table4_first_light", "machine": machine(),

@@ -50,7 +50,7 @@ def distill_command(
 ) -> None:
     """Distil a teacher into a student over completion tokens (CKD by default: top-k FKL + λ·tail, STAR Eq. 3)."""
     from tinytool.distill.trainer import DistillRunConfig, train_distill
-    from tinytool.train.sft import LoraSpec
+    from tinytool.train.schedule import LoraSpec
 
     for p in data:
         if not p.is_file():

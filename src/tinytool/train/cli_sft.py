@@ -42,7 +42,8 @@ def sft(
     Writes checkpoints to OUT/checkpoint-N, the final model (or LoRA adapter) and tokenizer to OUT, and
     OUT/sft_summary.json (examples used and dropped, steps, losses, tokens/s, config).
     """
-    from tinytool.train.sft import LoraSpec, SFTRunConfig, train_sft
+    from tinytool.train.schedule import LoraSpec
+    from tinytool.train.sft import SFTRunConfig, train_sft
 
     for p in [*data, *eval_data]:
         if not p.is_file():

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tinytool.formats.base import END_MARKERS
-from tinytool.train.schedule import LoraSpec, TrainSchedule, resolve_bf16
+from tinytool.train.schedule import TrainSchedule
 
 log = logging.getLogger(__name__)
 
@@ -429,7 +429,6 @@ def train_sft(cfg: SFTRunConfig, callbacks: list[Any] | None = None) -> dict[str
 
 
 __all__ = [
-    "LoraSpec",
     "SFTData",
     "SFTRunConfig",
     "build_sft_dataset",
@@ -437,7 +436,6 @@ __all__ = [
     "end_of_turn_token",
     "last_checkpoint",
     "read_conversations",
-    "resolve_bf16",
     "save_final",
     "sft_args",
     "sft_examples",
