@@ -365,3 +365,59 @@ def test_vllm_missing_is_a_clear_import_error():
         pytest.skip("vllm is installed")
     with pytest.raises(ImportError, match="pip install vllm"):
         get_client("vllm:" + BUNDLED_ALIAS)
+
+
+def test_prefix_store_reuses_prompt_caches_without_changing_outputs(model, tokenizer):
+    """A dialogue's next prompt extends its previous one: only the new tokens are prefilled, and
+    the completions equal those of a client without the store."""
+    cfg = GenerationConfig(max_new_tokens=8)
+    cached = HFClient(model, tokenizer, batch_size=2, bf16=False)
+    plain = HFClient(model, tokenizer, batch_size=2, bf16=False, prefix_cache_mb=0)
+    first = [user("what is the weather in Paris?"), user("convert 250 dollars to euros")]
+    a1 = cached.generate(first, cfg)
+    store = cached.prefix_store
+    lengths = [len(tokenizer(cached.render_prompt(r), add_special_tokens=False)["input_ids"]) - 1 for r in first]
+    # the two prompts share only the chat template's opening; each is stored (minus its last token)
+    assert store.hits + store.misses == sum(lengths) and store.misses > store.hits
+    assert sorted(len(k) for k in store.entries) == sorted(lengths)
+    hits, misses = store.hits, store.misses
+    second = [Request(messages=r.messages + [{"role": "assistant", "content": c[0].text},
+                                             {"role": "user", "content": "and tomorrow?"}])
+              for r, c in zip(first, a1, strict=True)]
+    a2 = cached.generate(second, cfg)
+    # each first prompt is a prefix of its follow-up (up to the token where the answer is joined on)
+    assert store.hits - hits >= sum(lengths) - len(first)
+    assert store.misses - misses < store.hits - hits
+    assert [c[0].text for c in a2] == [c[0].text for c in plain.generate(second, cfg)]
+    assert [c[0].text for c in a1] == [c[0].text for c in plain.generate(first, cfg)]
+    assert plain.prefix_store.hits == 0 and not plain.prefix_store.entries
+
+
+def test_prefix_store_is_bounded_and_lru():
+    import torch as t
+
+    from tinytool.llm.hf import _PrefixStore
+
+    layer = [(t.zeros(1, 1, 4, 2), t.zeros(1, 1, 4, 2))]  # 64 bytes
+    store = _PrefixStore(max_bytes=150)
+    store.put([1, 2, 3, 4], layer)
+    store.put([5, 6, 7, 8], layer)
+    assert store.longest([1, 2, 9]) == (2, layer)  # touches [1, 2, 3, 4]: now most recent
+    store.put([7, 7, 7, 7], layer)  # over budget: the least recently used ([5, 6, 7, 8]) goes
+    assert set(store.entries) == {(1, 2, 3, 4), (7, 7, 7, 7)} and store.bytes == 128
+    assert store.longest([9]) == (0, None)
+    store.put([0] * 10, [(t.zeros(1, 1, 10, 8), t.zeros(1, 1, 10, 8))])  # larger than the budget: not kept
+    assert (0,) * 10 not in store.entries
+
+
+def test_one_token_prompt_and_decode_precision(model, tokenizer):
+    c = HFClient(model, tokenizer, batch_size=2, bf16=True)
+    d = c.describe()
+    assert d["autocast_bf16"] is True and d["decode_autocast_bf16"] is False  # CPU: decode in fp32
+    assert HFClient(model, tokenizer, bf16=True, decode_bf16=True).describe()["decode_autocast_bf16"] is True
+    one = tokenizer.convert_ids_to_tokens(tokenizer("a", add_special_tokens=False)["input_ids"])
+    assert len(one) == 1  # a one-token prompt takes the plain padded path
+    out = c.generate([Request(messages=[], prompt="a"), PROMPTS[1]], GenerationConfig(max_new_tokens=3))
+    assert all(x[0].n_tokens == 3 for x in out)
+    with pytest.raises(ValueError, match="prefix_cache_mb"):
+        HFClient(model, tokenizer, prefix_cache_mb=-1)

@@ -5,6 +5,18 @@ Prompts are sorted by length inside a call so each batch carries little padding,
 call gives the same completions. Mean token entropy is measured on the fly by a logits processor
 that sees the raw float32 logits of each step (the same tensor ``output_logits=True`` would keep),
 so no per-step vocabulary-sized tensor is stored for the whole generation.
+
+**Prefill and decode run separately.** Each prompt is prefilled alone (no padding, so attention
+takes the causal fast path instead of a padded ``[B, heads, T, T]`` mask), with bf16 autocast where
+it pays; the per-row key/value caches are then laid side by side, left-padded, and ``generate``
+decodes the whole batch from there. Prefill is compute-bound and gains from bf16; decoding one token
+per row is bound by memory traffic and per-op overhead, where autocast's weight casts cost more than
+they save on CPU. Measured on a 2-core AVX512-BF16 EPYC with SmolLM2-135M (``HFClient`` docs), so
+decoding stays in the model's dtype on CPU by default.
+
+**Prefix cache.** Prompt caches are kept in a small LRU store (bounded in bytes); a prompt that
+extends one seen before (the next step of a multi-turn dialogue, a rollout of the same prompt) only
+prefills its new tokens.
 """
 
 from __future__ import annotations
@@ -73,18 +85,74 @@ def _entropy_recorder(temperature: float):
     return EntropyRecorder()
 
 
+class _PrefixStore:
+    """Least-recently-used key/value caches of prompts, keyed by their token ids, bounded in bytes.
+
+    An entry holds, per layer, ``(keys, values)`` of shape ``[1, heads, len(ids), head_dim]``.
+    `longest` finds the entry sharing the longest token prefix with a new prompt; its tensors sliced
+    to that prefix are exactly the cache of those tokens (a causal model's cache at a position
+    depends only on the tokens up to it)."""
+
+    def __init__(self, max_bytes: int):
+        from collections import OrderedDict
+
+        self.max_bytes = max_bytes
+        self.entries: OrderedDict[tuple[int, ...], list[tuple[Any, Any]]] = OrderedDict()
+        self.bytes = 0
+        self.hits = 0  #: prompt tokens served from the store
+        self.misses = 0  #: prompt tokens prefilled
+
+    @staticmethod
+    def _size(layers: list[tuple[Any, Any]]) -> int:
+        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in layers)
+
+    def longest(self, ids: list[int]) -> tuple[int, list[tuple[Any, Any]] | None]:
+        best, best_key = 0, None
+        for key in self.entries:
+            n = min(len(key), len(ids))
+            j = 0
+            while j < n and key[j] == ids[j]:
+                j += 1
+            if j > best:
+                best, best_key = j, key
+        if best_key is None:
+            return 0, None
+        self.entries.move_to_end(best_key)
+        return best, self.entries[best_key]
+
+    def put(self, ids: list[int], layers: list[tuple[Any, Any]]) -> None:
+        size = self._size(layers)
+        if size > self.max_bytes or not ids:
+            return
+        key = tuple(ids)
+        if key in self.entries:
+            self.bytes -= self._size(self.entries.pop(key))
+        self.entries[key] = layers
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, old = self.entries.popitem(last=False)
+            self.bytes -= self._size(old)
+
+
 class HFClient(LLMClient):
     """Batched generation with a local ``transformers`` causal LM.
 
     ``batch_size`` prompts go through each ``generate`` call (each expanded to ``config.n``
     sequences). ``device``: move the model there (None leaves it where it is). ``bf16``: autocast to
     bfloat16 — None decides by hardware (CUDA, or a CPU with native bf16), True/False force it.
+    ``decode_bf16``: also autocast while decoding — None means on CUDA only: on a 2-core EPYC with
+    AVX512-BF16, SmolLM2-135M decodes 1.6–2.2× faster per step in fp32 than under bf16 autocast at
+    batch 1–32, while bf16 prefills about 2× faster. ``prefix_cache_mb``: memory for cached prompt
+    prefixes (0 turns the store off).
     """
 
     def __init__(self, model: Any, tokenizer: Any, batch_size: int = 8, device: str | None = None,
-                 bf16: bool | None = None, name: str | None = None):
+                 bf16: bool | None = None, name: str | None = None, decode_bf16: bool | None = None,
+                 prefix_cache_mb: float = 2048):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if prefix_cache_mb < 0:
+            raise ValueError(f"prefix_cache_mb must be >= 0, got {prefix_cache_mb}")
         if tokenizer.pad_token_id is None:
             raise ValueError("the tokenizer has no pad token; load it with tinytool.models.loading.load_tokenizer")
         if device is not None:
@@ -93,6 +161,8 @@ class HFClient(LLMClient):
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.bf16 = bf16
+        self.decode_bf16 = decode_bf16
+        self.prefix_store = _PrefixStore(int(prefix_cache_mb * 2**20))
         self.device = next(model.parameters()).device
         self.eos_ids = _eos_ids(model, tokenizer)
         self.name = name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
@@ -117,12 +187,25 @@ class HFClient(LLMClient):
     # -- what is run ---------------------------------------------------------------------------
 
     def _autocast(self):
+        """The prefill's autocast context."""
         from tinytool.models.loading import autocast
 
         kind = self.device.type
         if kind not in ("cpu", "cuda") or self.bf16 is False:
             return nullcontext()
         return autocast(kind, enabled=self.bf16)
+
+    def _decodes_bf16(self) -> bool:
+        if not self._uses_bf16():
+            return False
+        return self.device.type == "cuda" if self.decode_bf16 is None else self.decode_bf16
+
+    def _decode_autocast(self):
+        import torch
+
+        if not self._decodes_bf16():
+            return nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
 
     def _uses_bf16(self) -> bool:
         from tinytool.models.loading import cpu_supports_bf16
@@ -139,6 +222,8 @@ class HFClient(LLMClient):
             "path": str(getattr(self.model.config, "_name_or_path", "")),
             "dtype": str(dtype).removeprefix("torch."),
             "autocast_bf16": self._uses_bf16(),
+            "decode_autocast_bf16": self._decodes_bf16(),
+            "prefix_cache_mb": round(self.prefix_store.max_bytes / 2**20, 1),
             "batch_size": self.batch_size,
             "device": str(self.device),
         }
@@ -165,7 +250,7 @@ class HFClient(LLMClient):
         results: list[list[Completion]] = [[] for _ in requests]
         if config.seed is not None:
             torch.manual_seed(config.seed)
-        with torch.inference_mode(), self._autocast():
+        with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 chunk = order[start:start + self.batch_size]
                 batch = self._generate_batch([token_ids[i] for i in chunk], config)
@@ -208,6 +293,65 @@ class HFClient(LLMClient):
             self._stop_criteria[stop] = StopStringCriteria(self.tokenizer, list(stop))
         return self._stop_criteria[stop]
 
+    def _prefill_row(self, ids: list[int]) -> list[tuple[Any, Any]] | None:
+        """The key/value cache of ``ids`` (per layer, ``[1, heads, len, head_dim]``), from the
+        prefix store where it holds a prefix, prefilled under the prefill autocast otherwise. None
+        when the model's cache is not a plain per-layer key/value cache (sliding windows, recurrent
+        state): the caller then prefills the padded batch the ordinary way."""
+        import torch
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        store = self.prefix_store
+        n, layers = store.longest(ids) if store.max_bytes else (0, None)
+        store.hits += n
+        store.misses += len(ids) - n
+        if layers is not None and n == len(ids):
+            return [(k[:, :, :n], v[:, :, :n]) for k, v in layers]
+        cache = DynamicCache(config=self.model.config)
+        if any(type(layer) is not DynamicLayer for layer in cache.layers):
+            return None
+        if layers is not None:
+            for i, (k, v) in enumerate(layers):
+                cache.update(k[:, :, :n], v[:, :, :n], i)
+        new = torch.tensor([ids[n:]], dtype=torch.long, device=self.device)
+        with self._autocast():
+            self.model(input_ids=new, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        if not cache.layers or any(type(layer) is not DynamicLayer for layer in cache.layers):
+            return None
+        out = [(layer.keys, layer.values) for layer in cache.layers]
+        if store.max_bytes:
+            store.put(ids, out)
+        return out
+
+    def _batch_cache(self, seqs: list[list[int]], width: int, repeat: int):
+        """A left-padded cache of every row's prompt minus its last token, ``repeat`` rows per
+        prompt, in the decode dtype; None when a row cannot be prefilled alone."""
+        import torch
+        from transformers import DynamicCache
+
+        if min(len(s) for s in seqs) < 2:
+            return None  # a one-token prompt has nothing to prefill
+        rows = []
+        for s in seqs:
+            row = self._prefill_row(s[:-1])
+            if row is None:
+                return None
+            rows.append(row)
+        cast = None if self._decodes_bf16() else next(self.model.parameters()).dtype
+        cache = DynamicCache(config=self.model.config)
+        for i in range(len(rows[0])):
+            parts = []
+            for which in (0, 1):
+                ref = rows[0][i][which]
+                _, heads, _, dim = ref.shape
+                out = torch.zeros((len(seqs), heads, width - 1, dim), dtype=cast or ref.dtype, device=ref.device)
+                for r, (s, row) in enumerate(zip(seqs, rows, strict=True)):
+                    out[r, :, width - len(s):] = row[i][which][0]
+                parts.append(out.repeat_interleave(repeat, dim=0) if repeat > 1 else out)
+            cache.update(parts[0], parts[1], i)
+        return cache
+
     def _generate_batch(self, seqs: list[list[int]], config: GenerationConfig) -> list[list[Completion]]:
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
@@ -218,17 +362,25 @@ class HFClient(LLMClient):
         for row, s in enumerate(seqs):  # left padding
             input_ids[row, width - len(s):] = torch.tensor(s, dtype=torch.long)
             attention_mask[row, width - len(s):] = 1
+        gen_config = self._gen_config(config)
         kwargs: dict[str, Any] = {}
+        cache = self._batch_cache(seqs, width, config.n)
+        if cache is not None:  # decode from the rows' own prefills; rows already repeated n times
+            kwargs["past_key_values"] = cache
+            input_ids = input_ids.repeat_interleave(config.n, dim=0)
+            attention_mask = attention_mask.repeat_interleave(config.n, dim=0)
+            gen_config.num_return_sequences = 1
         recorder = None
         if config.entropy:
             recorder = _entropy_recorder(config.temperature if not config.greedy else 1.0)
             kwargs["logits_processor"] = LogitsProcessorList([recorder])
         if config.stop:
             kwargs["stopping_criteria"] = StoppingCriteriaList([self._stop_criterion(tuple(config.stop))])
-        out = self.model.generate(
-            input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device),
-            generation_config=self._gen_config(config), **kwargs,
-        )
+        with self._decode_autocast() if cache is not None else self._autocast():
+            out = self.model.generate(
+                input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device),
+                generation_config=gen_config, **kwargs,
+            )
         generated = out[:, width:].tolist()
         entropies = torch.stack(recorder.steps, dim=1).float().cpu() if recorder and recorder.steps else None
         completions: list[list[Completion]] = []
