@@ -127,15 +127,25 @@ def main() -> None:
     models = {"teacher (SFT)": teacher, "student (pruned, untrained)": student,
               **{f"student + {loss.upper()}": w / f"student-{loss}" for loss in STUDENT_LOSSES}}
     table = {}
+    clients: dict[Path, HFClient] = {}
+
+    def client_for(path: Path) -> HFClient:
+        """Loaded on first use, so a resumed run skips the models whose evals are done."""
+        if path not in clients:
+            clients.clear()  # one model in memory at a time
+            clients[path] = HFClient.from_spec(str(path), batch_size=8)
+        return clients[path]
+
     for label, path in models.items():
         key = path.name
-        client = HFClient.from_spec(str(path), batch_size=8)
-        dev = st.run(f"dev_{key}", lambda p=path, c=client, lab=label: run_demo_eval(
-            str(p), w / "demo" / "dev.jsonl", w / "eval" / f"dev-{p.name}", c, limit=args.dev_limit, label=lab))
+        dev = st.run(f"dev_{key}", lambda p=path, lab=label: run_demo_eval(
+            str(p), w / "demo" / "dev.jsonl", w / "eval" / f"dev-{p.name}", client_for(p), limit=args.dev_limit,
+            label=lab))
         scored = path != student or args.bfcl_untrained
-        bfcl = scored and st.run(f"bfcl_{key}", lambda p=path, c=client, lab=label: run_bfcl(
+        bfcl = scored and st.run(f"bfcl_{key}", lambda p=path, lab=label: run_bfcl(
             BFCLRunConfig(model=str(p), format="hermes", categories=["simple_python", "multiple"],
-                          limit=args.bfcl_limit, max_new_tokens=256, label=lab), w / "eval" / f"bfcl-{p.name}", c))
+                          limit=args.bfcl_limit, max_new_tokens=256, label=lab), w / "eval" / f"bfcl-{p.name}",
+            client_for(p)))
         table[label] = {
             "demo_dev": {"exact_accuracy": dev["groups"]["overall"], "simrl": dev["metrics"]["simrl"],
                          "categories": {c: v.get("accuracy") for c, v in dev["categories"].items()}},

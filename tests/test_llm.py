@@ -421,3 +421,17 @@ def test_one_token_prompt_and_decode_precision(model, tokenizer):
     assert all(x[0].n_tokens == 3 for x in out)
     with pytest.raises(ValueError, match="prefix_cache_mb"):
         HFClient(model, tokenizer, prefix_cache_mb=-1)
+
+
+def test_openai_reasoning_field_becomes_think_block():
+    from tinytool.formats import get_format
+    from tinytool.llm.openai_compat import message_text
+
+    for key in ("reasoning_content", "reasoning"):
+        text = message_text({key: " weigh the options ", "content": "Done.", "tool_calls": [
+            {"function": {"name": "now", "arguments": "{}"}}]})
+        parsed = get_format("hermes").parse(text)
+        assert parsed.reasoning == "weigh the options"
+        assert parsed.response == "Done." and [c.name for c in parsed.calls] == ["now"]
+    assert message_text({"reasoning_content": "   ", "content": "x"}) == "x"
+    assert message_text({"reasoning_content": None, "content": None}) == ""

@@ -130,6 +130,7 @@ def test_lora_adapter_and_merge_same_logits(env):
     assert s["saved"]["kind"] == "adapter"
     assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
     assert not (out / "model.safetensors").exists()
+    adapter_only = out
 
     s = train_sft(_cfg(env, "merged", max_steps=2, lr=1e-2, lora=lora, merge_lora=True))
     out = Path(s["out"])
@@ -143,6 +144,26 @@ def test_lora_adapter_and_merge_same_logits(env):
         base = load_model(env["model"])(ids).logits
     assert torch.allclose(a, b, atol=1e-5), (a - b).abs().max()
     assert not torch.allclose(a, base, atol=1e-4)  # the adapter learned something
+    # an adapter-only directory loads as its base model with the adapter merged in
+    from_adapter = load_model(adapter_only)
+    assert not any("lora" in n for n, _ in from_adapter.named_parameters())
+    expected = PeftModel.from_pretrained(load_model(env["model"]), str(adapter_only)).eval()
+    with torch.no_grad():
+        c, d = from_adapter(ids).logits, expected(ids).logits
+    assert torch.allclose(c, d, atol=1e-5) and not torch.allclose(c, base, atol=1e-4)
+    assert load_tokenizer(adapter_only).pad_token is not None
+
+
+def test_adapter_dir_errors(tmp_path):
+    from tinytool.models.loading import ModelNotFound, adapter_base
+
+    (tmp_path / "adapter_config.json").write_text('{"base_model_name_or_path": ""}')
+    with pytest.raises(ModelNotFound, match="base_model_name_or_path"):
+        load_model(tmp_path)
+    (tmp_path / "adapter_config.json").write_text("{not json")
+    with pytest.raises(ModelNotFound, match="unreadable adapter config"):
+        adapter_base(tmp_path)
+    assert adapter_base(tmp_path / "missing") is None
 
 
 def test_resume_continues_global_step(env):

@@ -63,9 +63,16 @@ def _text_content(content: Any) -> str:
 
 
 def message_text(message: dict[str, Any]) -> str:
-    """An assistant message as one text: its content, then one Hermes block per structured tool call
-    (``arguments`` JSON-decoded when they arrive as a string and are valid JSON)."""
-    parts = [_text_content(message.get("content"))] if message.get("content") else []
+    """An assistant message as one text: the reasoning a server split off (``reasoning_content``, as
+    vLLM's reasoning parsers and DeepSeek send it, or ``reasoning``) inside ``<think>…</think>``, then
+    its content, then one Hermes block per structured tool call (``arguments`` JSON-decoded when they
+    arrive as a string and are valid JSON)."""
+    parts = []
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning.strip():
+        parts.append(f"<think>\n{reasoning.strip()}\n</think>")
+    if message.get("content"):
+        parts.append(_text_content(message.get("content")))
     for call in message.get("tool_calls") or []:
         fn = call.get("function") or {}
         args = fn.get("arguments")

@@ -108,12 +108,32 @@ def resolve(spec: str | os.PathLike, cache: str | os.PathLike | None = None) -> 
     return text  # a hub id; from_pretrained reports if it cannot be fetched
 
 
+def adapter_base(spec: str | os.PathLike) -> str | None:
+    """For a directory holding only a PEFT adapter (``adapter_config.json``, no ``config.json``),
+    the base model it was trained on; None for anything else."""
+    path = Path(str(spec)).expanduser()
+    config = path / "adapter_config.json"
+    if not config.is_file() or (path / "config.json").is_file():
+        return None
+    try:
+        base = json.loads(config.read_text()).get("base_model_name_or_path")
+    except (OSError, ValueError) as exc:
+        raise ModelNotFound(f"{config}: unreadable adapter config ({exc})") from exc
+    if not base:
+        raise ModelNotFound(f"{config}: field base_model_name_or_path is empty; cannot find the base model")
+    return str(base)
+
+
 def load_tokenizer(spec: str | os.PathLike, cache: str | os.PathLike | None = None, padding_side: str = "left"):
     """A tokenizer with a pad token (the EOS token when the model has none) and left padding for
-    batched generation (pass ``padding_side="right"`` for training collators that want it)."""
+    batched generation (pass ``padding_side="right"`` for training collators that want it). An
+    adapter directory gives its own tokenizer when it saved one, else its base model's."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(resolve(spec, cache))
+    base = adapter_base(spec)
+    if base is not None and not (Path(str(spec)).expanduser() / "tokenizer_config.json").is_file():
+        return load_tokenizer(base, cache, padding_side)
+    tok = AutoTokenizer.from_pretrained(str(Path(str(spec)).expanduser()) if base else resolve(spec, cache))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = padding_side
@@ -122,9 +142,18 @@ def load_tokenizer(spec: str | os.PathLike, cache: str | os.PathLike | None = No
 
 def load_model(spec: str | os.PathLike, cache: str | os.PathLike | None = None, dtype: Any = None, **kwargs: Any):
     """A causal LM in eval mode. ``dtype`` defaults to float32 on CPU (use `autocast` for bf16
-    compute, which keeps fp32 master weights for training)."""
+    compute, which keeps fp32 master weights for training). A LoRA adapter directory (what
+    ``tinytool sft --lora`` saves without ``--merge-lora``) loads its base model with the adapter
+    merged in."""
     import torch
     from transformers import AutoModelForCausalLM
+
+    base = adapter_base(spec)
+    if base is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(load_model(base, cache, dtype=dtype, **kwargs), str(spec))
+        return model.merge_and_unload().eval()
 
     model = AutoModelForCausalLM.from_pretrained(resolve(spec, cache), dtype=dtype or torch.float32, **kwargs)
     if model.generation_config is not None and model.generation_config.pad_token_id is None:
