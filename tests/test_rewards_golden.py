@@ -192,6 +192,8 @@ def test_mentor_weights_and_parts():
     assert r.parts == {"correct": 0.0, "align": 0.0, "valid": 0.0} and r.score == 0.0
     failed_obs = mentor(t_calls, "42", t_calls, "42", tools, observations=['{"error": "timeout"}'])
     assert failed_obs.parts["valid"] == 0.0 and failed_obs.score == pytest.approx(1.0)
+    unparsed = mentor(t_calls, "42", t_calls, "42", tools, parse_errors=1)
+    assert unparsed.parts == {"correct": 1.0, "align": 1.0, "valid": 0.0} and unparsed.score == pytest.approx(1.0)
 
 
 def test_mentor_row_with_teacher_trajectory():

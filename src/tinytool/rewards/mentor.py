@@ -104,12 +104,15 @@ def mentor(
     observations: list[Any] | None = None,
     weights: MentorWeights = MentorWeights(),
     strict: bool = False,
+    parse_errors: int = 0,
 ) -> RewardResult:
-    """The composite reward with its three parts."""
+    """The composite reward with its three parts. ``parse_errors``: errors the parser found in the student's
+    text (a tool call that does not parse, a broken block); a call that cannot be parsed cannot
+    execute, so R_v is 0."""
     r_c = 1.0 if final_answer(student_answer) == final_answer(teacher_answer) else 0.0
     s_names, t_names = [c.name for c in student_calls], [c.name for c in teacher_calls]
     r_a = float(s_names == t_names) if strict else float(set(s_names) == set(t_names))
-    valid = all(not call_problems(c, tools) for c in student_calls) and not any(
+    valid = parse_errors == 0 and all(not call_problems(c, tools) for c in student_calls) and not any(
         observation_failed(o) for o in (observations or [])
     )
     r_v = 1.0 if valid else 0.0

@@ -81,12 +81,8 @@ def _mentor(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
         raise SchemaError("missing (the teacher's reference trajectory)", "teacher")
     teacher = read_trajectory(teacher_value, fmt, "teacher")
     tools = read_tools(row.get("tools"))
-    r = mentor(student.calls, student.answer, teacher.calls, teacher.answer, tools,
-               student.observations, o.weights, o.strict)
-    if student.errors:  # a call that cannot be parsed cannot execute
-        r.parts["valid"] = 0.0
-        r.score = o.weights.correct * r.parts["correct"] + o.weights.align * r.parts["align"]
-    return r
+    return mentor(student.calls, student.answer, teacher.calls, teacher.answer, tools,
+                  student.observations, o.weights, o.strict, parse_errors=len(student.errors))
 
 
 def _astra(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
