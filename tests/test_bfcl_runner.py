@@ -118,3 +118,19 @@ def test_multi_turn_through_the_runner(tmp_path):
     assert s["groups"]["multi_turn"] == 1.0
     silent = run_bfcl(cfg, tmp_path / "silent", ScriptedClient(lambda r, i: "I cannot."), progress=False)
     assert silent["categories"]["multi_turn_base"]["errors"] == {"multi_turn:empty_turn_model_response": 3}
+
+
+def test_multi_turn_batch_reports_every_step():
+    from tinytool.eval.bfcl_runner import _generate_multi_turn
+    from tinytool.formats import get_format
+
+    items = bfcl_data().items("multi_turn_base", limit=2)
+    cfg = BFCLRunConfig(model="x", categories=["multi_turn_base"], limit=2)
+    heard: list[str] = []
+    rows = _generate_multi_turn(items, ScriptedClient(lambda r, i: "I cannot."), get_format("hermes"), cfg,
+                                status=heard.append)
+    # a model that never calls ends each turn in one step: as many steps as the longest dialogue has turns
+    turns = max(len(it.turns) for it in items)
+    assert len(heard) == turns and heard[0].startswith("step 1, ")
+    assert heard[-1] == f"step {turns}, 2/2 dialogues done"
+    assert [len(r["raw"][0]) for r in rows] == [len(it.turns) for it in items]

@@ -22,6 +22,7 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,7 +155,8 @@ def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat
 
 
 def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
-                         cfg: BFCLRunConfig) -> list[dict]:
+                         cfg: BFCLRunConfig, status: Callable[[str], None] | None = None) -> list[dict]:
+    """Play a batch of multi-turn items; ``status`` hears after every step how far the batch is."""
     from tinytool.eval.multi_turn import run_multi_turn
 
     per_sample = []
@@ -162,7 +164,16 @@ def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFo
     for s in range(cfg.samples):
         gen = GenerationConfig(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, n=1,
                                seed=None if cfg.seed is None else cfg.seed + s, entropy=cfg.entropy)
-        per_sample.append(run_multi_turn(items, client, fmt, gen, step_limit=cfg.step_limit))
+        steps = 0
+
+        def progress(finished: int, total: int, s: int = s) -> None:
+            nonlocal steps
+            steps += 1
+            if status is not None:
+                sample = f"sample {s + 1}/{cfg.samples}, " if cfg.samples > 1 else ""
+                status(f"{sample}step {steps}, {finished}/{total} dialogues done")
+
+        per_sample.append(run_multi_turn(items, client, fmt, gen, step_limit=cfg.step_limit, progress=progress))
     share = (time.perf_counter() - t0) / max(len(items), 1)
     rows = []
     for k, it in enumerate(items):
@@ -199,7 +210,8 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
             batch = items[start:start + cfg.batch_size]
             bar.set_postfix_str(category)
             if is_multi_turn(category):
-                rows = _generate_multi_turn(batch, client, fmt, cfg)
+                rows = _generate_multi_turn(batch, client, fmt, cfg,
+                                            status=lambda text, c=category: bar.set_postfix_str(f"{c}: {text}"))
             else:
                 rows = _generate_single(batch, client, fmt, gen)
             append_jsonl(gen_path, rows)
