@@ -406,6 +406,8 @@ def test_prefix_store_is_bounded_and_lru():
     store.put([7, 7, 7, 7], layer)  # over budget: the least recently used ([5, 6, 7, 8]) goes
     assert set(store.entries) == {(1, 2, 3, 4), (7, 7, 7, 7)} and store.bytes == 128
     assert store.longest([9]) == (0, None)
+    store.put([7, 7, 7, 7, 7], layer)  # extends [7, 7, 7, 7], which it replaces
+    assert set(store.entries) == {(1, 2, 3, 4), (7, 7, 7, 7, 7)} and store.bytes == 128
     store.put([0] * 10, [(t.zeros(1, 1, 10, 8), t.zeros(1, 1, 10, 8))])  # larger than the budget: not kept
     assert (0,) * 10 not in store.entries
 

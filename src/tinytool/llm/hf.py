@@ -125,8 +125,9 @@ class _PrefixStore:
         if size > self.max_bytes or not ids:
             return
         key = tuple(ids)
-        if key in self.entries:
-            self.bytes -= self._size(self.entries.pop(key))
+        # an entry that is a prefix of the new one (a dialogue's previous step) is subsumed by it
+        for old in [k for k in self.entries if len(k) <= len(key) and key[:len(k)] == k]:
+            self.bytes -= self._size(self.entries.pop(old))
         self.entries[key] = layers
         self.bytes += size
         while self.bytes > self.max_bytes:
