@@ -23,7 +23,7 @@ from tinytool.eval.bfcl_data import AST_CATEGORIES, BFCL_VERSION, bfcl_data
 from tinytool.eval.bfcl_runner import BFCLRunConfig, group_scores, item_conversation, run_bfcl
 from tinytool.formats import get_format
 from tinytool.llm.base import GenerationConfig, Request
-from tinytool.llm.hf import HFClient
+from tinytool.llm.hf import HFClient, render_prompt
 from tinytool.models.loading import BUNDLED_ALIAS, cpu_supports_bf16, load_model, load_tokenizer
 
 RESULT = ROOT / "benchmarks" / "results" / "eval.json"
@@ -73,7 +73,7 @@ def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: st
         record(f"batched_bf16_b{bs}", time.perf_counter() - t0, [(c[0].text, c[0].n_tokens) for c in outs],
                {"client": client.describe(), "prefix_tokens_reused": client.prefix_store.hits,
                 "prefix_tokens_prefilled": client.prefix_store.misses})
-    prompts = [HFClient(model, tokenizer).render_prompt(r) for r in requests]
+    prompts = [render_prompt(tokenizer, r) for r in requests]
     t0 = time.perf_counter()
     outs = _sequential_fp32(model, tokenizer, prompts, max_new_tokens, client.eos_ids)
     record("sequential_fp32", time.perf_counter() - t0, outs, {"how": "model.generate per item, fp32, greedy"})

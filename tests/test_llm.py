@@ -437,3 +437,17 @@ def test_openai_reasoning_field_becomes_think_block():
         assert parsed.response == "Done." and [c.name for c in parsed.calls] == ["now"]
     assert message_text({"reasoning_content": "   ", "content": "x"}) == "x"
     assert message_text({"reasoning_content": None, "content": None}) == ""
+
+
+def test_sliding_window_model_falls_back_to_padded_prefill(tokenizer):
+    """A model whose cache is not a plain key/value cache is prefilled the ordinary way, and the
+    client remembers it after the first try."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    cfg = MistralConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                        num_attention_heads=2, num_key_value_heads=1, sliding_window=8)
+    torch.manual_seed(0)
+    c = HFClient(MistralForCausalLM(cfg).eval(), tokenizer, batch_size=2, bf16=False)
+    out = c.generate(PROMPTS[:3], GenerationConfig(max_new_tokens=4))
+    assert [x[0].n_tokens for x in out] == [4, 4, 4]
+    assert c._rowwise_prefill is False and c.prefix_store.misses == 0 and not c.prefix_store.entries

@@ -164,6 +164,7 @@ class HFClient(LLMClient):
         self.bf16 = bf16
         self.decode_bf16 = decode_bf16
         self.prefix_store = _PrefixStore(int(prefix_cache_mb * 2**20))
+        self._rowwise_prefill: bool | None = None  # None: not known until the first prefill
         self.device = next(model.parameters()).device
         self.eos_ids = _eos_ids(model, tokenizer)
         self.name = name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
@@ -298,28 +299,30 @@ class HFClient(LLMClient):
         """The key/value cache of ``ids`` (per layer, ``[1, heads, len, head_dim]``), from the
         prefix store where it holds a prefix, prefilled under the prefill autocast otherwise. None
         when the model's cache is not a plain per-layer key/value cache (sliding windows, recurrent
-        state): the caller then prefills the padded batch the ordinary way."""
+        state): the caller then prefills the padded batch the ordinary way. That is found out on the
+        first prefill and remembered."""
         import torch
         from transformers import DynamicCache
         from transformers.cache_utils import DynamicLayer
 
+        if self._rowwise_prefill is False:
+            return None
         store = self.prefix_store
         n, layers = store.longest(ids) if store.max_bytes else (0, None)
-        store.hits += n
-        store.misses += len(ids) - n
         if layers is not None and n == len(ids):
+            store.hits += n
             return [(k[:, :, :n], v[:, :, :n]) for k, v in layers]
         cache = DynamicCache(config=self.model.config)
-        if any(type(layer) is not DynamicLayer for layer in cache.layers):
-            return None
-        if layers is not None:
-            for i, (k, v) in enumerate(layers):
-                cache.update(k[:, :, :n], v[:, :, :n], i)
+        for i, (k, v) in enumerate(layers or []):
+            cache.update(k[:, :, :n], v[:, :, :n], i)
         new = torch.tensor([ids[n:]], dtype=torch.long, device=self.device)
         with self._autocast():
             self.model(input_ids=new, past_key_values=cache, use_cache=True, logits_to_keep=1)
-        if not cache.layers or any(type(layer) is not DynamicLayer for layer in cache.layers):
+        self._rowwise_prefill = bool(cache.layers) and all(type(layer) is DynamicLayer for layer in cache.layers)
+        if not self._rowwise_prefill:
             return None
+        store.hits += n
+        store.misses += len(ids) - n
         out = [(layer.keys, layer.values) for layer in cache.layers]
         if store.max_bytes:
             store.put(ids, out)

@@ -131,9 +131,10 @@ def load_tokenizer(spec: str | os.PathLike, cache: str | os.PathLike | None = No
     from transformers import AutoTokenizer
 
     base = adapter_base(spec)
-    if base is not None and not (Path(str(spec)).expanduser() / "tokenizer_config.json").is_file():
+    adapter = Path(str(spec)).expanduser()
+    if base is not None and not (adapter / "tokenizer_config.json").is_file():
         return load_tokenizer(base, cache, padding_side)
-    tok = AutoTokenizer.from_pretrained(str(Path(str(spec)).expanduser()) if base else resolve(spec, cache))
+    tok = AutoTokenizer.from_pretrained(str(adapter) if base else resolve(spec, cache))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = padding_side
@@ -143,7 +144,7 @@ def load_tokenizer(spec: str | os.PathLike, cache: str | os.PathLike | None = No
 def load_model(spec: str | os.PathLike, cache: str | os.PathLike | None = None, dtype: Any = None, **kwargs: Any):
     """A causal LM in eval mode. ``dtype`` defaults to float32 on CPU (use `autocast` for bf16
     compute, which keeps fp32 master weights for training). A LoRA adapter directory (what
-    ``tinytool sft --lora`` saves without ``--merge-lora``) loads its base model with the adapter
+    ``tinytool sft --lora`` saves without ``--merge``) loads its base model with the adapter
     merged in."""
     import torch
     from transformers import AutoModelForCausalLM
