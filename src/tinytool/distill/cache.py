@@ -49,6 +49,7 @@ from typing import Any
 import torch
 
 from tinytool.distill.lm_parts import decoder_and_head, head_logits, head_topk
+from tinytool.errors import TinytoolError
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -61,7 +62,7 @@ RESUME_KEYS = ("format_version", "teacher", "tokenizer_fingerprint", "k", "tempe
 _TENSORS = ("tokens", "offsets", "n_prompt", "topk_ids", "topk_logprobs")
 
 
-class CacheError(ValueError):
+class CacheError(TinytoolError, ValueError):
     """A teacher cache that cannot be built, resumed or read; the message names the file and the problem."""
 
 

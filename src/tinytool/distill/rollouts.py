@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from tinytool import __version__
+from tinytool.errors import TinytoolError
 from tinytool.eval.rundir import drop_torn_tail, write_json
 from tinytool.formats import PromptFormat, ToolRLFormat, get_format, template_supports_tools
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
@@ -77,7 +78,7 @@ DEFAULT_MAX_NEW_TOKENS = 512
 DEFAULT_BATCH_SIZE = 32
 
 
-class RolloutError(RuntimeError):
+class RolloutError(TinytoolError, RuntimeError):
     """An output that cannot be written or resumed with these settings, or an unreadable progress log."""
 
 

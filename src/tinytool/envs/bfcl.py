@@ -32,6 +32,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tinytool.errors import TinytoolError
+
 # API class -> module inside func_source_code (bfcl_eval/constants/executable_backend_config.py)
 API_CLASSES: dict[str, str] = {
     "GorillaFileSystem": "gorilla_file_system",
@@ -63,7 +65,7 @@ _MAX_PRECISION = 10_000  # digits for logarithm / square_root
 _MAX_POWER_BITS = 1_000_000  # size of an exact integer power
 
 
-class BFCLEnvError(RuntimeError):
+class BFCLEnvError(TinytoolError, RuntimeError):
     """The API classes could not be loaded, or an environment was asked for an unknown class."""
 
 

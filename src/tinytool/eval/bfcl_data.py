@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tinytool.errors import TinytoolError
 from tinytool.models.loading import cache_dir
 
 BFCL_VERSION = "2026.3.23"
@@ -64,7 +65,7 @@ FUNC_DOC_FILES = {
 }
 
 
-class BFCLDataError(RuntimeError):
+class BFCLDataError(TinytoolError, RuntimeError):
     """The BFCL wheel could not be fetched or read, or a category is unknown."""
 
 

@@ -28,6 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tinytool.errors import TinytoolError
+
 __all__ = ["ReportError", "RunData", "load_run", "select_failures", "write_report"]
 
 GROUP_ORDER = ("non_live", "live", "irrelevance", "multi_turn")
@@ -38,7 +40,7 @@ EXPECTED_CHARS = 400
 REASON_CHARS = 400
 
 
-class ReportError(Exception):
+class ReportError(TinytoolError):
     """A run directory could not be read as an evaluation run."""
 
 

@@ -11,8 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tinytool.errors import TinytoolError
 
-class RunDirError(RuntimeError):
+
+class RunDirError(TinytoolError, RuntimeError):
     """A run directory that cannot be resumed with these settings, or is unreadable."""
 
 

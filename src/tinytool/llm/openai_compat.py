@@ -22,10 +22,11 @@ from typing import Any
 
 import httpx
 
+from tinytool.errors import TinytoolError
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 
 
-class OpenAIError(RuntimeError):
+class OpenAIError(TinytoolError, RuntimeError):
     """A request the server refused or that kept failing; names the URL, status and server message."""
 
     def __init__(self, url: str, status: int | None, message: str):

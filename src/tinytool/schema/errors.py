@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from tinytool.errors import TinytoolError
 
-class SchemaError(ValueError):
+
+class SchemaError(TinytoolError, ValueError):
     """A record does not fit the data model.
 
     ``field`` is a dotted/indexed path inside the record (``messages[2].tool_calls[0].name``);

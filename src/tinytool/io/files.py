@@ -1,0 +1,290 @@
+"""JSON and JSONL files: read with errors that name file and line, append fsynced, replace atomically.
+
+Three ways a file is written, and what a crash or Ctrl-C leaves of each:
+
+- `append_jsonl`: rows appended and fsynced; a crash loses at most the rows of the call in flight, and
+  `repair_log` makes the log whole again before the next append.
+- `atomic_file` / `write_json` / `write_jsonl`: written to a temporary beside the target and renamed
+  over it when complete; on any exit before that the temporary is removed and the target is untouched.
+- `atomic_dir`: several files that belong together (a train/dev split) written into a temporary
+  directory that replaces the target as a whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from tinytool.errors import MissingInputError, OutputExistsError, TinytoolError, UserInputError
+
+PathLike = str | os.PathLike
+
+
+class FileFormatError(TinytoolError, ValueError):
+    """A file that cannot be read as the JSON or JSONL it should be; the message names file and line."""
+
+
+class OutputNotWritable(TinytoolError, OSError):
+    """An output path that cannot be created or written (permissions, a file where a directory should be)."""
+
+    fix = "choose an output location you can write to"
+
+
+def _where(path: PathLike, line: int | None = None) -> str:
+    return f"{path}:{line}" if line is not None else str(path)
+
+
+def _json_problem(e: Exception) -> str:
+    if isinstance(e, json.JSONDecodeError):
+        return f"not valid JSON: {e.msg} (column {e.colno})"
+    if isinstance(e, RecursionError):
+        return "not valid JSON: nested too deeply"
+    return f"not valid JSON: {e}"  # an over-long integer literal
+
+
+def _check_readable(path: PathLike) -> None:
+    p = Path(path)
+    if not p.exists():
+        raise MissingInputError(f"{path}: no such file")
+    if p.is_dir():
+        raise UserInputError(f"{path}: is a directory, expected a file")
+
+
+def _decode(raw: bytes, path: PathLike, lineno: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FileFormatError(f"{_where(path, lineno)}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column "
+                              f"{e.start + 1})", fix="convert the file to UTF-8") from None
+
+
+def iter_jsonl_rows(
+    path: PathLike, *, on_bad: Callable[[int, str], None] | None = None
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file (lines count from 1).
+
+    A line that is not UTF-8 or not JSON raises `FileFormatError` naming ``file:line``, unless
+    ``on_bad`` is given: then ``on_bad(line_number, reason)`` is called and the line is skipped.
+    """
+    _check_readable(path)
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors reported first
+    except OSError as e:
+        raise MissingInputError(f"{path}: cannot read ({e.strerror})") from None
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                text = _decode(raw, path, lineno)
+                try:
+                    value = json.loads(text)
+                except (ValueError, RecursionError) as e:
+                    raise FileFormatError(f"{_where(path, lineno)}: {_json_problem(e)}") from None
+            except FileFormatError as e:
+                if on_bad is None:
+                    raise
+                on_bad(lineno, str(e).split(": ", 1)[-1])
+                continue
+            yield lineno, value
+
+
+def read_jsonl_rows(path: PathLike, *, on_bad: Callable[[int, str], None] | None = None) -> list[Any]:
+    """Every row of a JSONL file (see `iter_jsonl_rows`)."""
+    return [row for _, row in iter_jsonl_rows(path, on_bad=on_bad)]
+
+
+def read_json(path: PathLike) -> Any:
+    """A JSON file's value; a missing, non-UTF-8 or malformed file raises an error naming it."""
+    _check_readable(path)
+    data = Path(path).read_bytes()
+    text = _decode(data, path, 1) if data else ""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        line = e.lineno if isinstance(e, json.JSONDecodeError) else None
+        raise FileFormatError(f"{_where(path, line)}: {_json_problem(e)}") from None
+
+
+def _dump(row: Any) -> str:
+    d = row.to_dict() if hasattr(row, "to_dict") else row
+    return json.dumps(d, ensure_ascii=False, default=str)
+
+
+def ensure_dir(path: PathLike) -> Path:
+    """Create a directory (and its parents); a path that cannot be created raises `OutputNotWritable`."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputNotWritable(f"{path}: exists and is not a directory") from None
+    except OSError as e:
+        raise OutputNotWritable(f"{path}: cannot create directory ({e.strerror})") from None
+    if not os.access(p, os.W_OK):
+        raise OutputNotWritable(f"{path}: directory is not writable")
+    return p
+
+
+def append_jsonl(path: PathLike, rows: Iterable[Any]) -> int:
+    """Append rows (dicts, or objects with ``to_dict``) to a JSONL log and fsync; returns how many."""
+    lines = [_dump(r) + "\n" for r in rows]
+    ensure_dir(Path(path).parent)
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.writelines(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as e:
+        raise OutputNotWritable(f"{path}: cannot write ({e.strerror})") from None
+    return len(lines)
+
+
+def repair_log(path: PathLike, is_row: Callable[[Any], bool] = lambda r: True) -> int:
+    """Make an append-only JSONL log whole again after a crash; returns how many lines were dropped.
+
+    A last line that a crash left without its newline keeps its row when it is complete JSON (the
+    newline is added) and is cut otherwise. Any line that is not JSON, or whose value fails ``is_row``,
+    is dropped wherever it is, so the rows it would have held are produced again instead of the run
+    refusing its own file. Nothing is rewritten when the log is already whole.
+    """
+    p = Path(path)
+    if not p.exists():
+        return 0
+    data = p.read_bytes()
+    if not data:
+        return 0
+    lines = data.split(b"\n")
+    tail_open = not data.endswith(b"\n")
+    if not tail_open:
+        lines.pop()  # the empty string after the final newline
+    kept: list[bytes] = []
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            ok = is_row(json.loads(raw.decode("utf-8")))
+        except (ValueError, RecursionError):
+            ok = False
+        if ok:
+            kept.append(raw)
+    dropped = sum(1 for raw in lines if raw.strip()) - len(kept)
+    if dropped == 0 and not tail_open:
+        return 0
+    if dropped == 0:  # only the newline is missing: add it in place
+        with open(p, "ab") as fh:
+            fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return 0
+    with atomic_file(p, "wb") as fh:
+        fh.write(b"".join(raw + b"\n" for raw in kept))
+    return dropped
+
+
+
+def _tmp_name(path: Path, what: str = "tmp") -> Path:
+    return path.with_name(f".{path.name}.{what}-{os.getpid()}")
+
+
+@contextlib.contextmanager
+def atomic_file(path: PathLike, mode: str = "w") -> Iterator[IO[Any]]:
+    """Write a file as a whole: a temporary beside it, fsynced and renamed over ``path`` on success,
+    removed on any exception (Ctrl-C too), so ``path`` holds either the old or the new content."""
+    p = Path(path)
+    ensure_dir(p.parent)
+    tmp = _tmp_name(p)
+    try:
+        fh = open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"}))  # noqa: SIM115
+    except OSError as e:
+        raise OutputNotWritable(f"{path}: cannot write ({e.strerror})") from None
+    try:
+        with fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: PathLike, obj: Any) -> None:
+    """Write ``obj`` as indented JSON, atomically."""
+    with atomic_file(path) as fh:
+        fh.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def write_jsonl(path: PathLike, rows: Iterable[Any]) -> int:
+    """Write rows (dicts, or objects with ``to_dict``) as JSONL, atomically; returns how many."""
+    n = 0
+    with atomic_file(path) as fh:
+        for r in rows:
+            fh.write(_dump(r) + "\n")
+            n += 1
+    return n
+
+
+@contextlib.contextmanager
+def atomic_dir(path: PathLike) -> Iterator[Path]:
+    """Build a directory of files that belong together and put it in place as a whole.
+
+    Yields an empty temporary directory beside ``path``; on success it replaces ``path`` (an old
+    directory there is removed only after the new one is in place), on any exception it is removed
+    and ``path`` is left as it was.
+    """
+    p = Path(path)
+    ensure_dir(p.parent)
+    tmp = _tmp_name(p)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+        old = _tmp_name(p, "old")
+        if p.exists():
+            os.replace(p, old)
+        os.replace(tmp, p)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def check_not_input(output: PathLike, *inputs: PathLike) -> None:
+    """Refuse an output path that is one of the inputs (writing it would destroy what is being read)."""
+    out = Path(output).resolve()
+    for i in inputs:
+        if i is not None and Path(i).resolve() == out:
+            raise UserInputError(f"{output}: the output is also an input; writing it would destroy the input",
+                                 fix="choose another output path")
+
+
+def check_output_file(path: PathLike, overwrite: bool) -> None:
+    """Refuse to replace a non-empty output file unless ``overwrite``."""
+    p = Path(path)
+    if p.is_dir():
+        raise OutputNotWritable(f"{path}: is a directory, expected a file path")
+    if p.exists() and p.stat().st_size > 0 and not overwrite:
+        raise OutputExistsError(f"{path}: already exists and is not empty")
+
+
+__all__ = [
+    "FileFormatError",
+    "OutputNotWritable",
+    "append_jsonl",
+    "atomic_dir",
+    "atomic_file",
+    "check_not_input",
+    "check_output_file",
+    "ensure_dir",
+    "iter_jsonl_rows",
+    "read_json",
+    "read_jsonl_rows",
+    "repair_log",
+    "write_json",
+    "write_jsonl",
+]

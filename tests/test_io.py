@@ -1,0 +1,131 @@
+"""The shared file layer: JSONL errors name file and line, logs repair after a crash, atomic writes leave no
+debris, run directories resume only with the same settings."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tinytool.errors import MissingInputError, OutputExistsError, TinytoolError, UserInputError
+from tinytool.io import (
+    append_jsonl,
+    atomic_dir,
+    atomic_file,
+    check_not_input,
+    check_output_file,
+    open_run_dir,
+    read_json,
+    read_jsonl_rows,
+    repair_log,
+    write_jsonl,
+)
+from tinytool.io.files import FileFormatError
+from tinytool.io.rundir import RunDirError
+
+
+def test_jsonl_errors_name_file_and_line(tmp_path):
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(b'{"a": 1}\n\n{"a": \n')
+    with pytest.raises(FileFormatError, match=r"x\.jsonl:3: not valid JSON"):
+        read_jsonl_rows(p)
+    p.write_bytes(b'{"a": 1}\n{"a": "\xff"}\n')
+    with pytest.raises(FileFormatError, match=r"x\.jsonl:2: not UTF-8 text \(byte 0xff"):
+        read_jsonl_rows(p)
+    bad = []
+    assert read_jsonl_rows(p, on_bad=lambda n, why: bad.append(n)) == [{"a": 1}]
+    assert bad == [2]
+    with pytest.raises(MissingInputError, match="no such file"):
+        read_jsonl_rows(tmp_path / "nope.jsonl")
+    with pytest.raises(UserInputError, match="is a directory"):
+        read_jsonl_rows(tmp_path)
+
+
+def test_read_json_corrupt(tmp_path):
+    p = tmp_path / "run.json"
+    p.write_text('{"a": ')
+    with pytest.raises(FileFormatError, match=r"run\.json:1: not valid JSON"):
+        read_json(p)
+
+
+def test_repair_keeps_a_complete_last_row_and_drops_broken_ones(tmp_path):
+    p = tmp_path / "g.jsonl"
+    p.write_bytes(b'{"id": 1}\n{"id": 2}')  # complete JSON, newline lost
+    assert repair_log(p) == 0
+    assert read_jsonl_rows(p) == [{"id": 1}, {"id": 2}]
+    p.write_bytes(b'{"id": 1}\n{"id": 2, "te')  # torn
+    assert repair_log(p) == 1
+    assert read_jsonl_rows(p) == [{"id": 1}]
+    p.write_bytes(b'{"id": 1}\n{"id": 2, "te\n{"id": 3}\n')  # broken line that ends in a newline
+    assert repair_log(p) == 1
+    append_jsonl(p, [{"id": 4}])
+    assert [r["id"] for r in read_jsonl_rows(p)] == [1, 3, 4]
+
+
+def test_atomic_file_leaves_nothing_on_interrupt(tmp_path):
+    p = tmp_path / "out.jsonl"
+    p.write_text("old\n")
+    with pytest.raises(KeyboardInterrupt), atomic_file(p) as fh:
+        fh.write("half")
+        raise KeyboardInterrupt
+    assert p.read_text() == "old\n"
+    assert sorted(os.listdir(tmp_path)) == ["out.jsonl"]
+    assert write_jsonl(p, [{"a": 1}]) == 1
+    assert json.loads(p.read_text()) == {"a": 1}
+
+
+def test_atomic_dir_replaces_as_a_whole(tmp_path):
+    d = tmp_path / "split"
+    d.mkdir()
+    (d / "train.jsonl").write_text("old")
+    (d / "dev.jsonl").write_text("old")
+    with pytest.raises(KeyboardInterrupt), atomic_dir(d) as tmp:
+        (tmp / "train.jsonl").write_text("new")
+        raise KeyboardInterrupt
+    assert (d / "train.jsonl").read_text() == "old" and (d / "dev.jsonl").read_text() == "old"
+    assert sorted(os.listdir(tmp_path)) == ["split"]
+    with atomic_dir(d) as tmp:
+        (tmp / "train.jsonl").write_text("new")
+    assert sorted(os.listdir(d)) == ["train.jsonl"]
+
+
+def test_output_checks(tmp_path):
+    p = tmp_path / "x.jsonl"
+    p.write_text("1\n")
+    with pytest.raises(UserInputError, match="also an input"):
+        check_not_input(tmp_path / "." / "x.jsonl", p)
+    with pytest.raises(OutputExistsError) as e:
+        check_output_file(p, overwrite=False)
+    assert "--overwrite" in e.value.fix
+    check_output_file(p, overwrite=True)
+
+
+def test_run_dir_resumes_only_with_same_settings(tmp_path):
+    out = tmp_path / "run"
+    r = open_run_dir(out, "demo", {"model": "a", "n": 1})
+    assert not r.resumed
+    (out / "generations.jsonl").write_text("{}\n")
+    r = open_run_dir(out, "demo", {"model": "a", "n": 1})
+    assert r.resumed
+    with pytest.raises(RunDirError, match=r"model: 'a' there, 'b' now") as e:
+        open_run_dir(out, "demo", {"model": "b", "n": 1})
+    assert isinstance(e.value, TinytoolError) and "--overwrite" in e.value.fix
+    with pytest.raises(RunDirError, match="holds a 'demo' run"):
+        open_run_dir(out, "bfcl", {"model": "a", "n": 1})
+    r = open_run_dir(out, "demo", {"model": "b", "n": 1}, overwrite=True)
+    assert not r.resumed and not (out / "generations.jsonl").exists()
+
+
+def test_run_dir_refuses_foreign_and_corrupt(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "precious.txt").write_text("x")
+    with pytest.raises(OutputExistsError, match="not a tinytool run"):
+        open_run_dir(out, "demo", {})
+    with pytest.raises(OutputExistsError, match="not a tinytool run"):
+        open_run_dir(out, "demo", {}, overwrite=True)
+    assert (out / "precious.txt").exists()
+    (out / "run.json").write_text("{broken")
+    with pytest.raises(RunDirError, match="damaged"):
+        open_run_dir(out, "demo", {})
