@@ -1,4 +1,4 @@
-"""First light of STAR Table 4 (000_… §4.3, KD ablation) on the embedded default.
+"""First light of STAR Table 4 (§4.3, KD ablation) on the embedded default.
 
 teacher = SmolLM2-135M-Instruct after SFT on the demo train split; student = SmolLM2 depth-pruned to 15 of 30
 layers; the student is trained with SFT, top-k FKL and CKD on the same teacher rollouts (D_T, kept when they
