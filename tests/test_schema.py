@@ -327,3 +327,23 @@ def test_write_jsonl_interrupted_leaves_nothing(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         write_jsonl(out, rows())
     assert out.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+
+
+def test_call_problems_check_argument_values_against_the_schema():
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {
+        "a": {"type": "integer"}, "unit": {"type": "string", "enum": ["c", "f"]},
+        "xs": {"type": "array", "items": {"type": "number"}}}, "required": ["a"]}}
+
+    def problems(args):
+        return Conversation([Message("assistant", None, [ToolCall("f", args)])], [Tool.from_dict(tool)]).call_problems()
+
+    assert problems({"a": 1, "unit": "c", "xs": [1, 2.5]}) == []
+    assert problems({"a": 1, "unit": None}) == []  # an optional parameter given as null
+    assert problems({"a": "one"}) == ["messages[0].tool_calls[0].arguments.a: 'one' is not of type 'integer' for 'f'"]
+    assert problems({"a": 1, "unit": "k"}) == [
+        "messages[0].tool_calls[0].arguments.unit: 'k' is not one of ['c', 'f'] for 'f'"]
+    assert problems({"a": 1, "xs": [1, "2"]}) == [
+        "messages[0].tool_calls[0].arguments.xs: '2' is not of type 'number' (at [1]) for 'f'"]
+    broken = {"name": "g", "parameters": {"type": "object", "properties": {"a": {"type": 5}}}}
+    conv = Conversation([Message("assistant", None, [ToolCall("g", {"a": 1})])], [Tool.from_dict(broken)])
+    assert conv.call_problems() == []  # a schema that is not JSON Schema judges nothing
