@@ -97,7 +97,7 @@ def test_reward_scores_every_row_in_order(tmp_path, name):
     assert missing["score"] == floor and missing["error"].startswith(f"{inp}:4: {MISSING[name]}")
     assert not_object["score"] == floor and not_object["error"].startswith(f"{inp}:7: row is a list")
     assert "5 rows" in r.stderr and "3 unreadable" in r.stderr
-    assert not out.with_name("scores.jsonl.tmp").exists()
+    assert [p.name for p in out.parent.iterdir()] == ["scores.jsonl"]  # no temporary left
 
 
 def test_reward_options_are_passed_on(tmp_path):
@@ -108,14 +108,16 @@ def test_reward_options_are_passed_on(tmp_path):
     out = tmp_path / "out.jsonl"
     assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out)).exit_code == 0
     assert read_out(out)[0]["score"] == -1.0  # no <think>
-    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "--no-think").exit_code == 0
+    # the output exists from here on: replacing it takes --overwrite
+    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "--no-think", "--overwrite").exit_code == 0
     assert read_out(out)[0]["score"] == 1.0
     trow = {"completion": TOOLRL_TEXT, "ground_truth": gt(("get_weather", {"city": "Paris"})), "step": 0,
             "total_steps": 10}
     inp.write_text(json.dumps(trow) + "\n")
-    assert invoke("reward", "toolrl", "-i", str(inp), "-o", str(out), "--scale", "dynamic").exit_code == 0
+    assert invoke("reward", "toolrl", "-i", str(inp), "-o", str(out), "--scale", "dynamic", "--overwrite").exit_code == 0
     assert read_out(out)[0]["score"] == pytest.approx(4.0)  # format 2 + correctness 2 at step 0
-    assert invoke("reward", "toolrl", "-i", str(inp), "-o", str(out), "--format", "python").exit_code == 0
+    assert invoke("reward", "toolrl", "-i", str(inp), "-o", str(out), "--format", "python",
+                  "--overwrite").exit_code == 0
     assert read_out(out)[0]["score"] < 4.0  # read as Python calls, the ToolRL text has none
 
 
@@ -175,3 +177,149 @@ def test_console_script(tmp_path):
     p = subprocess.run([str(exe), "reward", "bogus", "-i", str(inp), "-o", str(out)], check=False,
                        capture_output=True, text=True)
     assert p.returncode == 2 and "unknown reward 'bogus'" in p.stderr
+
+
+# ---- the one error path (tinytool.clikit) --------------------------------------------------
+
+def _demo_app():
+    from tinytool.clikit import make_app, on_interrupt
+    from tinytool.errors import OutputExistsError
+
+    demo = make_app()
+
+    @demo.command()
+    def user_error() -> None:
+        raise OutputExistsError("out.jsonl: already exists and is not empty")
+
+    @demo.command()
+    def bug() -> None:
+        raise RuntimeError("a bug")
+
+    @demo.command()
+    def ctrl_c(note: bool = False) -> None:
+        if note:
+            with on_interrupt("out.jsonl unchanged"):
+                raise KeyboardInterrupt
+        raise KeyboardInterrupt
+
+    return demo
+
+
+def test_user_error_prints_message_and_fix_exit_2():
+    r = runner.invoke(_demo_app(), ["user-error"])
+    assert r.exit_code == 2
+    assert r.stderr.splitlines() == ["error: out.jsonl: already exists and is not empty",
+                                     "fix: rerun with --overwrite to start again, or choose another output"]
+    assert "Traceback" not in r.output and r.stdout == ""
+
+
+def test_a_single_command_app_and_mounted_sub_apps_share_the_error_path():
+    from tinytool.clikit import make_app
+    from tinytool.errors import UserInputError
+
+    one = make_app()
+
+    @one.command()
+    def only() -> None:
+        raise UserInputError("bad flag")
+
+    r = runner.invoke(one, [])
+    assert r.exit_code == 2 and r.stderr == "error: bad flag\n"
+    top = make_app()
+    top.add_typer(_demo_app(), name="sub")
+    r = runner.invoke(top, ["sub", "user-error"])
+    assert r.exit_code == 2 and len(r.stderr.splitlines()) == 2
+
+
+def test_a_bug_keeps_its_traceback():
+    r = runner.invoke(_demo_app(), ["bug"])
+    assert r.exit_code == 1 and isinstance(r.exception, RuntimeError)
+    assert "error:" not in r.stderr
+
+
+def test_ctrl_c_prints_one_line_and_exits_130():
+    r = runner.invoke(_demo_app(), ["ctrl-c"])
+    assert r.exit_code == 130 and r.stderr == "interrupted\n"
+    r = runner.invoke(_demo_app(), ["ctrl-c", "--note"])
+    assert r.exit_code == 130 and r.stderr == "interrupted; out.jsonl unchanged\n"
+
+
+def test_console_script_user_error_has_no_traceback(tmp_path):
+    exe = _console_script()
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps(GOOD_ROWS["exact"][0]) + "\n")
+    p = subprocess.run([str(exe), "reward", "exact", "-i", str(inp), "-o", str(inp)], check=False,
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.splitlines() == [
+        f"error: {inp}: the output is also an input; writing it would destroy the input",
+        "fix: choose another output path"]
+
+
+# ---- reward: inputs and outputs ------------------------------------------------------------
+
+def test_reward_refuses_to_write_over_its_input(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps(GOOD_ROWS["exact"][0]) + "\n")
+    before = inp.read_bytes()
+    r = invoke("reward", "exact", "-i", str(inp), "-o", str(inp), "--overwrite")
+    assert r.exit_code == 2 and "also an input" in r.stderr
+    assert inp.read_bytes() == before
+
+
+def test_reward_refuses_a_non_empty_output_without_overwrite(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps(GOOD_ROWS["exact"][0]) + "\n")
+    out = tmp_path / "out.jsonl"
+    out.write_text("precious\n")
+    r = invoke("reward", "exact", "-i", str(inp), "-o", str(out))
+    assert r.exit_code == 2 and "already exists" in r.stderr and "--overwrite" in r.stderr
+    assert out.read_text() == "precious\n"
+    assert invoke("reward", "exact", "-i", str(inp), "-o", str(out), "--overwrite").exit_code == 0
+    assert read_out(out) == [{"score": 1.0, "format": 1.0}]
+
+
+def test_reward_on_an_empty_input_says_so(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("\n  \n")
+    out = tmp_path / "out.jsonl"
+    r = invoke("reward", "exact", "-i", str(inp), "-o", str(out))
+    assert r.exit_code == 2 and "empty" in r.stderr and "nan" not in r.stderr
+    assert not out.exists()
+
+
+def test_reward_scores_a_non_utf8_line_at_the_floor(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    good = json.dumps(GOOD_ROWS["exact"][0]).encode()
+    inp.write_bytes(good + b"\n" + b'{"completion": "caf\xe9"}\n' + good + b"\n")
+    out = tmp_path / "out.jsonl"
+    r = invoke("reward", "exact", "-i", str(inp), "-o", str(out))
+    assert r.exit_code == 0, r.output
+    first, bad, last = read_out(out)
+    assert first["score"] == last["score"] == 1.0
+    assert bad["score"] == 0.0 and bad["error"].startswith(f"{inp}:2: not UTF-8 text")
+    assert "1 unreadable" in r.stderr
+    assert "exact: 3/3 rows" in r.stderr  # the progress bar reports off a terminal too
+
+
+def test_reward_interrupted_leaves_the_old_output_and_no_temporary(tmp_path, monkeypatch):
+    from tinytool import rewards
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text((json.dumps(GOOD_ROWS["exact"][0]) + "\n") * 3)
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return score_row(*args, **kwargs)
+
+    monkeypatch.setattr(rewards, "score_row", interrupted)
+    r = invoke("reward", "exact", "-i", str(inp), "-o", str(out), "--overwrite")
+    assert r.exit_code == 130
+    assert r.stderr.splitlines()[-1] == f"interrupted; {out} unchanged"
+    assert out.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]

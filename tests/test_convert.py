@@ -305,8 +305,9 @@ runner = CliRunner()
 def test_cli_convert_and_stats(tmp_path):
     out = tmp_path / "bfcl.jsonl"
     args = ["convert", "--from", "bfcl", str(BFCL_Q), "--out", str(out), "--answers", str(BFCL_A)]
-    res = runner.invoke(convert_app, args)
-    assert res.exit_code == 1 and "BFCL_v4_sample.json:6: question[0][0].role" in res.output
+    res = runner.invoke(convert_app, args)  # a bad record is a user error: exit 2, its place and the fix
+    assert res.exit_code == 2 and "BFCL_v4_sample.json:6: question[0][0].role" in res.stderr
+    assert res.stderr.splitlines()[-1].startswith("fix: ") and "--skip-bad" in res.stderr
     assert not out.exists()
     res = runner.invoke(convert_app, args + ["--skip-bad"])
     assert res.exit_code == 0, res.output
@@ -343,3 +344,112 @@ def test_parquet_and_empty_array_inputs(tmp_path):
     assert (report.n_in, report.n_out) == (5, 3)
     (tmp_path / "empty.json").write_text(" [ ]\n")
     assert convert("xlam", tmp_path / "empty.json", tmp_path / "none.jsonl").n_in == 0
+
+
+# ---- bad bytes, empty inputs, outputs, Ctrl-C ---------------------------------------------------
+
+GOOD_OPENAI = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+
+
+def _non_utf8_jsonl(path: Path) -> Path:
+    path.write_bytes(GOOD_OPENAI.encode() + b"\n" + b'{"messages": [{"role": "user", "content": "caf\xe9"}]}\n'
+                     + GOOD_OPENAI.encode() + b"\n")
+    return path
+
+
+def test_cli_convert_non_utf8_line_names_file_and_line_and_skip_bad_skips_it(tmp_path):
+    src = _non_utf8_jsonl(tmp_path / "in.jsonl")
+    out = tmp_path / "out.jsonl"
+    res = runner.invoke(convert_app, ["convert", "--from", "openai", str(src), "--out", str(out)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.stderr.splitlines()[0].startswith(f"error: {src}:2: not UTF-8 text")
+    assert not out.exists()
+    res = runner.invoke(convert_app, ["convert", "--from", "openai", str(src), "--out", str(out), "--skip-bad"])
+    assert res.exit_code == 0, res.output
+    assert "read 3 records, wrote 2 conversations, dropped 1" in res.stderr and "not UTF-8 text" in res.stderr
+    assert len(read_jsonl(out)) == 2
+
+
+def test_non_utf8_json_array_record_is_skipped_and_records_count_from_1(tmp_path):
+    src = tmp_path / "in.json"
+    src.write_bytes(b"[" + GOOD_OPENAI.encode() + b",\n" + b'{"messages": [{"role": "user", "content": "caf\xe9"}]},\n'
+                    + b'{"messages": [{"role": "robot", "content": "x"}]}]')
+    report = convert("openai", src, tmp_path / "out.jsonl", skip_bad=True)
+    assert (report.n_in, report.n_out, report.n_dropped) == (3, 1, 2)
+    examples = " ".join(report.examples.values())
+    assert f"{src}:2: not UTF-8 text (JSON array record 2)" in examples
+    assert "(JSON array record 3)" in examples and f"{src}:3: " in examples
+
+
+def test_cli_stats_non_utf8_bad_format_and_empty_input_are_one_line(tmp_path):
+    src = _non_utf8_jsonl(tmp_path / "in.jsonl")
+    res = runner.invoke(convert_app, ["stats", str(src)])
+    assert res.exit_code == 2 and res.stderr.splitlines() == [
+        f"error: {src}:2: not UTF-8 text (byte 0xe9 at column 47)", "fix: convert the file to UTF-8"]
+    good = tmp_path / "good.jsonl"
+    good.write_text(GOOD_OPENAI + "\n")
+    res = runner.invoke(convert_app, ["stats", str(good), "--format", "nope"])
+    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1 and "unknown format 'nope'" in res.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    for args in (["stats", str(empty)], ["stats", str(empty), "--json"]):
+        res = runner.invoke(convert_app, args)
+        assert res.exit_code == 2 and "empty" in res.stderr and res.stdout == ""
+
+
+def test_cli_convert_empty_input_fails_and_writes_nothing(tmp_path):
+    for name, text in (("empty.jsonl", ""), ("empty.json", " [ ]\n")):
+        out = tmp_path / "out.jsonl"
+        res = runner.invoke(convert_app, ["convert", "--from", "openai", str(_write(tmp_path / name, text)),
+                                          "--out", str(out)])
+        assert res.exit_code == 2 and "no records (the input is empty)" in res.stderr
+        assert not out.exists()
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_cli_convert_refuses_its_input_and_an_existing_output(tmp_path):
+    src = _write(tmp_path / "in.jsonl", GOOD_OPENAI + "\n")
+    res = runner.invoke(convert_app, ["convert", "--from", "openai", str(src), "--out", str(src), "--overwrite"])
+    assert res.exit_code == 2 and "also an input" in res.stderr and src.read_text() == GOOD_OPENAI + "\n"
+    out = _write(tmp_path / "out.jsonl", "keep me\n")
+    res = runner.invoke(convert_app, ["convert", "--from", "openai", str(src), "--out", str(out)])
+    assert res.exit_code == 2 and "already exists" in res.stderr and out.read_text() == "keep me\n"
+    res = runner.invoke(convert_app, ["convert", "--from", "openai", str(src), "--out", str(out), "--overwrite"])
+    assert res.exit_code == 0 and len(read_jsonl(out)) == 1
+
+
+def test_cli_convert_interrupted_leaves_no_temporary(tmp_path, monkeypatch):
+    from tinytool.data.convert import base
+
+    src = _write(tmp_path / "in.jsonl", (GOOD_OPENAI + "\n") * 3)
+    out = tmp_path / "train.jsonl"
+    seen = []
+
+    def interrupt(conv):
+        seen.append(conv)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(base, "check_tool_names", interrupt)
+    res = runner.invoke(convert_app, ["convert", "--from", "openai", str(src), "--out", str(out)])
+    assert res.exit_code == 130 and res.stderr.splitlines()[-1] == f"interrupted; nothing written to {out}"
+    assert [p.name for p in tmp_path.iterdir()] == ["in.jsonl"]
+
+
+def test_check_calls_validates_argument_values(tmp_path):
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}
+
+    def record(a):
+        return json.dumps({"tools": [tool], "messages": [{"role": "user", "content": "x"}, {
+            "role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"a": a}}}]}]})
+
+    src = _write(tmp_path / "in.jsonl", record(1) + "\n" + record("one") + "\n")
+    with pytest.raises(SchemaError, match=r"in\.jsonl:2: messages\[1\]\.tool_calls\[0\]\.arguments\.a: "
+                                          r"'one' is not of type 'integer'"):
+        convert("openai", src, tmp_path / "out.jsonl")
+    assert convert("openai", src, tmp_path / "out.jsonl", check_calls=False).n_out == 2

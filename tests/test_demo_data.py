@@ -251,3 +251,46 @@ def test_cli_command(tmp_path):
     assert res.exit_code == 0, res.output
     assert (tmp_path / "train.jsonl").exists() and (tmp_path / "dev.jsonl").exists()
     assert "tasks/s" in res.output
+
+
+def test_cli_refuses_to_replace_a_split_without_overwrite(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.data.cli_demo import demo_app
+
+    out = tmp_path / "demo"
+    assert CliRunner().invoke(demo_app, ["--n", "30", "--out", str(out)]).exit_code == 0
+    before = {name: (out / name).read_bytes() for name in ("train.jsonl", "dev.jsonl")}
+    res = CliRunner().invoke(demo_app, ["--n", "10", "--out", str(out)])
+    assert res.exit_code == 2 and "already exists" in res.stderr and "--overwrite" in res.stderr
+    assert {name: (out / name).read_bytes() for name in before} == before
+    res = CliRunner().invoke(demo_app, ["--n", "10", "--out", str(out), "--overwrite"])
+    assert res.exit_code == 0, res.output
+    assert len(read_jsonl(out / "train.jsonl")) + len(read_jsonl(out / "dev.jsonl")) == 10
+    assert "generating demo tasks: 10/10 tasks" in res.stderr  # progress is reported off a terminal too
+    (out / "notes.txt").write_text("mine")
+    res = CliRunner().invoke(demo_app, ["--n", "10", "--out", str(out), "--overwrite"])
+    assert res.exit_code == 2 and "notes.txt" in res.stderr and (out / "notes.txt").exists()
+
+
+def test_cli_interrupted_keeps_the_old_split_whole(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from tinytool.data import demo as demo_module
+    from tinytool.data.cli_demo import demo_app
+
+    out = tmp_path / "demo"
+    write_demo(30, 0, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = demo_module.write_jsonl
+
+    def interrupted_at_dev(path, rows):
+        if path.name == "dev.jsonl":  # train.jsonl of the new split is already written
+            raise KeyboardInterrupt
+        return real(path, rows)
+
+    monkeypatch.setattr(demo_module, "write_jsonl", interrupted_at_dev)
+    res = CliRunner().invoke(demo_app, ["--n", "10", "--out", str(out), "--overwrite"])
+    assert res.exit_code == 130 and res.stderr.splitlines()[-1] == f"interrupted; {out} unchanged"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["demo"]  # no temporary directory left

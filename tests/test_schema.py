@@ -305,3 +305,45 @@ def test_write_read_round_trip(tmp_path):
     assert read_jsonl(out) == convs + [Conversation.from_dict(GOOD)]
     assert "Köln" in out.read_text(encoding="utf-8")  # written as UTF-8, not \u escapes
     assert not (tmp_path / "sub" / "out.jsonl.tmp").exists()
+
+
+def test_read_jsonl_non_utf8_line_names_file_and_line(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_bytes(json.dumps(GOOD).encode() + b"\n" + b'{"messages": "caf\xe9"}\n')
+    with pytest.raises(SchemaError) as e:
+        read_jsonl(p)
+    assert (e.value.file, e.value.line) == (str(p), 2)
+    assert str(e.value).startswith(f"{p}:2: not UTF-8 text") and e.value.fix == "convert the file to UTF-8"
+
+
+def test_write_jsonl_interrupted_leaves_nothing(tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+
+    def rows():
+        yield GOOD
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_jsonl(out, rows())
+    assert out.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+
+
+def test_call_problems_check_argument_values_against_the_schema():
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {
+        "a": {"type": "integer"}, "unit": {"type": "string", "enum": ["c", "f"]},
+        "xs": {"type": "array", "items": {"type": "number"}}}, "required": ["a"]}}
+
+    def problems(args):
+        return Conversation([Message("assistant", None, [ToolCall("f", args)])], [Tool.from_dict(tool)]).call_problems()
+
+    assert problems({"a": 1, "unit": "c", "xs": [1, 2.5]}) == []
+    assert problems({"a": 1, "unit": None}) == []  # an optional parameter given as null
+    assert problems({"a": "one"}) == ["messages[0].tool_calls[0].arguments.a: 'one' is not of type 'integer' for 'f'"]
+    assert problems({"a": 1, "unit": "k"}) == [
+        "messages[0].tool_calls[0].arguments.unit: 'k' is not one of ['c', 'f'] for 'f'"]
+    assert problems({"a": 1, "xs": [1, "2"]}) == [
+        "messages[0].tool_calls[0].arguments.xs: '2' is not of type 'number' (at [1]) for 'f'"]
+    broken = {"name": "g", "parameters": {"type": "object", "properties": {"a": {"type": 5}}}}
+    conv = Conversation([Message("assistant", None, [ToolCall("g", {"a": 1})])], [Tool.from_dict(broken)])
+    assert conv.call_problems() == []  # a schema that is not JSON Schema judges nothing

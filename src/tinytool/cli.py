@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from tinytool import __version__
-from tinytool.clikit import err, fail
+from tinytool.clikit import err, make_app, on_interrupt
+from tinytool.errors import TinytoolError, UserInputError
 
-app = typer.Typer(
+app = make_app(
     name="tinytool",
     help="Make small language models good at calling tools.",
-    add_completion=False,
 )
 
 
@@ -38,6 +36,11 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
+def _left(out: Path, existed: bool) -> str:
+    """What an interrupted verb left at ``out`` (written atomically, so nothing changed)."""
+    return f"{out} unchanged" if existed else f"nothing written to {out}"
+
+
 @app.command()
 def reward(
     name: str = typer.Argument(..., help="simrl, toolrl, mentor, astra-f1 or exact."),
@@ -48,53 +51,63 @@ def reward(
     scale: str = typer.Option("original", help="ToolRL: original, equal_max, two_stage, dynamic."),
     think: bool = typer.Option(True, "--think/--no-think", help="Sim-RL: require exactly one <think> pair."),
     strict: bool = typer.Option(False, help="MENTOR: require the teacher's tool sequence, not just its set."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
 ) -> None:
     """Score model completions with a reward, one output row per input row.
 
     Rows carry ``completion`` and ``ground_truth`` (an OpenAI assistant message), ``tools``, and
     what a reward needs beyond that (``teacher`` for mentor, ``sub_answers`` for astra-f1).
-    An unreadable row scores the reward's floor and gets an ``error`` field.
+    An unreadable row (not UTF-8, not JSON, missing fields) scores the reward's floor and gets an
+    ``error`` field naming its line.
     """
     from tinytool.formats import get_format
+    from tinytool.io import atomic_file, check_not_input, check_output_file, iter_jsonl_rows
+    from tinytool.progress import ProgressBar
     from tinytool.rewards import RewardOptions, get_reward, score_row
 
     try:
         spec = get_reward(name)
         fmt = get_format(format or spec.default_format)
-        if granularity not in ("original", "finegrained", "intermediate", "coarse"):
-            raise ValueError(f"unknown granularity {granularity!r}")
-        if scale not in ("original", "equal_max", "two_stage", "dynamic"):
-            raise ValueError(f"unknown scale {scale!r}")
     except ValueError as e:
-        fail(e)
+        raise UserInputError(str(e)) from None
+    if granularity not in ("original", "finegrained", "intermediate", "coarse"):
+        raise UserInputError(f"unknown granularity {granularity!r}",
+                             fix="use one of original, finegrained, intermediate, coarse")
+    if scale not in ("original", "equal_max", "two_stage", "dynamic"):
+        raise UserInputError(f"unknown scale {scale!r}", fix="use one of original, equal_max, two_stage, dynamic")
+    check_not_input(output, input)
+    check_output_file(output, overwrite)
+    total = _count_lines(input)
+    if total == 0:
+        raise UserInputError(f"{input}: no rows to score (the file is empty)", fix="check the --input path")
     opts = RewardOptions(require_think=think, granularity=granularity, scale=scale, strict=strict)
     floor = spec.bounds(opts)[0]
-    total = _count_lines(input)
     scores, n_err = [], 0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(output.name + ".tmp")
-    progress = Progress(TextColumn(f"{name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        console=err, disable=not sys.stderr.isatty())
-    with open(input, encoding="utf-8", errors="replace") as fin, open(tmp, "w", encoding="utf-8") as fout, progress:
-        task = progress.add_task(name, total=total)
-        for lineno, raw in enumerate(fin, start=1):
-            if not raw.strip():
-                continue
+    existed = output.exists()
+    with on_interrupt(_left(output, existed)), atomic_file(output) as fout, \
+            ProgressBar(f"{name}", total=total, unit="row") as bar:
+
+        def put(out: dict) -> None:
+            nonlocal n_err
+            n_err += "error" in out
+            scores.append(out["score"])
+            fout.write(json.dumps(out) + "\n")
+            bar.advance()
+
+        def unreadable(lineno: int, reason: str) -> None:  # not UTF-8 or not JSON: the floor, in order
+            put({"score": floor, "error": f"{input}:{lineno}: {reason}"})
+
+        for lineno, row in iter_jsonl_rows(input, on_bad=unreadable):
             try:
-                row = json.loads(raw)
                 result = score_row(name, row, fmt, opts)
                 out = result.to_dict()
                 if result.error:
                     out["error"] = f"{input}:{lineno}: {result.error}"
-            except (ValueError, RecursionError) as e:  # JSONDecodeError, or an over-long integer
-                out = {"score": floor, "error": f"{input}:{lineno}: not valid JSON ({e})"}
-            n_err += "error" in out
-            scores.append(out["score"])
-            fout.write(json.dumps(out) + "\n")
-            progress.advance(task)
-    tmp.replace(output)
-    mean = statistics.fmean(scores) if scores else float("nan")
-    err.print(f"{name}: {len(scores)} rows, mean {mean:.4f}, {n_err} unreadable -> {output}")
+            except (ValueError, RecursionError) as e:  # a value no reward can read (e.g. an over-long integer)
+                out = {"score": floor, "error": f"{input}:{lineno}: {e}"}
+            put(out)
+    mean = statistics.fmean(scores)
+    err.print(f"{name}: {len(scores)} rows, mean {mean:.4f}, {n_err} unreadable -> {output}", highlight=False)
 
 
 @app.command()
@@ -107,13 +120,20 @@ def student(
                                            help="Text file, one sample per line, for --method importance."),
 ) -> None:
     """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint."""
-    from tinytool.models import ModelNotFound, build_student
+    from tinytool.models import build_student
 
-    texts = [t for t in samples.read_text(encoding="utf-8").splitlines() if t.strip()] if samples else None
+    texts = None
+    if samples:
+        try:
+            texts = [t for t in samples.read_text(encoding="utf-8").splitlines() if t.strip()]
+        except UnicodeDecodeError as e:
+            raise UserInputError(f"{samples}: not UTF-8 text ({e.reason})", fix="convert the file to UTF-8") from None
     try:
         info = build_student(teacher, keep_layers, out, method=method, samples=texts)
-    except (ValueError, ModelNotFound) as e:
-        fail(e)
+    except ValueError as e:
+        if isinstance(e, TinytoolError):
+            raise
+        raise UserInputError(str(e)) from None
     err.print(f"student: kept layers {info['kept']} of {info['teacher_layers']} "
               f"({info['parameters'] / 1e6:.1f}M parameters) -> {out}")
     (out / "tinytool_student.json").write_text(json.dumps(info, indent=2))
@@ -124,8 +144,8 @@ def _data_app() -> typer.Typer:
     from tinytool.data.cli_convert import convert_app
     from tinytool.data.cli_demo import demo_app
 
-    data = typer.Typer(help="Datasets: convert public formats, describe a file, generate the demo tasks.",
-                       no_args_is_help=True)
+    data = make_app(help="Datasets: convert public formats, describe a file, generate the demo tasks.",
+                    no_args_is_help=True)
     for sub in (convert_app, demo_app):
         data.registered_commands.extend(sub.registered_commands)
     return data

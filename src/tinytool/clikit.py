@@ -1,17 +1,121 @@
-"""Shared CLI plumbing: one way to report a user error and exit."""
+"""Shared CLI plumbing: one error path for every verb.
+
+Build every Typer app with `make_app` (or pass ``cls=TinytoolGroup`` to ``typer.Typer`` and
+``cls=TinytoolCommand`` to ``@app.command``). A command that raises `tinytool.errors.TinytoolError`
+then ends with
+
+    error: <message>
+    fix: <what to do>          (only when the error has a fix)
+
+on standard error and exit code 2, without a traceback; Ctrl-C ends with one line (``interrupted``,
+or what the verb left, see `on_interrupt`) and exit code 130. Any other exception is a bug and keeps
+its traceback.
+"""
 
 from __future__ import annotations
 
-from typing import NoReturn
+import contextlib
+from collections.abc import Iterator
+from typing import Any, NoReturn
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
+
+from tinytool.errors import TinytoolError
 
 err = Console(stderr=True, soft_wrap=True)  # never wrap: paths in messages stay on one line
 
+#: exit code of a user error (bad flag, input or output) and of an interrupted verb
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
 
-def fail(msg: object, code: int = 2) -> NoReturn:
-    """Print ``error: MSG`` to stderr on one logical line (never wrapped, so paths stay greppable) and exit."""
-    err.print(f"[red]error:[/red] {escape(str(msg))}", highlight=False)
+
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C that knows what the verb left behind (``str(e)``, e.g. ``"OUT unchanged"``)."""
+
+
+def print_error(e: TinytoolError | str, fix: str | None = None) -> None:
+    """Print ``error: MESSAGE`` (and ``fix: FIX`` when there is one) to stderr, each on one line."""
+    message = str(e)
+    fix = fix if fix is not None else getattr(e, "fix", None)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    if fix:
+        err.print(f"fix: {escape(fix)}", highlight=False)
+
+
+def _interrupted(e: KeyboardInterrupt) -> NoReturn:
+    note = str(e) if isinstance(e, Interrupted) else ""
+    err.print(f"interrupted; {escape(note)}" if note else "interrupted", highlight=False)
+    raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+class _Guarded:
+    """Mixin for click commands: user errors and Ctrl-C end the command with one message."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)  # type: ignore[misc]
+        except TinytoolError as e:  # raised by a parameter callback
+            print_error(e)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)  # type: ignore[misc]
+        except TinytoolError as e:
+            print_error(e)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+        except KeyboardInterrupt as e:
+            _interrupted(e)
+
+
+class TinytoolGroup(_Guarded, TyperGroup):
+    """A Typer group whose commands (sub-apps included) share the one error path."""
+
+
+class TinytoolCommand(_Guarded, TyperCommand):
+    """A Typer command with the one error path (used when an app has a single command)."""
+
+
+class TinytoolTyper(typer.Typer):
+    """``typer.Typer`` whose group and commands use `TinytoolGroup` / `TinytoolCommand`."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", TinytoolCommand)
+        return super().command(*args, **kwargs)
+
+
+def make_app(**typer_kwargs: Any) -> typer.Typer:
+    """A Typer app with the one error path; takes ``typer.Typer``'s keyword arguments
+    (``add_completion`` defaults to False)."""
+    typer_kwargs.setdefault("cls", TinytoolGroup)
+    typer_kwargs.setdefault("add_completion", False)
+    return TinytoolTyper(**typer_kwargs)
+
+
+@contextlib.contextmanager
+def on_interrupt(note: str) -> Iterator[None]:
+    """Turn a Ctrl-C inside the block into `Interrupted(note)`, so the verb's last line says what it
+    left (``interrupted; OUT unchanged``)."""
+    try:
+        yield
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise Interrupted(note) from None
+
+
+def fail(msg: object, code: int = EXIT_USER_ERROR) -> NoReturn:
+    """Print ``error: MSG`` to stderr on one logical line and exit (prefer raising a `TinytoolError`)."""
+    if isinstance(msg, TinytoolError):
+        print_error(msg)
+    else:
+        err.print(f"[red]error:[/red] {escape(str(msg))}", highlight=False)
     raise typer.Exit(code)
+
+
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "Interrupted", "TinytoolCommand", "TinytoolGroup",
+           "TinytoolTyper", "err", "fail", "make_app", "on_interrupt", "print_error"]

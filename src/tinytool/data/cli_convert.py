@@ -8,15 +8,15 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tinytool.clikit import make_app, on_interrupt
+from tinytool.errors import UserInputError
 from tinytool.schema import SchemaError
 
-convert_app = typer.Typer(help="Convert datasets to Conversation JSONL and describe them.", no_args_is_help=True)
-out_console = Console()
-err_console = Console(stderr=True)
+convert_app = make_app(help="Convert datasets to Conversation JSONL and describe them.", no_args_is_help=True)
+out_console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _format_help() -> str:
@@ -42,36 +42,39 @@ def convert_cmd(
     seed: Annotated[int | None, typer.Option("--seed", help="Seed for masking (default 0).")] = None,
     check_calls: Annotated[bool | None, typer.Option(
         "--check-calls/--no-check-calls",
-        help="Reject calls that do not fit the offered tools (default on, off for bfcl).")] = None,
+        help="Reject calls that do not fit the offered tools: unknown tool or parameter, missing required "
+             "parameter, a value against the parameter's JSON Schema (default on, off for bfcl).")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing non-empty output file.")] = False,
 ) -> None:
     """Convert a published dataset into unified Conversation JSONL.
 
-    A bad record stops the conversion with FILE:LINE: FIELD: REASON (exit code 1); with --skip-bad
-    it is dropped and counted by reason.
+    A bad record stops the conversion with FILE:LINE: FIELD: REASON (exit code 2); with --skip-bad
+    it is dropped and counted by reason. Records, rows and lines are counted from 1.
     """
-    from tinytool.data.convert import convert
+    from tinytool.data.convert import convert, get_converter
+    from tinytool.io import check_not_input, check_output_file
+    from tinytool.progress import ProgressBar
 
     opts: dict[str, Any] = {"answers": answers, "mask_prob": mask_prob, "seed": seed, "check_calls": check_calls}
-    with Progress(SpinnerColumn(), TextColumn("[progress.description]{task.description}"), TimeElapsedColumn(),
-                  console=err_console, transient=True) as bar:
-        task = bar.add_task(f"converting {input.name}", total=None)
+    get_converter(from_, **opts)  # unknown format or option: said before any file is touched
+    check_not_input(out, input, answers)
+    check_output_file(out, overwrite)
+    left = f"{out} unchanged" if out.exists() else f"nothing written to {out}"
+    with on_interrupt(left), ProgressBar(f"converting {input.name}", unit="record") as bar:
 
         def tick(report: Any) -> None:
-            if report.n_in % 500 == 0:
-                bar.update(task, description=f"converting {input.name}: {report.n_in} records")
+            if report.n_in % 100 == 0:
+                bar.update(completed=report.n_in)
 
         try:
-            report = convert(from_, input, out, skip_bad=skip_bad, progress=tick, **opts)
+            report = convert(from_, input, out, skip_bad=skip_bad, progress=tick, allow_empty=False, **opts)
         except SchemaError as e:
-            err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
             if not skip_bad:
-                err_console.print("(use --skip-bad to drop bad records and continue)")
-            raise typer.Exit(1) from None
-        except ValueError as e:
-            err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
-    err_console.print(report.summary(), highlight=False, markup=False, soft_wrap=True)
-    out_console.print(f"wrote {report.n_out} conversations to {out}", highlight=False, soft_wrap=True)
+                e.fix = "fix the record, or rerun with --skip-bad to drop bad records and continue"
+            raise
+        bar.update(completed=report.n_in)
+    err_console.print(report.summary(), highlight=False, markup=False)
+    out_console.print(f"wrote {report.n_out} conversations to {out}", highlight=False, markup=False)
 
 
 def _load_tokenizer(spec: str) -> Any:
@@ -125,13 +128,16 @@ def stats_cmd(
 ) -> None:
     """Counts by category, calls and tools per sample, messages per sample, lengths."""
     from tinytool.data.stats import dataset_stats
+    from tinytool.formats import get_format
 
-    tok = _load_tokenizer(tokenizer) if tokenizer else None
     try:
-        stats = dataset_stats(file, tokenizer=tok, fmt=format)
-    except SchemaError as e:
-        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        get_format(format)
+    except ValueError as e:
+        raise UserInputError(f"--format: {e}") from None
+    tok = _load_tokenizer(tokenizer) if tokenizer else None
+    stats = dataset_stats(file, tokenizer=tok, fmt=format)
+    if not stats["n"]:
+        raise UserInputError(f"{file}: no conversations (the file is empty)", fix="check the file path")
     if as_json:
         typer.echo(json.dumps(stats, indent=2))
     else:

@@ -1,4 +1,4 @@
-"""``tinytool data demo``: write the bundled demo task set (the lead wires `demo_app` into the CLI)."""
+"""``tinytool data demo``: write the bundled demo task set."""
 
 from __future__ import annotations
 
@@ -8,31 +8,41 @@ from pathlib import Path
 
 import typer
 
-demo_app = typer.Typer(add_completion=False, help="Generate the bundled demo tool-calling tasks.")
+from tinytool.clikit import make_app, on_interrupt
+
+demo_app = make_app(help="Generate the bundled demo tool-calling tasks.")
 
 
 @demo_app.command("demo")
 def demo(
-    n: int = typer.Option(1000, "--n", "-n", min=0, help="Number of tasks (train + dev)."),
+    n: int = typer.Option(1000, "--n", "-n", min=1, help="Number of tasks (train + dev)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the world and the tasks; same seed, same files."),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Directory for train.jsonl and dev.jsonl."),
     dev_fraction: float = typer.Option(0.1, "--dev-fraction", min=0.0, max=1.0, help="Share of tasks in dev."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing train/dev split in --out."),
 ) -> None:
     """Write train/dev JSONL of demo tasks: simple, multiple, parallel, parallel_multiple, irrelevance,
-    missing_parameter and multi_step (with sub-questions/sub-answers). Held-out tools appear only in dev."""
-    from tinytool.data.demo import generate_demo
-    from tinytool.schema import write_jsonl
+    missing_parameter and multi_step (with sub-questions/sub-answers). Held-out tools appear only in dev.
+    Both files are replaced together: an interrupted run leaves --out as it was."""
+    from tinytool.data.demo import SPLIT_FILES, generate_demo, write_split
+    from tinytool.io import check_output_file
+    from tinytool.progress import ProgressBar
 
-    t0 = time.perf_counter()
-    train, dev = generate_demo(n, seed, dev_fraction=dev_fraction)
-    dt = time.perf_counter() - t0
-    write_jsonl(out / "train.jsonl", train)
-    write_jsonl(out / "dev.jsonl", dev)
+    for name in SPLIT_FILES:
+        check_output_file(out / name, overwrite)
+    left = f"{out} unchanged" if any((out / name).exists() for name in SPLIT_FILES) else f"nothing written to {out}"
+    with on_interrupt(left):
+        t0 = time.perf_counter()
+        with ProgressBar("generating demo tasks", total=n, unit="task") as bar:
+            train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, progress=bar.advance)
+        dt = time.perf_counter() - t0
+        write_split(out, train, dev)
     rate = (len(train) + len(dev)) / max(dt, 1e-9)
     typer.echo(f"wrote {len(train)} train + {len(dev)} dev tasks to {out} (generated in {dt:.2f}s, {rate:.0f} tasks/s)")
     for name, split in (("train", train), ("dev", dev)):
         mix = Counter(c.meta["category"] for c in split)
         typer.echo(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(mix.items())))
+
 
 if __name__ == "__main__":  # pragma: no cover
     demo_app()

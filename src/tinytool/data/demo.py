@@ -26,7 +26,7 @@ dev. Equal ``(n, seed)`` give byte-identical files. ``meta`` of every record: ``
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -46,7 +46,9 @@ from tinytool.data.demo_text import (
     refusal,
     repeat_tail,
 )
-from tinytool.schema import Conversation, Message, Tool, ToolCall, write_jsonl
+from tinytool.errors import UserInputError
+from tinytool.io import atomic_dir, write_jsonl
+from tinytool.schema import Conversation, Message, Tool, ToolCall
 
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance", "missing_parameter", "multi_step")
 DEFAULT_MIX: dict[str, float] = {
@@ -392,7 +394,8 @@ def _tools_used(messages: list[Message]) -> list[str]:
     return sorted({c.name for m in messages for c in m.tool_calls})
 
 
-def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[str, float]) -> list[Conversation]:
+def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[str, float],
+                    progress: Callable[[int], None] | None = None) -> list[Conversation]:
     labels = _quota(n, mix)
     Random(f"tinytool-demo:{seed}:{split}:order").shuffle(labels)
     tools = tuple(TRAIN_TOOLS) if split == "train" else tuple(CATALOG)
@@ -412,15 +415,18 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
                 "seed": seed, "world_seed": seed, "tools_used": _tools_used(messages),
                 "sub_questions": [], "sub_answers": [], **extra}
         out.append(Conversation(messages=messages, tools=offered, meta=meta))
+        if progress is not None:
+            progress(1)
     return out
 
 
-def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1,
-                  mix: Mapping[str, float] | None = None) -> tuple[list[Conversation], list[Conversation]]:
+def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapping[str, float] | None = None,
+                  progress: Callable[[int], None] | None = None) -> tuple[list[Conversation], list[Conversation]]:
     """``n`` demo tasks split into ``(train, dev)``; dev gets ``round(n * dev_fraction)`` of them.
 
     Train never uses a held-out tool, not even as a distractor; dev favours them. ``mix`` maps
     category -> weight (default `DEFAULT_MIX`). Deterministic in ``(n, seed, dev_fraction, mix)``.
+    ``progress(k)`` is called as every ``k`` tasks are built.
     """
     if n < 0:
         raise ValueError("n must be >= 0")
@@ -432,15 +438,38 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1,
         raise ValueError(f"unknown categories {sorted(unknown)}; known: {', '.join(CATEGORIES)}")
     world = pristine_world(seed)
     n_dev = round(n * dev_fraction)
-    return (_generate_split("train", n - n_dev, seed, world, mix), _generate_split("dev", n_dev, seed, world, mix))
+    return (_generate_split("train", n - n_dev, seed, world, mix, progress),
+            _generate_split("dev", n_dev, seed, world, mix, progress))
+
+
+#: the files of a demo split directory
+SPLIT_FILES = ("train.jsonl", "dev.jsonl")
+
+
+def write_split(out_dir: str | os.PathLike, train: Iterable[Any], dev: Iterable[Any]) -> dict[str, int]:
+    """Write ``train.jsonl`` and ``dev.jsonl`` under ``out_dir`` as a whole: the directory is
+    replaced only once both files are complete, so a new train split never sits beside an old dev
+    split, and an error or Ctrl-C leaves ``out_dir`` as it was. Since the directory is replaced,
+    one that holds other files is refused. Returns the counts."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UserInputError(f"{out}: is a file, expected a directory for {' and '.join(SPLIT_FILES)}",
+                             fix="choose a directory path")
+    others = sorted(p.name for p in out.iterdir() if p.name not in SPLIT_FILES) if out.is_dir() else []
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise UserInputError(f"{out}: holds files other than {' and '.join(SPLIT_FILES)} ({shown}); "
+                             f"the split replaces the whole directory", fix="choose a new or empty directory")
+    with atomic_dir(out) as tmp:
+        return {"train": write_jsonl(tmp / "train.jsonl", train), "dev": write_jsonl(tmp / "dev.jsonl", dev)}
 
 
 def write_demo(n: int, seed: int, out_dir: str | os.PathLike, *, dev_fraction: float = 0.1,
                mix: Mapping[str, float] | None = None) -> dict[str, int]:
-    """Generate and write ``train.jsonl`` and ``dev.jsonl`` under ``out_dir``; returns the counts."""
+    """Generate ``train.jsonl`` and ``dev.jsonl`` and write them under ``out_dir`` as a whole
+    (see `write_split`); returns the counts."""
     train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=mix)
-    out = Path(out_dir)
-    return {"train": write_jsonl(out / "train.jsonl", train), "dev": write_jsonl(out / "dev.jsonl", dev)}
+    return write_split(out_dir, train, dev)
 
 
-__all__ = ["CATEGORIES", "DEFAULT_MIX", "generate_demo", "write_demo"]
+__all__ = ["CATEGORIES", "DEFAULT_MIX", "SPLIT_FILES", "generate_demo", "write_demo", "write_split"]

@@ -83,7 +83,7 @@ def iter_jsonl_rows(
             try:
                 text = _decode(raw, path, lineno)
                 try:
-                    value = json.loads(text)
+                    value = json.loads(text.rstrip("\r\n"))  # columns count within the line
                 except (ValueError, RecursionError) as e:
                     raise FileFormatError(f"{_where(path, lineno)}: {_json_problem(e)}") from None
             except FileFormatError as e:

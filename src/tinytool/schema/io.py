@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
+from tinytool import io as tio
 from tinytool.schema.errors import SchemaError
 from tinytool.schema.types import Conversation
 
@@ -19,27 +18,22 @@ def iter_jsonl(
 ) -> Iterator[tuple[int, T]]:
     """Yield ``(line_number, parse(record))`` for each non-blank line of a JSONL file.
 
-    A line that is not JSON, or a record ``parse`` rejects, raises `SchemaError` located at
-    ``file:line`` with the field path the parser reported.
+    A line that is not UTF-8 or not JSON, or a record ``parse`` rejects, raises `SchemaError`
+    located at ``file:line`` with the field path the parser reported.
     """
     name = str(path)
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.rstrip("\r\n"))  # columns then count within the line
-            except (ValueError, RecursionError) as e:  # ValueError: also an over-long integer
-                if isinstance(e, json.JSONDecodeError):
-                    detail = e.msg
-                else:
-                    detail = "nested too deeply" if isinstance(e, RecursionError) else str(e)
-                col = f" (column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
-                raise SchemaError(f"not valid JSON: {detail}{col}", file=name, line=lineno) from None
-            try:
-                yield lineno, parse(record)
-            except SchemaError as e:
-                raise e.located(name, lineno) from None
+
+    def bad_line(lineno: int, reason: str) -> NoReturn:
+        e = SchemaError(reason, file=name, line=lineno)
+        if reason.startswith("not UTF-8"):
+            e.fix = "convert the file to UTF-8"
+        raise e
+
+    for lineno, record in tio.iter_jsonl_rows(path, on_bad=bad_line):
+        try:
+            yield lineno, parse(record)
+        except SchemaError as e:
+            raise e.located(name, lineno) from None
 
 
 def read_jsonl(path: str | os.PathLike, parse: Callable[[Any], T] = Conversation.from_dict) -> list[T]:
@@ -48,15 +42,6 @@ def read_jsonl(path: str | os.PathLike, parse: Callable[[Any], T] = Conversation
 
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> int:
-    """Write records (dicts or objects with ``to_dict``) atomically: a crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    n = 0
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in records:
-            d = r.to_dict() if hasattr(r, "to_dict") else r
-            fh.write(json.dumps(d, ensure_ascii=False) + "\n")
-            n += 1
-    os.replace(tmp, path)
-    return n
+    """Write records (dicts or objects with ``to_dict``) atomically: a crash or Ctrl-C never leaves
+    half a file nor a temporary; returns how many."""
+    return tio.write_jsonl(path, records)

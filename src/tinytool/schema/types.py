@@ -6,6 +6,7 @@ Every ``from_dict`` validates and raises `SchemaError` naming the offending fiel
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -201,6 +202,41 @@ class Tool:
     @property
     def required(self) -> tuple[str, ...]:
         return tuple(self.parameters.get("required", ()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _validator(schema_json: str) -> Any:
+    """A JSON Schema validator for a parameter's schema, or None when the schema itself is not
+    valid JSON Schema (then no value can be judged against it)."""
+    import jsonschema
+
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError:
+        return None
+    return cls(schema)
+
+
+def value_problem(schema: Any, value: Any) -> str | None:
+    """Why ``value`` does not fit a parameter's JSON ``schema`` (``"'one' is not of type 'integer'"``),
+    or None when it fits or the schema cannot judge it (missing, empty or not valid JSON Schema)."""
+    if not isinstance(schema, dict) or not schema:
+        return None
+    validator = _validator(json.dumps(schema, sort_keys=True, default=str))
+    if validator is None:
+        return None
+    import jsonschema
+
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except Exception:  # an unresolvable $ref and the like: the schema cannot judge the value
+        return None
+    if error is None:
+        return None
+    at = "".join(f"[{p}]" for p in error.absolute_path)
+    return f"{error.message} (at {at})" if at else error.message
 
 
 def _decode_arguments(args: Any, path: str) -> dict[str, Any]:
@@ -403,4 +439,11 @@ class Conversation:
                 missing = [r for r in tool.required if r not in c.arguments]
                 if missing:
                     problems.append(f"{where}.arguments: missing required parameter(s) {missing} for {c.name!r}")
+                properties = tool.parameters.get("properties", {})
+                for name, value in c.arguments.items():
+                    if value is None and name not in tool.required:
+                        continue  # an optional parameter left out as null
+                    problem = value_problem(properties.get(name), value)
+                    if problem:
+                        problems.append(f"{where}.arguments.{name}: {problem} for {c.name!r}")
         return problems

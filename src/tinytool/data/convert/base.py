@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tinytool.schema import Conversation, SchemaError, write_jsonl
+from tinytool.errors import MissingInputError, UserInputError
+from tinytool.io import atomic_file, iter_jsonl_rows
+from tinytool.io.files import FileFormatError
+from tinytool.schema import Conversation, SchemaError
 
 # Text an assistant turn gets when the source marks "no call" with an empty answer list (xLAM/Hammer
 # irrelevance data): an empty target would teach the model to say nothing at all.
@@ -29,7 +32,8 @@ NO_CALL_REPLY = "None of the available functions can handle this request."
 @dataclass(slots=True)
 class SourceRecord:
     """One raw record and where it came from: ``line`` is the line it starts on (JSONL, JSON array)
-    or its 1-based row (Parquet); ``index`` is its 0-based position in the file."""
+    or its row (Parquet); ``index`` is its 0-based position in the file. Messages count records,
+    rows and lines from 1."""
 
     record: Any
     line: int
@@ -37,8 +41,15 @@ class SourceRecord:
     where: str = ""  # "" for JSONL; "JSON array record 3" / "Parquet row 3" otherwise
 
 
-def _array_records(text: str, name: str) -> Iterator[SourceRecord]:
-    """Records of a JSON array, each with the line it starts on (decoded one element at a time)."""
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8, kept by surrogateescape
+
+
+def _array_records(text: str, name: str) -> Iterator[SourceRecord | SchemaError]:
+    """Records of a JSON array, each with the line it starts on (decoded one element at a time).
+
+    ``text`` is decoded with ``surrogateescape``: a record holding bytes that are not UTF-8 is
+    yielded as a located `SchemaError` (its neighbours are still read).
+    """
     decoder = json.JSONDecoder()
     pos = text.index("[") + 1
     index, n = 0, len(text)
@@ -58,12 +69,20 @@ def _array_records(text: str, name: str) -> Iterator[SourceRecord]:
         if pos >= n:
             raise SchemaError("JSON array is not closed with ']'", file=name, line=line_at(n))
         start = pos
+        where = f"JSON array record {index + 1}"
         try:
             record, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as e:
-            raise SchemaError(f"not valid JSON: {e.msg} (in JSON array record {index})",
-                              file=name, line=line_at(e.pos)) from None
-        yield SourceRecord(record, line_at(start), index, f"JSON array record {index}")
+            problem = "not UTF-8 text" if _NOT_UTF8.search(text, start, e.pos + 1) else f"not valid JSON: {e.msg}"
+            raise SchemaError(f"{problem} (in {where})", file=name, line=line_at(e.pos)) from None
+        except RecursionError:
+            raise SchemaError(f"not valid JSON: nested too deeply (in {where})", file=name,
+                              line=line_at(start)) from None
+        bad = _NOT_UTF8.search(text, start, pos)
+        if bad:
+            yield SchemaError(f"not UTF-8 text ({where})", file=name, line=line_at(bad.start()))
+        else:
+            yield SourceRecord(record, line_at(start), index, where)
         index += 1
         while pos < n and text[pos] in " \t\r\n":
             pos += 1
@@ -73,36 +92,56 @@ def _array_records(text: str, name: str) -> Iterator[SourceRecord]:
             raise SchemaError("expected ',' or ']' between JSON array records", file=name, line=line_at(pos))
 
 
+def _first_char(path: str | os.PathLike) -> bytes:
+    """The first byte of a file that is not whitespace (b"" for an empty file)."""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(65536):
+            stripped = chunk.lstrip()
+            if stripped:
+                return stripped[:1]
+    return b""
+
+
 def iter_source_records(path: str | os.PathLike) -> Iterator[SourceRecord | SchemaError]:
     """Records of a JSONL file, a JSON array file or a Parquet file, in order.
 
-    A JSONL line that is not JSON is yielded as a located `SchemaError` (the rest of the file can
-    still be read); a broken JSON array raises, since nothing after the break can be trusted.
+    A JSONL line that is not UTF-8 or not JSON, and a JSON array record that is not UTF-8, are
+    yielded as located `SchemaError`s (the rest of the file can still be read); a broken JSON array
+    raises, since nothing after the break can be trusted.
     """
     name = str(path)
+    if not Path(path).is_file():
+        raise MissingInputError(f"{name}: no such file")
     if name.endswith(".parquet"):
-        import pyarrow.parquet as pq  # a dependency of `datasets`; imported only for Parquet input
+        import pyarrow as pa  # a dependency of `datasets`; imported only for Parquet input
+        import pyarrow.parquet as pq
 
-        for i, rec in enumerate(pq.read_table(path).to_pylist()):
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except (pa.ArrowException, OSError) as e:
+            raise FileFormatError(f"{name}: not a readable Parquet file ({e})") from None
+        for i, rec in enumerate(rows):
             yield SourceRecord(rec, i + 1, i, f"Parquet row {i + 1}")
         return
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    if text.lstrip().startswith("["):
+    if _first_char(path) == b"[":
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            text = fh.read()
         yield from _array_records(text, name)
         return
+    bad: list[SchemaError] = []
+
+    def bad_line(lineno: int, reason: str) -> None:  # called before the next good line is yielded
+        bad.append(SchemaError(reason, file=name, line=lineno))
+
     index = 0
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError) as e:
-            detail = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
-            yield SchemaError(f"not valid JSON: {detail}", file=name, line=lineno)
-        else:
-            yield SourceRecord(record, lineno, index)
+    for lineno, record in iter_jsonl_rows(path, on_bad=bad_line):
+        for e in bad:
+            yield e
+            index += 1
+        bad.clear()
+        yield SourceRecord(record, lineno, index)
         index += 1
+    yield from bad
 
 
 # ---- helpers converters share -----------------------------------------------------------------
@@ -213,12 +252,12 @@ def get_converter(name: str, **opts: Any) -> Converter:
     try:
         cls = CONVERTERS[name]
     except KeyError:
-        raise ValueError(f"unknown format {name!r}; choose one of {', '.join(sorted(CONVERTERS))}") from None
+        raise UserInputError(f"unknown format {name!r}", fix=f"choose one of {', '.join(sorted(CONVERTERS))}") from None
     allowed = SHARED_OPTIONS + cls.options
     unknown = sorted(k for k, v in opts.items() if v is not None and k not in allowed)
     if unknown:
         takes = ", ".join(allowed)
-        raise ValueError(f"format {name!r} does not take {', '.join(unknown)} (it takes {takes})")
+        raise UserInputError(f"format {name!r} does not take {', '.join(unknown)}", fix=f"it takes {takes}")
     return cls(**{k: v for k, v in opts.items() if v is not None})
 
 
@@ -313,23 +352,29 @@ def iter_converted(
         yield conv
 
 
+class EmptyInputError(UserInputError):
+    """An input that holds no records at all (an empty file, ``[]``)."""
+
+    fix = "check the input path; a conversion needs at least one record"
+
+
 def convert(
     fmt: str, in_path: str | os.PathLike, out_path: str | os.PathLike, skip_bad: bool = False,
-    progress: Callable[[ConvertReport], None] | None = None, **opts: Any,
+    progress: Callable[[ConvertReport], None] | None = None, *, allow_empty: bool = True, **opts: Any,
 ) -> ConvertReport:
     """Convert ``in_path`` (source format ``fmt``) to unified `Conversation` JSONL at ``out_path``.
 
-    The output is written atomically: on an error nothing is left at ``out_path``. Options:
-    ``answers`` (BFCL possible-answer file), ``mask_prob``/``seed`` (Hammer-style name masking, any
-    format), ``check_calls`` (reject calls that do not fit the offered tools).
+    The output is written atomically: on an error or Ctrl-C nothing is left at ``out_path`` (an old
+    file there is kept) and no temporary remains. An input without records raises `EmptyInputError`
+    unless ``allow_empty``. Options: ``answers`` (BFCL possible-answer file), ``mask_prob``/``seed``
+    (Hammer-style name masking, any format), ``check_calls`` (reject calls that do not fit the
+    offered tools, argument values checked against the tool's JSON Schema).
     """
     conv_fn = get_converter(fmt, **opts)
     report = ConvertReport()
-    out = Path(out_path)
-    try:
-        write_jsonl(out, iter_converted(conv_fn, in_path, skip_bad=skip_bad, report=report, progress=progress))
-    except BaseException:
-        # write_jsonl streams into OUT.tmp and renames only on success; do not leave the part behind
-        out.with_name(out.name + ".tmp").unlink(missing_ok=True)
-        raise
+    with atomic_file(out_path) as fh:
+        for conv in iter_converted(conv_fn, in_path, skip_bad=skip_bad, report=report, progress=progress):
+            fh.write(json.dumps(conv.to_dict(), ensure_ascii=False) + "\n")
+        if report.n_in == 0 and not allow_empty:
+            raise EmptyInputError(f"{in_path}: no records (the input is empty)")
     return report
