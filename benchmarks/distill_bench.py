@@ -28,7 +28,7 @@ from _common import ROOT, machine, versions
 from tinytool.data.demo import write_demo
 from tinytool.distill.cache import TeacherTopKCache, build_cache
 from tinytool.distill.examples import token_examples
-from tinytool.distill.trainer import DistillRunConfig, train_distill
+from tinytool.distill.trainer import DistillConfig, train_distill
 from tinytool.models.loading import BUNDLED_ALIAS, cpu_supports_bf16, load_tokenizer
 from tinytool.models.students import build_student
 from tinytool.schema import read_jsonl, write_jsonl
@@ -82,16 +82,16 @@ def main() -> None:
     }
     print(json.dumps(cache_row), flush=True)
 
-    common = {"batch_size": args.batch_size, "epochs": 1.0, "bf16": True, "save_steps": 0, "logging_steps": 1,
+    common = {"per_device_train_batch_size": args.batch_size, "num_train_epochs": 1.0, "bf16": True, "save_steps": 0, "logging_steps": 1,
               "seed": 0}
     sides = {}
     runs = {
-        "sft": lambda: train_sft(SFTRunConfig(model=str(student), data=[str(data)], out=str(work / "sft"),
-                                              group_by_length=False, max_length=2048, **common)),
-        "ckd_cache": lambda: train_distill(DistillRunConfig(student=str(student), cache=str(work / "cache"),
-                                                            out=str(work / "ckd-cache"), loss="ckd", **common)),
-        "ckd_online": lambda: train_distill(DistillRunConfig(student=str(student), teacher=args.teacher,
-                                                             data=[str(data)], out=str(work / "ckd-online"),
+        "sft": lambda: train_sft(SFTRunConfig(model=str(student), data=[str(data)], output_dir=str(work / "sft"),
+                                              train_sampling_strategy="random", max_length=2048, **common)),
+        "ckd_cache": lambda: train_distill(DistillConfig(student=str(student), cache=str(work / "cache"),
+                                                            output_dir=str(work / "ckd-cache"), loss="ckd", **common)),
+        "ckd_online": lambda: train_distill(DistillConfig(student=str(student), teacher=args.teacher,
+                                                             data=[str(data)], output_dir=str(work / "ckd-online"),
                                                              loss="ckd", **common)),
     }
     for name, run in runs.items():

@@ -51,10 +51,8 @@ class Stages:
 
 
 def _train_resuming(train, cfg_cls, **cfg: Any) -> dict:
-    """Train, continuing from a checkpoint an interrupted earlier attempt left."""
-    from tinytool.train.sft import last_checkpoint
-
-    return train(cfg_cls(**cfg, resume=last_checkpoint(cfg["out"]) is not None))
+    """Train; a run directory with the same settings continues from the checkpoint an interrupted attempt left."""
+    return train(cfg_cls(**cfg))
 
 
 def main() -> None:
@@ -78,7 +76,7 @@ def main() -> None:
     from tinytool.data.demo import write_demo
     from tinytool.distill.cache import build_cache
     from tinytool.distill.rollouts import rollout
-    from tinytool.distill.trainer import DistillRunConfig, train_distill
+    from tinytool.distill.trainer import DistillConfig, train_distill
     from tinytool.eval.bfcl_runner import BFCLRunConfig, run_bfcl
     from tinytool.eval.demo_eval import run_demo_eval
     from tinytool.llm.base import GenerationConfig
@@ -90,13 +88,14 @@ def main() -> None:
     w = args.work
     w.mkdir(parents=True, exist_ok=True)
     st = Stages(w)
-    common = {"batch_size": args.batch_size, "bf16": True, "save_steps": 25, "logging_steps": 5, "seed": 0}
+    common = {"per_device_train_batch_size": args.batch_size, "bf16": True, "save_steps": 25, "logging_steps": 5,
+              "seed": 0}
 
     st.run("data", lambda: write_demo(2000, 0, w / "demo") and str(w / "demo"))
     teacher = w / "teacher"
     st.run("teacher_sft", lambda: _train_resuming(
-        train_sft, SFTRunConfig, model=BUNDLED_ALIAS, data=[str(w / "demo" / "train.jsonl")], out=str(teacher),
-        max_steps=args.teacher_steps, lr=args.lr, **common)["final_loss"])
+        train_sft, SFTRunConfig, model=BUNDLED_ALIAS, data=[str(w / "demo" / "train.jsonl")], output_dir=str(teacher),
+        max_steps=args.teacher_steps, learning_rate=args.lr, **common)["final_loss"])
 
     def prompts() -> str:
         convs = read_jsonl(w / "demo" / "train.jsonl")[: args.rollout_prompts]
@@ -117,12 +116,12 @@ def main() -> None:
         out = str(w / f"student-{loss}")
         if loss == "sft":
             st.run(f"train_{loss}", lambda out=out: _train_resuming(
-                train_sft, SFTRunConfig, model=str(student), data=[str(dt)], out=out, max_steps=args.student_steps,
-                lr=args.lr, **common)["final_loss"])
+                train_sft, SFTRunConfig, model=str(student), data=[str(dt)], output_dir=out,
+                max_steps=args.student_steps, learning_rate=args.lr, **common)["final_loss"])
         else:
             st.run(f"train_{loss}", lambda out=out, loss=loss: _train_resuming(
-                train_distill, DistillRunConfig, student=str(student), cache=str(w / "cache"), out=out, loss=loss,
-                max_steps=args.student_steps, lr=args.lr, **common)["losses"][-1])
+                train_distill, DistillConfig, student=str(student), cache=str(w / "cache"), output_dir=out,
+                loss=loss, max_steps=args.student_steps, learning_rate=args.lr, **common)["losses"][-1])
 
     models = {"teacher (SFT)": teacher, "student (pruned, untrained)": student,
               **{f"student + {loss.upper()}": w / f"student-{loss}" for loss in STUDENT_LOSSES}}

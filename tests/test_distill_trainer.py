@@ -11,7 +11,7 @@ import torch
 
 from tinytool.data.demo import write_demo
 from tinytool.distill.examples import token_examples
-from tinytool.distill.trainer import DistillRunConfig, build_distill_trainer, collate, train_distill
+from tinytool.distill.trainer import DistillConfig, build_distill_trainer, collate, train_distill
 from tinytool.models.loading import load_model, load_tokenizer
 from tinytool.models.students import save_tiny_model
 from tinytool.schema import read_jsonl, write_jsonl
@@ -33,11 +33,12 @@ def env(tmp_path_factory):
             "tok": tok, "convs": short}
 
 
-def _cfg(env, out, **kw) -> DistillRunConfig:
-    base = {"student": env["student"], "out": str(env["root"] / out), "data": [env["three"]], "batch_size": 2,
+def _cfg(env, out, **kw) -> DistillConfig:
+    base = {"student": env["student"], "output_dir": str(env["root"] / out), "data": [env["three"]],
+            "per_device_train_batch_size": 2,
             "logging_steps": 1, "save_steps": 0, "bf16": False, "max_steps": 2, "k": 16, "m": 16}
     base.update(kw)
-    return DistillRunConfig(**base)
+    return DistillConfig(**base)
 
 
 def test_collate_marks_positions_before_each_completion_token():
@@ -84,22 +85,24 @@ def test_online_teacher_equal_to_student_gives_zero_fkl(env):
 
 
 def test_online_ckd_training_lowers_the_loss_and_logs_parts(env):
-    cfg = _cfg(env, "ckd-online", loss="ckd", teacher=env["teacher"], lr=3e-3, max_steps=8, lambda_tail=1.0)
+    cfg = _cfg(env, "ckd-online", loss="ckd", teacher=env["teacher"], learning_rate=3e-3, max_steps=8, lambda_tail=1.0)
     summary = train_distill(cfg)
     losses = [v for _, v in summary["losses"]]
     assert losses[-1] < losses[0]
     assert set(summary["parts"]) == {"kd_fkl", "kd_tail"}
     assert summary["completion_tokens"] > 0 and summary["saved"]["kind"] == "full"
-    assert load_model(cfg.out) is not None
+    assert load_model(cfg.output_dir) is not None
     assert json.loads((env["root"] / "ckd-online" / "distill_summary.json").read_text())["loss"] == "ckd"
 
 
 def test_lora_run_resumes_from_its_checkpoint(env):
     cfg = _cfg(env, "lora", loss="fkl", teacher=env["teacher"], lora="r=4", save_steps=1, max_steps=1)
     train_distill(cfg)
-    with pytest.raises(FileExistsError, match="--resume"):
-        train_distill(cfg)
-    again = _cfg(env, "lora", loss="fkl", teacher=env["teacher"], lora="r=4", save_steps=1, max_steps=2, resume=True)
+    from tinytool.io import RunDirError
+
+    with pytest.raises(RunDirError, match="loss: 'fkl' there, 'rkl' now"):
+        train_distill(_cfg(env, "lora", loss="rkl", teacher=env["teacher"], lora="r=4", save_steps=1, max_steps=1))
+    again = _cfg(env, "lora", loss="fkl", teacher=env["teacher"], lora="r=4", save_steps=1, max_steps=2)
     s = train_distill(again)
     assert s["global_step"] == 2 and s["resumed_from"].endswith("checkpoint-1") and s["saved"]["kind"] == "adapter"
 
@@ -114,7 +117,7 @@ def test_bad_configs_are_refused(env):
 
 
 def test_gkd_runs_trl_distillation_trainer(env):
-    cfg = _cfg(env, "gkd", loss="gkd", teacher=env["teacher"], max_steps=1, gkd_max_new_tokens=8, lr=1e-4)
+    cfg = _cfg(env, "gkd", loss="gkd", teacher=env["teacher"], max_steps=1, gkd_max_new_tokens=8, learning_rate=1e-4)
     s = train_distill(cfg)
     assert s["global_step"] == 1 and s["source"].startswith("on-policy")
     assert s["losses"] and all(math.isfinite(v) for _, v in s["losses"])

@@ -40,8 +40,8 @@ def env(tmp_path_factory):
 
 
 def _cfg(env, out, **kw) -> SFTRunConfig:
-    base = {"model": env["model"], "data": [env["two"]], "out": str(env["root"] / out), "batch_size": 2,
-            "max_length": 2048, "logging_steps": 1, "save_steps": 0, "bf16": False}
+    base = {"model": env["model"], "data": [env["two"]], "output_dir": str(env["root"] / out),
+            "per_device_train_batch_size": 2, "max_length": 2048, "logging_steps": 1, "save_steps": 0, "bf16": False}
     base.update(kw)
     return SFTRunConfig(**base)
 
@@ -102,7 +102,7 @@ class DtypeProbe:
 
 def test_steps_lower_loss_on_repeated_batch_with_bf16_autocast(env):
     probe = DtypeProbe()
-    s = train_sft(_cfg(env, "overfit", max_steps=8, lr=3e-3, bf16=True, lr_scheduler="constant"),
+    s = train_sft(_cfg(env, "overfit", max_steps=8, learning_rate=3e-3, bf16=True, lr_scheduler_type="constant"),
                   callbacks=[probe.callback])
     losses = [loss for _, loss in s["losses"]]
     assert s["global_step"] == 8 and len(losses) == 8
@@ -111,6 +111,7 @@ def test_steps_lower_loss_on_repeated_batch_with_bf16_autocast(env):
     assert s["tokens"] > 0 and s["tokens_per_second"] > 0 and s["examples_used"] == 2
     saved = json.loads((Path(s["out"]) / "sft_summary.json").read_text())
     assert saved["final_loss"] == losses[-1] and saved["config"]["max_steps"] == 8
+    assert (Path(s["out"]) / "config.yaml").is_file() and (Path(s["out"]) / "run.json").is_file()
     assert (Path(s["out"]) / "model.safetensors").is_file() and s["saved"]["kind"] == "full"
     assert next(load_model(s["out"]).parameters()).dtype == torch.float32
 
@@ -125,14 +126,14 @@ def test_lora_adapter_and_merge_same_logits(env):
     from peft import PeftModel
 
     lora = LoraSpec(r=4, alpha=8, dropout=0.0)
-    s = train_sft(_cfg(env, "lora", max_steps=2, lr=1e-2, lora=lora))
+    s = train_sft(_cfg(env, "lora", max_steps=2, learning_rate=1e-2, lora=lora))
     out = Path(s["out"])
     assert s["saved"]["kind"] == "adapter"
     assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
     assert not (out / "model.safetensors").exists()
     adapter_only = out
 
-    s = train_sft(_cfg(env, "merged", max_steps=2, lr=1e-2, lora=lora, merge_lora=True))
+    s = train_sft(_cfg(env, "merged", max_steps=2, learning_rate=1e-2, lora=lora, merge_lora=True))
     out = Path(s["out"])
     assert s["saved"]["kind"] == "merged" and (out / "adapter" / "adapter_config.json").is_file()
     merged = load_model(out)
@@ -167,17 +168,42 @@ def test_adapter_dir_errors(tmp_path):
 
 
 def test_resume_continues_global_step(env):
+    from tinytool.io import RunDirError
+
     first = train_sft(_cfg(env, "resume", max_steps=4, save_steps=2))
     out = Path(first["out"])
     assert first["global_step"] == 4 and (out / "checkpoint-4").is_dir() and (out / "checkpoint-2").is_dir()
-    with pytest.raises(FileExistsError, match="--resume"):
-        train_sft(_cfg(env, "resume", max_steps=6, save_steps=2))
-    second = train_sft(_cfg(env, "resume", max_steps=6, save_steps=2, resume=True))
+    with pytest.raises(RunDirError, match=r"learning_rate: 2e-05 there, 0.001 now"):
+        train_sft(_cfg(env, "resume", max_steps=6, save_steps=2, learning_rate=1e-3))
+    # the same settings (more steps allowed) resume on their own
+    second = train_sft(_cfg(env, "resume", max_steps=6, save_steps=2))
     assert second["resumed_from"].endswith("checkpoint-4")
     # the log history comes back with the checkpoint: the losses cover the whole run
     assert second["global_step"] == 6 and [s for s, _ in second["losses"]] == [1, 2, 3, 4, 5, 6]
     assert second["losses"][:4] == first["losses"]
     assert (out / "checkpoint-6").is_dir()
+    # the summary covers the whole run: mean over all six steps, tokens of all six
+    assert second["mean_train_loss"] == pytest.approx(sum(v for _, v in second["losses"]) / 6)
+    assert second["tokens"] == pytest.approx(first["tokens"] * 6 / 4, rel=0.01)
+    fresh = train_sft(_cfg(env, "resume", max_steps=2, save_steps=2, overwrite=True))
+    assert fresh["resumed_from"] is None and not (out / "checkpoint-6").exists()
+
+
+def test_resume_skips_incomplete_checkpoints(env, caplog):
+    from tinytool.train.common import checkpoint_problem, resume_checkpoint
+
+    train_sft(_cfg(env, "torn", max_steps=3, save_steps=1, save_total_limit=None))
+    out = Path(env["root"] / "torn")
+    (out / "checkpoint-3" / "trainer_state.json").unlink()  # killed mid-save
+    (out / "checkpoint-2" / "optimizer.pt").unlink()
+    weights = out / "checkpoint-1" / "model.safetensors"
+    assert checkpoint_problem(out / "checkpoint-1") is None
+    assert resume_checkpoint(out) == str(out / "checkpoint-1")
+    assert "checkpoint-3 is incomplete (no trainer_state.json" in caplog.text
+    assert "checkpoint-2 is incomplete (no optimizer state" in caplog.text
+    weights.write_bytes(weights.read_bytes()[:-100])
+    assert checkpoint_problem(out / "checkpoint-1") == "model.safetensors is cut short"
+    assert resume_checkpoint(out) is None
 
 
 def test_lora_spec_parse():
@@ -200,7 +226,7 @@ def test_cli(env):
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "sft_summary.json").read_text())
     assert summary["global_step"] == 1 and summary["examples_dropped_too_long"] > 0
-    assert summary["config"]["lr"] == 1e-3 and not summary["bf16"]
+    assert summary["config"]["learning_rate"] == 1e-3 and not summary["bf16"]
     assert "dropped" in res.output and summary["final_eval_loss"] > 0
 
     res = runner.invoke(sft_app, ["--model", env["model"], "--data", env["train"], "--out", str(out),
@@ -213,3 +239,45 @@ def test_cli(env):
     bad.write_text(Path(env["two"]).read_text() + '{"messages": [{"role": "robot"}]}\n')
     res = runner.invoke(sft_app, ["--model", env["model"], "--data", str(bad), "--out", str(out / "bad")])
     assert res.exit_code == 2 and "bad.jsonl:3" in res.output, res.output
+
+
+def test_one_yaml_drives_the_cli_and_the_python_api(env):
+    from tinytool.train.config import load_config, run_settings
+
+    runner = CliRunner()
+    out = env["root"] / "yaml-run"
+    cfg_file = env["root"] / "run.yaml"
+    cfg_file.write_text(f"model: {env['model']}\ndata: [{env['two']}]\noutput_dir: {out}\nmax_steps: 1\n"
+                        "per_device_train_batch_size: 2\nsave_steps: 0\nbf16: false\nlora: {r: 4, alpha: 8}\n"
+                        "learning_rate: 0.001\n")
+    res = runner.invoke(sft_app, ["--config", str(cfg_file), "--max-steps", "2", "--logging-steps", "1"])
+    assert res.exit_code == 0, res.output
+    assert "learning_rate: 0.001" in res.output and "lora: r=4,alpha=8" in res.output  # the resolved config
+    saved = out / "config.yaml"
+    s = json.loads((out / "sft_summary.json").read_text())
+    assert s["global_step"] == 2 and s["saved"]["kind"] == "adapter"  # the flag overrode the file
+    api = load_config(SFTRunConfig, cfg_file, max_steps=2, logging_steps=1)
+    again = load_config(SFTRunConfig, saved)
+    assert run_settings(api) == run_settings(again) and again.max_steps == 2 and again.learning_rate == 1e-3
+
+
+def test_cli_help_and_bad_flags(env):
+    runner = CliRunner()
+    res = runner.invoke(sft_app, ["--help"])
+    assert res.exit_code == 0
+    for flag in ("--batch-size", "--lr", "--out", "--config", "--lora", "--overwrite", "--eval-data"):
+        assert flag in res.output, flag
+    assert "--push_to_hub" not in res.output  # TRL's other fields are accepted, not listed
+    res = runner.invoke(sft_app, ["--model", env["model"], "--data", env["two"], "--out", "x", "--bacth-size", "2"])
+    assert res.exit_code == 2 and "unknown option: --bacth-size" in res.output and "Traceback" not in res.output
+    bad = env["root"] / "bad.yaml"
+    bad.write_text("model: m\nlernin_rate: 3\n")
+    res = runner.invoke(sft_app, ["--config", str(bad)])
+    assert res.exit_code == 2 and "did you mean learning_rate" in res.output
+
+
+def test_trl_private_state_is_checked():
+    from tinytool.train.trl_private import check_private_state
+
+    with pytest.raises(RuntimeError, match="trl_private needs updating"):
+        check_private_state(object())

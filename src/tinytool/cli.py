@@ -169,7 +169,9 @@ def _train_commands() -> None:
 
     app.registered_commands.extend(sft_app.registered_commands)
     app.add_typer(teacher_app, name="teacher")
-    app.command("distill")(distill_command)
+    from tinytool.clikit import passthrough
+
+    app.command("distill", **passthrough)(distill_command)
 
 
 _train_commands()

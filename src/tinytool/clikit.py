@@ -108,6 +108,14 @@ def on_interrupt(note: str) -> Iterator[None]:
         raise Interrupted(note) from None
 
 
+#: settings of a command whose flags are parsed from a config dataclass (`tinytool.train.config.parse_config`):
+#: typer hands every argument, ``--help`` included, through as ``ctx.args``
+passthrough = {
+    "context_settings": {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+    "add_help_option": False,
+}
+
+
 def fail(msg: object, code: int = EXIT_USER_ERROR) -> NoReturn:
     """Print ``error: MSG`` to stderr on one logical line and exit (prefer raising a `TinytoolError`)."""
     if isinstance(msg, TinytoolError):
@@ -118,4 +126,5 @@ def fail(msg: object, code: int = EXIT_USER_ERROR) -> NoReturn:
 
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "Interrupted", "TinytoolCommand", "TinytoolGroup",
-           "TinytoolTyper", "err", "fail", "make_app", "on_interrupt", "print_error"]
+           "TinytoolTyper", "err", "fail", "make_app", "on_interrupt", "passthrough",
+           "print_error"]

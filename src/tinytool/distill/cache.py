@@ -573,7 +573,7 @@ def build_cache(
     from tqdm.auto import tqdm
 
     from tinytool.distill.examples import token_examples
-    from tinytool.train.sft import read_conversations
+    from tinytool.train.common import read_conversations
 
     if backend not in ("hf", "vllm"):
         raise CacheError(f"unknown backend {backend!r}; use 'hf' or 'vllm'")

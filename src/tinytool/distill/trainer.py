@@ -9,15 +9,17 @@ LoRA (PEFT), bf16 autocast and resuming from ``checkpoint-N`` work as in `tinyto
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
+from transformers import Trainer, TrainingArguments
+from transformers.trainer_utils import SchedulerType
 
 from tinytool.distill.examples import TokenExample, token_examples
 from tinytool.distill.lm_parts import causal_lm, decoder_and_head, head_logits, head_topk, hidden_at
@@ -30,8 +32,11 @@ from tinytool.distill.losses import (
     TeacherTopK,
     fused_kd_loss,
 )
-from tinytool.train.schedule import TrainSchedule
-from tinytool.train.sft import last_checkpoint, read_conversations, save_final
+from tinytool.errors import MissingInputError, UserInputError
+from tinytool.io import write_json
+from tinytool.train.callbacks import WholeRunLog, rank_digests, whole_run_loss
+from tinytool.train.common import open_training_run, read_conversations, save_final, sft_examples, versions
+from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
 
 log = logging.getLogger(__name__)
 
@@ -40,38 +45,41 @@ KD_LR = 3e-6  # STAR App. A.2 (KD)
 ALL_LOSSES = (*LOSSES, "gkd")
 
 
-@dataclass
-class DistillRunConfig(TrainSchedule):
-    """One distillation run (the schedule fields are `TrainSchedule`'s; the default schedule is constant, as in
-    STAR App. A.2). Exactly one teacher source: ``cache`` (a `TeacherTopKCache` directory) or ``teacher`` (a model
-    spec run in memory on ``data``; with ``loss="gkd"`` TRL generates on-policy)."""
+@dataclass(kw_only=True)
+class DistillConfig(RunOptions, TrainingArguments):
+    """One distillation run: `transformers.TrainingArguments` (every field of it works, in flags and YAML) with
+    the distillation options. The default schedule is constant at STAR's 3e-6 (App. A.2; 2e-4 with LoRA).
+    Exactly one teacher source: ``cache`` (a `TeacherTopKCache` directory) or ``teacher`` (a model spec run in
+    memory on ``data``; with ``loss="gkd"`` TRL generates on-policy)."""
 
     FULL_LR: ClassVar[float] = KD_LR
 
-    student: str
-    cache: str | None = None
-    teacher: str | None = None
-    #: conversations (online teacher and gkd); with a cache the tokens come from the cache
-    data: list[str] = field(default_factory=list)
-    format: str = "hermes"
-    loss: str = "ckd"
-    k: int = DEFAULT_K
-    m: int = DEFAULT_M
-    lambda_tail: float = DEFAULT_LAMBDA_TAIL
-    #: None → the cache's temperature (a different one is refused: cached log-probs are at that temperature)
-    temperature: float | None = None
-    #: gkd: TRL's β (0 = forward KL, 0.5 = JSD, 1 = reverse KL)
-    gkd_beta: float = 0.5
-    #: gkd: tokens the student generates per on-policy completion
-    gkd_max_new_tokens: int = 256
-    lr_scheduler: str = field(default="constant", kw_only=True)
-    #: positions per chunk of the fused loss
-    chunk_size: int = 1024
-    #: compute the loss from hidden states chunk by chunk (False: materialise logits at completion positions)
-    fused: bool = True
+    student: str = field(metadata={"help": "Student model: hub id (org/name), checkpoint directory, .gguf, alias.",
+                                   "aliases": ["-s"]})
+    cache: str | None = option(None, "Teacher top-k cache (tinytool teacher cache).", "-c")
+    teacher: str | None = option(None, "Online teacher held in memory (instead of a cache; needs --data). With "
+                                 "--loss gkd: TRL's on-policy teacher.", "-t")
+    data: list[str] = listed("Conversations JSONL (online teacher, gkd, or ce without a cache).", "-d")
+    format: str = option("hermes", "Prompt format for --data.", "-f")
+    loss: str = option("ckd", f"Loss: {', '.join(ALL_LOSSES)} (STAR Eq. 3: ckd = top-k FKL + λ·tail).")
+    k: int = option(DEFAULT_K, "Teacher top-k (STAR App. A.2: 100).")
+    m: int = option(DEFAULT_M, "Student top-m scanned by the tail term (STAR App. A.2: 100).")
+    lambda_tail: float = option(DEFAULT_LAMBDA_TAIL, "λ_tail of CKD and the stabilized losses (STAR App. A.2: 10).")
+    temperature: float | None = option(None, "Distillation temperature [default: the cache's; a different one is "
+                                       "refused: cached log-probs are at that temperature].")
+    gkd_beta: float = option(0.5, "gkd: TRL's β (0 forward KL, 0.5 JSD, 1 reverse KL).")
+    gkd_max_new_tokens: int = option(256, "gkd: tokens the student generates per on-policy completion.")
+    chunk_size: int = option(1024, "Completion positions per chunk of the fused loss.")
+    fused: bool = option(True, "Compute the loss from hidden states chunk by chunk (off: materialise logits at "
+                         "completion positions).")
+    max_length: int = option(2048, "Longest example in tokens (data without a cache); longer ones are dropped.")
+    lr_scheduler_type: SchedulerType | str = option("constant", "Learning-rate schedule: constant (STAR App. A.2), "
+                                                    "linear, cosine, …", "--scheduler")
+    remove_unused_columns: bool = option(False, "Keep every dataset column (the collator needs the teacher's).")
 
     def __post_init__(self) -> None:
-        self.data = [str(p) for p in ([self.data] if isinstance(self.data, str) else self.data)]
+        self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
+        self.student = str(self.student)
         checks = [
             (self.loss in ALL_LOSSES, f"unknown loss {self.loss!r}; choose one of {', '.join(ALL_LOSSES)}"),
             ((self.cache is None) != (self.teacher is None) or self.loss == "ce",
@@ -83,8 +91,11 @@ class DistillRunConfig(TrainSchedule):
         ]
         for ok, msg in checks:
             if not ok:
-                raise ValueError(msg)
-        self.check_schedule()
+                raise UserInputError(msg)
+        for p in self.data:
+            if not Path(p).is_file():
+                raise MissingInputError(f"{p}: no such data file")
+        super().__post_init__()
 
 
 # ---- data --------------------------------------------------------------------------------------
@@ -156,81 +167,84 @@ def head_weight(model: Any) -> torch.Tensor:
     return head.weight
 
 
-def _trainer_class():
-    from transformers import Trainer
+class DistillTrainer(Trainer):
+    """`transformers.Trainer` whose loss is a `KDLoss` (STAR §3.1) against the teacher's top-k, cached or computed
+    online by ``teacher_model``. Subclass it as you would `Trainer`.
 
-    class DistillTrainer(Trainer):
-        """`transformers.Trainer` whose loss is a `KDLoss` against cached or online teacher top-k."""
+    The student's decoder runs over the whole sequence and its LM head only at the completion positions, inside
+    the loss (`fused_kd_loss`), so the ``[B, T, V]`` logits never exist. The parts of the loss (FKL/RKL, tail) are
+    logged as ``kd_*``; ``completion_tokens`` counts the completion tokens trained on (logged, so a resumed run
+    continues the count).
 
-        def __init__(self, *args: Any, kd_loss: KDLoss, teacher_model: Any = None, fused: bool = True,
-                     **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            # the loss is normalised by the completion tokens of the whole accumulated batch (num_items_in_batch)
-            self.model_accepts_loss_kwargs = True
-            self.kd_loss, self.teacher_model, self.fused = kd_loss, teacher_model, fused
-            self._part_sums: dict[str, float] = {}
-            self._part_count = 0
-            self.completion_tokens = 0
+    Args:
+        kd_loss: the loss and its hyper-parameters (k, m, λ_tail, temperature).
+        teacher_model: a teacher held in memory, used when a batch carries no cached top-k.
+        fused: compute the loss from hidden states chunk by chunk (False: logits at completion positions).
+    """
 
-        def _teacher(self, inputs: dict[str, torch.Tensor], targets: torch.Tensor) -> TeacherTopK:
-            if "topk_ids" in inputs:
-                return TeacherTopK(inputs["topk_ids"], inputs["topk_logprobs"], targets)
-            if self.teacher_model is None:
-                return TeacherTopK(None, None, targets)
-            with torch.no_grad():
-                h = hidden_at(self.teacher_model, inputs["input_ids"], inputs["attention_mask"], inputs["positions"])
-                _, head = decoder_and_head(self.teacher_model)
-                ids, logprobs = head_topk(head, h, causal_lm(self.teacher_model).config, self.kd_loss.temperature,
-                                          self.kd_loss.k)
-            return TeacherTopK(ids, logprobs, targets)
+    def __init__(self, *args: Any, kd_loss: KDLoss, teacher_model: Any = None, fused: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the loss is normalised by the completion tokens of the whole accumulated batch (num_items_in_batch)
+        self.model_accepts_loss_kwargs = True
+        self.kd_loss, self.teacher_model, self.fused = kd_loss, teacher_model, fused
+        self._part_sums: dict[str, float] = {}
+        self._part_count = 0
+        self.completion_tokens = 0
 
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            # accelerate puts autocast around the wrapped model's forward only; the decoder and the head are
-            # called directly here, so mixed precision is entered explicitly
-            with self.accelerator.autocast():
-                return self._kd_loss(model, inputs, return_outputs, num_items_in_batch)
+    def _teacher(self, inputs: dict[str, torch.Tensor], targets: torch.Tensor) -> TeacherTopK:
+        if "topk_ids" in inputs:
+            return TeacherTopK(inputs["topk_ids"], inputs["topk_logprobs"], targets)
+        if self.teacher_model is None:
+            return TeacherTopK(None, None, targets)
+        with torch.no_grad():
+            h = hidden_at(self.teacher_model, inputs["input_ids"], inputs["attention_mask"], inputs["positions"])
+            _, head = decoder_and_head(self.teacher_model)
+            ids, logprobs = head_topk(head, h, causal_lm(self.teacher_model).config, self.kd_loss.temperature,
+                                      self.kd_loss.k)
+        return TeacherTopK(ids, logprobs, targets)
 
-        def _kd_loss(self, model, inputs, return_outputs, num_items_in_batch):
-            positions = inputs["positions"]
-            targets = inputs["labels"][:, 1:][positions[:, :-1]]
-            h = hidden_at(model, inputs["input_ids"], inputs["attention_mask"], positions)
-            teacher = self._teacher(inputs, targets)
-            norm = num_items_in_batch if num_items_in_batch is not None else h.shape[0]
-            if self.fused:
-                out = fused_kd_loss(h, head_weight(model), self.kd_loss, teacher, normalizer=norm)
-            else:
-                _, head = decoder_and_head(model)
-                out = self.kd_loss(head_logits(head, h, causal_lm(model).config), teacher, normalizer=norm)
-            n = h.shape[0]
-            denom = float(norm) if not torch.is_tensor(norm) else float(norm.item())
-            for k, v in out.parts.items():  # back to per-token means of this batch
-                self._part_sums[k] = self._part_sums.get(k, 0.0) + float(v) * denom / max(n, 1)
-            self._part_count += 1
-            if model.training:
-                self.completion_tokens += n
-            return (out.loss, None) if return_outputs else out.loss
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        # accelerate puts autocast around the wrapped model's forward only; the decoder and the head are
+        # called directly here, so mixed precision is entered explicitly
+        with self.accelerator.autocast():
+            return self._kd_loss(model, inputs, return_outputs, num_items_in_batch)
 
-        def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
-            if self._part_count and "loss" in logs:
-                for k, v in self._part_sums.items():
-                    logs[f"kd_{k}"] = round(v / self._part_count, 6)
-                self._part_sums, self._part_count = {}, 0
-            super().log(logs, *args, **kwargs)
+    def _kd_loss(self, model, inputs, return_outputs, num_items_in_batch):
+        positions = inputs["positions"]
+        targets = inputs["labels"][:, 1:][positions[:, :-1]]
+        h = hidden_at(model, inputs["input_ids"], inputs["attention_mask"], positions)
+        teacher = self._teacher(inputs, targets)
+        norm = num_items_in_batch if num_items_in_batch is not None else h.shape[0]
+        if self.fused:
+            out = fused_kd_loss(h, head_weight(model), self.kd_loss, teacher, normalizer=norm)
+        else:
+            _, head = decoder_and_head(model)
+            out = self.kd_loss(head_logits(head, h, causal_lm(model).config), teacher, normalizer=norm)
+        n = h.shape[0]
+        denom = float(norm) if not torch.is_tensor(norm) else float(norm.item())
+        for k, v in out.parts.items():  # back to per-token means of this batch
+            self._part_sums[k] = self._part_sums.get(k, 0.0) + float(v) * denom / max(n, 1)
+        self._part_count += 1
+        if model.training:
+            self.completion_tokens += n
+        return (out.loss, None) if return_outputs else out.loss
 
-    return DistillTrainer
+    def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+        if self._part_count and "loss" in logs:
+            for k, v in self._part_sums.items():
+                logs[f"kd_{k}"] = round(v / self._part_count, 6)
+            self._part_sums, self._part_count = {}, 0
+        if "loss" in logs:
+            logs["completion_tokens"] = self.completion_tokens
+        super().log(logs, *args, **kwargs)
 
-
-def training_args(cfg: DistillRunConfig, args_cls: Any = None, **extra: Any):
-    """`TrainingArguments` (or ``args_cls``, e.g. TRL's `DistillationConfig`) for a run."""
-    from transformers import TrainingArguments
-
-    return (args_cls or TrainingArguments)(**cfg.training_kwargs(), remove_unused_columns=False, **extra)
 
 
 # ---- runs --------------------------------------------------------------------------------------
 
 
-def _open_cache(cfg: DistillRunConfig, tokenizer: Any):
+def _open_cache(cfg: DistillConfig, tokenizer: Any):
     from tinytool.distill.cache import CacheError, TeacherTopKCache
 
     cache = TeacherTopKCache.open(cfg.cache)
@@ -243,7 +257,7 @@ def _open_cache(cfg: DistillRunConfig, tokenizer: Any):
     return cache
 
 
-def build_distill_trainer(cfg: DistillRunConfig, callbacks: list[Any] | None = None):
+def build_distill_trainer(cfg: DistillConfig, callbacks: list[Any] | None = None):
     """Model, data and trainer for a run → ``(trainer, info)``."""
     import transformers
 
@@ -261,7 +275,7 @@ def build_distill_trainer(cfg: DistillRunConfig, callbacks: list[Any] | None = N
     else:
         examples, dropped = token_examples(read_conversations(cfg.data), cfg.format, tokenizer, cfg.max_length)
         if not examples:
-            raise ValueError(f"no training examples in {', '.join(cfg.data)} ({dropped} dropped)")
+            raise UserInputError(f"no training examples in {', '.join(cfg.data)} ({dropped} dropped)")
         dataset = TokenDataset(examples)
         info.update(source="online" if cfg.teacher else "data", teacher=cfg.teacher, dropped=dropped)
     info["examples"] = len(dataset)
@@ -269,7 +283,7 @@ def build_distill_trainer(cfg: DistillRunConfig, callbacks: list[Any] | None = N
     if cfg.teacher is not None and cfg.loss != "ce":
         teacher_tok = load_tokenizer(cfg.teacher)
         if teacher_tok.get_vocab() != tokenizer.get_vocab():
-            raise ValueError(f"teacher {cfg.teacher} and student {cfg.student} do not share a tokenizer")
+            raise UserInputError(f"teacher {cfg.teacher} and student {cfg.student} do not share a tokenizer")
         teacher_model = load_model(cfg.teacher).eval()
         for p in teacher_model.parameters():
             p.requires_grad_(False)
@@ -278,69 +292,77 @@ def build_distill_trainer(cfg: DistillRunConfig, callbacks: list[Any] | None = N
     if cfg.lora is not None:
         from peft import get_peft_model
 
-        model = get_peft_model(model, cfg.lora.to_peft())
+        model = get_peft_model(model, cfg.lora_spec.to_peft())
     loss = KDLoss(cfg.loss, k=cfg.k, m=cfg.m, lambda_tail=cfg.lambda_tail, temperature=temperature,
                   chunk_size=cfg.chunk_size)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    trainer = _trainer_class()(
-        model=model, args=training_args(cfg), train_dataset=dataset, processing_class=tokenizer,
+    trainer = DistillTrainer(
+        model=model, args=cfg, train_dataset=dataset, processing_class=tokenizer,
         data_collator=lambda rows: collate(rows, pad), callbacks=callbacks, kd_loss=loss,
         teacher_model=teacher_model, fused=cfg.fused)
     return trainer, info
 
 
-def build_gkd_trainer(cfg: DistillRunConfig, callbacks: list[Any] | None = None):
+def build_gkd_trainer(cfg: DistillConfig, callbacks: list[Any] | None = None):
     """TRL's on-policy `DistillationTrainer` (generalized JSD with β = ``gkd_beta``) on the prompts of ``data``,
     rendered in our format; exposed as ``--loss gkd``, not rewritten."""
     from datasets import Dataset
     from trl import DistillationConfig, DistillationTrainer
 
     from tinytool.models.loading import load_model, load_tokenizer
-    from tinytool.train.sft import sft_examples
 
     tokenizer = load_tokenizer(cfg.student, padding_side="left")
     pairs, _ = sft_examples(read_conversations(cfg.data), cfg.format, tokenizer)
     if not pairs:
-        raise ValueError(f"no prompts in {', '.join(cfg.data)}")
+        raise UserInputError(f"no prompts in {', '.join(cfg.data)}")
     dataset = Dataset.from_dict({"prompt": [p["prompt"] for p in pairs]})
-    args = training_args(cfg, DistillationConfig, beta=cfg.gkd_beta, temperature=cfg.temperature or 1.0,
-                         max_completion_length=cfg.gkd_max_new_tokens)
+    # TRL's own config, carrying every TrainingArguments field of ours
+    base = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(TrainingArguments) if f.init}
+    args = DistillationConfig(**base, beta=cfg.gkd_beta, temperature=cfg.temperature or 1.0,
+                              max_completion_length=cfg.gkd_max_new_tokens)
     trainer = DistillationTrainer(
         model=load_model(cfg.student), teacher_model=load_model(cfg.teacher).eval(), args=args,
         train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks,
-        peft_config=cfg.lora.to_peft() if cfg.lora is not None else None)
+        peft_config=cfg.lora_spec.to_peft() if cfg.lora is not None else None)
     return trainer, {"source": "on-policy (TRL DistillationTrainer)", "teacher": cfg.teacher, "examples": len(pairs)}
 
 
-def train_distill(cfg: DistillRunConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
-    """Run distillation as configured; save the student and ``distill_summary.json`` in ``cfg.out``."""
-    existing = last_checkpoint(cfg.out)
-    if existing is not None and not cfg.resume:
-        raise FileExistsError(f"{cfg.out} already holds checkpoints (newest {Path(existing).name}); "
-                              "resume them with --resume or choose another --out")
-    resume_from = existing if cfg.resume else None
+def train_distill(cfg: DistillConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
+    """Run distillation as configured; save the student, ``config.yaml`` and ``distill_summary.json`` in the
+    output directory. The directory is a run directory (same settings resume from the newest complete
+    checkpoint, other settings are refused, ``overwrite`` starts again); the summary covers the whole run."""
+    run, resume_from = open_training_run(cfg, "distill")
     t0 = time.perf_counter()
     build = build_gkd_trainer if cfg.loss == "gkd" else build_distill_trainer
     trainer, info = build(cfg, callbacks)
+    counter = WholeRunLog("completion_tokens", lambda n: setattr(trainer, "completion_tokens", int(n)))
+    trainer.add_callback(counter)
+    if trainer.is_world_process_zero():
+        save_config(cfg)
     setup_s = time.perf_counter() - t0
     result = trainer.train(resume_from_checkpoint=resume_from)
     train_s = float(result.metrics.get("train_runtime", time.perf_counter() - t0 - setup_s))
     trainer.model.eval()
-    saved = save_final(trainer, cfg)  # type: ignore[arg-type]  (same out / lora / merge_lora fields)
+    saved = save_final(trainer, cfg.output_dir, lora=cfg.lora is not None, merge=cfg.merge_lora)
+    digests = rank_digests(trainer)
     history = trainer.state.log_history
     tokens = int(getattr(trainer, "completion_tokens", 0))
+    session_tokens = tokens - int(counter.restored)
     summary = {
         "student": cfg.student, "loss": cfg.loss, **info,
         "global_step": trainer.state.global_step,
         "losses": [[h["step"], h["loss"]] for h in history if "loss" in h],
         "parts": {k: [[h["step"], h[k]] for h in history if k in h]
                   for k in sorted({k for h in history for k in h if k.startswith("kd_")})},
-        "mean_train_loss": result.training_loss,
+        "mean_train_loss": whole_run_loss(history),
         "completion_tokens": tokens,
-        "completion_tokens_per_second": tokens / train_s if train_s > 0 and tokens else None,
-        "seconds": train_s, "setup_seconds": setup_s, "bf16": bool(trainer.args.bf16),
-        "learning_rate": cfg.learning_rate, "resumed_from": resume_from, "saved": saved, "config": asdict(cfg),
+        "completion_tokens_per_second": session_tokens / train_s if train_s > 0 and session_tokens else None,
+        "seconds": train_s, "setup_seconds": setup_s, "bf16": bool(cfg.bf16),
+        "processes": trainer.accelerator.num_processes, "rank_weight_digests": digests,
+        "learning_rate": cfg.learning_rate, "resumed_from": resume_from, "saved": saved, "versions": versions(),
+        "config": config_dict(cfg, only_own=True),
     }
-    Path(cfg.out).mkdir(parents=True, exist_ok=True)
-    (Path(cfg.out) / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str))
+    if trainer.is_world_process_zero():
+        write_json(Path(cfg.output_dir) / SUMMARY_FILE, summary)
+        run.update(status="done", global_step=trainer.state.global_step, summary=SUMMARY_FILE)
     return summary

@@ -1,0 +1,69 @@
+"""Callbacks and figures that make a run's summary cover the whole run, also when it was resumed."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from transformers import TrainerCallback
+
+
+class WholeRunLog(TrainerCallback):
+    """Log at every checkpoint step and at the last step, so the log history saved with each checkpoint
+    accounts for every step up to it: a resumed run's summary can then report the whole run.
+
+    ``counter``: the name of a cumulative count logged by the trainer (``num_tokens``); on resume, ``restore``
+    is called with the value logged at the checkpoint's step, so the count continues instead of restarting.
+    """
+
+    def __init__(self, counter: str | None = None, restore: Any = None) -> None:
+        self.counter, self.restore = counter, restore
+        self.restored = 0  #: the count the run resumed at
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if self.counter and self.restore is not None and state.global_step > 0:
+            logged = [h[self.counter] for h in state.log_history
+                      if self.counter in h and h.get("step", 0) <= state.global_step]
+            if logged:
+                self.restored = logged[-1]
+                self.restore(logged[-1])
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if control.should_save or state.global_step >= state.max_steps:
+            control.should_log = True
+
+
+def whole_run_loss(log_history: list[dict[str, Any]]) -> float | None:
+    """Mean training loss over every step of the run: each logged loss (a mean over the steps since the
+    previous log) weighted by the steps it covers."""
+    total, last = 0.0, 0
+    for h in log_history:
+        if "loss" in h and "step" in h and h["step"] > last:
+            total += float(h["loss"]) * (h["step"] - last)
+            last = h["step"]
+    return total / last if last else None
+
+
+def last_logged(log_history: list[dict[str, Any]], key: str) -> Any:
+    vals = [h[key] for h in log_history if key in h]
+    return vals[-1] if vals else None
+
+
+def weights_digest(model: Any) -> str:
+    """sha256 over the trainable weights: equal on every rank of a data-parallel run that stayed in sync."""
+    h = hashlib.sha256()
+    for name, p in sorted(model.named_parameters()):
+        if p.requires_grad:
+            h.update(name.encode())
+            h.update(p.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def rank_digests(trainer: Any) -> list[str]:
+    """Every rank's `weights_digest` (one entry on a single process)."""
+    from accelerate.utils import gather_object
+
+    digest = weights_digest(trainer.accelerator.unwrap_model(trainer.model))
+    if trainer.accelerator.num_processes == 1:
+        return [digest]
+    return list(gather_object([digest]))

@@ -1,0 +1,352 @@
+"""Training configs: dataclasses that extend TRL's and transformers' own, and the one way they are read.
+
+A trainer's config is a dataclass that extends TRL's config for that trainer (`SFTRunConfig` extends
+`trl.SFTConfig`; `DistillConfig` extends `transformers.TrainingArguments`), with `RunOptions` mixed in:
+the options every tinytool training verb shares, and tinytool's defaults and short flags for the
+`TrainingArguments` fields a user sets most. Each option is declared once, as a documented field; the command
+line (`--name value`, plus the short aliases in the field's metadata), the YAML file (``--config run.yaml``,
+flags override it) and the Python API (`load_config`) are all derived from the dataclass.
+
+Every run saves its resolved config as ``config.yaml`` in its output directory, and a run directory's manifest
+holds the settings that define the run (`run_settings`): rerunning with the same ones resumes from the newest
+complete checkpoint, other ones are refused, ``--overwrite`` starts again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from tinytool.errors import MissingInputError, UserInputError
+
+C = TypeVar("C")
+
+CONFIG_FILE = "config.yaml"
+
+
+class Repeatable(argparse.Action):
+    """A list option given one or more times (``--data a.jsonl --data b.jsonl`` or ``--data a.jsonl b.jsonl``):
+    the command line's values replace the default (the config file's), repeated flags add up."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = getattr(namespace, "_given", set())
+        current = list(getattr(namespace, self.dest) or []) if self.dest in seen else []
+        seen.add(self.dest)
+        namespace._given = seen
+        setattr(namespace, self.dest, current + list(values))
+
+
+def listed(help: str, *aliases: str, required: bool = False) -> Any:
+    """A list-of-paths field whose flag may repeat (see `Repeatable`)."""
+    meta: dict[str, Any] = {"help": help, "action": Repeatable}
+    if aliases:
+        meta["aliases"] = list(aliases)
+    return field(metadata=meta) if required else field(default_factory=list, metadata=meta)
+
+
+def option(default: Any, help: str, *aliases: str, **extra: Any) -> Any:
+    meta: dict[str, Any] = {"help": help, **extra}
+    if aliases:
+        meta["aliases"] = list(aliases)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(kw_only=True)
+class RunOptions:
+    """The options every training verb shares; mixed into each trainer's config before TRL's base class, so
+    these definitions (defaults, short flags) are the ones that count."""
+
+    #: learning rate without LoRA; each trainer sets its paper's value
+    FULL_LR: ClassVar[float] = 2e-5
+
+    # --- tinytool's own ---
+    lora: str | None = option(None, "LoRA adapters instead of full fine-tuning: 'r=16,alpha=32,dropout=0.05,"
+                            "targets=q_proj+v_proj' (every key optional; 'default' takes all defaults).")
+    merge_lora: bool = option(False, "With --lora: save the base model with the adapter merged in (the adapter is "
+                            "kept in OUT/adapter).", "--merge")
+    overwrite: bool = option(False, "Delete an earlier run in --out and start again (otherwise a run with the same "
+                           "settings resumes, and one with other settings is refused).")
+    resume: bool = option(False, "Accepted for older scripts: a run with the same settings resumes on its own.")
+
+    # --- TrainingArguments fields, with tinytool's defaults and short flags ---
+    output_dir: str | None = option(None, "Output directory: checkpoints (checkpoint-N), the final model, the run "
+                                  "summary, config.yaml and run.json.", "--out", "-o")
+    num_train_epochs: float = option(1.0, "Passes over the data (ignored when --max-steps > 0).", "--epochs")
+    max_steps: int = option(-1, "Optimizer steps to stop at (-1: run --epochs).")
+    learning_rate: float | None = option(None, "Peak learning rate [default: the trainer's full fine-tuning rate, "
+                                       "2e-4 with LoRA].", "--lr")
+    warmup_steps: float = option(0.0, "Warm-up: steps (≥ 1) or a fraction of all steps (< 1).", "--warmup")
+    per_device_train_batch_size: int = option(4, "Examples per device per forward pass.", "--batch-size")
+    gradient_accumulation_steps: int = option(1, "Forward passes per optimizer step (effective batch = batch size "
+                                            "× grad accum × devices).", "--grad-accum")
+    bf16: bool | None = option(None, "bf16 mixed precision (autocast, fp32 master weights) [default: on with CUDA "
+                             "bf16, or a CPU with native bf16]; --no-bf16 turns it off.")
+    save_steps: float = option(200, "Checkpoint every N optimizer steps (0: only the final save).")
+    save_total_limit: int | None = option(2, "Checkpoints kept, oldest deleted first (none: keep all).")
+    logging_steps: float = option(10, "Log the loss every N steps.")
+    logging_first_step: bool = option(True, "Log the first step too.")
+    report_to: None | str | list[str] = option("none", "Experiment trackers (none, tensorboard, trackio, …).")
+    activation_checkpointing: bool | None = option(None, "Recompute activations in the backward pass (less memory, "
+                                                 "about 20% slower) [default: off].")
+    #: TRL's SFTConfig turns this deprecated alias on by default; off unless asked
+    gradient_checkpointing: bool | None = option(None, "Older name of --activation-checkpointing.")
+    seed: int = option(0, "Random seed (model init, data order, dropout).")
+
+    def __post_init__(self) -> None:
+        import torch
+
+        from tinytool.models.precision import use_bf16
+
+        if not self.output_dir:
+            raise UserInputError("no output directory given: pass --out DIR (or output_dir in the config file)")
+        self.output_dir = str(self.output_dir)
+        if self.lora is not None:
+            self.lora = _lora_text(self.lora)
+        checks = [
+            (self.num_train_epochs > 0, f"epochs must be positive, got {self.num_train_epochs}"),
+            (self.max_steps == -1 or self.max_steps > 0, f"max_steps must be positive (or -1), got {self.max_steps}"),
+            (self.per_device_train_batch_size >= 1, f"batch size must be ≥ 1, got {self.per_device_train_batch_size}"),
+            (self.gradient_accumulation_steps >= 1, f"grad accum must be ≥ 1, got {self.gradient_accumulation_steps}"),
+            (self.learning_rate is None or self.learning_rate > 0, f"lr must be positive, got {self.learning_rate}"),
+            (self.save_steps >= 0, f"save_steps must be ≥ 0, got {self.save_steps}"),
+            (self.logging_steps > 0, f"logging_steps must be positive, got {self.logging_steps}"),
+            (not self.merge_lora or self.lora is not None, "--merge needs --lora"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise UserInputError(msg)
+        if self.learning_rate is None:
+            from tinytool.train.common import LORA_LR
+
+            self.learning_rate = LORA_LR if self.lora is not None else self.FULL_LR
+        self.bf16 = use_bf16(self.bf16)
+        if not torch.cuda.is_available():
+            self.use_cpu = True  # transformers refuses bf16 off GPU unless told the run is on the CPU
+        if self.save_steps == 0:
+            self.save_strategy = "no"
+            self.save_steps = 500
+        if self.data_seed is None:
+            self.data_seed = self.seed
+        try:
+            super().__post_init__()  # type: ignore[misc]
+        except ValueError as e:
+            raise UserInputError(str(e)) from None
+
+    @property
+    def lora_spec(self):
+        """The parsed `LoraSpec`, or None without LoRA."""
+        from tinytool.train.common import LoraSpec
+
+        return LoraSpec.parse(self.lora) if self.lora is not None else None
+
+    @classmethod
+    def own_fields(cls) -> list[str]:
+        """The fields tinytool declares (its own and the overridden `TrainingArguments` ones): what ``--help``
+        lists and what the printed config shows."""
+        import inspect
+
+        fields = {f.name for f in dataclasses.fields(cls)}
+        names: list[str] = []
+        for klass in cls.__mro__:
+            if klass.__module__.startswith("tinytool.") and dataclasses.is_dataclass(klass):
+                names += [n for n in inspect.get_annotations(klass) if n not in names and n in fields]
+        return names
+
+    #: fields that do not change what is trained: a resumed run may differ in these (raise the step or epoch
+    #: count to train on from where a finished run stopped)
+    NOT_SETTINGS: ClassVar[frozenset[str]] = frozenset({
+        "output_dir", "overwrite", "resume", "max_steps", "num_train_epochs", "logging_steps", "logging_first_step", "logging_dir", "save_steps",
+        "save_total_limit", "save_strategy", "report_to", "eval_steps", "disable_tqdm", "run_name",
+        "dataloader_num_workers", "push_to_hub", "hub_model_id", "hub_token",
+    })
+    #: `TrainingArguments` fields beyond tinytool's own that change what is trained
+    TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+        "lr_scheduler_type", "lr_scheduler_kwargs", "weight_decay", "max_grad_norm", "optim", "adam_beta1",
+        "adam_beta2", "adam_epsilon", "seed", "data_seed", "fp16", "warmup_ratio",
+    )
+
+
+def _lora_text(value: Any) -> str:
+    """A LoRA spec (text, mapping or `LoraSpec`) as its canonical text: YAML and the manifest compare strings."""
+    from tinytool.train.common import LoraSpec
+
+    try:
+        return LoraSpec.parse(value).text()
+    except UserInputError as e:
+        raise UserInputError(f"--lora: {e}") from None
+
+
+def run_settings(cfg: Any) -> dict[str, Any]:
+    """The settings that define a training run (recorded in its manifest; a resumed run must match them)."""
+    names = [n for n in type(cfg).own_fields() if n not in cfg.NOT_SETTINGS]
+    names += [n for n in cfg.TRAINING_SETTINGS if hasattr(cfg, n) and n not in names]
+    out = {}
+    for n in names:
+        v = getattr(cfg, n)
+        out[n] = getattr(v, "value", v)  # enums (the scheduler type) as their value
+    return out
+
+
+def config_dict(cfg: Any, *, only_own: bool = False) -> dict[str, Any]:
+    """The resolved config as plain values (what ``config.yaml`` holds); ``only_own``: tinytool's fields only."""
+    d = cfg.to_dict()
+    if only_own:
+        own = type(cfg).own_fields()
+        d = {k: d[k] for k in own if k in d}
+    return d
+
+
+def save_config(cfg: Any, out: str | os.PathLike | None = None) -> Path:
+    """Write the resolved config as ``config.yaml`` (every field: `load_config` reads it back)."""
+    import yaml
+
+    from tinytool.io import atomic_file
+
+    path = Path(out or cfg.output_dir) / CONFIG_FILE
+    with atomic_file(path) as fh:
+        yaml.safe_dump(config_dict(cfg), fh, sort_keys=False, allow_unicode=True)
+    return path
+
+
+def describe_config(cfg: Any) -> str:
+    """tinytool's fields of the resolved config as YAML, for printing."""
+    import yaml
+
+    return yaml.safe_dump(config_dict(cfg, only_own=True), sort_keys=False, allow_unicode=True).rstrip()
+
+
+def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise MissingInputError(f"{path}: no such config file")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise UserInputError(f"{path}: not UTF-8 text") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise UserInputError(f"{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserInputError(f"{path}: a config file holds a mapping of option: value")
+    return data
+
+
+def _check_keys(cls: type, values: dict[str, Any], source: str) -> None:
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = [k for k in values if k not in names and k != "env"]
+    if unknown:
+        import difflib
+
+        hints = [f"{k} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(k, names, 1)) else k
+                 for k in unknown]
+        raise UserInputError(f"{source}: unknown option{'s' * (len(unknown) > 1)}: {', '.join(hints)}")
+
+
+def load_config(cls: type[C], path: str | os.PathLike | None = None, **overrides: Any) -> C:
+    """The Python API's way to a config: ``path`` (a YAML file, as ``--config`` reads it) with ``overrides``
+    on top. ``load_config(SFTRunConfig, "run.yaml", max_steps=10)`` is ``tinytool sft --config run.yaml
+    --max-steps 10``."""
+    values = _read_yaml(path) if path is not None else {}
+    values.pop("env", None)
+    values.update(overrides)
+    _check_keys(cls, values, str(path) if path is not None else "config")
+    init = {f.name for f in dataclasses.fields(cls) if f.init}
+    try:
+        return cls(**{k: v for k, v in values.items() if k in init})
+    except TypeError as e:
+        raise UserInputError(f"{path or 'config'}: {e}") from None
+
+
+def _parser_class() -> type:
+    """`HfArgumentParser` whose errors are `UserInputError`s (one line, caught by the CLI) instead of an exit;
+    built on first use so that importing this module does not import transformers."""
+    global _PARSER
+    if _PARSER is None:
+        from transformers import HfArgumentParser
+
+        class ConfigParser(HfArgumentParser):
+            def error(self, message: str):  # type: ignore[override]
+                raise UserInputError(f"{self.prog}: {message}", fix=f"see {self.prog} --help")
+
+        _PARSER = ConfigParser
+    return _PARSER
+
+
+_PARSER: type | None = None
+
+
+def _bool_flags(cls: type, args: list[str]) -> list[str]:
+    """Optional booleans (default None: decided at run time) as switches: a bare ``--bf16`` → ``--bf16 true``,
+    ``--no-bf16`` → ``--bf16 false`` (argparse gives such fields neither form)."""
+    names = {f.name for f in dataclasses.fields(cls) if f.type in ("bool | None", bool | None)}
+    out: list[str] = []
+    for i, a in enumerate(args):
+        flag = a[2:].replace("-", "_") if a.startswith("--") else None
+        nxt = args[i + 1] if i + 1 < len(args) else None
+        if flag and flag.startswith("no_") and flag[3:] in names:
+            out += [f"--{flag[3:]}", "false"]
+        elif flag in names and (nxt is None or nxt.startswith("-")):
+            out += [a, "true"]
+        else:
+            out.append(a)
+    return out
+
+
+def parse_config(cls: type[C], args: list[str], prog: str, description: str = "") -> C:
+    """Flags (and ``--config FILE``, which they override) → a config of ``cls``. ``--help`` lists tinytool's
+    fields; every other field of TRL's config is accepted too. Errors are `UserInputError`s."""
+    args = _bool_flags(cls, list(args))
+    parser = _parser_class()(cls, prog=prog, description=description, add_help=False,
+                             epilog="Every other field of the underlying TRL/transformers config is accepted too "
+                                    "(--field_name VALUE), in flags and in the --config YAML file.")
+    parser.add_argument("--config", help="YAML file of option: value; flags given beside it override it.")
+    parser.add_argument("-h", "--help", action="help", help="Show this message and exit.")
+    own = set(cls.own_fields())  # type: ignore[attr-defined]
+    for action in parser._actions:
+        if action.dest not in own and action.dest not in ("config", "help"):
+            action.help = argparse.SUPPRESS
+    if "--config" in args:
+        i = args.index("--config")
+        if i + 1 >= len(args):
+            raise UserInputError(f"{prog}: --config needs a file path")
+        path = args[i + 1]
+        args = args[:i] + args[i + 2:]
+        values = _read_yaml(path)
+        for k, v in (values.pop("env", None) or {}).items():
+            os.environ[k] = str(v)
+        _check_keys(cls, values, path)
+        for action in parser._actions:
+            if action.dest in values:
+                action.default = values[action.dest]
+                action.required = False
+    ns, rest = parser.parse_known_args(args)
+    if rest:
+        flags = [a for a in rest if a.startswith("-")] or rest
+        raise UserInputError(f"{prog}: unknown option{'s' * (len(flags) > 1)}: {' '.join(flags)}",
+                             fix=f"see {prog} --help")
+    values = {k: v for k, v in vars(ns).items() if k not in ("config", "_given")}
+    init = {f.name for f in dataclasses.fields(cls) if f.init}
+    return cls(**{k: v for k, v in values.items() if k in init})
+
+
+__all__ = [
+    "CONFIG_FILE",
+    "Repeatable",
+    "RunOptions",
+    "describe_config",
+    "listed",
+    "load_config",
+    "option",
+    "parse_config",
+    "run_settings",
+    "save_config",
+]
