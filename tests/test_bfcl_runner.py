@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from tinytool.bfcl import bfcl_data, expand_categories
 from tinytool.data.convert.bfcl import calls_from_ground_truth
-from tinytool.eval.bfcl_data import bfcl_data, expand_categories
 from tinytool.eval.bfcl_runner import BFCLRunConfig, RunDirError, group_scores, read_generations, run_bfcl
 from tinytool.llm import ScriptedClient
 

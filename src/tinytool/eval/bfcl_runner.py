@@ -31,8 +31,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from tinytool import __version__
-from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
-from tinytool.eval.bfcl_data import (
+from tinytool.bfcl import (
     BFCL_VERSION,
     CATEGORIES,
     LIVE,
@@ -45,6 +44,7 @@ from tinytool.eval.bfcl_data import (
     is_multi_turn,
     is_relevance,
 )
+from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
 from tinytool.eval.rundir import (
     RunDirError,
     append_jsonl,

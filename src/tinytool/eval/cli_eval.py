@@ -60,7 +60,7 @@ def bfcl(
 ) -> None:
     """Score a model on BFCL v4 with tinytool's own checkers (resumable; writes generations,
     per-item verdicts with reasons, and a summary weighted as BFCL's leaderboard)."""
-    from tinytool.eval.bfcl_data import BFCLDataError, expand_categories
+    from tinytool.bfcl import BFCLDataError, expand_categories
     from tinytool.eval.bfcl_runner import BFCLRunConfig, RunDirError, run_bfcl, score
 
     try:
