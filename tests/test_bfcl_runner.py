@@ -48,7 +48,8 @@ def test_oracle_scores_full_marks_and_resumes(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 24 and all(r["valid"] for r in rows)
     run = json.loads((tmp_path / "run.json").read_text())
-    assert run["bfcl_version"] == "2026.3.23" and run["format"] == "hermes-nothink"
+    assert run["kind"] == "bfcl" and run["settings"]["bfcl_version"] == "2026.3.23"
+    assert run["settings"]["format"] == "hermes-nothink" and run["categories"] == CATS
 
     # a crash mid-write: the torn last line is dropped and only missing items are generated again
     gen = tmp_path / "generations.jsonl"
@@ -134,3 +135,20 @@ def test_multi_turn_batch_reports_every_step():
     assert len(heard) == turns and heard[0].startswith("step 1, ")
     assert heard[-1] == f"step {turns}, 2/2 dialogues done"
     assert [len(r["raw"][0]) for r in rows] == [len(it.turns) for it in items]
+
+
+def test_categories_add_to_a_run_and_overwrite_starts_again(tmp_path):
+    silent = ScriptedClient(lambda r, i: "Sure.")
+    cfg = BFCLRunConfig(model="silent", categories=["simple_python"], limit=2)
+    run_bfcl(cfg, tmp_path, silent, progress=False)
+    # more categories are not another run: they join it, and only their items are generated
+    more = ScriptedClient(lambda r, i: "Sure.")
+    s = run_bfcl(BFCLRunConfig(model="silent", categories=["irrelevance"], limit=2), tmp_path, more, progress=False)
+    assert set(s["categories"]) == {"simple_python", "irrelevance"} and sum(len(c) for c in more.calls) == 2
+    assert json.loads((tmp_path / "run.json").read_text())["categories"] == ["simple_python", "irrelevance"]
+    # --overwrite clears the run: only what is asked for now is there
+    fresh = ScriptedClient(lambda r, i: "Sure.")
+    s = run_bfcl(BFCLRunConfig(model="other", categories=["irrelevance"], limit=2), tmp_path, fresh,
+                 overwrite=True, progress=False)
+    assert set(s["categories"]) == {"irrelevance"} and sum(len(c) for c in fresh.calls) == 2
+    assert len((tmp_path / "generations.jsonl").read_text().splitlines()) == 2

@@ -3,7 +3,9 @@
 `write_report` reads evaluation run directories written by ``tinytool eval bfcl`` or
 ``tinytool eval demo``::
 
-    RUN_DIR/run.json        what was run (model, format, BFCL version, sampling settings, dates, label)
+    RUN_DIR/run.json        what was run: the manifest of `tinytool.io.open_run_dir` (its ``settings``:
+                            model, format, BFCL version, sampling; then label, dates); a flat
+                            object with the same keys is read too
     RUN_DIR/summary.json    per-category and per-group scores, optional metrics and throughput
     RUN_DIR/results.jsonl   one line per item (validity, error type, reason, question, raw output, ...)
 
@@ -140,6 +142,8 @@ def load_run(run_dir: Path | str) -> RunData:
     summary = _read_json(run_dir / "summary.json", run_dir, required=True)
     assert summary is not None
     run = _read_json(run_dir / "run.json", run_dir, required=False) or {}
+    if isinstance(run.get("settings"), dict):  # a run manifest: the settings that define the run, then the rest
+        run = {**run["settings"], **{k: v for k, v in run.items() if k != "settings"}}
     categories = summary.get("categories", {})
     if categories is None:
         categories = {}
@@ -204,7 +208,7 @@ def _as_text(value: Any) -> str:
 
 
 def _date(run: dict[str, Any]) -> str:
-    raw = run.get("finished") or run.get("started")
+    raw = run.get("finished") or run.get("started") or run.get("created")
     if not raw:
         return "—"
     try:
