@@ -152,3 +152,27 @@ def test_categories_add_to_a_run_and_overwrite_starts_again(tmp_path):
                  overwrite=True, progress=False)
     assert set(s["categories"]) == {"irrelevance"} and sum(len(c) for c in fresh.calls) == 2
     assert len((tmp_path / "generations.jsonl").read_text().splitlines()) == 2
+
+
+def test_crash_leftovers_in_generations_are_recovered(tmp_path):
+    cfg = BFCLRunConfig(model="oracle", format="hermes-nothink", categories=CATS, limit=6, batch_size=4)
+    run_bfcl(cfg, tmp_path, ScriptedClient(_oracle()), progress=False)
+    gen = tmp_path / "generations.jsonl"
+    lines = gen.read_text().splitlines()
+
+    # a whole last row that lost only its newline: kept, nothing generated again, all 24 items scored
+    gen.write_text("\n".join(lines))
+    client = ScriptedClient(_oracle())
+    s = run_bfcl(cfg, tmp_path, client, progress=False)
+    assert client.calls == [] and sum(c["n"] for c in s["categories"].values()) == 24
+    assert gen.read_text().endswith("\n")
+
+    # a broken line in the middle (ending in a newline): dropped and that one item generated again
+    broken = lines[:5] + [lines[5][:40]] + lines[6:]
+    gen.write_text("\n".join(broken) + "\n")
+    client = ScriptedClient(_oracle())
+    s = run_bfcl(cfg, tmp_path, client, progress=False)
+    assert sum(len(c) for c in client.calls) == 1
+    assert sum(c["n"] for c in s["categories"].values()) == 24
+    assert all(c["accuracy"] == 1.0 for c in s["categories"].values())
+    assert len(gen.read_text().splitlines()) == 24
