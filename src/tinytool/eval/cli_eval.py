@@ -23,6 +23,13 @@ def _client(model: str, batch_size: int):
     return get_client(model, batch_size=batch_size)
 
 
+def _check_format(fmt: str) -> None:
+    from tinytool.formats import FORMATS
+
+    if fmt not in FORMATS:
+        fail(f"--format: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
 def _table(summary: dict) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -66,6 +73,7 @@ def bfcl(
     if rescore:
         summary = score(out)
     else:
+        _check_format(fmt)
         if samples > 1 and temperature == 0:
             fail("--samples > 1 needs --temperature > 0")
         cfg = BFCLRunConfig(
@@ -93,9 +101,10 @@ def demo(
     (resumable: a rerun with the same settings continues, other settings are refused)."""
     from tinytool.eval.demo_eval import run_demo_eval
 
+    _check_format(fmt)
     summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
-                            max_new_tokens=max_new_tokens, client=_client(model, batch_size), label=label,
-                            overwrite=overwrite)
+                            max_new_tokens=max_new_tokens, batch_size=batch_size,
+                            client=_client(model, batch_size), label=label, overwrite=overwrite)
     _table(summary)
 
 
