@@ -176,3 +176,23 @@ def test_crash_leftovers_in_generations_are_recovered(tmp_path):
     assert sum(c["n"] for c in s["categories"].values()) == 24
     assert all(c["accuracy"] == 1.0 for c in s["categories"].values())
     assert len(gen.read_text().splitlines()) == 24
+
+
+def test_progress_names_the_batch_before_it_is_generated(tmp_path, monkeypatch):
+    import tinytool.eval.bfcl_runner as runner
+    from tinytool.progress import ProgressBar
+
+    events: list[str] = []
+
+    class Recording(ProgressBar):
+        def update(self, **kw):
+            if kw.get("description"):
+                events.append(kw["description"])
+            super().update(**kw)
+
+    monkeypatch.setattr(runner, "ProgressBar", Recording)
+    client = ScriptedClient(lambda r, i: events.append("generate") or "no")
+    cfg = BFCLRunConfig(model="m", categories=["simple_python"], limit=3, batch_size=2)
+    run_bfcl(cfg, tmp_path, client, progress=False)
+    assert events == ["bfcl simple_python 1-2/3: generating", "generate", "generate",
+                      "bfcl simple_python 3-3/3: generating", "generate"]

@@ -28,8 +28,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from tinytool import __version__
 from tinytool.bfcl import (
     BFCL_VERSION,
@@ -58,6 +56,7 @@ from tinytool.io import (
 )
 from tinytool.io.rundir import read_manifest
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.progress import ProgressBar
 from tinytool.schema import Conversation, Message, Tool
 
 # Leaderboard weights of the groups tinytool runs (BFCL v4 overall: non-live 10, live 10,
@@ -225,21 +224,23 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
     todo: list[BFCLItem] = []
     for category in cfg.categories:
         todo += [it for it in data.items(category, limit=cfg.limit, seed=cfg.seed) if it.id not in done]
-    bar = tqdm(total=len(todo), desc="bfcl", unit="item", disable=not progress, dynamic_ncols=True)
     gen = cfg.generation()
-    for category in cfg.categories:
-        items = [it for it in todo if it.category == category]
-        for start in range(0, len(items), cfg.batch_size):
-            batch = items[start:start + cfg.batch_size]
-            bar.set_postfix_str(category)
-            if is_multi_turn(category):
-                rows = _generate_multi_turn(batch, client, fmt, cfg,
-                                            status=lambda text, c=category: bar.set_postfix_str(f"{c}: {text}"))
-            else:
-                rows = _generate_single(batch, client, fmt, gen)
-            append_jsonl(gen_path, rows)
-            bar.update(len(batch))
-    bar.close()
+    with ProgressBar("bfcl", total=len(todo), unit="item", enabled=progress) as bar:
+        for category in cfg.categories:
+            items = [it for it in todo if it.category == category]
+            for start in range(0, len(items), cfg.batch_size):
+                batch = items[start:start + cfg.batch_size]
+                # said before the batch runs: a first batch can take minutes, and 0/N alone looks stuck
+                where = f"{category} {start + 1}-{start + len(batch)}/{len(items)}"
+                bar.update(description=f"bfcl {where}: generating")
+                if is_multi_turn(category):
+                    rows = _generate_multi_turn(
+                        batch, client, fmt, cfg,
+                        status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))
+                else:
+                    rows = _generate_single(batch, client, fmt, gen)
+                append_jsonl(gen_path, rows)
+                bar.advance(len(batch))
     return {"generated": len(todo), "already_done": len(done)}
 
 

@@ -16,8 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from tinytool import __version__
 from tinytool.errors import UserInputError
 from tinytool.eval.bfcl_runner import read_generations
@@ -25,6 +23,7 @@ from tinytool.eval.metrics import TaskRecord, four_t
 from tinytool.formats import get_format
 from tinytool.io import append_jsonl, iter_jsonl_rows, open_run_dir, repair_log, write_json, write_jsonl
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.progress import ProgressBar
 from tinytool.rewards.registry import RewardOptions, score_row
 from tinytool.schema import Conversation, SchemaError
 
@@ -104,13 +103,16 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     done = read_generations(gen_path)
     todo = [t for t in tasks if t[0] not in done]
     gen = GenerationConfig(max_new_tokens=max_new_tokens)
-    for start in tqdm(range(0, len(todo), batch_size), desc="demo", unit="batch", disable=not progress):
-        batch = todo[start:start + batch_size]
-        t0 = time.perf_counter()
-        outs = client.generate([Request(messages=pf.to_chat(p)) for _, p, _ in batch], gen)
-        share = (time.perf_counter() - t0) / len(batch)
-        append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}
-                                for (tid, _, _), c in zip(batch, outs, strict=True)])
+    with ProgressBar("demo", total=len(todo), unit="task", enabled=progress) as bar:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            bar.update(description=f"demo {start + 1}-{start + len(batch)}/{len(todo)}: generating")
+            t0 = time.perf_counter()
+            outs = client.generate([Request(messages=pf.to_chat(p)) for _, p, _ in batch], gen)
+            share = (time.perf_counter() - t0) / len(batch)
+            append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}
+                                    for (tid, _, _), c in zip(batch, outs, strict=True)])
+            bar.advance(len(batch))
     gens = read_generations(gen_path)
     options = RewardOptions(require_think=getattr(pf, "think", True))
     results, records = [], []
