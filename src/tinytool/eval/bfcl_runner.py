@@ -116,7 +116,10 @@ def check_item(item: BFCLItem, decoded: Any) -> Verdict:
 
 def is_generation(row: Any) -> bool:
     """Whether a line of ``generations.jsonl`` is a whole generation row (an id and its completions)."""
-    return isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("raw"), list)
+    if not isinstance(row, dict):
+        return False
+    raw = row.get("raw")
+    return isinstance(row.get("id"), str) and isinstance(raw, list) and len(raw) > 0
 
 
 def read_generations(path: Path) -> dict[str, dict]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from tinytool import __version__
 from tinytool.errors import UserInputError
-from tinytool.eval.bfcl_runner import read_generations
+from tinytool.eval.bfcl_runner import is_generation, read_generations
 from tinytool.eval.metrics import TaskRecord, four_t
 from tinytool.formats import get_format
 from tinytool.io import append_jsonl, iter_jsonl_rows, open_run_dir, repair_log, write_json, write_jsonl
@@ -70,10 +70,6 @@ def load_tasks(data: str | os.PathLike, limit: int | None = None) -> list[tuple[
     return tasks[:limit] if limit is not None else tasks
 
 
-def _is_generation(row: Any) -> bool:
-    return isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("raw"), list)
-
-
 def run_settings(model: str, data: str | os.PathLike, fmt: str, limit: int | None,
                  max_new_tokens: int) -> dict[str, Any]:
     """The settings that define a demo run directory: a resumed run must agree on every one (the
@@ -99,7 +95,7 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     run.update(label=label or run.info.get("label"), batch_size=batch_size, client=client.describe(),
                tinytool_version=__version__)
     gen_path = out / "generations.jsonl"
-    repair_log(gen_path, _is_generation)
+    repair_log(gen_path, is_generation)
     done = read_generations(gen_path)
     todo = [t for t in tasks if t[0] not in done]
     gen = GenerationConfig(max_new_tokens=max_new_tokens)
