@@ -35,9 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
 
-from tinytool.data.convert.bfcl import calls_from_ground_truth
-from tinytool.eval.ast_checker import check_ast, check_relevance
-from tinytool.eval.bfcl_data import (
+from tinytool.bfcl import (
     AST_CATEGORIES,
     BFCL_VERSION,
     MULTI_TURN,
@@ -45,6 +43,8 @@ from tinytool.eval.bfcl_data import (
     is_multi_turn,
     is_relevance,
 )
+from tinytool.data.convert.bfcl import calls_from_ground_truth
+from tinytool.eval.ast_checker import check_ast, check_relevance
 from tinytool.eval.bfcl_runner import decode
 from tinytool.eval.multi_turn import check_multi_turn
 from tinytool.formats import get_format

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
 
-from tinytool.eval.bfcl_data import AST_CATEGORIES, BFCL_VERSION, bfcl_data
+from tinytool.bfcl import AST_CATEGORIES, BFCL_VERSION, bfcl_data
 from tinytool.eval.bfcl_runner import BFCLRunConfig, group_scores, item_conversation, run_bfcl
 from tinytool.formats import get_format
 from tinytool.llm.base import GenerationConfig, Request

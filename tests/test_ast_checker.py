@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tinytool.bfcl import AST_CATEGORIES, bfcl_data, is_relevance
 from tinytool.data.convert.bfcl import calls_from_ground_truth
 from tinytool.eval.ast_checker import check_ast, check_relevance, has_no_call, normalize_string
-from tinytool.eval.bfcl_data import AST_CATEGORIES, bfcl_data, is_relevance
 
 WEATHER = {
     "name": "get_weather",

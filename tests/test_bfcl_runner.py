@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from tinytool.bfcl import bfcl_data, expand_categories
 from tinytool.data.convert.bfcl import calls_from_ground_truth
-from tinytool.eval.bfcl_data import bfcl_data, expand_categories
 from tinytool.eval.bfcl_runner import BFCLRunConfig, RunDirError, group_scores, read_generations, run_bfcl
 from tinytool.llm import ScriptedClient
 
@@ -48,7 +48,8 @@ def test_oracle_scores_full_marks_and_resumes(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 24 and all(r["valid"] for r in rows)
     run = json.loads((tmp_path / "run.json").read_text())
-    assert run["bfcl_version"] == "2026.3.23" and run["format"] == "hermes-nothink"
+    assert run["kind"] == "bfcl" and run["settings"]["bfcl_version"] == "2026.3.23"
+    assert run["settings"]["format"] == "hermes-nothink" and run["categories"] == CATS
 
     # a crash mid-write: the torn last line is dropped and only missing items are generated again
     gen = tmp_path / "generations.jsonl"
@@ -134,3 +135,64 @@ def test_multi_turn_batch_reports_every_step():
     assert len(heard) == turns and heard[0].startswith("step 1, ")
     assert heard[-1] == f"step {turns}, 2/2 dialogues done"
     assert [len(r["raw"][0]) for r in rows] == [len(it.turns) for it in items]
+
+
+def test_categories_add_to_a_run_and_overwrite_starts_again(tmp_path):
+    silent = ScriptedClient(lambda r, i: "Sure.")
+    cfg = BFCLRunConfig(model="silent", categories=["simple_python"], limit=2)
+    run_bfcl(cfg, tmp_path, silent, progress=False)
+    # more categories are not another run: they join it, and only their items are generated
+    more = ScriptedClient(lambda r, i: "Sure.")
+    s = run_bfcl(BFCLRunConfig(model="silent", categories=["irrelevance"], limit=2), tmp_path, more, progress=False)
+    assert set(s["categories"]) == {"simple_python", "irrelevance"} and sum(len(c) for c in more.calls) == 2
+    assert json.loads((tmp_path / "run.json").read_text())["categories"] == ["simple_python", "irrelevance"]
+    # --overwrite clears the run: only what is asked for now is there
+    fresh = ScriptedClient(lambda r, i: "Sure.")
+    s = run_bfcl(BFCLRunConfig(model="other", categories=["irrelevance"], limit=2), tmp_path, fresh,
+                 overwrite=True, progress=False)
+    assert set(s["categories"]) == {"irrelevance"} and sum(len(c) for c in fresh.calls) == 2
+    assert len((tmp_path / "generations.jsonl").read_text().splitlines()) == 2
+
+
+def test_crash_leftovers_in_generations_are_recovered(tmp_path):
+    cfg = BFCLRunConfig(model="oracle", format="hermes-nothink", categories=CATS, limit=6, batch_size=4)
+    run_bfcl(cfg, tmp_path, ScriptedClient(_oracle()), progress=False)
+    gen = tmp_path / "generations.jsonl"
+    lines = gen.read_text().splitlines()
+
+    # a whole last row that lost only its newline: kept, nothing generated again, all 24 items scored
+    gen.write_text("\n".join(lines))
+    client = ScriptedClient(_oracle())
+    s = run_bfcl(cfg, tmp_path, client, progress=False)
+    assert client.calls == [] and sum(c["n"] for c in s["categories"].values()) == 24
+    assert gen.read_text().endswith("\n")
+
+    # a broken line in the middle (ending in a newline): dropped and that one item generated again
+    broken = lines[:5] + [lines[5][:40]] + lines[6:]
+    gen.write_text("\n".join(broken) + "\n")
+    client = ScriptedClient(_oracle())
+    s = run_bfcl(cfg, tmp_path, client, progress=False)
+    assert sum(len(c) for c in client.calls) == 1
+    assert sum(c["n"] for c in s["categories"].values()) == 24
+    assert all(c["accuracy"] == 1.0 for c in s["categories"].values())
+    assert len(gen.read_text().splitlines()) == 24
+
+
+def test_progress_names_the_batch_before_it_is_generated(tmp_path, monkeypatch):
+    import tinytool.eval.bfcl_runner as runner
+    from tinytool.progress import ProgressBar
+
+    events: list[str] = []
+
+    class Recording(ProgressBar):
+        def update(self, **kw):
+            if kw.get("description"):
+                events.append(kw["description"])
+            super().update(**kw)
+
+    monkeypatch.setattr(runner, "ProgressBar", Recording)
+    client = ScriptedClient(lambda r, i: events.append("generate") or "no")
+    cfg = BFCLRunConfig(model="m", categories=["simple_python"], limit=3, batch_size=2)
+    run_bfcl(cfg, tmp_path, client, progress=False)
+    assert events == ["bfcl simple_python 1-2/3: generating", "generate", "generate",
+                      "bfcl simple_python 3-3/3: generating", "generate"]

@@ -51,3 +51,37 @@ def test_demo_eval_oracle_and_silent(tmp_path):
     assert out["n_valid"] == 4
     summary = json.loads((tmp_path / "run2" / "summary.json").read_text())
     assert summary["metrics"]["judge"]["n_valid"] == 4
+
+
+def test_demo_run_dir_resumes_only_with_its_own_settings(tmp_path):
+    import pytest
+
+    from tinytool.io import RunDirError
+
+    write_demo(30, 3, tmp_path / "demo", dev_fraction=0.5)
+    dev = tmp_path / "demo" / "dev.jsonl"
+    out = tmp_path / "run"
+    first = ScriptedClient(_oracle(dev))
+    s = run_demo_eval("oracle", dev, out, first, limit=4, progress=False)
+    assert s["throughput"]["items"] == 4 and sum(len(c) for c in first.calls) == 4
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["kind"] == "demo" and manifest["settings"]["model"] == "oracle"
+    assert manifest["settings"]["limit"] == 4 and manifest["settings"]["data"] == str(dev.resolve())
+
+    # another model into the same --out used to reuse the first model's generations: now refused
+    other = ScriptedClient(lambda r, i: "no idea")
+    with pytest.raises(RunDirError, match="model: 'oracle' there, 'silent' now"):
+        run_demo_eval("silent", dev, out, other, limit=4, progress=False)
+    with pytest.raises(RunDirError, match="max_new_tokens"):
+        run_demo_eval("oracle", dev, out, other, limit=4, max_new_tokens=7, progress=False)
+    assert other.calls == []
+
+    # the same settings resume without generating again
+    again = ScriptedClient(_oracle(dev))
+    assert run_demo_eval("oracle", dev, out, again, limit=4, progress=False)["groups"] == s["groups"]
+    assert again.calls == []
+
+    # --overwrite starts again with the new settings
+    s2 = run_demo_eval("silent", dev, out, other, limit=4, progress=False, overwrite=True)
+    assert sum(len(c) for c in other.calls) == 4 and s2["groups"]["overall"] < s["groups"]["overall"]
+    assert json.loads((out / "run.json").read_text())["settings"]["model"] == "silent"

@@ -214,3 +214,14 @@ def test_parse_random_objects(obj):
     if s.valid:
         assert all(0.0 <= v <= 1.0 for v in s.scores.values())
         assert 0.0 <= s.overall <= 1.0
+
+
+def test_template_values_are_not_rendered_again_and_unknown_names_are_errors():
+    from tinytool.errors import UserInputError
+
+    prompt = render_prompt(item(question="what is {{ reference }} {% if x %}?"), "Q={{ question }} R={{reference}}")
+    assert prompt.startswith("Q=what is {{ reference }} {% if x %}? R=")
+    with pytest.raises(UserInputError, match="'answer' is undefined"):
+        render_prompt(item(), "{{ answer }}")
+    with pytest.raises(UserInputError, match="judge template, line 1"):
+        render_prompt(item(), "{{ question ")

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from tinytool.bfcl import MULTI_TURN, bfcl_data
 from tinytool.envs.bfcl import (
     API_CLASSES,
     BFCLEnv,
@@ -17,7 +18,6 @@ from tinytool.envs.bfcl import (
     load_api_classes,
     parse_call,
 )
-from tinytool.eval.bfcl_data import MULTI_TURN, bfcl_data
 from tinytool.eval.multi_turn import (
     ADDED_FUNCTIONS_MESSAGE,
     EMPTY_TURN,

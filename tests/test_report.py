@@ -176,4 +176,4 @@ def test_error_broken_jsonl_line(tmp_path: Path) -> None:
     with pytest.raises(ReportError) as exc:
         write_report([run], tmp_path / "out")
     msg = str(exc.value)
-    assert "results.jsonl" in msg and "line 3" in msg and str(run) in msg
+    assert "results.jsonl:3: not valid JSON" in msg and str(run) in msg

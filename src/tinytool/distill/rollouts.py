@@ -59,12 +59,22 @@ from typing import Any
 
 from tinytool import __version__
 from tinytool.errors import TinytoolError
-from tinytool.eval.rundir import drop_torn_tail, write_json
 from tinytool.formats import PromptFormat, ToolRLFormat, get_format, template_supports_tools
+from tinytool.io import write_json
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 from tinytool.rewards.inputs import Answer
 from tinytool.rewards.simrl import format_violations, sim_rl
 from tinytool.schema import Conversation, Message, iter_jsonl
+
+
+def drop_torn_tail(path: Path) -> None:
+    """Cut a last line that a crash left without its newline, so appending starts clean."""
+    if path.exists():
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with open(path, "r+b") as fh:
+                fh.truncate(data.rfind(b"\n") + 1)
+
 
 #: why a sample was not kept, in the order the filters run
 DROP_REASONS = ("truncated", "format", "empty", "similarity", "duplicate", "cap")

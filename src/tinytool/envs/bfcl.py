@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tinytool.bfcl import bfcl_data
 from tinytool.errors import TinytoolError
 
 # API class -> module inside func_source_code (bfcl_eval/constants/executable_backend_config.py)
@@ -106,10 +107,8 @@ def _register_packages(wheel: Path) -> None:
 
 def load_api_classes(wheel: str | os.PathLike | None = None) -> dict[str, type]:
     """BFCL's eight multi-turn API classes by name, imported from the wheel (default: the one
-    `tinytool.eval.bfcl_data.bfcl_data` finds or downloads). Cached per wheel."""
+    `tinytool.bfcl.bfcl_data` finds or downloads). Cached per wheel."""
     if wheel is None:
-        from tinytool.eval.bfcl_data import bfcl_data
-
         wheel = bfcl_data().wheel
     path = Path(wheel).resolve()
     key = str(path)

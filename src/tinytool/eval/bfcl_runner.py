@@ -23,16 +23,13 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from tinytool import __version__
-from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
-from tinytool.eval.bfcl_data import (
+from tinytool.bfcl import (
     BFCL_VERSION,
     CATEGORIES,
     LIVE,
@@ -45,16 +42,21 @@ from tinytool.eval.bfcl_data import (
     is_multi_turn,
     is_relevance,
 )
-from tinytool.eval.rundir import (
+from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
+from tinytool.formats import PromptFormat, get_format
+from tinytool.io import (
+    RunDir,
     RunDirError,
     append_jsonl,
-    drop_torn_tail,
-    read_generations,
+    open_run_dir,
+    read_jsonl_rows,
+    repair_log,
     write_json,
     write_jsonl,
 )
-from tinytool.formats import PromptFormat, get_format
+from tinytool.io.rundir import read_manifest
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.progress import ProgressBar
 from tinytool.schema import Conversation, Message, Tool
 
 # Leaderboard weights of the groups tinytool runs (BFCL v4 overall: non-live 10, live 10,
@@ -112,29 +114,52 @@ def check_item(item: BFCLItem, decoded: Any) -> Verdict:
     return check_ast(item.functions, decoded, item.answer, item.category)
 
 
-def _open_run(cfg: BFCLRunConfig, out: Path, client: LLMClient, overwrite: bool) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
-    run_path = out / "run.json"
-    if run_path.exists() and not overwrite:
-        old = json.loads(run_path.read_text(encoding="utf-8"))
-        diff = [k for k in BFCLRunConfig._IDENTITY if old.get(k) != getattr(cfg, k)]
-        if diff:
-            raise RunDirError(
-                f"{out} holds a run with other settings ({', '.join(f'{k}: {old.get(k)!r} ≠ {getattr(cfg, k)!r}' for k in diff)}); "
-                "use another --out or --overwrite"
-            )
-        old["categories"] = sorted(set(old.get("categories", [])) | set(cfg.categories),
-                                   key=CATEGORIES.index)
-        run = old
-    else:
-        if overwrite:
-            for name in ("generations.jsonl", "results.jsonl", "summary.json"):
-                (out / name).unlink(missing_ok=True)
-        run = {"kind": "bfcl", **asdict(cfg), "bfcl_version": BFCL_VERSION, "tinytool_version": __version__,
-               "started": datetime.now(UTC).isoformat(timespec="seconds")}
-    run["client"] = client.describe()
-    write_json(run_path, run)
+def is_generation(row: Any) -> bool:
+    """Whether a line of ``generations.jsonl`` is a whole generation row (an id and its completions)."""
+    if not isinstance(row, dict):
+        return False
+    raw = row.get("raw")
+    return isinstance(row.get("id"), str) and isinstance(raw, list) and len(raw) > 0
+
+
+def read_generations(path: Path) -> dict[str, dict]:
+    """``id → generation row``. Lines that are not whole rows (a crash's torn write, a damaged line)
+    are skipped: their items count as not generated, so a run generates them again."""
+    if not Path(path).exists():
+        return {}
+    rows = read_jsonl_rows(path, on_bad=lambda line, reason: None)
+    return {r["id"]: r for r in rows if is_generation(r)}
+
+
+def run_settings(cfg: BFCLRunConfig) -> dict[str, Any]:
+    """The settings that define a BFCL run directory: a resumed run must agree on every one."""
+    return {k: getattr(cfg, k) for k in BFCLRunConfig._IDENTITY} | {"bfcl_version": BFCL_VERSION}
+
+
+def _open_run(cfg: BFCLRunConfig, out: Path, client: LLMClient, overwrite: bool) -> RunDir:
+    """Open (or resume) the run directory; categories asked for now are added to those already in it."""
+    run = open_run_dir(out, "bfcl", run_settings(cfg), overwrite=overwrite)
+    categories = sorted(set(run.info.get("categories") or []) | set(cfg.categories), key=CATEGORIES.index)
+    run.update(categories=categories, label=cfg.label or run.info.get("label"), batch_size=cfg.batch_size,
+               entropy=cfg.entropy, client=client.describe(), tinytool_version=__version__)
     return run
+
+
+def _read_run(out: Path) -> dict[str, Any]:
+    """The manifest of a BFCL run directory, its settings merged in (``run["format"]``, ...)."""
+    manifest = read_manifest(out)
+    if manifest is None:
+        raise RunDirError(f"{out}: no run.json — not a BFCL run directory",
+                          fix="pass the --out of an earlier `tinytool eval bfcl` run")
+    if manifest.get("kind") != "bfcl":
+        raise RunDirError(f"{out}: holds a {manifest.get('kind')!r} run, not a 'bfcl' run",
+                          fix="pass the --out of an earlier `tinytool eval bfcl` run")
+    settings = manifest.get("settings") or {}
+    missing = [k for k in ("model", "format") if not isinstance(settings.get(k), str)]
+    if missing or not isinstance(manifest.get("categories"), list):
+        raise RunDirError(f"{out / 'run.json'}: {', '.join(missing or ['categories'])}: missing",
+                          fix="rerun with --overwrite to start the run again")
+    return {**manifest, **settings}
 
 
 # ---- generation ---------------------------------------------------------------------------------------
@@ -197,26 +222,28 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
     fmt = get_format(cfg.format)
     _open_run(cfg, out, client, overwrite)
     gen_path = out / "generations.jsonl"
+    repair_log(gen_path, is_generation)  # a crash's torn or broken lines: those items are generated again
     done = read_generations(gen_path)
-    drop_torn_tail(gen_path)
     todo: list[BFCLItem] = []
     for category in cfg.categories:
         todo += [it for it in data.items(category, limit=cfg.limit, seed=cfg.seed) if it.id not in done]
-    bar = tqdm(total=len(todo), desc="bfcl", unit="item", disable=not progress, dynamic_ncols=True)
     gen = cfg.generation()
-    for category in cfg.categories:
-        items = [it for it in todo if it.category == category]
-        for start in range(0, len(items), cfg.batch_size):
-            batch = items[start:start + cfg.batch_size]
-            bar.set_postfix_str(category)
-            if is_multi_turn(category):
-                rows = _generate_multi_turn(batch, client, fmt, cfg,
-                                            status=lambda text, c=category: bar.set_postfix_str(f"{c}: {text}"))
-            else:
-                rows = _generate_single(batch, client, fmt, gen)
-            append_jsonl(gen_path, rows)
-            bar.update(len(batch))
-    bar.close()
+    with ProgressBar("bfcl", total=len(todo), unit="item", enabled=progress) as bar:
+        for category in cfg.categories:
+            items = [it for it in todo if it.category == category]
+            for start in range(0, len(items), cfg.batch_size):
+                batch = items[start:start + cfg.batch_size]
+                # said before the batch runs: a first batch can take minutes, and 0/N alone looks stuck
+                where = f"{category} {start + 1}-{start + len(batch)}/{len(items)}"
+                bar.update(description=f"bfcl {where}: generating")
+                if is_multi_turn(category):
+                    rows = _generate_multi_turn(
+                        batch, client, fmt, cfg,
+                        status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))
+                else:
+                    rows = _generate_single(batch, client, fmt, gen)
+                append_jsonl(gen_path, rows)
+                bar.advance(len(batch))
     return {"generated": len(todo), "already_done": len(done)}
 
 
@@ -261,20 +288,26 @@ def _score_multi_turn(item: BFCLItem, row: dict) -> dict:
 
 
 def score(out: Path, data: BFCLData | None = None) -> dict:
-    """Check every generation in ``out`` and write ``results.jsonl`` and ``summary.json``."""
+    """Check every generation in ``out`` and write ``results.jsonl`` and ``summary.json``.
+
+    Refuses (`RunDirError`) when an item of the run has no generation, rather than writing a
+    summary over part of the run: generating again (without ``--rescore``) fills the gaps."""
+    out = Path(out)
     data = data or bfcl_data()
-    run_path = out / "run.json"
-    if not run_path.exists():
-        raise RunDirError(f"{out}: no run.json — not a BFCL run directory")
-    run = json.loads(run_path.read_text(encoding="utf-8"))
+    run = _read_run(out)
     fmt = get_format(run["format"])
     gens = read_generations(out / "generations.jsonl")
+    run_items = {c: data.items(c, limit=run.get("limit"), seed=run.get("seed", 0)) for c in run["categories"]}
+    missing = [it.id for items in run_items.values() for it in items if it.id not in gens]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise RunDirError(f"{out / 'generations.jsonl'}: {len(missing)} item(s) of the run have no generation "
+                          f"({shown})", fix="rerun `tinytool eval bfcl` without --rescore to generate them")
     results, per_cat = [], {}
     t0 = time.perf_counter()
     for category in run["categories"]:
-        items = [it for it in data.items(category, ids=[i for i, g in gens.items() if g["category"] == category])]
         rows_c = []
-        for it in items:
+        for it in run_items[category]:
             row = gens[it.id]
             s = _score_multi_turn(it, row) if is_multi_turn(category) else _score_single(it, row, fmt)
             n_ok = sum(v.valid for v in s["verdicts"])
@@ -305,8 +338,7 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
         "metrics": _run_metrics(results),
     }
     write_json(out / "summary.json", summary)
-    run["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
-    write_json(run_path, run)
+    open_run_dir(out, "bfcl", run["settings"]).update(finished=datetime.now(UTC).isoformat(timespec="seconds"))
     return summary
 
 

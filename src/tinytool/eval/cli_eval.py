@@ -23,6 +23,13 @@ def _client(model: str, batch_size: int):
     return get_client(model, batch_size=batch_size)
 
 
+def _check_format(fmt: str) -> None:
+    from tinytool.formats import FORMATS
+
+    if fmt not in FORMATS:
+        fail(f"--format: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
 def _table(summary: dict) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -60,22 +67,20 @@ def bfcl(
 ) -> None:
     """Score a model on BFCL v4 with tinytool's own checkers (resumable; writes generations,
     per-item verdicts with reasons, and a summary weighted as BFCL's leaderboard)."""
-    from tinytool.eval.bfcl_data import BFCLDataError, expand_categories
-    from tinytool.eval.bfcl_runner import BFCLRunConfig, RunDirError, run_bfcl, score
+    from tinytool.bfcl import expand_categories
+    from tinytool.eval.bfcl_runner import BFCLRunConfig, run_bfcl, score
 
-    try:
-        if rescore:
-            summary = score(out)
-        else:
-            if samples > 1 and temperature == 0:
-                raise typer.BadParameter("--samples > 1 needs --temperature > 0")
-            cfg = BFCLRunConfig(
-                model=model, format=fmt, categories=expand_categories(categories), limit=limit, samples=samples,
-                temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                step_limit=step_limit, seed=seed, entropy=entropy, label=label)
-            summary = run_bfcl(cfg, out, _client(model, batch_size))
-    except (BFCLDataError, RunDirError, ValueError) as e:
-        fail(e)
+    if rescore:
+        summary = score(out)
+    else:
+        _check_format(fmt)
+        if samples > 1 and temperature == 0:
+            fail("--samples > 1 needs --temperature > 0")
+        cfg = BFCLRunConfig(
+            model=model, format=fmt, categories=expand_categories(categories), limit=limit, samples=samples,
+            temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
+            step_limit=step_limit, seed=seed, entropy=entropy, label=label)
+        summary = run_bfcl(cfg, out, _client(model, batch_size), overwrite=overwrite)
     _table(summary)
     typer.echo(f"wrote {out}/summary.json, results.jsonl, generations.jsonl")
 
@@ -90,12 +95,16 @@ def demo(
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1),
     batch_size: int = typer.Option(8, "--batch-size", min=1),
     label: str = typer.Option(None, "--label"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
 ) -> None:
-    """Score a model on the demo dev split: exact call match and STAR's Sim-RL score per category."""
+    """Score a model on the demo dev split: exact call match and STAR's Sim-RL score per category
+    (resumable: a rerun with the same settings continues, other settings are refused)."""
     from tinytool.eval.demo_eval import run_demo_eval
 
+    _check_format(fmt)
     summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
-                            max_new_tokens=max_new_tokens, client=_client(model, batch_size), label=label)
+                            max_new_tokens=max_new_tokens, batch_size=batch_size,
+                            client=_client(model, batch_size), label=label, overwrite=overwrite)
     _table(summary)
 
 
@@ -119,10 +128,7 @@ def report(
     title: str = typer.Option(None, "--title"),
 ) -> None:
     """Write a Markdown + HTML report with per-category tables, charts and the worst failures."""
-    from tinytool.eval.report import ReportError, write_report
+    from tinytool.eval.report import write_report
 
-    try:
-        paths = write_report(list(runs), out, worst=worst, title=title)
-    except ReportError as e:
-        fail(e)
+    paths = write_report(list(runs), out, worst=worst, title=title)
     typer.echo(f"wrote {paths['markdown']} and {paths['html']} ({len(paths['charts'])} charts)")

@@ -8,6 +8,7 @@ layout as a BFCL run (see `tinytool.eval.bfcl_runner`), so `tinytool report` rea
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections import Counter
@@ -15,15 +16,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from tinytool import __version__
+from tinytool.errors import UserInputError
+from tinytool.eval.bfcl_runner import is_generation, read_generations
 from tinytool.eval.metrics import TaskRecord, four_t
-from tinytool.eval.rundir import append_jsonl, drop_torn_tail, read_generations, write_json, write_jsonl
 from tinytool.formats import get_format
+from tinytool.io import append_jsonl, iter_jsonl_rows, open_run_dir, repair_log, write_json, write_jsonl
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.progress import ProgressBar
 from tinytool.rewards.registry import RewardOptions, score_row
-from tinytool.schema import Conversation, read_jsonl
+from tinytool.schema import Conversation, SchemaError
 
 
 def split_task(conv: Conversation) -> tuple[Conversation, dict[str, Any]] | None:
@@ -48,37 +50,65 @@ def _error_type(parsed_ok: bool, calls: list[str], expected: list[str], exact: b
     return "wrong_arguments"
 
 
-def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
-                  fmt: str = "hermes", limit: int | None = None, max_new_tokens: int = 256,
-                  batch_size: int = 8, label: str | None = None, progress: bool = True) -> dict:
-    """Generate (resuming) and score the demo dev split; returns the summary."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    pf = get_format(fmt)
+def load_tasks(data: str | os.PathLike, limit: int | None = None) -> list[tuple[str, Conversation, dict[str, Any]]]:
+    """``(id, prompt, target)`` for each conversation of the file that has an assistant turn.
+
+    A missing, non-UTF-8 or malformed file raises a `TinytoolError` naming file and line; a file
+    with no task raises `UserInputError` ("input is empty")."""
     tasks = []
-    for conv in read_jsonl(data):
+    for lineno, record in iter_jsonl_rows(data):
+        try:
+            conv = Conversation.from_dict(record)
+        except SchemaError as e:
+            raise e.located(str(data), lineno) from None
         split = split_task(conv)
         if split is not None:
             tasks.append((conv.meta.get("id") or f"task-{len(tasks)}", *split))
-    if limit is not None:
-        tasks = tasks[:limit]
-    run = {"kind": "demo", "model": model, "format": fmt, "data": str(data), "limit": limit,
-           "max_new_tokens": max_new_tokens, "samples": 1, "temperature": 0.0, "label": label,
-           "tinytool_version": __version__, "client": client.describe(),
-           "started": datetime.now(UTC).isoformat(timespec="seconds")}
-    write_json(out / "run.json", run)
+    if not tasks:
+        raise UserInputError(f"{data}: input is empty (no conversation with an assistant turn to score)",
+                             fix="pass the dev split that `tinytool data demo` writes")
+    return tasks[:limit] if limit is not None else tasks
+
+
+def run_settings(model: str, data: str | os.PathLike, fmt: str, limit: int | None,
+                 max_new_tokens: int) -> dict[str, Any]:
+    """The settings that define a demo run directory: a resumed run must agree on every one (the
+    data file by path and content, so another file, or the same file rewritten, is never mixed in)."""
+    digest = hashlib.sha256(Path(data).read_bytes()).hexdigest()
+    return {"model": model, "format": fmt, "data": str(Path(data).resolve()), "data_sha256": digest,
+            "limit": limit, "max_new_tokens": max_new_tokens, "temperature": 0.0, "samples": 1}
+
+
+def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
+                  fmt: str = "hermes", limit: int | None = None, max_new_tokens: int = 256,
+                  batch_size: int = 8, label: str | None = None, progress: bool = True,
+                  overwrite: bool = False) -> dict:
+    """Generate (resuming) and score the demo dev split; returns the summary.
+
+    ``out`` is a run directory (`tinytool.io.open_run_dir`): a rerun with the same settings resumes,
+    one with other settings (another model, format, data file, ...) raises `RunDirError` naming
+    them, and ``overwrite`` starts again."""
+    out = Path(out)
+    pf = get_format(fmt)
+    tasks = load_tasks(data, limit)
+    run = open_run_dir(out, "demo", run_settings(model, data, fmt, limit, max_new_tokens), overwrite=overwrite)
+    run.update(label=label or run.info.get("label"), batch_size=batch_size, client=client.describe(),
+               tinytool_version=__version__)
     gen_path = out / "generations.jsonl"
+    repair_log(gen_path, is_generation)
     done = read_generations(gen_path)
-    drop_torn_tail(gen_path)
     todo = [t for t in tasks if t[0] not in done]
     gen = GenerationConfig(max_new_tokens=max_new_tokens)
-    for start in tqdm(range(0, len(todo), batch_size), desc="demo", unit="batch", disable=not progress):
-        batch = todo[start:start + batch_size]
-        t0 = time.perf_counter()
-        outs = client.generate([Request(messages=pf.to_chat(p)) for _, p, _ in batch], gen)
-        share = (time.perf_counter() - t0) / len(batch)
-        append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}
-                                for (tid, _, _), c in zip(batch, outs, strict=True)])
+    with ProgressBar("demo", total=len(todo), unit="task", enabled=progress) as bar:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            bar.update(description=f"demo {start + 1}-{start + len(batch)}/{len(todo)}: generating")
+            t0 = time.perf_counter()
+            outs = client.generate([Request(messages=pf.to_chat(p)) for _, p, _ in batch], gen)
+            share = (time.perf_counter() - t0) / len(batch)
+            append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}
+                                    for (tid, _, _), c in zip(batch, outs, strict=True)])
+            bar.advance(len(batch))
     gens = read_generations(gen_path)
     options = RewardOptions(require_think=getattr(pf, "think", True))
     results, records = [], []
@@ -125,6 +155,5 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
                        "items_per_s": round(len(results) / secs, 3) if secs else None},
     }
     write_json(out / "summary.json", summary)
-    run["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
-    write_json(out / "run.json", run)
+    run.update(finished=datetime.now(UTC).isoformat(timespec="seconds"))
     return summary

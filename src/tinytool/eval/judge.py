@@ -1,4 +1,4 @@
-"""LLM judge on EfficientTool's five dimensions (seeds/004_a94564495b17b77b.txt §3.3.1 "LLM Level"
+"""LLM judge on EfficientTool's five dimensions (§3.3.1 "LLM Level"
 and App. C.3, Fig. 4): Accuracy, Appropriateness, Coverage, Coherence, Faithfulness, each scored
 from 0.0000 to 1.0000.
 
@@ -16,14 +16,17 @@ invalid with the reason — bad judge output never raises.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+import jinja2
+
+from tinytool.errors import UserInputError
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
 
 __all__ = [
@@ -40,13 +43,22 @@ __all__ = [
     "summarize",
 ]
 
-#: EfficientTool (seeds/004_…) §3.3.1 and App. C.3 Fig. 4, in the paper's order and spelling
+#: EfficientTool §3.3.1 and App. C.3 Fig. 4, in the paper's order and spelling
 DIMENSIONS: tuple[str, ...] = ("Accuracy", "Appropriateness", "Coverage", "Coherence", "Faithfulness")
 #: the paper's scale (App. C.3 Fig. 4: "scoring (0.0000 - 1.0000)")
 SCORE_MIN = 0.0
 SCORE_MAX = 1.0
 
-_PLACEHOLDER = re.compile(r"\{\{\s*(question|tools|response|reference)\s*\}\}")
+#: plain-text templates (no HTML escaping); an unknown placeholder is an error, not an empty string
+_JINJA = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+@functools.lru_cache(maxsize=8)
+def _compile(template: str) -> jinja2.Template:
+    try:
+        return _JINJA.from_string(template)
+    except jinja2.TemplateSyntaxError as e:
+        raise UserInputError(f"judge template, line {e.lineno}: {e.message}") from None
 _MAX_BRACES = 64  # '{' positions tried when looking for the first JSON object
 
 
@@ -164,7 +176,7 @@ def _render_response(response: str | Sequence[Mapping[str, Any]]) -> str:
 
 def render_prompt(item: JudgeItem, template: str | None = None) -> str:
     """Fill the template's ``{{question}}``, ``{{tools}}``, ``{{response}}`` and ``{{reference}}``
-    placeholders (in one pass, so text inside the values is never substituted again)."""
+    placeholders (a Jinja template: text inside the values is never rendered again)."""
     tpl = load_template() if template is None else template
     reference = (item.reference or "").strip()
     values = {
@@ -174,7 +186,11 @@ def render_prompt(item: JudgeItem, template: str | None = None) -> str:
         "reference": reference or "(no reference answer is given: judge against the question and "
                                   "the tool results)",
     }
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], tpl)
+    try:
+        return _compile(tpl).render(values)
+    except jinja2.UndefinedError as e:
+        raise UserInputError(f"judge template: {e.message}; it can use question, tools, response, "
+                             "reference") from None
 
 
 # ----------------------------------------------------------------------------------------- parsing
@@ -274,7 +290,7 @@ def judge(
     config: GenerationConfig | None = None,
     template: str | None = None,
 ) -> list[JudgeScore]:
-    """Grade each item with an LLM judge on EfficientTool's five dimensions (seeds/004_… §3.3.1
+    """Grade each item with an LLM judge on EfficientTool's five dimensions (§3.3.1
     "LLM Level", App. C.3 Fig. 4; scale 0-1 as in the paper). One `Request` per item (a single user
     message: the rendered `template`, default the packaged ``judge.md``), all in one
     ``client.generate`` call; items whose reply fails `parse_judge_output` are retried once, together,

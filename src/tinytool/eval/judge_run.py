@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tinytool.eval.judge import JudgeItem, judge, summarize
-from tinytool.eval.rundir import RunDirError, write_json, write_jsonl
+from tinytool.io import RunDirError, iter_jsonl_rows, read_json, write_json, write_jsonl
 from tinytool.llm.base import LLMClient
 
 
@@ -17,14 +17,14 @@ def judge_run(run_dir: str | Path, client: LLMClient, limit: int | None = None) 
     run_dir = Path(run_dir)
     path = run_dir / "results.jsonl"
     if not path.exists():
-        raise RunDirError(f"{run_dir}: no results.jsonl — score the run first")
+        raise RunDirError(f"{run_dir}: no results.jsonl — score the run first",
+                          fix="judge the --out of a finished `tinytool eval bfcl` or `tinytool eval demo` run")
     rows = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError as e:
-                raise RunDirError(f"{path}:{i}: not valid JSON ({e})") from None
+    for lineno, row in iter_jsonl_rows(path):
+        if not isinstance(row, dict):
+            raise RunDirError(f"{path}:{lineno}: not a result row (expected a JSON object)",
+                              fix="score the run again to rewrite results.jsonl")
+        rows.append(row)
     rows = rows[:limit] if limit else rows
     items = [JudgeItem(question=r.get("question") or "", response=r.get("raw") or "",
                        reference=json.dumps(r.get("expected"), ensure_ascii=False) if r.get("expected") else None,
@@ -34,7 +34,10 @@ def judge_run(run_dir: str | Path, client: LLMClient, limit: int | None = None) 
     result = summarize(scores)
     summary_path = run_dir / "summary.json"
     if summary_path.exists():
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        summary = read_json(summary_path)
+        if not isinstance(summary, dict):
+            raise RunDirError(f"{summary_path}: not a run summary (expected a JSON object)",
+                              fix="score the run again to rewrite summary.json")
         summary.setdefault("metrics", {})["judge"] = result
         write_json(summary_path, summary)
     return result

@@ -1,12 +1,12 @@
 """Evaluation metrics: pure functions that return plain Python floats.
 
-- **4T metrics** (EfficientTool, seeds/004_a94564495b17b77b.txt App. C.1-C.2): `four_t` over
+- **4T metrics** (EfficientTool App. C.1-C.2): `four_t` over
   `TaskRecord`s → TCR / TFR / TIR / TPS;
 - **pass@k** (unbiased estimator of Chen et al. 2021): `pass_at_k`, `pass_at_k_mean`;
 - **policy entropy**: `mean_entropy` over per-completion entropies, `token_entropy` /
   `masked_mean_entropy` from a logits tensor;
 - **tool-call counts** per sample: `tool_call_stats`;
-- **alignment score** (MENTOR, seeds/002_ca1409652fdd1873.txt §4.1 and App. A.4, Eq. 8):
+- **alignment score** (MENTOR §4.1 and App. A.4, Eq. 8):
   `alignment_score` = 1 − Jensen-Shannon distance between tool-usage distributions.
 
 Functions that take tool calls take tool *names* (strings); extracting them from completions is the
@@ -90,7 +90,7 @@ class FourT:
 
 
 def classify_task(record: TaskRecord) -> TaskOutcome:
-    """Which 4T bucket a task falls into — EfficientTool (seeds/004_…) App. C.1, made exclusive by
+    """Which 4T bucket a task falls into — EfficientTool App. C.1, made exclusive by
     App. C.2 Eq. 4-6: ``TCR = E_c ∩ M_p ∩ V_a``, ``TFR = E_i``, ``TIR = (E_c ∩ M_m) ∪ (E_c ∩ M_p ∩
     V_n)``.
 
@@ -121,7 +121,7 @@ def task_performance_score(
     lambda_w: float = 1.0,
     lambda_m: float = 1.0,
 ) -> float:
-    """TPS of one task — EfficientTool (seeds/004_…) App. C.1, Eq. 2:
+    """TPS of one task — EfficientTool App. C.1, Eq. 2:
     ``TPS(i) = C_c / (C_c + λ_w·W_c + λ_m·M_c)`` with ``C_c = |expected ∩ actual|``, ``W_c`` the
     tools called but not expected, ``M_c`` the tools expected but not called (tool *sets*; the paper
     sets λ_w = λ_m = 1).
@@ -144,7 +144,7 @@ def task_performance_score(
 
 
 def four_t(records: Iterable[TaskRecord], *, lambda_w: float = 1.0, lambda_m: float = 1.0) -> FourT:
-    """The 4T metrics — EfficientTool (seeds/004_…) §3.3.1 and App. C.1-C.2: TCR, TFR, TIR are the
+    """The 4T metrics — EfficientTool §3.3.1 and App. C.1-C.2: TCR, TFR, TIR are the
     fractions of tasks in each `classify_task` bucket (so TCR + TFR + TIR = 1, App. C.2 Eq. 7) and
     TPS is the mean of `task_performance_score` (App. C.1 Eq. 3, ``TPS_avg = (1/N)·Σ TPS(i)``).
 
@@ -336,7 +336,7 @@ class ToolCallStats:
 
 
 def tool_call_stats(calls_per_sample: Iterable[Sequence[str]]) -> ToolCallStats:
-    """Tool-call-count statistics (as MENTOR, seeds/002_… §1 Fig. 1 and §4, reports tool usage):
+    """Tool-call-count statistics (as MENTOR §1 Fig. 1 and §4, reports tool usage):
     from the list of called tool names of each sample. Empty input gives zeros."""
     hist = dict.fromkeys(_BUCKETS, 0)
     per_tool: Counter[str] = Counter()
@@ -389,7 +389,7 @@ def _tool_counts(usage: ToolUsage, include_no_call: bool) -> dict[str, float]:
 def tool_distribution(
     usage: ToolUsage, *, vocabulary: Iterable[str] | None = None, include_no_call: bool = False
 ) -> dict[str, float]:
-    """The tool-usage distribution MENTOR compares (seeds/002_… App. A.4: "the distributions of tool
+    """The tool-usage distribution MENTOR compares (App. A.4: "the distributions of tool
     calls across the … available tools"): each call counts once, normalised over all calls.
 
     ``usage``: one list of called tool names per sample, or a mapping name → count (e.g. a
@@ -407,9 +407,10 @@ def tool_distribution(
 
 
 def jensen_shannon_distance(p: Mapping[str, float], q: Mapping[str, float]) -> float:
-    """MENTOR (seeds/002_… App. A.4, Eq. 8): ``JSD(P, Q) = sqrt(½·KL(P‖M) + ½·KL(Q‖M))`` with
+    """MENTOR (App. A.4, Eq. 8): ``JSD(P, Q) = sqrt(½·KL(P‖M) + ½·KL(Q‖M))`` with
     ``M = ½(P + Q)``, in base 2 so that it lies in [0, 1] as the paper states ("bounded between 0
-    and 1"); this is the Jensen-Shannon *distance* (square root of the divergence).
+    and 1"); this is the Jensen-Shannon *distance* (square root of the divergence), computed by
+    `scipy.spatial.distance.jensenshannon` with ``base=2``.
 
     ``p`` and ``q`` map names to probabilities (missing names are 0); each is renormalised. Two empty
     distributions are at distance 0, an empty and a non-empty one at distance 1.
@@ -424,15 +425,10 @@ def jensen_shannon_distance(p: Mapping[str, float], q: Mapping[str, float]) -> f
         return 0.0
     if ps <= 0 or qs <= 0:
         return 1.0
-    pv, qv = pv / ps, qv / qs
-    m = 0.5 * (pv + qv)
+    from scipy.spatial.distance import jensenshannon
 
-    def kl(a: np.ndarray) -> float:
-        nz = a > 0
-        return float(np.sum(a[nz] * np.log2(a[nz] / m[nz])))
-
-    js_div = 0.5 * kl(pv) + 0.5 * kl(qv)
-    return float(math.sqrt(min(1.0, max(0.0, js_div))))
+    d = float(jensenshannon(pv, qv, base=2))  # renormalises both sides; the distance, not the divergence
+    return min(1.0, max(0.0, d)) if math.isfinite(d) else 0.0  # nan: a rounding-negative divergence of equal sides
 
 
 def alignment_score(
@@ -442,7 +438,7 @@ def alignment_score(
     vocabulary: Iterable[str] | None = None,
     include_no_call: bool = False,
 ) -> float:
-    """MENTOR's alignment score (AS) — seeds/002_… §4.1 ("Evaluation Metrics") and App. A.4, Eq. 8:
+    """MENTOR's alignment score (AS) — §4.1 ("Evaluation Metrics") and App. A.4, Eq. 8:
     ``Alignment(P, Q) = 1 − JSD(P, Q)``, P the teacher's and Q the student's tool-usage distribution
     (`tool_distribution`), JSD the base-2 Jensen-Shannon distance (`jensen_shannon_distance`).
     In [0, 1]; 1 is a perfect match; symmetric.

@@ -3,7 +3,9 @@
 `write_report` reads evaluation run directories written by ``tinytool eval bfcl`` or
 ``tinytool eval demo``::
 
-    RUN_DIR/run.json        what was run (model, format, BFCL version, sampling settings, dates, label)
+    RUN_DIR/run.json        what was run: the manifest of `tinytool.io.open_run_dir` (its ``settings``:
+                            model, format, BFCL version, sampling; then label, dates); a flat
+                            object with the same keys is read too
     RUN_DIR/summary.json    per-category and per-group scores, optional metrics and throughput
     RUN_DIR/results.jsonl   one line per item (validity, error type, reason, question, raw output, ...)
 
@@ -12,13 +14,15 @@ less without them). Every optional key inside them may be missing. A file that i
 raises `ReportError` naming the file (and the line, for JSONL).
 
 Output in ``out_dir``: ``report.md`` (GitHub-flavoured Markdown), ``report.html`` (self-contained
-apart from the PNG charts beside it) and the charts themselves. Charts are drawn with matplotlib's
+apart from the PNG charts beside it; rendered from the Jinja template ``templates/report.html.j2``,
+which holds the page's markup and CSS) and the charts themselves. Charts are drawn with matplotlib's
 object API on the Agg canvas, so no display and no global pyplot state are involved.
 """
 
 from __future__ import annotations
 
-import html
+import dataclasses
+import functools
 import json
 import math
 import re
@@ -28,7 +32,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from tinytool.errors import TinytoolError
+from tinytool.io import iter_jsonl_rows
+from tinytool.io.files import FileFormatError
 
 __all__ = ["ReportError", "RunData", "load_run", "select_failures", "write_report"]
 
@@ -110,25 +118,19 @@ def _read_json(path: Path, run_dir: Path, *, required: bool) -> dict[str, Any] |
     return data
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]] | None:
+def _read_results(path: Path) -> list[dict[str, Any]] | None:
+    """The rows of ``results.jsonl`` (None when there is none); a broken line raises `ReportError`
+    naming ``file:line``."""
     if not path.is_file():
         return None
     rows: list[dict[str, Any]] = []
     try:
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ReportError(f"{path}, line {lineno}: invalid JSON ({exc.msg})") from exc
-                if not isinstance(row, dict):
-                    raise ReportError(
-                        f"{path}, line {lineno}: expected a JSON object, got {type(row).__name__}")
-                rows.append(row)
-    except UnicodeDecodeError as exc:
-        raise ReportError(f"{path}: not UTF-8 text ({exc})") from exc
+        for lineno, row in iter_jsonl_rows(path):
+            if not isinstance(row, dict):
+                raise ReportError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            rows.append(row)
+    except FileFormatError as e:
+        raise ReportError(str(e), fix=e.fix) from None
     return rows
 
 
@@ -140,6 +142,8 @@ def load_run(run_dir: Path | str) -> RunData:
     summary = _read_json(run_dir / "summary.json", run_dir, required=True)
     assert summary is not None
     run = _read_json(run_dir / "run.json", run_dir, required=False) or {}
+    if isinstance(run.get("settings"), dict):  # a run manifest: the settings that define the run, then the rest
+        run = {**run["settings"], **{k: v for k, v in run.items() if k != "settings"}}
     categories = summary.get("categories", {})
     if categories is None:
         categories = {}
@@ -148,7 +152,7 @@ def load_run(run_dir: Path | str) -> RunData:
     groups = summary.get("groups")
     if groups is not None and not isinstance(groups, dict):
         raise ReportError(f"{run_dir / 'summary.json'}: 'groups' must be an object")
-    results = _read_jsonl(run_dir / "results.jsonl")
+    results = _read_results(run_dir / "results.jsonl")
     label = str(run.get("label") or run_dir.resolve().name or run_dir)
     cats = {str(k): (v if isinstance(v, dict) else {}) for k, v in categories.items()}
     return RunData(path=run_dir, run=run, summary=summary, results=results, label=label, categories=cats)
@@ -204,7 +208,7 @@ def _as_text(value: Any) -> str:
 
 
 def _date(run: dict[str, Any]) -> str:
-    raw = run.get("finished") or run.get("started")
+    raw = run.get("finished") or run.get("started") or run.get("created")
     if not raw:
         return "—"
     try:
@@ -240,10 +244,6 @@ def _md_fence(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
-def _esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
 # ----------------------------------------------------------------------------------------------
 # Table model (rendered to both Markdown and HTML)
 # ----------------------------------------------------------------------------------------------
@@ -261,17 +261,16 @@ class _Table:
         lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in self.rows]
         return "\n".join(lines)
 
-    def html(self) -> str:
-        def cell(tag: str, i: int, value: str) -> str:
-            cls = ' class="num"' if i >= self.align_right_from else ""
-            if tag == "td" and value.endswith(" pp") and value[0] in "+-":
-                cls = f' class="num {"up" if value[0] == "+" else "down"}"'
-            return f"<{tag}{cls}>{_esc(value)}</{tag}>"
+    def html_view(self) -> dict[str, list[Any]]:
+        """Header and rows as ``(text, css class)`` pairs for the HTML template: numeric columns
+        right-aligned, a ``+x pp`` / ``-x pp`` difference coloured up or down."""
+        def cls(i: int, value: str, head: bool = False) -> str:
+            if not head and i >= self.align_right_from and value.endswith(" pp") and value[0] in "+-":
+                return f"num {'up' if value[0] == '+' else 'down'}"
+            return "num" if i >= self.align_right_from else ""
 
-        head = "".join(cell("th", i, h) for i, h in enumerate(self.header))
-        body = "".join(
-            "<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>" for row in self.rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        return {"header": [(h, cls(i, h, head=True)) for i, h in enumerate(self.header)],
+                "rows": [[(c, cls(i, c)) for i, c in enumerate(row)] for row in self.rows]}
 
 
 def _runs_table(runs: list[RunData]) -> _Table:
@@ -624,63 +623,24 @@ def _failures_md(run: RunData, rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _html_text_block(label: str, text: str, *, open_below: int = 200) -> str:
-    if not text:
-        return ""
-    pre = f"<pre>{_esc(text)}</pre>"
-    if len(text) <= open_below and text.count("\n") < 4:
-        return f'<div class="field"><span class="k">{_esc(label)}</span>{pre}</div>'
-    return f"<details><summary>{_esc(label)}</summary>{pre}</details>"
-
-
-def _failures_html(run: RunData, rows: list[dict[str, Any]]) -> str:
-    parts = [f"<h3>{_esc(run.label)}</h3>"]
-    if run.results is None:
-        return parts[0] + "<p><em>No results.jsonl in this run.</em></p>"
-    if not rows:
-        return parts[0] + "<p><em>No failed items.</em></p>"
-    n_failed = sum(1 for r in run.results if r.get("valid") is False)
-    parts.append(f"<p>{len(rows)} of {n_failed} failed items, spread over categories and error types.</p>")
-    for i, row in enumerate(rows, start=1):
+def _failures_view(run: RunData, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's failures as the HTML template shows them: a short text is shown open, a long one
+    (and the model output always) folded under its label."""
+    items = []
+    for row in rows:
         f = _failure_view(row)
-        samples = f' <span class="tag">{_esc(f.samples)}</span>' if f.samples else ""
-        parts.append(
-            f'<div class="failure"><div class="fhead"><span class="idx">{i}.</span> <code>{_esc(f.id)}</code>'
-            f' <span class="tag">{_esc(f.category)}</span> <span class="tag err">{_esc(f.error_type)}</span>'
-            f"{samples}</div>"
-            + (f'<p class="reason">{_esc(f.reason)}</p>' if f.reason else "")
-            + _html_text_block("Question", f.question)
-            + _html_text_block("Model output", f.output, open_below=0)
-            + _html_text_block("Decoded calls", f.decoded)
-            + _html_text_block("Expected", f.expected)
-            + "</div>")
-    return "".join(parts)
+        blocks = [{"label": label, "text": text, "folded": len(text) > open_below or text.count("\n") >= 4}
+                  for label, text, open_below in (("Question", f.question, 200), ("Model output", f.output, 0),
+                                                  ("Decoded calls", f.decoded, 200), ("Expected", f.expected, 200))
+                  if text]
+        items.append({**dataclasses.asdict(f), "blocks": blocks})
+    n_failed = sum(1 for r in run.results or [] if r.get("valid") is False)
+    return {"label": run.label, "has_results": run.results is not None, "n_failed": n_failed, "failed": items}
 
 
 # ----------------------------------------------------------------------------------------------
 # Report
 # ----------------------------------------------------------------------------------------------
-
-_CSS = """
-body{font-family:-apple-system,BlinkMacSystemFont,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
-max-width:1100px;margin:2rem auto;padding:0 1rem;color:#1f2328;line-height:1.5}
-h1{border-bottom:1px solid #d0d7de;padding-bottom:.3em}h2{margin-top:2em;border-bottom:1px solid #eaeef2}
-table{border-collapse:collapse;margin:1em 0;font-size:.9em;display:block;overflow-x:auto}
-th,td{border:1px solid #d0d7de;padding:4px 10px;text-align:left;white-space:nowrap}
-th{background:#f6f8fa}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-tbody tr:nth-child(even){background:#fafbfc}td.up{color:#1a7f37}td.down{color:#cf222e}
-img{max-width:100%;height:auto;border:1px solid #eaeef2;margin:.5em 0}
-pre{background:#f6f8fa;padding:8px;overflow-x:auto;white-space:pre-wrap;word-break:break-word;
-font-size:.85em;margin:.3em 0}
-code{background:#f6f8fa;padding:1px 4px;border-radius:4px}
-.failure{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;margin:10px 0}
-.fhead{font-weight:600}.idx{color:#656d76}
-.tag{display:inline-block;background:#ddf4ff;border-radius:10px;padding:0 8px;font-size:.8em;font-weight:400}
-.tag.err{background:#ffebe9}.reason{margin:.4em 0}.k{font-size:.85em;color:#656d76}
-details{margin:.3em 0}summary{cursor:pointer;font-size:.85em;color:#656d76}
-.muted{color:#656d76;font-size:.9em}
-"""
-
 
 def write_report(run_dirs: list[Path], out_dir: Path, worst: int = 15, title: str | None = None) -> dict:
     """Write ``report.md``, ``report.html`` and PNG charts for the given runs into ``out_dir``.
@@ -770,27 +730,27 @@ def _render_md(title: str, run_names: list[str], tables: list[tuple[str, str, _T
     return "\n".join(out).rstrip() + "\n"
 
 
+@functools.cache
+def _html_template() -> jinja2.Template:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("tinytool.eval", "templates"), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined)
+    return env.get_template("report.html.j2")
+
+
 def _render_html(title: str, tables: list[tuple[str, str, _Table | None]], charts: dict[str, Path],
                  error_charts: list[tuple[RunData, Path]],
                  failures: list[tuple[RunData, list[dict[str, Any]]]], out_dir: Path) -> str:
-    def img(path: Path, alt: str) -> str:
-        return f'<img src="{_esc(_rel(path, out_dir))}" alt="{_esc(alt)}">'
-
-    body = [f"<h1>{_esc(title)}</h1>"]
+    """The page, from ``templates/report.html.j2``: the same tables, charts and failures as the Markdown."""
+    under = {"overall": ("groups", "Group scores"), "categories": ("categories", "Accuracy by category")}
+    sections = []
     for key, heading, table in tables:
         if table is None:
             continue
-        body.append(f"<h2>{_esc(heading)}</h2>{table.html()}")
-        if key == "overall" and "groups" in charts:
-            body.append(img(charts["groups"], "Group scores"))
-        if key == "categories" and "categories" in charts:
-            body.append(img(charts["categories"], "Accuracy by category"))
-    if error_charts:
-        body.append("<h2>Error types</h2>")
-        body += [img(path, f"Error types — {run.label}") for run, path in error_charts]
-    body.append("<h2>Worst failures</h2>")
-    body += [_failures_html(run, rows) for run, rows in failures]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_esc(title)}</title><style>{_CSS}</style></head>\n<body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
+        chart = under.get(key)
+        shown = [{"src": _rel(charts[chart[0]], out_dir), "alt": chart[1]}] if chart and chart[0] in charts else []
+        sections.append({"heading": heading, "table": table.html_view(), "charts": shown})
+    return _html_template().render(
+        title=title, sections=sections,
+        error_charts=[{"src": _rel(path, out_dir), "alt": f"Error types — {run.label}"} for run, path in error_charts],
+        failures=[_failures_view(run, rows) for run, rows in failures])

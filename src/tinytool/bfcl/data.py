@@ -80,7 +80,8 @@ def is_relevance(category: str) -> bool:
 
 def expand_categories(spec: str | list[str] | tuple[str, ...]) -> list[str]:
     """``"simple_python,multiple"``, a group name (``all``, ``ast``, ``live``, ``non_live``,
-    ``multi_turn``) or a list of either → the categories, in leaderboard order, without repeats."""
+    ``multi_turn``) or a list of either → the categories, in leaderboard order, without repeats.
+    An unknown name, or none at all, raises `BFCLDataError`."""
     parts = spec.split(",") if isinstance(spec, str) else list(spec)
     wanted: set[str] = set()
     for p in (p.strip() for p in parts):
@@ -94,6 +95,9 @@ def expand_categories(spec: str | list[str] | tuple[str, ...]) -> list[str]:
             raise BFCLDataError(
                 f"unknown BFCL category {p!r}; choose from {', '.join(CATEGORIES)} or a group ({', '.join(GROUPS)})"
             )
+    if not wanted:
+        raise BFCLDataError(f"no BFCL category given ({spec!r})",
+                            fix=f"name categories or a group: {', '.join(GROUPS)}, or e.g. simple_python,multiple")
     return [c for c in CATEGORIES if c in wanted]
 
 

@@ -1,0 +1,124 @@
+"""`tinytool eval bfcl|demo|judge`: flags reach the runners, and bad input is a one-line TinytoolError."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tinytool.cli import app
+from tinytool.data.demo import write_demo
+from tinytool.errors import TinytoolError
+from tinytool.eval.bfcl_runner import BFCLRunConfig, run_bfcl, score
+from tinytool.eval.demo_eval import run_demo_eval
+from tinytool.eval.judge_run import judge_run
+from tinytool.io import RunDirError
+from tinytool.llm import ScriptedClient
+
+runner = CliRunner()
+
+
+def _error(result) -> str:
+    """The one-line error of a failed command: the TinytoolError it raised (before a top-level catch
+    prints it) or what it printed."""
+    assert result.exit_code != 0
+    if isinstance(result.exception, TinytoolError):
+        return str(result.exception)
+    assert isinstance(result.exception, SystemExit), result.exception  # printed, never a traceback
+    return result.output
+
+
+@pytest.fixture
+def dev(tmp_path):
+    write_demo(30, 3, tmp_path / "demo", dev_fraction=0.5)
+    return tmp_path / "demo" / "dev.jsonl"
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """The CLI's model loader answers with a scripted client (always "no idea")."""
+    client = ScriptedClient(lambda r, i: "no idea")
+    monkeypatch.setattr("tinytool.eval.cli_eval._client", lambda model, batch_size: client)
+    return client
+
+
+def test_demo_batch_size_reaches_the_runner(tmp_path, dev, scripted):
+    result = runner.invoke(app, ["eval", "demo", "-m", "x", "-d", str(dev), "-o", str(tmp_path / "run"),
+                                 "--limit", "7", "--batch-size", "3"])
+    assert result.exit_code == 0, result.output
+    assert [len(c) for c in scripted.calls] == [3, 3, 1]
+
+
+def test_demo_on_an_empty_file_is_an_error(tmp_path, scripted):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = runner.invoke(app, ["eval", "demo", "-m", "x", "-d", str(empty), "-o", str(tmp_path / "run")])
+    assert "input is empty" in _error(result) and "nan" not in result.output
+    assert scripted.calls == []
+
+
+def test_demo_bad_data_names_file_and_line(tmp_path, dev):
+    client = ScriptedClient(lambda r, i: "no idea")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(dev.read_bytes().split(b"\n", 1)[0] + b"\n\xff\xfe not text\n")
+    with pytest.raises(TinytoolError, match=r"bad\.jsonl:2: not UTF-8"):
+        run_demo_eval("x", bad, tmp_path / "r1", client, progress=False)
+    bad.write_text('{"messages": [{"role": "wizard", "content": "hi"}]}\n')
+    with pytest.raises(TinytoolError, match=r"bad\.jsonl:1: .*role"):
+        run_demo_eval("x", bad, tmp_path / "r2", client, progress=False)
+    bad.write_text('{"messages": [\n')
+    with pytest.raises(TinytoolError, match=r"bad\.jsonl:1: not valid JSON"):
+        run_demo_eval("x", bad, tmp_path / "r3", client, progress=False)
+    with pytest.raises(TinytoolError, match="no such file"):
+        run_demo_eval("x", tmp_path / "missing.jsonl", tmp_path / "r4", client, progress=False)
+    assert client.calls == []
+
+
+def test_bfcl_empty_categories_is_a_one_line_error(tmp_path, scripted):
+    result = runner.invoke(app, ["eval", "bfcl", "-m", "x", "-o", str(tmp_path / "run"), "--categories", ""])
+    message = _error(result)
+    assert "no BFCL category given" in message and "\n" not in message.strip()
+    assert not (tmp_path / "run").exists() and scripted.calls == []
+
+
+def test_bfcl_unknown_format_is_a_flag_error(tmp_path, scripted):
+    result = runner.invoke(app, ["eval", "bfcl", "-m", "x", "-o", str(tmp_path / "run"), "--format", "nope"])
+    assert "--format: unknown format 'nope'" in _error(result)
+
+
+def test_rescore_refuses_truncated_generations(tmp_path):
+    cfg = BFCLRunConfig(model="silent", categories=["simple_python"], limit=4)
+    run_bfcl(cfg, tmp_path, ScriptedClient(lambda r, i: "no"), progress=False)
+    summary_before = (tmp_path / "summary.json").read_text()
+    gen = tmp_path / "generations.jsonl"
+    lines = gen.read_text().splitlines()
+    gen.write_text("\n".join(lines[:2]) + "\n")
+    lost = [json.loads(line)["id"] for line in lines[2:]]
+    with pytest.raises(RunDirError, match="2 item") as e:
+        score(tmp_path)
+    assert all(i in str(e.value) for i in lost) and "without --rescore" in e.value.fix
+    assert (tmp_path / "summary.json").read_text() == summary_before  # earlier results left alone
+
+    result = runner.invoke(app, ["eval", "bfcl", "-m", "silent", "-o", str(tmp_path), "--rescore"])
+    assert lost[0] in _error(result)
+
+
+def test_bfcl_rescore_and_resume_on_a_bad_run_json(tmp_path):
+    with pytest.raises(RunDirError, match="no run.json"):
+        score(tmp_path / "nothing")
+    (tmp_path / "run.json").write_text('{"kind": "bfcl", ')
+    with pytest.raises(RunDirError, match=r"run\.json:1: not valid JSON"):
+        score(tmp_path)
+    cfg = BFCLRunConfig(model="silent", categories=["simple_python"], limit=2)
+    with pytest.raises(RunDirError, match=r"run\.json:1: not valid JSON"):
+        run_bfcl(cfg, tmp_path, ScriptedClient(lambda r, i: "no"), progress=False)
+    (tmp_path / "run.json").write_bytes(b'{"kind": "bfcl", "settings": {"model": "\xff"}}')
+    with pytest.raises(RunDirError, match="not UTF-8"):
+        score(tmp_path)
+
+
+def test_judge_names_the_broken_line(tmp_path):
+    (tmp_path / "results.jsonl").write_text('{"id": "a", "raw": "x"}\n{"id": \n')
+    with pytest.raises(TinytoolError, match=r"results\.jsonl:2: not valid JSON"):
+        judge_run(tmp_path, ScriptedClient(lambda r, i: "{}"))
