@@ -189,7 +189,7 @@ def multi_turn_variants(item) -> list[tuple[str, object]]:
 # ---- model outputs ------------------------------------------------------------------------------------
 def run_cases(run_dir: Path, data) -> list[tuple[object, str, object]]:
     run = json.loads((run_dir / "run.json").read_text())
-    fmt = get_format(run["format"])
+    fmt = get_format(run.get("settings", run)["format"])  # run directories made before the manifest had no "settings"
     out = []
     rows = [json.loads(x) for x in (run_dir / "generations.jsonl").read_text().splitlines() if x.strip()]
     by_cat = defaultdict(list)

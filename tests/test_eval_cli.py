@@ -20,13 +20,13 @@ runner = CliRunner()
 
 
 def _error(result) -> str:
-    """The one-line error of a failed command: the TinytoolError it raised (before a top-level catch
-    prints it) or what it printed."""
-    assert result.exit_code != 0
-    if isinstance(result.exception, TinytoolError):
-        return str(result.exception)
-    assert isinstance(result.exception, SystemExit), result.exception  # printed, never a traceback
-    return result.output
+    """The one-line error a failed command printed (``error: …``; a ``fix: …`` line may follow), never a
+    traceback."""
+    assert result.exit_code == 2
+    assert not isinstance(result.exception, TinytoolError) and "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.output
+    return lines[0]
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
-from tinytool.clikit import fail
+from tinytool.clikit import fail, make_app
 
-eval_app = typer.Typer(add_completion=False, help="Score models: BFCL v4, the demo dev split, an LLM judge.")
+eval_app = make_app(help="Score models: BFCL v4, the demo dev split, an LLM judge.")
 
 _MODEL_HELP = ("Model: hub id, local dir, .gguf, 'smollm2-135m-instruct', 'vllm:SPEC', or an "
                "OpenAI-compatible endpoint 'http://host:port/v1@MODEL'.")
