@@ -3,6 +3,7 @@ local HTTP server, and spec parsing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
@@ -91,6 +92,18 @@ def test_sampling_n_reproducible(client):
     assert len({x.text for x in first[0]}) > 1  # n samples, not n copies
     other = client.generate(PROMPTS[:3], GenerationConfig(max_new_tokens=8, temperature=3.0, n=3, seed=8))
     assert [[x.text for x in c] for c in other] != [[x.text for x in c] for c in first]
+
+
+def test_request_seed_samples_the_same_whatever_shares_the_call(client):
+    """A request with its own seed gets the same samples alone or among others (how a resumed
+    rollout run, whose batches start elsewhere, samples as an unbroken one)."""
+    cfg = GenerationConfig(max_new_tokens=8, temperature=3.0, n=2, seed=0)
+    seeded = [dataclasses.replace(r, seed=100 + i) for i, r in enumerate(PROMPTS[:4])]
+    together = client.generate(seeded, cfg)
+    alone = [client.generate([r], cfg)[0] for r in seeded[2:]]
+    assert [[x.text for x in c] for c in together[2:]] == [[x.text for x in c] for c in alone]
+    other = client.generate([dataclasses.replace(seeded[2], seed=5)], cfg)[0]
+    assert [x.text for x in other] != [x.text for x in together[2]]
 
 
 def test_stop_string_cuts_and_stops(client):

@@ -2,7 +2,8 @@
 
 Prompts are sorted by length inside a call so each batch carries little padding, then left-padded
 (decoder-only models continue from the right edge). Sampling is seeded once per call, so the same
-call gives the same completions. Mean token entropy is measured on the fly by a logits processor
+call gives the same completions; requests that carry their own ``seed`` are sampled apart, each
+with its seed, so their completions do not depend on the other requests of the call. Mean token entropy is measured on the fly by a logits processor
 that sees the raw float32 logits of each step (the same tensor ``output_logits=True`` would keep),
 so no per-step vocabulary-sized tensor is stored for the whole generation.
 
@@ -247,17 +248,24 @@ class HFClient(LLMClient):
         for i, ids in enumerate(token_ids):
             if not ids:
                 raise ValueError(f"request {i} renders to an empty prompt")
-        # longest first: similar lengths share a batch, and an out-of-memory shows up at once
-        order = sorted(range(len(prompts)), key=lambda i: -len(token_ids[i]))
         results: list[list[Completion]] = [[] for _ in requests]
-        if config.seed is not None:
-            torch.manual_seed(config.seed)
+        # requests with a seed of their own form groups of one; the rest share the call's seed
+        groups: dict[tuple[bool, int | None], list[int]] = {}
+        for i, r in enumerate(requests):
+            key = (False, config.seed) if r.seed is None else (True, i)
+            groups.setdefault(key, []).append(i)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start:start + self.batch_size]
-                batch = self._generate_batch([token_ids[i] for i in chunk], config)
-                for i, completions in zip(chunk, batch):
-                    results[i] = completions
+            for (own, _), members in groups.items():
+                seed = requests[members[0]].seed if own else config.seed
+                if seed is not None:
+                    torch.manual_seed(seed)
+                # longest first: similar lengths share a batch, and an out-of-memory shows up at once
+                order = sorted(members, key=lambda i: -len(token_ids[i]))
+                for start in range(0, len(order), self.batch_size):
+                    chunk = order[start:start + self.batch_size]
+                    batch = self._generate_batch([token_ids[i] for i in chunk], config)
+                    for i, completions in zip(chunk, batch):
+                        results[i] = completions
         return results
 
     def _gen_config(self, config: GenerationConfig):

@@ -147,8 +147,9 @@ class OpenAIClient(LLMClient):
         }
         if request.tools is not None:
             body["tools"] = request.tools
-        if config.seed is not None:
-            body["seed"] = config.seed
+        seed = config.seed if request.seed is None else request.seed
+        if seed is not None:
+            body["seed"] = seed
         if config.stop:
             body["stop"] = list(config.stop)
         return body
