@@ -157,3 +157,19 @@ def test_spec_shapes():
         assert not is_hub_id(spec), spec
     for spec in ("./a", "../a", "/a", "~/a", "a/b/c", "w.safetensors", "m.gguf"):
         assert looks_like_path(spec), spec
+
+
+def test_use_bf16_decides_in_one_place(monkeypatch):
+    from tinytool.models import precision, use_bf16
+
+    assert use_bf16(True, "cpu") is True and use_bf16(False, "cuda") is False  # a request wins
+    monkeypatch.setattr(precision, "cpu_supports_bf16", lambda: True)
+    assert use_bf16(None, "cpu") is True and use_bf16(device=torch.device("cpu")) is True
+    monkeypatch.setattr(precision, "cpu_supports_bf16", lambda: False)
+    assert use_bf16(None, "cpu") is False
+    assert use_bf16(None, "mps") is False  # no native bf16 known: off
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    assert use_bf16(None, "cuda:1") is False
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    assert use_bf16(None, torch.device("cuda", 0)) is True and use_bf16() is True  # None: CUDA when available

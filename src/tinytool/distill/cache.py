@@ -315,15 +315,12 @@ class _HFTeacher:
     completion positions only (position t predicts token t + 1, so ``n_prompt - 1 .. L - 2``)."""
 
     def __init__(self, model: Any, temperature: float, k: int, bf16: bool | None):
-        from tinytool.models.loading import cpu_supports_bf16
+        from tinytool.models.precision import use_bf16
 
         self.model = model
         self.decoder, self.head = decoder_and_head(model)
         self.device = next(model.parameters()).device
-        if bf16 is None:
-            bf16 = (torch.cuda.is_bf16_supported() if self.device.type == "cuda"
-                    else self.device.type == "cpu" and cpu_supports_bf16())
-        self.bf16 = bool(bf16)
+        self.bf16 = use_bf16(bf16, self.device)
         self.temperature, self.k = temperature, k
         self.checked = False
 
@@ -503,11 +500,12 @@ def _teacher_model(teacher: Any, device: str | None, bf16: bool | None) -> Any:
     """The HF teacher: the given model, or the spec loaded on ``device`` (default CUDA when available;
     bf16 weights on CUDA unless ``bf16`` is False, fp32 on CPU where bf16 runs under autocast)."""
     from tinytool.models.loading import load_model
+    from tinytool.models.precision import use_bf16
 
     if isinstance(teacher, (tuple, list)):
         return teacher[0]
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.bfloat16 if dev.startswith("cuda") and bf16 is not False and torch.cuda.is_bf16_supported() else None
+    dtype = torch.bfloat16 if dev.startswith("cuda") and bf16 is not False and use_bf16(None, dev) else None
     return load_model(str(teacher), dtype=dtype).to(dev)
 
 
@@ -557,7 +555,7 @@ def build_cache(
     ``temperature`` (STAR §3.1 top-k distillation; App. A.2: k = 100).
 
     ``backend="hf"`` runs batched forward passes of ``batch_size`` examples (bf16 autocast per ``bf16``:
-    None → on CUDA with bf16 and on CPUs with native bf16). ``backend="vllm"`` sends ``batch_size``
+    None → where the hardware computes bf16 natively, `tinytool.models.use_bf16`). ``backend="vllm"`` sends ``batch_size``
     examples per ``generate`` call (vLLM batches internally; use tens of examples, bounded by the host
     memory its per-position log-prob dicts take) and needs ``temperature=1``; ``engine_kwargs`` go to
     ``vllm.LLM``. ``on_shard(index)`` is called after each shard is committed (and may raise: the

@@ -141,7 +141,7 @@ class HFClient(LLMClient):
 
     ``batch_size`` prompts go through each ``generate`` call (each expanded to ``config.n``
     sequences). ``device``: move the model there (None leaves it where it is). ``bf16``: autocast to
-    bfloat16 — None decides by hardware (CUDA, or a CPU with native bf16), True/False force it.
+    bfloat16 — None decides by hardware (`tinytool.models.use_bf16`), True/False force it.
     ``decode_bf16``: also autocast while decoding — None means on CUDA only: on a 2-core EPYC with
     AVX512-BF16, SmolLM2-135M decodes 1.6–2.2× faster per step in fp32 than under bf16 autocast at
     batch 1–32, while bf16 prefills about 2× faster. ``prefix_cache_mb``: memory for cached prompt
@@ -193,10 +193,9 @@ class HFClient(LLMClient):
         """The prefill's autocast context."""
         from tinytool.models.loading import autocast
 
-        kind = self.device.type
-        if kind not in ("cpu", "cuda") or self.bf16 is False:
+        if not self._uses_bf16():
             return nullcontext()
-        return autocast(kind, enabled=self.bf16)
+        return autocast(self.device.type, enabled=True)
 
     def _decodes_bf16(self) -> bool:
         if not self._uses_bf16():
@@ -211,11 +210,9 @@ class HFClient(LLMClient):
         return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
 
     def _uses_bf16(self) -> bool:
-        from tinytool.models.loading import cpu_supports_bf16
+        from tinytool.models.precision import use_bf16
 
-        if self.bf16 is not None:
-            return self.bf16 and self.device.type in ("cpu", "cuda")
-        return self.device.type == "cuda" or (self.device.type == "cpu" and cpu_supports_bf16())
+        return self.device.type in ("cpu", "cuda") and use_bf16(self.bf16, self.device)
 
     def describe(self) -> dict[str, Any]:
         dtype = next(self.model.parameters()).dtype

