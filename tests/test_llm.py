@@ -3,6 +3,7 @@ local HTTP server, and spec parsing."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
@@ -93,6 +94,18 @@ def test_sampling_n_reproducible(client):
     assert [[x.text for x in c] for c in other] != [[x.text for x in c] for c in first]
 
 
+def test_request_seed_samples_the_same_whatever_shares_the_call(client):
+    """A request with its own seed gets the same samples alone or among others (how a resumed
+    rollout run, whose batches start elsewhere, samples as an unbroken one)."""
+    cfg = GenerationConfig(max_new_tokens=8, temperature=3.0, n=2, seed=0)
+    seeded = [dataclasses.replace(r, seed=100 + i) for i, r in enumerate(PROMPTS[:4])]
+    together = client.generate(seeded, cfg)
+    alone = [client.generate([r], cfg)[0] for r in seeded[2:]]
+    assert [[x.text for x in c] for c in together[2:]] == [[x.text for x in c] for c in alone]
+    other = client.generate([dataclasses.replace(seeded[2], seed=5)], cfg)[0]
+    assert [x.text for x in other] != [x.text for x in together[2]]
+
+
 def test_stop_string_cuts_and_stops(client):
     full = client.generate([PROMPTS[1]], GenerationConfig(max_new_tokens=12))[0][0]
     stop = full.text[6:9]
@@ -173,6 +186,7 @@ class FakeServer:
         self.lock = threading.Lock()
         self.failures: list[int] = []
         self.sleep_first = 0.0
+        self.retry_after: str | None = None  #: Retry-After header sent with injected failures
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -189,7 +203,7 @@ class FakeServer:
                 if sleep:
                     time.sleep(sleep)
                 if fail:
-                    return self.reply(fail, {"error": {"message": f"injected {fail}"}})
+                    return self.reply(fail, {"error": {"message": f"injected {fail}"}}, server.retry_after)
                 content = body["messages"][-1]["content"]
                 if content == "bad":
                     return self.reply(400, {"error": {"message": "model 'nope' does not exist"}})
@@ -212,9 +226,11 @@ class FakeServer:
                 self.reply(200, {"id": "x", "choices": choices[::-1],  # out of order on purpose
                                  "usage": {"completion_tokens": 5 * n + 1}})
 
-            def reply(self, status, payload):
+            def reply(self, status, payload, retry_after=None):
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                if retry_after is not None:
+                    self.send_header("Retry-After", retry_after)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -291,9 +307,33 @@ def test_openai_gives_up_after_max_retries(server):
     server.failures = [500] * 5
     with pytest.raises(OpenAIError, match=r"gave up after 3 attempts.*HTTP 500: injected 500"):
         oai(server, max_retries=2).generate([user("x")], GenerationConfig())
-    with pytest.raises(OpenAIError, match="gave up after 2 attempts"):
-        OpenAIClient("http://127.0.0.1:9/v1", "m", max_retries=1, backoff=0.01).generate(
-            [user("x")], GenerationConfig())
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens once the socket is closed
+
+
+def test_openai_unreachable_endpoint_fails_fast_naming_the_url():
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    client = OpenAIClient(url, "m", max_retries=5, backoff=2.0)  # retried, this would take > 60 s
+    t0 = time.monotonic()
+    with pytest.raises(OpenAIError) as e:
+        client.generate([user("x"), user("y")], GenerationConfig())
+    assert time.monotonic() - t0 < 2.0
+    assert str(e.value).startswith(f"{url}/chat/completions: no answer: cannot connect")
+    assert "\n" not in str(e.value) and e.value.fix and url in e.value.fix
+
+
+def test_openai_retry_waits_at_least_retry_after(server):
+    server.failures = [429]
+    server.retry_after = "0.3"
+    t0 = time.monotonic()
+    out = oai(server).generate([user("again")], GenerationConfig())
+    assert out[0][0].text == "echo again #0" and time.monotonic() - t0 >= 0.3
 
 
 def test_openai_400_raises_server_message(server):

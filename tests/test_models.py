@@ -83,3 +83,93 @@ def test_resolve_errors(tmp_path):
         resolve(str(tmp_path))  # a directory without config.json
     with pytest.raises(ModelNotFound):
         resolve("./no/such/dir")
+
+
+# ---- mistyped paths and unreachable hub ids fail at once ---------------------------------------------
+
+
+@pytest.fixture
+def no_hub(monkeypatch):
+    """Any question to the hub fails the test: path-like specs must not get there."""
+    import huggingface_hub
+
+    def asked(*a, **kw):
+        raise AssertionError("the hub was asked")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", asked)
+
+
+@pytest.mark.parametrize("spec", ["students/smol16", "./smol16", "../smol16", "~/no/such/model", "/no/such/model",
+                                  "runs/a/b", "model.safetensors", "org/model.gguf", "smol16"])
+def test_missing_path_like_spec_fails_at_once(spec, tmp_path, monkeypatch, no_hub):
+    import time
+
+    from transformers import AutoModelForCausalLM  # noqa: F401 - imported up front: the bound is for the lookup
+
+    from tinytool.models import load_model
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "students" / "smol8").mkdir(parents=True)
+    t0 = time.monotonic()
+    with pytest.raises(ModelNotFound) as e:
+        load_model(spec)
+    assert time.monotonic() - t0 < 1.0
+    assert str(e.value).startswith(("no such model directory: ", "no such GGUF file: "))
+    assert spec in str(e.value) and "\n" not in str(e.value) and e.value.fix
+
+
+def test_hub_id_offline_and_not_cached_fails_at_once(monkeypatch, no_hub):
+    import time
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    t0 = time.monotonic()
+    with pytest.raises(ModelNotFound, match="not in the local Hugging Face cache.*HF_HUB_OFFLINE") as e:
+        resolve("no-such-org-tinytool/no-such-model")
+    assert time.monotonic() - t0 < 1.0 and "\n" not in str(e.value) and "HF_HUB_OFFLINE" in e.value.fix
+
+
+def test_hub_id_without_network_fails_at_once(monkeypatch):
+    import httpx
+    import huggingface_hub
+
+    def unreachable(*a, **kw):
+        raise httpx.ConnectError("[Errno -2] Name or service not known")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", unreachable)
+    with pytest.raises(ModelNotFound, match="hub cannot be reached.*ConnectError") as e:
+        resolve("no-such-org-tinytool/no-such-model")
+    assert "\n" not in str(e.value)
+
+
+def test_cached_hub_id_needs_no_network(monkeypatch, no_hub):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", lambda repo, name: f"/cache/{repo}/{name}")
+    assert resolve("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def test_spec_shapes():
+    from tinytool.models.loading import is_hub_id, looks_like_path
+
+    assert is_hub_id("HuggingFaceTB/SmolLM2-135M-Instruct") and is_hub_id("Qwen/Qwen2.5-0.5B")
+    for spec in ("./a/b", "/a/b", "a/b/c", "a", "~/a", "a/b.gguf", "a/"):
+        assert not is_hub_id(spec), spec
+    for spec in ("./a", "../a", "/a", "~/a", "a/b/c", "w.safetensors", "m.gguf"):
+        assert looks_like_path(spec), spec
+
+
+def test_use_bf16_decides_in_one_place(monkeypatch):
+    from tinytool.models import precision, use_bf16
+
+    assert use_bf16(True, "cpu") is True and use_bf16(False, "cuda") is False  # a request wins
+    monkeypatch.setattr(precision, "cpu_supports_bf16", lambda: True)
+    assert use_bf16(None, "cpu") is True and use_bf16(device=torch.device("cpu")) is True
+    monkeypatch.setattr(precision, "cpu_supports_bf16", lambda: False)
+    assert use_bf16(None, "cpu") is False
+    assert use_bf16(None, "mps") is False  # no native bf16 known: off
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    assert use_bf16(None, "cuda:1") is False
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    assert use_bf16(None, torch.device("cuda", 0)) is True and use_bf16() is True  # None: CUDA when available

@@ -12,14 +12,15 @@ from typer.testing import CliRunner
 from tinytool.distill.cli_rollout import rollout_command
 from tinytool.distill.rollouts import (
     DROP_REASONS,
-    RolloutError,
     RolloutJob,
     conversation_prompts,
     output_paths,
     read_sources,
     rollout,
 )
+from tinytool.errors import OutputExistsError
 from tinytool.formats import get_format
+from tinytool.io import RunDirError
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, ScriptedClient
 from tinytool.schema import Conversation, read_jsonl
 
@@ -243,10 +244,8 @@ def test_resume_after_crash_matches_an_unbroken_run(tmp_path):
     with open(paths["progress"], "a") as fh:
         fh.write('{"key": "4:1", "out_')
 
-    with pytest.raises(RolloutError, match="--resume"):
-        run(scripted(_answers), [data], out, n=3, batch_size=2)
     client = scripted(_answers)
-    stats = run(client, [data], out, n=3, batch_size=2, resume=True)
+    stats = run(client, [data], out, n=3, batch_size=2)  # the same settings: resumes by itself
     asked = [last_user_text(r) for call in client.calls for r in call]
     assert asked == ["What is the weather in Kyiv?"]  # only the prompt not done
     assert out.read_bytes() == (tmp_path / "full.jsonl").read_bytes()
@@ -263,22 +262,75 @@ def test_resume_refuses_other_settings_and_data(tmp_path):
     data = write_data(tmp_path / "d.jsonl", conv_single())
     out = tmp_path / "dt.jsonl"
     run(scripted(_answers), [data], out, n=3)
-    with pytest.raises(RolloutError) as e:
-        run(scripted(_answers), [data], out, n=2, gen=GenerationConfig(temperature=0.7), resume=True)
-    assert "n: 3 ≠ 2" in str(e.value) and "temperature: 1.0 ≠ 0.7" in str(e.value)
-    with pytest.raises(RolloutError, match="min_similarity: None ≠ 0.5"):
-        run(scripted(_answers), [data], out, n=3, min_similarity=0.5, resume=True)
-    with pytest.raises(RolloutError, match="teacher: 'scripted' ≠ 'other'"):
+    with pytest.raises(RunDirError) as e:
+        run(scripted(_answers), [data], out, n=2, gen=GenerationConfig(temperature=0.7))
+    assert "n: 3 there, 2 now" in str(e.value) and "temperature: 1.0 there, 0.7 now" in str(e.value)
+    with pytest.raises(RunDirError, match="min_similarity: None there, 0.5 now"):
+        run(scripted(_answers), [data], out, n=3, min_similarity=0.5)
+    with pytest.raises(RunDirError, match="teacher: 'scripted' there, 'other' now"):
         run(scripted(_answers), [data], out, n=3, teacher_id="other", resume=True)
     other = write_data(tmp_path / "e.jsonl", conv_single("Rome"))
-    with pytest.raises(RolloutError, match="data_sha256"):
-        run(scripted(_answers), [other], out, n=3, resume=True)
+    with pytest.raises(RunDirError, match="data_sha256"):
+        run(scripted(_answers), [other], out, n=3)
+    # overwrite starts again with the new settings
+    stats = run(scripted(_answers), [other], out, n=3, overwrite=True)
+    assert stats["resumed_prompts"] == 0 and read_jsonl(out)[0].messages[0].content.endswith("Rome?")
     # a non-empty file that is no rollout output is never touched
     stray = tmp_path / "stray.jsonl"
     stray.write_text("precious\n")
-    with pytest.raises(RolloutError, match="missing"):
-        run(scripted(_answers), [data], stray, n=3, resume=True)
+    with pytest.raises(OutputExistsError, match="missing"):
+        run(scripted(_answers), [data], stray, n=3)
     assert stray.read_text() == "precious\n"
+
+
+class SeededClient(LLMClient):
+    """Samples depend only on the request's seed: a stand-in for a sampling teacher."""
+
+    name = "seeded"
+
+    def __init__(self, fail_on_call: int | None = None):
+        self.calls = 0
+        self.fail_on_call = fail_on_call
+
+    def generate(self, requests, config):
+        import random
+
+        self.calls += 1
+        if self.calls == self.fail_on_call:
+            raise RuntimeError("teacher died")
+        out = []
+        for r in requests:
+            rng = random.Random(config.seed if r.seed is None else r.seed)
+            city = last_user_text(r).removeprefix("What is the weather in ").rstrip("?")
+            out.append([Completion(hermes(("get_weather", {"city": city}), think=f"t{rng.randrange(10**6)}"), 5)
+                        for _ in range(config.n)])
+        return out
+
+
+def test_interrupted_then_resumed_run_equals_an_unbroken_one_mid_batch(tmp_path):
+    """Each prompt has its own seed: a resume whose batches start elsewhere samples the same."""
+    cities = ["Paris", "Rome", "Oslo", "Lima", "Kyiv", "Bern", "Riga"]
+    data = write_data(tmp_path / "d.jsonl", *[conv_single(c, f"id{k}") for k, c in enumerate(cities)])
+    full = run(SeededClient(), [data], tmp_path / "full.jsonl", n=2, batch_size=3)
+    out = tmp_path / "dt.jsonl"
+    with pytest.raises(RuntimeError, match="teacher died"):
+        run(SeededClient(fail_on_call=3), [data], out, n=2, batch_size=2)  # 4 prompts done
+    stats = run(SeededClient(), [data], out, n=2, batch_size=3)  # resumes at prompt 4, mid-batch of 3
+    assert stats["resumed_prompts"] == 4
+    assert out.read_bytes() == (tmp_path / "full.jsonl").read_bytes()
+    # the summary covers the whole run, not the resumed part
+    timing = ("generation_seconds", "tokens_per_s", "resumed_prompts")
+    assert {k: v for k, v in stats.items() if k not in timing} == {k: v for k, v in full.items()
+                                                                  if k not in timing and k != "out"} | {"out": str(out)}
+    written = json.loads(output_paths(out)["stats"].read_text())
+    assert written["prompts_done"] == 7 and written["kept"] == full["kept"]
+
+
+def test_requests_carry_one_seed_per_prompt(tmp_path):
+    data = write_data(tmp_path / "d.jsonl", conv_single("Paris", "a"), conv_single("Rome", "b"))
+    client = scripted(_answers)
+    run(client, [data], tmp_path / "dt.jsonl", n=3, gen=GenerationConfig(temperature=1.0, seed=10))
+    assert [r.seed for r in client.calls[0]] == [10, 11]
 
 
 # ---- CLI -------------------------------------------------------------------------------------------
@@ -316,13 +368,17 @@ def test_cli(tmp_path, cli):
     assert stats["config"]["teacher"] == "http://localhost:8000/v1@teacher"
     assert "kept: " in res.output and len(read_jsonl(out)) == stats["kept"]
 
-    # a second run without --resume is refused before the teacher is loaded; with other settings too
+    # other settings are refused before the teacher is loaded; the same settings resume (--resume
+    # is accepted and changes nothing); --overwrite starts again
+    res = runner.invoke(app, [*args, "--temperature", "0.5"])
+    assert res.exit_code == 2 and "temperature: 1.0 there, 0.5 now" in res.output and len(made) == 1
+    assert "--overwrite" in res.output
     res = runner.invoke(app, args)
-    assert res.exit_code == 2 and "--resume" in res.output and len(made) == 1
-    res = runner.invoke(app, [*args, "--resume", "--temperature", "0.5"])
-    assert res.exit_code == 2 and "temperature: 1.0 ≠ 0.5" in res.output and len(made) == 1
+    assert res.exit_code == 0 and "(3 done before)" in res.output
     res = runner.invoke(app, [*args, "--resume"])
     assert res.exit_code == 0 and "(3 done before)" in res.output
+    res = runner.invoke(app, [*args, "--temperature", "0.5", "--overwrite"])
+    assert res.exit_code == 0 and "(0 done before)" in res.output
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(conv_single()) + '\n{"messages": [{"role": "robot"}]}\n')
@@ -335,7 +391,7 @@ def test_cli(tmp_path, cli):
     assert res.exit_code == 2 and "n > 1 needs sampling" in res.output
     res = runner.invoke(app, ["--teacher", "x", "--data", data, "--out", str(tmp_path / "c.jsonl"), "--format", "yaml"])
     assert res.exit_code == 2 and "unknown format 'yaml'" in res.output
-    assert len(made) == 2  # the first run and the resume: refused runs never load the teacher
+    assert len(made) == 4  # the first run, two resumes, the overwrite: refused runs never load the teacher
 
 
 # ---- the Hugging Face path -------------------------------------------------------------------------
@@ -356,7 +412,8 @@ def test_hf_teacher_end_to_end(tmp_path):
     assert stats["tokens"] > 0 and stats["tokens_per_s"] > 0
     assert len(read_jsonl(out)) == stats["kept"]  # the file exists even when nothing was kept
     run_record = json.loads(output_paths(out)["run"].read_text())
-    assert run_record["client"]["backend"] == "HFClient" and run_record["config"]["teacher"] == "tiny"
+    assert run_record["client"]["backend"] == "HFClient" and run_record["settings"]["teacher"] == "tiny"
     job = RolloutJob.create([data], out, teacher_id="tiny", n=2, resume=True,
                             gen=GenerationConfig(max_new_tokens=4, temperature=1.0))
     assert job.run(client, progress=False)["resumed_prompts"] == 3
+

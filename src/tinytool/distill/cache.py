@@ -49,7 +49,9 @@ from typing import Any
 import torch
 
 from tinytool.distill.lm_parts import decoder_and_head, head_logits, head_topk
-from tinytool.errors import TinytoolError
+from tinytool.errors import MissingInputError, TinytoolError
+from tinytool.io import atomic_file, read_json, write_json
+from tinytool.progress import ProgressBar
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -126,14 +128,19 @@ def _read_manifest(root: Path) -> dict[str, Any]:
     if not path.is_file():
         raise CacheError(f"{root}: not a teacher cache (no {MANIFEST})")
     try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise CacheError(f"{path}: unreadable manifest ({e})") from None
+        manifest = read_json(path)
+    except TinytoolError as e:
+        raise CacheError(f"{path}: unreadable manifest ({str(e).removeprefix(str(path) + ': ')})",
+                         fix=_rebuild_fix(root)) from None
     if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
         version = manifest.get("format_version") if isinstance(manifest, dict) else None
         raise CacheError(f"{path}: unsupported teacher cache format_version {version!r} "
                          f"(this tinytool reads {FORMAT_VERSION})")
     return manifest
+
+
+def _rebuild_fix(root: Path) -> str:
+    return f"delete {root} and build the cache again (tinytool teacher cache ... --out {root})"
 
 
 class TeacherTopKCache:
@@ -184,18 +191,20 @@ class TeacherTopKCache:
         path = self._shard_path(index)
         if data is None:
             if not path.is_file():
-                raise CacheError(f"{path}: shard {index} of teacher cache {self.path} is missing")
+                raise CacheError(f"{path}: shard {index} of teacher cache {self.path} is missing",
+                                 fix=_rebuild_fix(self.path))
             size = path.stat().st_size
         else:
             size = len(data)
         if size != entry["bytes"]:
             raise CacheError(f"{path}: corrupt shard {index} of teacher cache {self.path}: "
-                             f"{size} bytes, the manifest says {entry['bytes']}")
+                             f"{size} bytes, the manifest says {entry['bytes']}", fix=_rebuild_fix(self.path))
         if checksum:
             digest = _sha256_bytes(data) if data is not None else _sha256_file(path)
             if digest != entry["sha256"]:
                 raise CacheError(f"{path}: corrupt shard {index} of teacher cache {self.path}: sha256 "
-                                 f"{digest} does not match the manifest's {entry['sha256']}")
+                                 f"{digest} does not match the manifest's {entry['sha256']}",
+                                 fix=_rebuild_fix(self.path))
 
     def verify(self, checksums: bool = True) -> None:
         """Check that every shard exists with the manifest's size (and sha256 when ``checksums``)."""
@@ -207,13 +216,15 @@ class TeacherTopKCache:
 
         path = self._shard_path(index)
         if not path.is_file():
-            raise CacheError(f"{path}: shard {index} of teacher cache {self.path} is missing")
+            raise CacheError(f"{path}: shard {index} of teacher cache {self.path} is missing",
+                             fix=_rebuild_fix(self.path))
         data = path.read_bytes()
         self._check_file(index, data)
         try:
             tensors = load(data)
         except Exception as e:
-            raise CacheError(f"{path}: unreadable shard {index} of teacher cache {self.path} ({e})") from None
+            raise CacheError(f"{path}: unreadable shard {index} of teacher cache {self.path} ({e})",
+                             fix=_rebuild_fix(self.path)) from None
         entry = self.manifest["shards"][index]
         n, k = entry["n_examples"], self.k
         missing = [t for t in _TENSORS if t not in tensors]
@@ -223,7 +234,8 @@ class TeacherTopKCache:
               and tensors["topk_logprobs"].shape == (entry["n_completion_tokens"], k))
         if not ok:
             raise CacheError(f"{path}: shard {index} of teacher cache {self.path} does not have the "
-                             f"tensors and shapes its manifest entry describes (missing: {missing or 'none'})")
+                             f"tensors and shapes its manifest entry describes (missing: {missing or 'none'})",
+                             fix=_rebuild_fix(self.path))
         lengths = tensors["offsets"][1:] - tensors["offsets"][:-1]
         n_completion = lengths - tensors["n_prompt"].to(torch.int64)
         tensors["completion_offsets"] = torch.cat([torch.zeros(1, dtype=torch.int64), n_completion.cumsum(0)])
@@ -303,15 +315,12 @@ class _HFTeacher:
     completion positions only (position t predicts token t + 1, so ``n_prompt - 1 .. L - 2``)."""
 
     def __init__(self, model: Any, temperature: float, k: int, bf16: bool | None):
-        from tinytool.models.loading import cpu_supports_bf16
+        from tinytool.models.precision import use_bf16
 
         self.model = model
         self.decoder, self.head = decoder_and_head(model)
         self.device = next(model.parameters()).device
-        if bf16 is None:
-            bf16 = (torch.cuda.is_bf16_supported() if self.device.type == "cuda"
-                    else self.device.type == "cpu" and cpu_supports_bf16())
-        self.bf16 = bool(bf16)
+        self.bf16 = use_bf16(bf16, self.device)
         self.temperature, self.k = temperature, k
         self.checked = False
 
@@ -444,31 +453,13 @@ class _VLLMTeacher:
 # ---- building -----------------------------------------------------------------------------------
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    with atomic_file(path, "wb") as fh:
+        fh.write(data)
 
 
 def _write_manifest(root: Path, manifest: dict[str, Any]) -> None:
-    _atomic_write(root / MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+    write_json(root / MANIFEST, manifest)
 
 
 def _shard_bytes(examples: Sequence[Any], results: Sequence[tuple[torch.Tensor, torch.Tensor]],
@@ -485,7 +476,10 @@ def _shard_bytes(examples: Sequence[Any], results: Sequence[tuple[torch.Tensor, 
         "topk_ids": torch.cat([r[0] for r in results]).to(torch.int32).to(ids_dtype).contiguous(),
         "topk_logprobs": torch.cat([r[1] for r in results]).to(torch.float16).contiguous(),
     }
-    return save(tensors, metadata={"format_version": str(FORMAT_VERSION), "shard": str(index), "k": str(k)})
+    # one metadata key: safetensors writes its metadata map in no fixed order, so several keys would
+    # give two builds of the same tensors different bytes (and sha256)
+    info = json.dumps({"format_version": FORMAT_VERSION, "k": k, "shard": index}, sort_keys=True)
+    return save(tensors, metadata={"tinytool_teacher_cache": info})
 
 
 def _teacher_tokenizer(teacher: Any, teacher_id: str | None, backend: str) -> tuple[Any, str]:
@@ -506,11 +500,12 @@ def _teacher_model(teacher: Any, device: str | None, bf16: bool | None) -> Any:
     """The HF teacher: the given model, or the spec loaded on ``device`` (default CUDA when available;
     bf16 weights on CUDA unless ``bf16`` is False, fp32 on CPU where bf16 runs under autocast)."""
     from tinytool.models.loading import load_model
+    from tinytool.models.precision import use_bf16
 
     if isinstance(teacher, (tuple, list)):
         return teacher[0]
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.bfloat16 if dev.startswith("cuda") and bf16 is not False and torch.cuda.is_bf16_supported() else None
+    dtype = torch.bfloat16 if dev.startswith("cuda") and bf16 is not False and use_bf16(None, dev) else None
     return load_model(str(teacher), dtype=dtype).to(dev)
 
 
@@ -560,7 +555,7 @@ def build_cache(
     ``temperature`` (STAR §3.1 top-k distillation; App. A.2: k = 100).
 
     ``backend="hf"`` runs batched forward passes of ``batch_size`` examples (bf16 autocast per ``bf16``:
-    None → on CUDA with bf16 and on CPUs with native bf16). ``backend="vllm"`` sends ``batch_size``
+    None → where the hardware computes bf16 natively, `tinytool.models.use_bf16`). ``backend="vllm"`` sends ``batch_size``
     examples per ``generate`` call (vLLM batches internally; use tens of examples, bounded by the host
     memory its per-position log-prob dicts take) and needs ``temperature=1``; ``engine_kwargs`` go to
     ``vllm.LLM``. ``on_shard(index)`` is called after each shard is committed (and may raise: the
@@ -570,8 +565,6 @@ def build_cache(
     configuration (`RESUME_KEYS`) continues after its last committed shard, and a finished one is
     returned as is.
     """
-    from tqdm.auto import tqdm
-
     from tinytool.distill.examples import token_examples
     from tinytool.train.common import read_conversations
 
@@ -588,7 +581,7 @@ def build_cache(
     files = [Path(p) for p in data]
     for p in files:
         if not p.is_file():
-            raise FileNotFoundError(f"{p}: no such data file")
+            raise MissingInputError(f"{p}: no such data file", fix="check the --data path")
     data_info = [{"path": str(p), "sha256": _sha256_file(p), "bytes": p.stat().st_size} for p in files]
 
     existing: dict[str, Any] | None = None
@@ -596,12 +589,13 @@ def build_cache(
         raise CacheError(f"{root}: exists and is not a directory")
     if root.is_dir() and any(root.iterdir()):
         if not resume:
-            raise CacheError(f"{root}: output directory is not empty; pass resume=True (--resume) to finish "
-                             "an interrupted build, or choose an empty directory")
+            raise CacheError(f"{root}: output directory is not empty",
+                             fix="pass --resume (resume=True) to finish an interrupted build, or choose an empty "
+                                 "directory")
         existing = _read_manifest(root)
 
+    convs = read_conversations([str(p) for p in files])  # a malformed row is named before any model loads
     tok, name = _teacher_tokenizer(teacher, teacher_id, backend)
-    convs = read_conversations([str(p) for p in files])
     examples, dropped = token_examples(convs, fmt, tok, max_length)
     if not examples:
         raise CacheError(f"{', '.join(map(str, files))}: no examples to cache in format {fmt!r} "
@@ -667,9 +661,8 @@ def build_cache(
         runner = _VLLMTeacher(str(teacher), k, max_length, temperature, engine_kwargs or {})
 
     done = len(manifest["shards"])
-    bar = tqdm(total=len(examples), initial=min(done * examples_per_shard, len(examples)), unit="ex",
-               desc="teacher top-k", disable=not progress)
-    try:
+    with ProgressBar("teacher top-k", len(examples), unit="example",
+                     done=min(done * examples_per_shard, len(examples)), enabled=progress) as bar:
         for s in range(done, n_shards):
             shard = examples[s * examples_per_shard: (s + 1) * examples_per_shard]
             results: list[Any] = [None] * len(shard)
@@ -681,7 +674,7 @@ def build_cache(
                 idx = order[b: b + batch_size]
                 for i, r in zip(idx, runner.topk([shard[i] for i in idx]), strict=True):
                     results[i] = r
-                bar.update(len(idx))
+                bar.advance(len(idx))
             blob = _shard_bytes(shard, results, ids_dtype, s, k)
             fname = SHARD_PATTERN.format(s)
             _atomic_write(root / fname, blob)
@@ -693,8 +686,6 @@ def build_cache(
             _write_manifest(root, manifest)
             if on_shard is not None:
                 on_shard(s)
-    finally:
-        bar.close()
     manifest["complete"] = True
     manifest["finished_at"] = time.time()
     total = sum(sh["bytes"] for sh in manifest["shards"])

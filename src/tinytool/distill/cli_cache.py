@@ -1,4 +1,5 @@
-"""``tinytool teacher cache``: build the top-k teacher cache (the lead registers `cache_command`)."""
+"""``tinytool teacher cache``: build the top-k teacher cache (`cache_command`, registered on the
+``teacher`` command group)."""
 
 from __future__ import annotations
 
@@ -36,9 +37,9 @@ def cache_command(
     atomically; a killed build continues with --resume. Prints a summary, including bytes per
     completion token.
     """
-    from tinytool.distill.cache import CacheError, build_cache
+    from tinytool.distill.cache import build_cache
+    from tinytool.errors import TinytoolError
     from tinytool.formats import get_format
-    from tinytool.models.loading import ModelNotFound
 
     for p in data:
         if not p.is_file():
@@ -53,7 +54,9 @@ def cache_command(
             batch_size=batch_size, max_length=max_length, examples_per_shard=examples_per_shard,
             resume=resume, backend=backend, bf16=bf16, progress=True,
         )
-    except (CacheError, ModelNotFound, FileNotFoundError, ImportError) as e:
+    except TinytoolError:
+        raise  # a malformed data row, a corrupt cache, a missing model: one line and a fix, printed by the CLI
+    except (FileNotFoundError, ImportError) as e:
         fail(e)
     total = sum(s["bytes"] for s in manifest["shards"])
     per_token = total / max(1, manifest["n_completion_tokens"])

@@ -1,9 +1,9 @@
 """``tinytool teacher rollout``: build STAR's D_T (§3.3) with any teacher backend.
 
-`rollout_command` is a plain function with typer options; the lead registers it on the ``teacher``
-command group. Settings and data are checked, and the output is checked for a run it must not
-overwrite or cannot resume, before the teacher is loaded (loading an 8B model to then refuse the
-output would waste minutes).
+`rollout_command` is a plain function with typer options, registered on the ``teacher`` command
+group. Settings and data are checked, and the output is opened as a run (resumed when it holds one
+with the same settings, refused when it holds one with others), before the teacher is loaded
+(loading an 8B model to then refuse the output would waste minutes).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ def rollout_command(
                                 "vllm:<model>, or http(s)://<base_url>@<model> (OpenAI-compatible)."),
     data: list[Path] = typer.Option(..., "--data", "-d", help="JSONL of conversations (repeatable); every assistant "
                                     "turn is one prompt, the turn itself its ground truth."),
-    out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="Output JSONL of kept conversations (companions: "
-                             "OUT.progress.jsonl, OUT.run.json, OUT.stats.json)."),
+    out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="Output JSONL of kept conversations; the run "
+                             "directory beside it (dt.jsonl → dt.run/) holds run.json, progress.jsonl, stats.json."),
     n: int = typer.Option(8, "--n", help="Samples per prompt (STAR App. A.2: 8)."),
     temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature (1.0: the teacher's own distribution)."),
     top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling mass."),
     max_new_tokens: int = typer.Option(512, "--max-new-tokens", help="Token budget per sample; cut-off samples are dropped."),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed (offset per batch by its first prompt's index)."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed (each prompt samples with this plus its index)."),
     min_similarity: float | None = typer.Option(None, "--min-similarity", help="Keep samples whose Sim-RL score against "
                                                 "the ground truth is at least this (0-1)."),
     unique: bool = typer.Option(True, "--unique/--keep-duplicates", help="Drop samples of a prompt that render the "
@@ -37,15 +37,19 @@ def rollout_command(
     format: str = typer.Option("hermes", "--format", "-f", help="Prompt format: hermes, hermes-nothink, toolrl, python."),
     batch_size: int = typer.Option(32, "--batch-size", help="Prompts per generate call and per checkpoint "
                                    "(a crash loses at most one batch; vLLM likes larger)."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in OUT (same settings and data)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Start again, discarding what OUT and its run "
+                                   "directory hold."),
+    resume: bool = typer.Option(False, "--resume", help="Accepted for old scripts and ignored: a rerun with the "
+                                "same settings always resumes."),
 ) -> None:
     """Sample teacher rollouts (STAR §3.3, D_T): n samples per assistant turn, kept when they pass the
     format reward (§3.2.1) and the optional similarity / duplicate / cap filters, written as conversations
     that `tinytool sft` and the teacher cache train on directly."""
-    from tinytool.distill.rollouts import RolloutError, RolloutJob
+    from tinytool.distill.rollouts import RolloutJob
+    from tinytool.errors import TinytoolError
     from tinytool.llm import GenerationConfig, get_client
-    from tinytool.schema import SchemaError
 
+    del resume  # a rerun with the same settings resumes by itself
     for p in data:
         if not p.is_file():
             fail(f"{p}: no such data file")
@@ -54,24 +58,25 @@ def rollout_command(
         job = RolloutJob.create(
             [str(p) for p in data], out, teacher_id=teacher, fmt=format, n=n, gen=gen,
             min_similarity=min_similarity, unique=unique, max_per_prompt=max_per_prompt,
-            batch_size=batch_size, resume=resume, keep_truncated=keep_truncated,
+            batch_size=batch_size, keep_truncated=keep_truncated, overwrite=overwrite,
         )
-    except (SchemaError, RolloutError, FileNotFoundError, ValueError) as e:
+    except TinytoolError:
+        raise
+    except (FileNotFoundError, ValueError) as e:
         fail(str(e))
     if not job.prompts:
         fail(f"no prompts: the data holds no assistant turn after a user or tool message ({', '.join(map(str, data))})")
     try:
         client = get_client(teacher)
+    except TinytoolError:
+        raise
     except (ValueError, ImportError, OSError) as e:
         fail(f"--teacher {teacher}: {e}")
-    from tinytool.llm.openai_compat import OpenAIError
-
     try:
         stats = job.run(client)
-    except RolloutError as e:
-        fail(str(e))
-    except OpenAIError as e:
-        fail(f"{e} (finished prompts are saved: rerun with --resume to continue)")
+    except TinytoolError as e:
+        e.fix = e.fix or "finished prompts are saved: rerun the same command to continue"
+        raise
     finally:
         client.close()
     dropped = ", ".join(f"{k} {v}" for k, v in stats["dropped"].items() if v) or "none"

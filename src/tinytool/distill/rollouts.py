@@ -1,6 +1,6 @@
 """Teacher rollouts: the augmented data set D_T of STAR §3.3.
 
-STAR (seeds/000_2375d1a78c8826ae.txt) §3.3: "The teacher M_T then generates rollouts on D to create
+STAR §3.3: "The teacher M_T then generates rollouts on D to create
 an augmented dataset D_T, which includes the teacher's reasoning and final answer. These
 trajectories are also filtered by R_format to ensure structural correctness." D_T is what the
 SFT-think and FKL baselines and CKD train on (§4.1).
@@ -33,15 +33,20 @@ Files, for ``out = DT.jsonl``:
 
 - ``DT.jsonl`` — the kept conversations (`tinytool.schema.read_jsonl` reads it; `tinytool sft` trains
   on it);
-- ``DT.progress.jsonl`` — one record per finished prompt: what was sampled, kept and dropped, and the
-  byte offset ``DT.jsonl`` reached after that prompt's rows;
-- ``DT.run.json`` — the settings; a resumed run must agree on every setting that changes the output;
-- ``DT.stats.json`` — the totals (also returned by `rollout`).
+- ``DT.run/`` — the run directory (`tinytool.io.open_run_dir`): ``run.json`` holds the settings
+  (`RolloutConfig`: teacher, sampling, filters, the data's sha256), ``progress.jsonl`` one record per
+  finished prompt (what was sampled, kept and dropped, and the byte offset ``DT.jsonl`` reached after
+  that prompt's rows), ``stats.json`` the totals of the whole run (also returned by `rollout`).
+
+A rerun with the same settings resumes; other settings are refused with an error naming each one
+that differs; ``overwrite`` starts again. Each prompt samples with its own seed (the run's seed plus
+the prompt's index), so which batch a prompt falls in does not change its samples, and a resumed
+run writes what an unbroken one would.
 
 Prompts are processed in batches. After each batch its rows are appended and fsynced, then its
-progress records. A crash loses at most the batch in flight: on resume, a torn last progress line is
-cut, ``DT.jsonl`` is cut back to the offset of the last finished prompt (rows of an unfinished batch
-go), and only prompts without a progress record are asked for again.
+progress records. A crash loses at most the batch in flight: on resume, a torn progress record is
+dropped, ``DT.jsonl`` is cut back to the offset of the last finished prompt (rows of an unfinished
+batch go), and only prompts without a progress record are asked for again.
 """
 
 from __future__ import annotations
@@ -53,28 +58,27 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tinytool import __version__
-from tinytool.errors import TinytoolError
+from tinytool.errors import MissingInputError, OutputExistsError, TinytoolError, UserInputError
 from tinytool.formats import PromptFormat, ToolRLFormat, get_format, template_supports_tools
-from tinytool.io import write_json
+from tinytool.io import (
+    RunDir,
+    append_jsonl,
+    atomic_file,
+    open_run_dir,
+    read_jsonl_rows,
+    repair_log,
+    write_json,
+)
+from tinytool.io.rundir import MANIFEST
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
+from tinytool.progress import ProgressBar
 from tinytool.rewards.inputs import Answer
 from tinytool.rewards.simrl import format_violations, sim_rl
 from tinytool.schema import Conversation, Message, iter_jsonl
-
-
-def drop_torn_tail(path: Path) -> None:
-    """Cut a last line that a crash left without its newline, so appending starts clean."""
-    if path.exists():
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with open(path, "r+b") as fh:
-                fh.truncate(data.rfind(b"\n") + 1)
-
 
 #: why a sample was not kept, in the order the filters run
 DROP_REASONS = ("truncated", "format", "empty", "similarity", "duplicate", "cap")
@@ -89,7 +93,7 @@ DEFAULT_BATCH_SIZE = 32
 
 
 class RolloutError(TinytoolError, RuntimeError):
-    """An output that cannot be written or resumed with these settings, or an unreadable progress log."""
+    """An output that was changed outside its run (cut short, written by another process)."""
 
 
 # ---- prompts -----------------------------------------------------------------------------------
@@ -127,7 +131,7 @@ class Prompt:
 
 def read_sources(data: Sequence[str | os.PathLike | Conversation]) -> list[tuple[str, Conversation]]:
     """``(source id, conversation)`` for JSONL files of conversations and/or `Conversation` objects.
-    A file that does not exist raises `FileNotFoundError`; a bad record raises `SchemaError` naming
+    A file that does not exist raises `MissingInputError` (a `FileNotFoundError`); a bad record raises `SchemaError` naming
     file, line and field."""
     out: list[tuple[str, Conversation]] = []
     for item in data:
@@ -137,7 +141,7 @@ def read_sources(data: Sequence[str | os.PathLike | Conversation]) -> list[tuple
             continue
         path = Path(item)
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such data file")
+            raise MissingInputError(f"{path}: no such data file", fix="check the --data path")
         for lineno, conv in iter_jsonl(path):
             cid = conv.meta.get("id")
             out.append((str(cid) if cid is not None else f"{path.name}:{lineno}", conv))
@@ -197,7 +201,7 @@ def build_request(fmt: PromptFormat, prompt: Prompt, tokenizer: Any = None) -> R
 @dataclass
 class RolloutConfig:
     """What defines a rollout run; every field changes what is written, so a resumed run must agree
-    on all of them (recorded in ``OUT.run.json``)."""
+    on all of them (the settings of the run directory's ``run.json``)."""
 
     teacher: str
     format: str
@@ -219,22 +223,19 @@ class RolloutConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                 top_p=self.top_p, n=self.n, seed=self.seed, stop=tuple(self.stop))
 
-    def differences(self, old: dict[str, Any]) -> list[str]:
-        """``field: old ≠ new`` for every field that differs from a recorded config."""
-        new = asdict(self)
-        return [f"{k}: {old.get(k)!r} ≠ {v!r}" for k, v in new.items() if old.get(k) != v]
-
 
 def output_paths(out: str | os.PathLike) -> dict[str, Path]:
-    """The output file and its companions (``DT.jsonl`` → ``DT.progress.jsonl``, ``DT.run.json``,
-    ``DT.stats.json``)."""
+    """The output file and its run directory (``DT.jsonl`` → ``DT.run/`` holding ``run.json``,
+    ``progress.jsonl`` and ``stats.json``)."""
     out = Path(out)
     stem = out.with_suffix("") if out.suffix == ".jsonl" else out
+    run_dir = stem.with_name(stem.name + ".run")
     return {
         "out": out,
-        "progress": stem.with_name(stem.name + ".progress.jsonl"),
-        "run": stem.with_name(stem.name + ".run.json"),
-        "stats": stem.with_name(stem.name + ".stats.json"),
+        "dir": run_dir,
+        "progress": run_dir / "progress.jsonl",
+        "run": run_dir / MANIFEST,
+        "stats": run_dir / "stats.json",
     }
 
 
@@ -366,57 +367,47 @@ def kept_conversation(prompt: Prompt, j: Judged, cfg: RolloutConfig, comp: Compl
 # ---- the run -----------------------------------------------------------------------------------
 
 
+def _is_progress_record(rec: Any) -> bool:
+    return isinstance(rec, dict) and isinstance(rec.get("key"), str) and isinstance(rec.get("out_end"), int)
+
+
 def _read_progress(path: Path) -> list[dict[str, Any]]:
-    """Progress records. A last line without its newline was torn by a crash mid-write and is
-    ignored (`drop_torn_tail` cuts it before appending); a broken line elsewhere is an error naming
-    file and line."""
+    """Progress records, after `repair_log` made the log whole (a record torn by a crash is dropped,
+    so its prompt is asked for again)."""
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8").split("\n")
-    lines.pop()  # "" when the file ends with a newline, else the torn last line
-    records = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError as e:
-            raise RolloutError(f"{path}:{i}: not valid JSON ({e})") from None
-        if not isinstance(rec, dict) or not isinstance(rec.get("key"), str) or \
-                not isinstance(rec.get("out_end"), int):
-            raise RolloutError(f"{path}:{i}: not a progress record (needs key and out_end)")
-        records.append(rec)
-    return records
+    repair_log(path, _is_progress_record)
+    return read_jsonl_rows(path)
 
 
-def _append(path: Path, lines: list[str]) -> int:
-    """Append lines, flush and fsync; returns the file's size afterwards."""
-    with open(path, "ab") as fh:
-        fh.write("".join(lines).encode("utf-8"))
-        fh.flush()
-        os.fsync(fh.fileno())
-        return fh.tell()
+def _row_line(conv: Conversation) -> str:
+    return json.dumps(conv.to_dict(), ensure_ascii=False, default=str) + "\n"
 
 
 @dataclass
 class RolloutJob:
-    """A rollout run, checked before any model is loaded: `create` reads the data and refuses an
-    output it must not touch; `run` generates. `rollout` does both."""
+    """A rollout run, checked before any model is loaded: `create` reads the data and opens the run
+    (resuming one with the same settings, refusing one with others); `run` generates. `rollout` does
+    both."""
 
     config: RolloutConfig
     prompts: list[Prompt]
     skipped: int
     paths: dict[str, Path]
-    resume: bool
     batch_size: int
     data_files: list[str]
+    rundir: RunDir | None = None
 
     @classmethod
     def create(cls, data: Sequence[str | os.PathLike | Conversation], out: str | os.PathLike, *,
                teacher_id: str, fmt: str | PromptFormat = "hermes", n: int = DEFAULT_N,
                gen: GenerationConfig | None = None, min_similarity: float | None = None, unique: bool = True,
                max_per_prompt: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, resume: bool = False,
-               require_think: bool | None = None, keep_truncated: bool = False) -> RolloutJob:
+               require_think: bool | None = None, keep_truncated: bool = False,
+               overwrite: bool = False) -> RolloutJob:
+        """``resume`` is accepted and ignored: a run with the same settings always resumes.
+        ``overwrite`` starts the run again, discarding what ``out`` holds."""
+        del resume
         pf = get_format(fmt)
         if isinstance(data, (str, os.PathLike, Conversation)):  # one file or conversation, not a list
             data = [data]
@@ -425,11 +416,12 @@ class RolloutJob:
                                    top_p=DEFAULT_TOP_P, n=n)
         gen = replace(gen, n=n)  # validates n against the temperature
         if min_similarity is not None and not 0.0 <= min_similarity <= 1.0:
-            raise ValueError(f"min_similarity must be in [0, 1] (Sim-RL of a well-formed answer), got {min_similarity}")
+            raise UserInputError(f"min_similarity must be in [0, 1] (Sim-RL of a well-formed answer), "
+                                 f"got {min_similarity}")
         if max_per_prompt is not None and max_per_prompt < 1:
-            raise ValueError(f"max_per_prompt must be >= 1, got {max_per_prompt}")
+            raise UserInputError(f"max_per_prompt must be >= 1, got {max_per_prompt}")
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise UserInputError(f"batch_size must be >= 1, got {batch_size}")
         sources = read_sources(data)
         prompts, skipped = conversation_prompts(sources)
         cfg = RolloutConfig(
@@ -440,53 +432,43 @@ class RolloutJob:
             keep_truncated=keep_truncated, data_sha256=data_fingerprint(sources), prompts=len(prompts),
         )
         files = [str(d) for d in data if not isinstance(d, Conversation)]
-        job = cls(cfg, prompts, skipped, output_paths(out), resume, batch_size, files)
-        job.check_output()
+        job = cls(cfg, prompts, skipped, output_paths(out), batch_size, files)
+        job.open(overwrite)
         return job
 
-    def check_output(self) -> dict[str, Any] | None:
-        """Refuse a non-empty output without ``resume``, and a resume with other settings (naming the
-        fields that differ). Returns the recorded run, None for a fresh start."""
+    def open(self, overwrite: bool = False) -> RunDir:
+        """Open the run directory: a new run, the same run resumed, or `RunDirError` naming each
+        setting that differs; a non-empty ``out`` without a run directory is refused unless
+        ``overwrite`` (which also empties ``out``)."""
         p = self.paths
         if p["out"].is_dir():
-            raise RolloutError(f"{p['out']} is a directory; --out names the JSONL file to write")
-        run = None
-        if p["run"].exists():
-            try:
-                run = json.loads(p["run"].read_text(encoding="utf-8"))
-                recorded = run["config"]
-            except (ValueError, KeyError, TypeError) as e:
-                raise RolloutError(f"{p['run']}: unreadable run record ({e})") from None
-        has_output = any(p[k].exists() and p[k].stat().st_size > 0 for k in ("out", "progress"))
-        if not self.resume:
-            if has_output or run is not None:
-                raise RolloutError(f"{p['out']} already holds a rollout run; pass --resume to continue it, "
-                                   "or choose another --out")
-            return None
-        if run is None:
-            if has_output:
-                raise RolloutError(f"{p['out']} is not empty but {p['run'].name} is missing: "
-                                   "not a rollout output this run can resume")
-            return None
-        diff = self.config.differences(recorded)
-        if diff:
-            raise RolloutError(f"{p['out']} was written with other settings ({'; '.join(diff)}); "
-                               "rerun with the original settings or choose another --out")
-        return run
+            raise UserInputError(f"{p['out']}: is a directory; --out names the JSONL file to write",
+                                 fix="give --out a file name such as dt.jsonl")
+        fresh = not (p["run"].exists())
+        if fresh and not overwrite and p["out"].exists() and p["out"].stat().st_size > 0:
+            raise OutputExistsError(f"{p['out']}: not empty, and {p['dir'].name}/ with the run it belongs to is "
+                                    "missing; not a rollout output this run can resume")
+        self.rundir = open_run_dir(p["dir"], "teacher-rollout", asdict(self.config), overwrite=overwrite,
+                                   info={"out": str(p["out"]), "data_files": self.data_files,
+                                         "tinytool_version": __version__})
+        if overwrite or not self.rundir.resumed:
+            with atomic_file(p["out"]):
+                pass  # start from an empty output
+        return self.rundir
 
     def _open(self, client: LLMClient) -> tuple[set[str], RolloutStats]:
-        """Check the output again, make it consistent after a crash, record the run; returns the keys
-        of finished prompts and the totals so far."""
+        """Make the output consistent after a crash and record the client; returns the keys of
+        finished prompts and the totals so far (of every earlier part of the run)."""
         p = self.paths
-        run = self.check_output()
-        p["out"].parent.mkdir(parents=True, exist_ok=True)
+        if self.rundir is None:
+            self.open()
         records = _read_progress(p["progress"])
-        drop_torn_tail(p["progress"])
         out_end = records[-1]["out_end"] if records else 0
         size = p["out"].stat().st_size if p["out"].exists() else 0
         if size < out_end:
-            raise RolloutError(f"{p['out']} is shorter ({size} bytes) than {p['progress'].name} records "
-                               f"({out_end} bytes): it was changed outside this run")
+            raise RolloutError(f"{p['out']}: shorter ({size} bytes) than {p['progress']} records "
+                               f"({out_end} bytes): it was changed outside this run",
+                               fix="rerun with --overwrite to start again")
         if size > out_end:  # rows of a batch whose progress never got written
             with open(p["out"], "r+b") as fh:
                 fh.truncate(out_end)
@@ -496,34 +478,30 @@ class RolloutJob:
         for rec in records:
             done.add(rec["key"])
             stats.add(rec)
-        if run is None:
-            run = {"kind": "teacher-rollout", "config": asdict(self.config),
-                   "tinytool_version": __version__, "data_files": self.data_files,
-                   "started": datetime.now(UTC).isoformat(timespec="seconds")}
-        run["client"] = client.describe()
-        run["batch_size"] = self.batch_size
-        write_json(p["run"], run)
+        self.rundir.update(client=client.describe(), batch_size=self.batch_size)
         return done, stats
 
-    def run(self, client: LLMClient, progress: bool = True) -> dict[str, Any]:
-        """Sample, filter and write every prompt not done yet; returns the stats (also written to
-        ``OUT.stats.json``)."""
-        from tqdm.auto import tqdm
+    def _requests(self, fmt: PromptFormat, batch: list[tuple[int, Prompt]], tokenizer: Any) -> list[Request]:
+        """The batch's requests, each seeded by its prompt's index: a prompt samples the same
+        whichever batch it falls in, so a resumed run samples as an unbroken one."""
+        seed = self.config.seed
+        return [replace(build_request(fmt, pr, tokenizer), seed=None if seed is None else seed + i)
+                for i, pr in batch]
 
+    def run(self, client: LLMClient, progress: bool = True) -> dict[str, Any]:
+        """Sample, filter and write every prompt not done yet; returns the stats of the whole run
+        (also written to ``stats.json`` in the run directory)."""
         done, stats = self._open(client)
         fmt = get_format(self.config.format)
         tokenizer = getattr(client, "tokenizer", None)
-        base_gen = self.config.generation()
+        gen = self.config.generation()
         p = self.paths
         todo = [(i, pr) for i, pr in enumerate(self.prompts) if pr.key not in done]
-        bar = tqdm(total=len(self.prompts), initial=len(self.prompts) - len(todo), desc="rollout", unit="prompt",
-                   disable=not progress, dynamic_ncols=True)
-        try:
+        with ProgressBar("rollout", len(self.prompts), unit="prompt", done=len(self.prompts) - len(todo),
+                         enabled=progress) as bar:
             for start in range(0, len(todo), self.batch_size):
                 batch = todo[start:start + self.batch_size]
-                # the seed follows the batch's first prompt, so a resumed run samples as an unbroken one
-                gen = base_gen if base_gen.seed is None else replace(base_gen, seed=base_gen.seed + batch[0][0])
-                requests = [build_request(fmt, pr, tokenizer) for _, pr in batch]
+                requests = self._requests(fmt, batch, tokenizer)
                 t0 = time.perf_counter()
                 outs = client.generate(requests, gen)
                 share = (time.perf_counter() - t0) / len(batch)
@@ -531,13 +509,12 @@ class RolloutJob:
                     raise RuntimeError(f"{type(client).__name__} returned {len(outs)} answers for {len(batch)} requests")
                 rows: list[str] = []
                 recs: list[dict[str, Any]] = []
-                offset = p["out"].stat().st_size if p["out"].exists() else 0
+                offset = p["out"].stat().st_size
                 for (_, pr), comps in zip(batch, outs):
                     judged = judge_samples(pr, comps, fmt, self.config)
                     kept = [j for j in judged if j.reason is None]
                     for j in kept:
-                        line = json.dumps(kept_conversation(pr, j, self.config, comps[j.index]).to_dict(),
-                                          ensure_ascii=False, default=str) + "\n"
+                        line = _row_line(kept_conversation(pr, j, self.config, comps[j.index]))
                         rows.append(line)
                         offset += len(line.encode("utf-8"))
                     recs.append({
@@ -549,41 +526,51 @@ class RolloutJob:
                         "tokens": sum(c.n_tokens for c in comps), "seconds": share, "out_end": offset,
                     })
                 if rows:
-                    end = _append(p["out"], rows)
+                    _append(p["out"], rows)
+                    end = p["out"].stat().st_size
                     if end != offset:  # someone else writes to the file
-                        raise RolloutError(f"{p['out']}: size {end} after appending, expected {offset}")
-                _append(p["progress"], [json.dumps(r, ensure_ascii=False) + "\n" for r in recs])
+                        raise RolloutError(f"{p['out']}: size {end} after appending, expected {offset}",
+                                           fix="let one rollout run write an output at a time")
+                append_jsonl(p["progress"], recs)
                 for r in recs:
                     stats.add(r)
-                bar.update(len(batch))
-                bar.set_postfix(kept=stats.kept, samples=stats.samples)
-        finally:
-            bar.close()
+                bar.advance(len(batch))
+                bar.update(description=f"rollout (kept {stats.kept}/{stats.samples})")
         result = stats.as_dict(len(self.prompts), self.skipped)
         result.update(out=str(p["out"]), resumed_prompts=len(self.prompts) - len(todo),
                       config=asdict(self.config))
         write_json(p["stats"], result)
+        self.rundir.update(status="done", prompts_done=result["prompts_done"], kept=result["kept"])
         return result
+
+
+def _append(path: Path, lines: list[str]) -> None:
+    """Append already-serialised JSONL lines (their byte lengths are the progress offsets) and fsync."""
+    with open(path, "ab") as fh:
+        fh.write("".join(lines).encode("utf-8"))
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def rollout(client: LLMClient, data: Sequence[str | os.PathLike | Conversation], out: str | os.PathLike, *,
             fmt: str | PromptFormat = "hermes", n: int = DEFAULT_N, gen: GenerationConfig | None = None,
             min_similarity: float | None = None, unique: bool = True, max_per_prompt: int | None = None,
             batch_size: int = DEFAULT_BATCH_SIZE, resume: bool = False, teacher_id: str | None = None,
-            require_think: bool | None = None, keep_truncated: bool = False, progress: bool = True
-            ) -> dict[str, Any]:
+            require_think: bool | None = None, keep_truncated: bool = False, progress: bool = True,
+            overwrite: bool = False) -> dict[str, Any]:
     """Build D_T (STAR §3.3): sample ``n`` teacher completions per assistant turn of ``data`` (JSONL
     paths or `Conversation` objects), keep those that pass R_format (§3.2.1) and the optional filters,
     and write them to ``out`` as conversations. Returns the stats.
 
     ``gen`` sets max_new_tokens / temperature / top_p / seed / stop (default: 512 tokens, T = 1,
     top-p 1, seed 0); ``n`` overrides its ``n``. ``require_think`` defaults to what the format asks
-    (`requires_think`). ``teacher_id`` (default: the client's name) is recorded and must match on
-    ``resume``. See the module docstring for the filters and files.
+    (`requires_think`). ``teacher_id`` (default: the client's name) is recorded and must match to resume.
+    ``resume`` is accepted and ignored: a rerun with the same settings resumes by itself;
+    ``overwrite`` starts again. See the module docstring for the filters and files.
     """
     job = RolloutJob.create(
         data, out, teacher_id=teacher_id or client.name, fmt=fmt, n=n, gen=gen, min_similarity=min_similarity,
         unique=unique, max_per_prompt=max_per_prompt, batch_size=batch_size, resume=resume,
-        require_think=require_think, keep_truncated=keep_truncated,
+        require_think=require_think, keep_truncated=keep_truncated, overwrite=overwrite,
     )
     return job.run(client, progress=progress)

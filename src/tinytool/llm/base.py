@@ -46,11 +46,14 @@ class Request:
     """One prompt. ``messages`` are role/content chat messages (the format has already written the
     tools into the system message). ``tools`` (OpenAI tool dicts) is set only when a chat template
     should render them natively. ``prompt`` is the fully rendered prompt text; local backends use it
-    as is when given, HTTP backends always send ``messages``."""
+    as is when given, HTTP backends always send ``messages``. ``seed``, when set, samples this
+    request with its own seed instead of ``GenerationConfig.seed``, so its completions do not depend
+    on which other requests share the call."""
 
     messages: list[dict[str, str]]
     tools: list[dict[str, Any]] | None = None
     prompt: str | None = None
+    seed: int | None = None
 
 
 @dataclass

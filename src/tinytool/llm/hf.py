@@ -2,7 +2,8 @@
 
 Prompts are sorted by length inside a call so each batch carries little padding, then left-padded
 (decoder-only models continue from the right edge). Sampling is seeded once per call, so the same
-call gives the same completions. Mean token entropy is measured on the fly by a logits processor
+call gives the same completions; requests that carry their own ``seed`` are sampled apart, each
+with its seed, so their completions do not depend on the other requests of the call. Mean token entropy is measured on the fly by a logits processor
 that sees the raw float32 logits of each step (the same tensor ``output_logits=True`` would keep),
 so no per-step vocabulary-sized tensor is stored for the whole generation.
 
@@ -140,7 +141,7 @@ class HFClient(LLMClient):
 
     ``batch_size`` prompts go through each ``generate`` call (each expanded to ``config.n``
     sequences). ``device``: move the model there (None leaves it where it is). ``bf16``: autocast to
-    bfloat16 — None decides by hardware (CUDA, or a CPU with native bf16), True/False force it.
+    bfloat16 — None decides by hardware (`tinytool.models.use_bf16`), True/False force it.
     ``decode_bf16``: also autocast while decoding — None means on CUDA only: on a 2-core EPYC with
     AVX512-BF16, SmolLM2-135M decodes 1.6–2.2× faster per step in fp32 than under bf16 autocast at
     batch 1–32, while bf16 prefills about 2× faster. ``prefix_cache_mb``: memory for cached prompt
@@ -192,10 +193,9 @@ class HFClient(LLMClient):
         """The prefill's autocast context."""
         from tinytool.models.loading import autocast
 
-        kind = self.device.type
-        if kind not in ("cpu", "cuda") or self.bf16 is False:
+        if not self._uses_bf16():
             return nullcontext()
-        return autocast(kind, enabled=self.bf16)
+        return autocast(self.device.type, enabled=True)
 
     def _decodes_bf16(self) -> bool:
         if not self._uses_bf16():
@@ -210,11 +210,9 @@ class HFClient(LLMClient):
         return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
 
     def _uses_bf16(self) -> bool:
-        from tinytool.models.loading import cpu_supports_bf16
+        from tinytool.models.precision import use_bf16
 
-        if self.bf16 is not None:
-            return self.bf16 and self.device.type in ("cpu", "cuda")
-        return self.device.type == "cuda" or (self.device.type == "cpu" and cpu_supports_bf16())
+        return self.device.type in ("cpu", "cuda") and use_bf16(self.bf16, self.device)
 
     def describe(self) -> dict[str, Any]:
         dtype = next(self.model.parameters()).dtype
@@ -247,17 +245,24 @@ class HFClient(LLMClient):
         for i, ids in enumerate(token_ids):
             if not ids:
                 raise ValueError(f"request {i} renders to an empty prompt")
-        # longest first: similar lengths share a batch, and an out-of-memory shows up at once
-        order = sorted(range(len(prompts)), key=lambda i: -len(token_ids[i]))
         results: list[list[Completion]] = [[] for _ in requests]
-        if config.seed is not None:
-            torch.manual_seed(config.seed)
+        # requests with a seed of their own form groups of one; the rest share the call's seed
+        groups: dict[tuple[bool, int | None], list[int]] = {}
+        for i, r in enumerate(requests):
+            key = (False, config.seed) if r.seed is None else (True, i)
+            groups.setdefault(key, []).append(i)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start:start + self.batch_size]
-                batch = self._generate_batch([token_ids[i] for i in chunk], config)
-                for i, completions in zip(chunk, batch):
-                    results[i] = completions
+            for (own, _), members in groups.items():
+                seed = requests[members[0]].seed if own else config.seed
+                if seed is not None:
+                    torch.manual_seed(seed)
+                # longest first: similar lengths share a batch, and an out-of-memory shows up at once
+                order = sorted(members, key=lambda i: -len(token_ids[i]))
+                for start in range(0, len(order), self.batch_size):
+                    chunk = order[start:start + self.batch_size]
+                    batch = self._generate_batch([token_ids[i] for i in chunk], config)
+                    for i, completions in zip(chunk, batch):
+                        results[i] = completions
         return results
 
     def _gen_config(self, config: GenerationConfig):

