@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-import typer
 from conftest import TOOLS, gt, hermes
 from typer.testing import CliRunner
 
+from tinytool.clikit import make_app
 from tinytool.distill.cli_rollout import rollout_command
 from tinytool.distill.rollouts import (
     DROP_REASONS,
@@ -347,7 +347,7 @@ def cli(monkeypatch):
         return scripted(_answers)
 
     monkeypatch.setattr(tinytool.llm, "get_client", fake_get_client)
-    app = typer.Typer(add_completion=False)
+    app = make_app()
     app.command("rollout")(rollout_command)
     return app, made
 

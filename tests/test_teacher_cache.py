@@ -14,9 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
-import typer
 from typer.testing import CliRunner
 
+from tinytool.clikit import make_app
 from tinytool.data.demo import write_demo
 from tinytool.distill.cache import (
     CacheError,
@@ -372,7 +372,7 @@ def test_vllm_backend_matches_hf(env, tmp_path, monkeypatch):
 
 
 def test_cli(env, tmp_path):
-    app = typer.Typer()
+    app = make_app()
     app.command("cache")(cache_command)
     app.command("noop")(lambda: None)  # two commands: the verb is part of the command line
     runner = CliRunner()
@@ -422,7 +422,7 @@ def test_corruption_errors_say_how_to_rebuild(env, tmp_path):
 
 
 def test_cli_names_a_malformed_row_in_one_line(env, tmp_path):
-    app = typer.Typer()
+    app = make_app()
     app.command("cache")(cache_command)
     app.command("noop")(lambda: None)
     bad = tmp_path / "bad.jsonl"
