@@ -1,0 +1,86 @@
+"""The path past one machine: `tinytool sft` and `tinytool distill` under ``accelerate launch`` with two CPU
+processes (DDP over gloo). Both ranks must end with the same weights, and the weights must have moved."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("accelerate")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    from tinytool.data.demo import write_demo
+    from tinytool.formats import get_format
+    from tinytool.models.loading import load_tokenizer
+    from tinytool.models.students import save_tiny_model
+    from tinytool.schema import read_jsonl, write_jsonl
+
+    root = tmp_path_factory.mktemp("ddp")
+    model = save_tiny_model("smollm2-135m-instruct", root / "m", layers=2)
+    teacher = save_tiny_model("smollm2-135m-instruct", root / "t", layers=2, seed=1)
+    write_demo(24, 0, root / "demo")
+    tok = load_tokenizer(model)
+    fmt = get_format("hermes")
+    single = [c for c in read_jsonl(root / "demo" / "train.jsonl") if len(fmt.render_turns(c, tok)) == 1][:4]
+    write_jsonl(root / "four.jsonl", single)
+    return {"root": root, "model": str(model), "teacher": str(teacher), "data": str(root / "four.jsonl")}
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launch(*args: str) -> subprocess.CompletedProcess:
+    accelerate = Path(sys.executable).with_name("accelerate")
+    exe = str(accelerate) if accelerate.exists() else shutil.which("accelerate")
+    # `--cpu --num_processes 2` alone starts one process (accelerate spreads CPU runs only through mpirun);
+    # `--multi_gpu` on a machine without GPUs starts two torch.distributed processes, which talk over gloo
+    cmd = [exe, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+           "--dynamo_backend", "no", "--main_process_port", str(_port()), "-m", "tinytool.cli", *args]
+    envv = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=envv, check=False)
+
+
+def _weights(path: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def _check(summary: dict, out: Path, start: Path) -> None:
+    import torch
+
+    assert summary["processes"] == 2
+    digests = summary["rank_weight_digests"]
+    assert len(digests) == 2 and digests[0] == digests[1], digests
+    before, after = _weights(start), _weights(out)
+    moved = [k for k in after if k in before and not torch.equal(before[k], after[k])]
+    assert moved, "no weight changed"
+
+
+def test_sft_under_accelerate_two_processes(env):
+    out = env["root"] / "sft"
+    p = _launch("sft", "--model", env["model"], "--data", env["data"], "--out", str(out), "--max-steps", "2",
+                "--batch-size", "1", "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3")
+    assert p.returncode == 0, p.stderr[-3000:]
+    _check(json.loads((out / "sft_summary.json").read_text()), out, Path(env["model"]))
+
+
+def test_distill_under_accelerate_two_processes(env):
+    out = env["root"] / "distill"
+    p = _launch("distill", "--student", env["model"], "--teacher", env["teacher"], "--data", env["data"],
+                "--out", str(out), "--loss", "ckd", "--k", "16", "--m", "16", "--max-steps", "2", "--batch-size",
+                "1", "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3")
+    assert p.returncode == 0, p.stderr[-3000:]
+    _check(json.loads((out / "distill_summary.json").read_text()), out, Path(env["model"]))

@@ -1,0 +1,69 @@
+"""The package layers of docs/ARCHITECTURE.md hold: a package imports only packages of a lower rank (and
+itself), never one beside it or above it. Every import counts, also those inside functions."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "tinytool"
+
+#: rank of each top-level package or module of tinytool (docs/ARCHITECTURE.md, "Layers")
+LAYERS = {
+    "errors": 0,
+    "io": 1, "progress": 1, "clikit": 1, "schema": 1,
+    "formats": 2, "models": 2,
+    "rewards": 3, "llm": 3, "data": 3, "bfcl": 3,
+    "envs": 4, "train": 4,
+    "distill": 5, "eval": 5,
+    "cli": 7,
+}
+
+
+def _unit(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "tinytool" and len(parts) > 1:
+                found.append((node.lineno, parts[1]))
+    return found
+
+
+def test_every_package_has_a_rank():
+    units = {_unit(p) for p in SRC.rglob("*.py")} - {"__init__"}
+    assert units <= set(LAYERS), f"give these a rank in LAYERS and docs/ARCHITECTURE.md: {units - set(LAYERS)}"
+
+
+def test_no_import_runs_up_or_across_the_layers():
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        unit = _unit(path)
+        if unit == "__init__":
+            continue
+        for line, target in _imports(path):
+            if target != unit and LAYERS.get(target, 99) >= LAYERS[unit]:
+                bad.append(f"{path.relative_to(SRC.parent)}:{line}: {unit} (rank {LAYERS[unit]}) imports "
+                           f"{target} (rank {LAYERS.get(target)})")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("doc", ["docs/ARCHITECTURE.md"])
+def test_the_architecture_page_lists_the_layers(doc):
+    text = (SRC.parents[1] / doc).read_text(encoding="utf-8")
+    for unit in LAYERS:
+        assert f"`{unit}`" in text, f"{doc} does not name {unit}"
