@@ -54,6 +54,8 @@ class ProgressBar:
                 TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False)
             self._progress.__enter__()
             self._task = self._progress.add_task(self.description, total=self.total, completed=self.completed)
+        elif self.enabled:
+            self._log(force=True)  # off a terminal, say at once that the step started
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -3,7 +3,7 @@
 Each chain is a small script over the seeded `World`: it phrases the user's main question ``q0``,
 executes every ground-truth call for real (so the ``tool`` messages hold true observations), and
 records ASTRA's decomposition of the task into sub-questions and sub-answers ``{(q_i, a_i)}`` with
-their dependency sets ``d_i`` (seeds/001 ASTRA §2.2.1 Eq. 11-13). The sub-answers are values read
+their dependency sets ``d_i`` (ASTRA §2.2.1 Eq. 11-13). The sub-answers are values read
 from the observations, so a trajectory that solves sub-task ``i`` surfaces ``a_i`` in its evidence,
 which is what the ASTRA F1 reward counts (§3.2.2 Eq. 29-31). A sub-question with no tool behind it
 (comparing two results) appears only as a leaf, as §2.2.2 allows.

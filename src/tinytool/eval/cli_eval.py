@@ -1,4 +1,4 @@
-"""``tinytool eval bfcl|demo|judge`` and ``tinytool report`` (wired into `tinytool.cli`)."""
+"""``tinytool eval bfcl|demo|judge`` and ``tinytool report``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Hermes / Qwen format: tools in ``<tools>`` in the system prompt, ``<think>`` reasoning,
 ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` calls, ``<tool_response>`` results.
 
-STAR (seeds/000_2375d1a78c8826ae.txt) App. A.1, Fig. 5 is the prompt this follows; the format
+STAR App. A.1, Fig. 5 is the prompt this follows; the format
 rules of STAR §3.2.1 (one ``<think>`` pair, each call its own ``<tool_call>`` holding one JSON
 object with ``name`` and ``arguments``) are what `parse` reports as errors.
 """

@@ -1,7 +1,7 @@
 """ToolRL format: ``<think>``, then ``<tool_call>`` holding one JSON object per line with
 ``"name"`` and ``"parameters"``, and/or ``<response>``; tool results come back as ``<obs>``.
 
-ToolRL (seeds/003_899d5b6f9082a354.txt) §3.2, Fig. 4 (system prompt) and Fig. 11 (dialogue
+ToolRL §3.2, Fig. 4 (system prompt) and Fig. 11 (dialogue
 history). History is kept as chat turns (assistant turns in this format, observations as user turns
 wrapped in ``<obs>``) rather than folded into one user message, so the same chat template serves
 every format.

@@ -142,9 +142,9 @@ class HFClient(LLMClient):
     ``batch_size`` prompts go through each ``generate`` call (each expanded to ``config.n``
     sequences). ``device``: move the model there (None leaves it where it is). ``bf16``: autocast to
     bfloat16 — None decides by hardware (`tinytool.models.use_bf16`), True/False force it.
-    ``decode_bf16``: also autocast while decoding — None means on CUDA only: on a 2-core EPYC with
-    AVX512-BF16, SmolLM2-135M decodes 1.6–2.2× faster per step in fp32 than under bf16 autocast at
-    batch 1–32, while bf16 prefills about 2× faster. ``prefix_cache_mb``: memory for cached prompt
+    ``decode_bf16``: also autocast while decoding — None means on CUDA only: on CPUs a small model's
+    decode step is faster in fp32 than under bf16 autocast, while its prefill is faster in bf16 (figures in
+    ``benchmarks/results/eval.json``). ``prefix_cache_mb``: memory for cached prompt
     prefixes (0 turns the store off).
     """
 

@@ -1,4 +1,4 @@
-"""ASTRA's F1 trajectory reward (seeds/001_0b20596b23838be4.txt §3.2.2, Eq. 29-31).
+"""ASTRA's F1 trajectory reward (ASTRA §3.2.2, Eq. 29-31).
 
 A job is n sub-tasks ``(q_i, a_i)``; a trajectory that makes c tool calls and solves n̂ of them gets
 recall ``r = n̂ / n``, precision ``p = n̂ / (c + ε)`` and reward ``2pr / (p + r)``.

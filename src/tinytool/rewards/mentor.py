@@ -1,4 +1,4 @@
-"""MENTOR's teacher-guided composite reward (seeds/002_ca1409652fdd1873.txt §3.3, Eq. 4-7;
+"""MENTOR's teacher-guided composite reward (MENTOR §3.3, Eq. 4-7;
 weights 0.7 / 0.3 / 0.1 from App. A.5, Table 5).
 
     R = w_c * R_c + w_a * R_a + w_v * R_v

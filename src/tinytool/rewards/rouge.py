@@ -4,7 +4,7 @@ Tokenization is rouge_score's (lower-case, every run of characters outside ``[a-
 Porter stemming of tokens longer than 3 characters when enabled); a text's tokens are cached, stems
 are cached per word, and the LCS runs in rapidfuzz's C++ (bit-parallel) instead of a Python DP table.
 F1 is computed with the same float operations as rouge_score (``2PR/(P+R)``), so values are equal,
-not merely close. STAR (seeds/000_2375d1a78c8826ae.txt) §3.2.1 uses ROUGE-L F1 for string
+not merely close. STAR §3.2.1 uses ROUGE-L F1 for string
 arguments and responses.
 """
 

@@ -1,4 +1,4 @@
-"""Sim-RL: STAR's similarity-guided reward (seeds/000_2375d1a78c8826ae.txt §3.2.1, Eq. 6-10;
+"""Sim-RL: STAR's similarity-guided reward (STAR §3.2.1, Eq. 6-10;
 App. A.7, Algorithms 1-3).
 
     R = (R_format - 1) + R_format * (R_fc + R_response)          in [-1, 1]

@@ -1,5 +1,5 @@
 """ToolRL's reward: format in {0, 1} plus correctness in [-3, 3]
-(seeds/003_899d5b6f9082a354.txt §3.3; scale variants §5.2, granularity variants §5.3).
+(ToolRL §3.3; scale variants §5.2, granularity variants §5.3).
 
 Correctness matches predicted to ground-truth calls with the optimal (Hungarian) assignment that
 maximizes the summed match score, then normalizes ``R_max / S_max`` into the correctness range.

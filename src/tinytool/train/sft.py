@@ -1,7 +1,7 @@
 """Supervised fine-tuning on tool-calling conversations, through TRL's `SFTTrainer`.
 
-This is STAR's SFT baseline (§4.1 "SFT" / "SFT-think", hyper-parameters App. A.2: learning rate 2e-5) and EfficientTool's LoRA SFT stage (004_… §3.2). Every assistant turn of every
-conversation becomes one prompt–completion example: the prompt is the conversation up to that turn
+This is STAR's SFT baseline (§4.1 "SFT" / "SFT-think", hyper-parameters App. A.2: learning rate 2e-5) and
+EfficientTool's LoRA SFT stage (§3.2). Every assistant turn of every conversation becomes one prompt–completion example: the prompt is the conversation up to that turn
 rendered through the tokenizer's chat template in the chosen format, the completion is the turn
 itself with its end-of-turn markup. TRL masks the prompt (``completion_only_loss``), so the loss
 falls on assistant tokens only.
