@@ -362,7 +362,8 @@ def test_cli_convert_non_utf8_line_names_file_and_line_and_skip_bad_skips_it(tmp
     out = tmp_path / "out.jsonl"
     res = runner.invoke(convert_app, ["convert", "--from", "openai", str(src), "--out", str(out)])
     assert res.exit_code == 2 and "Traceback" not in res.output
-    assert res.stderr.splitlines()[0].startswith(f"error: {src}:2: not UTF-8 text")
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {src}:2: not UTF-8 text")
     assert not out.exists()
     res = runner.invoke(convert_app, ["convert", "--from", "openai", str(src), "--out", str(out), "--skip-bad"])
     assert res.exit_code == 0, res.output
