@@ -11,6 +11,7 @@ import typer
 from tinytool import __version__
 from tinytool.clikit import err, make_app, on_interrupt
 from tinytool.errors import TinytoolError, UserInputError
+from tinytool.io import write_json
 
 app = make_app(
     name="tinytool",
@@ -136,7 +137,7 @@ def student(
         raise UserInputError(str(e)) from None
     err.print(f"student: kept layers {info['kept']} of {info['teacher_layers']} "
               f"({info['parameters'] / 1e6:.1f}M parameters) -> {out}")
-    (out / "tinytool_student.json").write_text(json.dumps(info, indent=2))
+    write_json(out / "tinytool_student.json", info)
 
 
 def _data_app() -> typer.Typer:

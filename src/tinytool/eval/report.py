@@ -35,7 +35,7 @@ from typing import Any
 import jinja2
 
 from tinytool.errors import TinytoolError
-from tinytool.io import iter_jsonl_rows
+from tinytool.io import atomic_file, iter_jsonl_rows
 from tinytool.io.files import FileFormatError
 
 __all__ = ["ReportError", "RunData", "load_run", "select_failures", "write_report"]
@@ -692,8 +692,9 @@ def write_report(run_dirs: list[Path], out_dir: Path, worst: int = 15, title: st
     md = _render_md(title, run_names, tables, charts, error_charts, failures, out_dir)
     page = _render_html(title, tables, charts, error_charts, failures, out_dir)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
-    md_path.write_text(md, encoding="utf-8")
-    html_path.write_text(page, encoding="utf-8")
+    for path, text in ((md_path, md), (html_path, page)):
+        with atomic_file(path) as fh:
+            fh.write(text)
     return {"markdown": md_path, "html": html_path,
             "charts": [*charts.values(), *(p for _, p in error_charts)]}
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_ty
 from tenacity.wait import wait_exponential, wait_random
 
 from tinytool.errors import TinytoolError
+from tinytool.io import atomic_file
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 
 
@@ -296,15 +296,8 @@ class OpenAIClient(LLMClient):
     @staticmethod
     def _cache_write(path: Path, data: dict[str, Any]) -> None:
         """Write aside, then rename: readers never see a half-written file."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_file(path) as fh:
+            json.dump(data, fh, ensure_ascii=False)
 
 
 def _retry_after(resp: httpx.Response) -> float:
