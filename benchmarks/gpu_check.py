@@ -301,20 +301,23 @@ def part_loss(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
+    cases = [(method, t, args.chunk) for t in args.lengths for method in ("fused_ckd", "chunked_ckd", "naive_fkl")]
+    # the fused loss's working set is one [chunk, V] block: its peak follows the chunk, not T
+    cases += [("fused_ckd", max(args.lengths), c) for c in args.fused_chunks if c != args.chunk]
     rows = []
-    for t in args.lengths:
-        for method in ("fused_ckd", "chunked_ckd", "naive_fkl"):
-            try:
-                row = _loss_case(method, t, args.vocab, args.hidden, args.k, args.chunk, args.repeats,
-                                 args.device, dtype)
-            except Exception as e:
-                row = {"method": method, "T": t, "error": f"{type(e).__name__}: {e}"[:1000]}
-            _reset_peak(args.device)  # the case's tensors are gone with its frame
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+    for method, t, chunk in cases:
+        try:
+            row = _loss_case(method, t, args.vocab, args.hidden, args.k, chunk, args.repeats, args.device, dtype)
+        except Exception as e:
+            row = {"method": method, "T": t, "error": f"{type(e).__name__}: {e}"[:1000]}
+        row["chunk"] = chunk if method != "naive_fkl" else None
+        _reset_peak(args.device)  # the case's tensors are gone with its frame
+        print(json.dumps(row), flush=True)
+        rows.append(row)
     ratios: dict[str, Any] = {}
     for t in args.lengths:
-        by = {r["method"]: r for r in rows if r["T"] == t and "error" not in r}
+        by = {r["method"]: r for r in rows
+              if r["T"] == t and "error" not in r and r["chunk"] in (None, args.chunk)}
         if "fused_ckd" in by and "naive_fkl" in by and by["fused_ckd"].get("peak_bytes"):
             f, n = by["fused_ckd"], by["naive_fkl"]
             ratios[str(t)] = {"memory_reduction_vs_naive": round(n["peak_bytes"] / max(f["peak_bytes"], 1), 2),
@@ -327,7 +330,48 @@ def part_loss(args: argparse.Namespace) -> dict[str, Any]:
             "k": args.k, "m": args.k, "chunk": args.chunk, "repeats": args.repeats, "rows": rows, "ratios": ratios,
             "note": "peak = torch.cuda.max_memory_allocated above the inputs (hidden [T, H], head [V, H] and the "
                     "teacher side each method consumes: [T, V] logits for naive, top-k [T, k] otherwise); "
-                    "time = forward + backward, median after two warm-ups; h and W in bf16, soft-max math in fp32"}
+                    "time = forward + backward, median after two warm-ups; h and W in bf16, soft-max math in fp32; "
+                    "ratios at the default chunk"}
+
+
+def _step_clock(device: str) -> Any:
+    """A `TrainerCallback` timing every optimizer step (synchronised) and the memory held after it."""
+    import torch
+    from transformers import TrainerCallback
+
+    class StepClock(TrainerCallback):
+        def __init__(self) -> None:
+            self.busy: list[float] = []   # on_step_begin → on_step_end: forward, backward, optimizer
+            self.ends: list[float] = []   # on_step_end times: intervals include data loading and logging
+            self.held: list[int] = []     # allocated after the step: weights, optimizer state, gradients
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            _sync(device)
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            _sync(device)
+            now = time.perf_counter()
+            self.busy.append(now - self.t0)
+            self.ends.append(now)
+            if device.startswith("cuda"):
+                self.held.append(torch.cuda.memory_allocated())
+
+        def summary(self, tokens: int) -> dict[str, Any]:
+            steady = self.busy[3:] or self.busy
+            gaps = [b - a for a, b in zip(self.ends[3:], self.ends[4:], strict=False)] or steady
+            per_step = tokens / max(1, len(self.busy))
+            out = {"first_step_seconds": round(self.busy[0], 3) if self.busy else None,
+                   "steady_step_seconds": round(statistics.median(steady), 4) if steady else None,
+                   "steady_interval_seconds": round(statistics.median(gaps), 4) if gaps else None,
+                   "completion_tokens_per_step": round(per_step, 1)}
+            if gaps:
+                out["steady_completion_tokens_per_second"] = round(per_step / statistics.median(gaps), 1)
+            if self.held:
+                out["held_after_step_gib"] = round(max(self.held) / 2**30, 3)
+            return out
+
+    return StepClock()
 
 
 def part_train(args: argparse.Namespace, tok: Any, work: Path, state: dict[str, Any]) -> dict[str, Any]:
@@ -355,16 +399,17 @@ def part_train(args: argparse.Namespace, tok: Any, work: Path, state: dict[str, 
                                    max_length=args.max_length, bf16=args.device.startswith("cuda") or None,
                                    save_steps=0, logging_steps=max(1, args.train_steps // 4))
             base = _reset_peak(args.device)
+            clock = _step_clock(args.device)
             t0 = time.perf_counter()
-            summary = train_distill(cfg)
+            summary = train_distill(cfg, callbacks=[clock])
             secs = time.perf_counter() - t0
             row.update(
                 steps=summary["global_step"], batch_size=args.train_batch, bf16=summary["bf16"],
                 completion_tokens=summary["completion_tokens"],
                 completion_tokens_per_second=round(summary["completion_tokens_per_second"] or 0.0, 1),
                 train_seconds=round(summary["seconds"], 3), setup_seconds=round(summary["setup_seconds"], 3),
-                wall_seconds=round(secs, 3), losses=summary["losses"], parts=summary["parts"],
-                **_peak(args.device, base))
+                wall_seconds=round(secs, 3), **clock.summary(summary["completion_tokens"]),
+                losses=summary["losses"], parts=summary["parts"], **_peak(args.device, base))
             row["peak_note"] = ("max allocated during the run (fp32 master weights, AdamW state, activations, "
                                 "fused-loss chunks)")
             shutil.rmtree(out, ignore_errors=True)
@@ -437,6 +482,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--lengths", type=int, nargs="+", default=None)
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--chunk", type=int, default=1024)
+    ap.add_argument("--fused-chunks", type=int, nargs="*", default=None,
+                    help="extra fused-loss chunk sizes, run at the longest length")
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--train-steps", type=int, default=None)
     ap.add_argument("--train-batch", type=int, default=None)
@@ -452,7 +499,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.hidden = args.hidden or (64 if small else 1024)
     args.lengths = args.lengths or ([128] if small else [2048, 4096, 8192])
     args.repeats = args.repeats or (1 if small else 5)
-    args.train_steps = args.train_steps or (2 if small else 20)
+    args.fused_chunks = args.fused_chunks if args.fused_chunks is not None else ([32] if small else [256, 4096])
+    args.train_steps = args.train_steps or (5 if small else 40)
     args.train_batch = args.train_batch or (2 if small else 8)
     args.cache_batch = {"smollm2-135m-shaped": 2 if small else 32, "qwen3-0.6b-shaped": 2 if small else 16}
     if small:
