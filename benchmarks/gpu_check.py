@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.metadata
+import itertools
 import json
 import os
 import shutil
@@ -422,6 +423,69 @@ def part_train(args: argparse.Namespace, tok: Any, work: Path, state: dict[str, 
     return {"loss": "ckd", "fused": True, "k": args.k, "rows": rows}
 
 
+def part_profile(args: argparse.Namespace, tok: Any, work: Path, state: dict[str, Any]) -> dict[str, Any]:
+    """Where a `train_distill` step of the SmolLM2-shaped student spends its time: `torch.profiler` over three
+    steady steps, the operators with the most device time and the most host time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+    from transformers import TrainerCallback
+
+    from tinytool.distill.trainer import DistillRunConfig, train_distill
+
+    name = "smollm2-135m-shaped"
+    cache = (state.get("caches") or {}).get(name)
+    if cache is None:
+        raise RuntimeError(f"no {name} teacher cache was built (see the cache part)")
+    student_dir = work / f"student-{name}"
+    if not student_dir.is_dir():
+        model = _build_model(_shapes(args.small)[name], tok, "cpu", torch.float32, seed=2)
+        model.save_pretrained(student_dir)
+        tok.save_pretrained(student_dir)
+        del model
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.startswith("cuda") else [])
+    active = 3
+    prof = profile(activities=activities, schedule=schedule(wait=3, warmup=1, active=active))
+    marks: list[float] = []
+
+    class Profiled(TrainerCallback):
+        def on_train_begin(self, *a, **kw):
+            prof.start()
+
+        def on_step_end(self, *a, **kw):
+            _sync(args.device)
+            marks.append(time.perf_counter())
+            prof.step()
+
+        def on_train_end(self, *a, **kw):
+            prof.stop()
+
+    cfg = DistillRunConfig(student=str(student_dir), cache=cache, out=str(work / "distill-profile"), loss="ckd",
+                           max_steps=4 + active + 1, batch_size=args.train_batch, max_length=args.max_length,
+                           bf16=args.device.startswith("cuda") or None, save_steps=0, logging_steps=100)
+    train_distill(cfg, callbacks=[Profiled()])
+    shutil.rmtree(work / "distill-profile", ignore_errors=True)
+    events = prof.key_averages()
+
+    def dev(e: Any) -> float:
+        return float(getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0)) or 0.0)
+
+    def row(e: Any) -> dict[str, Any]:
+        return {"op": e.key[:120], "calls": int(e.count), "self_device_ms": round(dev(e) / 1e3 / active, 3),
+                "self_host_ms": round(e.self_cpu_time_total / 1e3 / active, 3),
+                "host_total_ms": round(e.cpu_time_total / 1e3 / active, 3)}
+
+    return {
+        "student": name, "batch_size": args.train_batch, "steps_profiled": active,
+        "step_wall_ms": round(statistics.median([b - a for a, b in itertools.pairwise(marks[3:])]) * 1e3, 2)
+        if len(marks) > 4 else None,
+        "device_ms_per_step": round(sum(dev(e) for e in events) / 1e3 / active, 2),
+        "host_self_ms_per_step": round(sum(e.self_cpu_time_total for e in events) / 1e3 / active, 2),
+        "top_device": [row(e) for e in sorted(events, key=dev, reverse=True)[:15]],
+        "top_host_self": [row(e) for e in sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:15]],
+        "note": "per-step figures are averaged over the profiled steps; self device time sums kernel time",
+    }
+
+
 def part_vllm(args: argparse.Namespace, tok: Any, work: Path, state: dict[str, Any]) -> dict[str, Any]:
     """vLLM generation and the ``prompt_logprobs`` cache build, where ``import vllm`` works."""
     try:
@@ -474,8 +538,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--work", default=None, help="scratch folder (default: a fresh one under --out's parent)")
     ap.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     ap.add_argument("--small", action="store_true", help="tiny shapes and lengths: a CPU smoke run")
-    ap.add_argument("--parts", nargs="+", default=["cache", "loss", "train", "vllm"],
-                    choices=["cache", "loss", "train", "vllm"])
+    ap.add_argument("--parts", nargs="+", default=["cache", "loss", "train", "profile", "vllm"],
+                    choices=["cache", "loss", "train", "profile", "vllm"])
     ap.add_argument("--conversations", type=int, default=None)
     ap.add_argument("--vocab", type=int, default=None)
     ap.add_argument("--hidden", type=int, default=None)
@@ -539,6 +603,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             _guard(result, "cache_build", part_cache, args, tok, work, state)
         elif part == "train":
             _guard(result, "train_distill", part_train, args, tok, work, state)
+        elif part == "profile":
+            _guard(result, "train_profile", part_profile, args, tok, work, state)
         elif part == "vllm":
             _guard(result, "vllm", part_vllm, args, tok, work, state)
         save()
