@@ -427,6 +427,7 @@ def part_profile(args: argparse.Namespace, tok: Any, work: Path, state: dict[str
     """Where a `train_distill` step of the SmolLM2-shaped student spends its time: `torch.profiler` over three
     steady steps, the operators with the most device time and the most host time."""
     import torch
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile, schedule
     from transformers import TrainerCallback
 
@@ -464,25 +465,34 @@ def part_profile(args: argparse.Namespace, tok: Any, work: Path, state: dict[str
                            bf16=args.device.startswith("cuda") or None, save_steps=0, logging_steps=100)
     train_distill(cfg, callbacks=[Profiled()])
     shutil.rmtree(work / "distill-profile", ignore_errors=True)
-    events = prof.key_averages()
+    events = [e for e in prof.key_averages() if not e.key.startswith("ProfilerStep")]
+    outside = [e for e in prof.key_averages() if e.key.startswith("ProfilerStep")]
+    kernels = [e for e in events if e.device_type != DeviceType.CPU]  # kernels, copies, sets on the GPU
 
     def dev(e: Any) -> float:
-        return float(getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0)) or 0.0)
+        return float(getattr(e, "self_device_time_total", 0.0) or 0.0)
 
     def row(e: Any) -> dict[str, Any]:
-        return {"op": e.key[:120], "calls": int(e.count), "self_device_ms": round(dev(e) / 1e3 / active, 3),
+        return {"op": e.key[:120], "calls_per_step": round(e.count / active, 1),
+                "self_device_ms": round(dev(e) / 1e3 / active, 3),
                 "self_host_ms": round(e.self_cpu_time_total / 1e3 / active, 3),
                 "host_total_ms": round(e.cpu_time_total / 1e3 / active, 3)}
 
+    step_ms = statistics.median([b - a for a, b in itertools.pairwise(marks[3:])]) * 1e3 if len(marks) > 4 else None
+    kernel_ms = sum(dev(e) for e in kernels) / 1e3 / active
+    ops = [e for e in events if e.device_type == DeviceType.CPU]
+    launches = sum(e.count for e in ops if e.key in ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx"))
     return {
         "student": name, "batch_size": args.train_batch, "steps_profiled": active,
-        "step_wall_ms": round(statistics.median([b - a for a, b in itertools.pairwise(marks[3:])]) * 1e3, 2)
-        if len(marks) > 4 else None,
-        "device_ms_per_step": round(sum(dev(e) for e in events) / 1e3 / active, 2),
-        "host_self_ms_per_step": round(sum(e.self_cpu_time_total for e in events) / 1e3 / active, 2),
-        "top_device": [row(e) for e in sorted(events, key=dev, reverse=True)[:15]],
-        "top_host_self": [row(e) for e in sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:15]],
-        "note": "per-step figures are averaged over the profiled steps; self device time sums kernel time",
+        "step_wall_ms": round(step_ms, 2) if step_ms else None,
+        "gpu_kernel_ms_per_step": round(kernel_ms, 2),
+        "gpu_busy_fraction": round(kernel_ms / step_ms, 3) if step_ms else None,
+        "kernel_launches_per_step": round(launches / active),
+        "host_ms_outside_operators_per_step": round(sum(e.self_cpu_time_total for e in outside) / 1e3 / active, 2),
+        "top_gpu_kernels": [row(e) for e in sorted(kernels, key=dev, reverse=True)[:12]],
+        "top_host_self": [row(e) for e in sorted(ops, key=lambda e: e.self_cpu_time_total, reverse=True)[:12]],
+        "note": "averaged over the profiled steps; step_wall_ms between synchronised step ends (profiler on); "
+                "host time outside operators is Python (trainer, model code, collation) between the ops",
     }
 
 
