@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tinytool"
 
 #: rank of each top-level package or module of tinytool (docs/ARCHITECTURE.md, "Layers")
 LAYERS = {
-    "errors": 0,
+    "errors": 0, "lazy": 0,
     "io": 1, "progress": 1, "clikit": 1, "schema": 1,
     "formats": 2, "models": 2,
     "rewards": 3, "llm": 3, "data": 3, "bfcl": 3,

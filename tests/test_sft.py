@@ -281,3 +281,15 @@ def test_trl_private_state_is_checked():
 
     with pytest.raises(RuntimeError, match="trl_private needs updating"):
         check_private_state(object())
+
+
+def test_trainers_and_configs_are_importable_and_extend_trl():
+    import transformers
+    import trl
+
+    from tinytool.distill import DistillConfig, DistillTrainer
+    from tinytool.train import CompletionSFTTrainer
+
+    assert issubclass(CompletionSFTTrainer, trl.SFTTrainer) and CompletionSFTTrainer.__doc__
+    assert issubclass(DistillTrainer, transformers.Trainer) and DistillTrainer.__doc__
+    assert issubclass(SFTRunConfig, trl.SFTConfig) and issubclass(DistillConfig, transformers.TrainingArguments)

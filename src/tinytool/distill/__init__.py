@@ -6,8 +6,7 @@ Names are imported on first use, so that ``import tinytool.distill`` does not im
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from tinytool.lazy import lazy_exports
 
 _EXPORTS = {
     "DistillConfig": "tinytool.distill.trainer",
@@ -22,10 +21,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'tinytool.distill' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = ["DistillConfig", "DistillTrainer", "KDLoss", "TeacherTopK", "TeacherTopKCache", "build_cache",

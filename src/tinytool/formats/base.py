@@ -200,9 +200,22 @@ class PromptFormat(ABC):
     def render_tool_result(self, message: Message) -> str:
         """The text of one tool result as the model sees it."""
 
-    @abstractmethod
     def parse(self, text: str) -> Parsed:
-        """Read model text back. Never raises, whatever the text."""
+        """Read model text back. Never raises, whatever the text: a non-string is a format error; end-of-turn
+        markers are cut and ``<think>`` reasoning is read before the format reads the rest."""
+        parsed = Parsed()
+        if not isinstance(text, str):
+            parsed.errors.append(f"completion is a {type(text).__name__}, not text")
+            return parsed
+        text = strip_end_markers(text)
+        spans = read_reasoning(text, parsed)
+        self.parse_body(text, spans, parsed)
+        return parsed
+
+    @abstractmethod
+    def parse_body(self, text: str, reasoning_spans: list[tuple[int, int]], parsed: Parsed) -> None:
+        """Read the calls and the response of ``text`` (end markers cut; ``reasoning_spans`` are where
+        ``parsed.reasoning`` came from) into ``parsed``. Never raises."""
 
     def native_system_prompt(self, system: str | None) -> str | None:
         """The system text when the chat template writes the tool block itself: the conversation's

@@ -15,8 +15,6 @@ from tinytool.formats.base import (
     PromptFormat,
     cut_spans,
     find_blocks,
-    read_reasoning,
-    strip_end_markers,
 )
 from tinytool.formats.calls import decode_call_objects, dump_call, object_to_call
 from tinytool.schema import Message, Tool
@@ -82,13 +80,7 @@ class HermesFormat(PromptFormat):
     def render_tool_result(self, message: Message) -> str:
         return f"<tool_response>\n{message.content or ''}\n</tool_response>"
 
-    def parse(self, text: str) -> Parsed:
-        parsed = Parsed()
-        if not isinstance(text, str):
-            parsed.errors.append(f"completion is a {type(text).__name__}, not text")
-            return parsed
-        text = strip_end_markers(text)
-        spans = read_reasoning(text, parsed)
+    def parse_body(self, text: str, spans: list[tuple[int, int]], parsed: Parsed) -> None:
         rest = cut_spans(text, spans)
         blocks, errs = find_blocks(rest, "<tool_call>", "</tool_call>")
         parsed.errors.extend(errs)
@@ -110,4 +102,3 @@ class HermesFormat(PromptFormat):
                 parsed.sections.append("response")
         if parsed.think_pairs > 1:
             parsed.errors.append(f"{parsed.think_pairs} <think> blocks (expected one)")
-        return parsed

@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any
 
-from tinytool.formats.base import Parsed, PromptFormat, cut_spans, read_reasoning, strip_end_markers
+from tinytool.formats.base import Parsed, PromptFormat, cut_spans
 from tinytool.schema import Message, Tool, ToolCall
 
 _SYSTEM = """\
@@ -99,13 +99,7 @@ class PythonFormat(PromptFormat):
     def render_tool_result(self, message: Message) -> str:
         return f"Result of {message.name or 'the call'}: {message.content or ''}"
 
-    def parse(self, text: str) -> Parsed:
-        parsed = Parsed()
-        if not isinstance(text, str):
-            parsed.errors.append(f"completion is a {type(text).__name__}, not text")
-            return parsed
-        text = strip_end_markers(text)
-        spans = read_reasoning(text, parsed)
+    def parse_body(self, text: str, spans: list[tuple[int, int]], parsed: Parsed) -> None:
         body = _strip_fence(cut_spans(text, spans))
         calls = self._parse_calls(body, parsed) if body.startswith("[") or "(" in body[:200] else None
         if calls is None:
@@ -115,7 +109,6 @@ class PythonFormat(PromptFormat):
         else:
             parsed.calls = calls
             parsed.sections.append("tool_call")
-        return parsed
 
     @staticmethod
     def _parse_calls(body: str, parsed: Parsed) -> list[ToolCall] | None:

@@ -16,8 +16,6 @@ from tinytool.formats.base import (
     PromptFormat,
     cut_spans,
     find_blocks,
-    read_reasoning,
-    strip_end_markers,
 )
 from tinytool.formats.calls import decode_call_objects, dump_call, object_to_call
 from tinytool.schema import Message, Tool
@@ -70,13 +68,7 @@ class ToolRLFormat(PromptFormat):
     def render_tool_result(self, message: Message) -> str:
         return f"<obs> {message.content or ''} </obs>"
 
-    def parse(self, text: str) -> Parsed:
-        parsed = Parsed()
-        if not isinstance(text, str):
-            parsed.errors.append(f"completion is a {type(text).__name__}, not text")
-            return parsed
-        text = strip_end_markers(text)
-        think_spans = read_reasoning(text, parsed)
+    def parse_body(self, text: str, think_spans: list[tuple[int, int]], parsed: Parsed) -> None:
         calls, call_errs = find_blocks(text, "<tool_call>", "</tool_call>")
         resp, resp_errs = find_blocks(text, "<response>", "</response>")
         parsed.errors.extend(call_errs + resp_errs)
@@ -103,4 +95,3 @@ class ToolRLFormat(PromptFormat):
                 parsed.response = outside
         if parsed.think_pairs > 1:
             parsed.errors.append(f"{parsed.think_pairs} <think> blocks (expected one)")
-        return parsed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tinytool.lazy import lazy_exports
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request, ScriptedClient
 
 if TYPE_CHECKING:
@@ -29,20 +30,12 @@ __all__ = [
     "parse_http_spec",
 ]
 
-_LAZY = {
+__getattr__ = lazy_exports(__name__, {
     "HFClient": "tinytool.llm.hf",
     "OpenAIClient": "tinytool.llm.openai_compat",
     "OpenAIError": "tinytool.llm.openai_compat",
     "VLLMClient": "tinytool.llm.vllm_backend",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+})
 
 
 def parse_http_spec(spec: str) -> tuple[str, str]:

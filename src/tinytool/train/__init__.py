@@ -6,8 +6,7 @@ Names are imported on first use, so that ``import tinytool.train`` (and the comm
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from tinytool.lazy import lazy_exports
 
 _EXPORTS = {
     "LoraSpec": "tinytool.train.common",
@@ -22,10 +21,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'tinytool.train' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = ["CompletionSFTTrainer", "LoraSpec", "SFTData", "SFTRunConfig", "build_sft_dataset", "build_trainer",
