@@ -171,9 +171,10 @@ def test_resume_after_killed_build_skips_finished_shards(env, tmp_path):
     assert not manifest["complete"] and len(manifest["shards"]) == 1
     with pytest.raises(CacheError, match="incomplete.*--resume"):
         TeacherTopKCache.open(out)
-    with pytest.raises(CacheError, match="not empty") as e:
-        _build(env, out)
-    assert "--resume" in e.value.fix
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(CacheError, match="holds no teacher cache"):
+        _build(env, tmp_path / "other")
 
     # count what the resumed build sends through the teacher
     forwarded: list[tuple[int, ...]] = []
@@ -205,12 +206,12 @@ def test_resume_refuses_another_configuration(env, tmp_path):
     out = tmp_path / "c"
     with pytest.raises(_Killed):
         _build(env, out, on_shard=_kill_after(0))
-    with pytest.raises(CacheError, match=r"cannot resume.*\bk: cache 100, now 50.*temperature") as e:
+    with pytest.raises(CacheError, match=r"cannot resume.*\bk: 100 there, 50 now.*temperature") as e:
         _build(env, out, resume=True, k=50, temperature=0.5)
     assert str(out) in str(e.value)
     with pytest.raises(CacheError, match="examples_per_shard"):
         _build(env, out, resume=True, examples_per_shard=4)
-    with pytest.raises(CacheError, match="teacher: cache 'tiny', now 'other'"):
+    with pytest.raises(CacheError, match="teacher: 'tiny' there, 'other' now"):
         _build(env, out, resume=True, teacher_id="other")
 
 
@@ -386,12 +387,16 @@ def test_cli(env, tmp_path):
     assert cache.k == 16 and len(cache) == len(env["examples"]) and cache.manifest["teacher"] == env["model_dir"]
     assert cache.manifest["bf16"] is False
 
-    res = runner.invoke(app, args)
-    assert res.exit_code == 2 and "not empty" in res.output and "--resume" in res.output
-    res = runner.invoke(app, [*args, "--resume"])
+    res = runner.invoke(app, args)  # the same settings: the finished cache is returned as is
     assert res.exit_code == 0, res.output
-    res = runner.invoke(app, [*args[:-1], "--k", "8", "--resume"])
-    assert res.exit_code == 2 and "cannot resume" in res.output and "k: cache 16, now 8" in res.output
+    res = runner.invoke(app, [*args, "--resume"])  # accepted for older scripts
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, [*args[:-1], "--k", "8"])
+    assert res.exit_code == 2 and "cannot resume" in res.output and "k: 16 there, 8 now" in res.output
+    assert "--overwrite" in res.output
+    res = runner.invoke(app, [*args[:-1], "--k", "8", "--overwrite"])
+    assert res.exit_code == 0, res.output
+    assert TeacherTopKCache.open(out).k == 8
     res = runner.invoke(app, ["cache", "--teacher", env["model_dir"], "--data", str(tmp_path / "nope.jsonl"),
                               "--out", str(tmp_path / "x")])
     assert res.exit_code == 2 and "nope.jsonl: no such data file" in res.output

@@ -39,6 +39,7 @@ import bisect
 import hashlib
 import json
 import os
+import shutil
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -538,6 +539,7 @@ def build_cache(
     max_length: int = 2048,
     examples_per_shard: int = 256,
     resume: bool = False,
+    overwrite: bool = False,
     backend: str = "hf",
     progress: bool = True,
     on_shard: Callable[[int], Any] | None = None,
@@ -561,9 +563,11 @@ def build_cache(
     ``vllm.LLM``. ``on_shard(index)`` is called after each shard is committed (and may raise: the
     build then stops with that shard kept).
 
-    Without ``resume`` a non-empty ``out`` is refused; with it, an unfinished build of the same
-    configuration (`RESUME_KEYS`) continues after its last committed shard, and a finished one is
-    returned as is.
+    ``out`` resumes as every run directory does: an unfinished build of the same configuration
+    (`RESUME_KEYS`) continues after its last committed shard, a finished one is returned as is, another
+    configuration is refused naming what differs, and ``overwrite`` deletes the cache and builds it again. A
+    non-empty directory that is not a teacher cache is refused. (``resume`` is accepted for older callers;
+    resuming needs no flag.)
     """
     from tinytool.distill.examples import token_examples
     from tinytool.train.common import read_conversations
@@ -587,12 +591,15 @@ def build_cache(
     existing: dict[str, Any] | None = None
     if root.exists() and not root.is_dir():
         raise CacheError(f"{root}: exists and is not a directory")
+    del resume  # a build with the same configuration always resumes
     if root.is_dir() and any(root.iterdir()):
-        if not resume:
-            raise CacheError(f"{root}: output directory is not empty",
-                             fix="pass --resume (resume=True) to finish an interrupted build, or choose an empty "
-                                 "directory")
-        existing = _read_manifest(root)
+        if not (root / MANIFEST).is_file():
+            raise CacheError(f"{root}: output directory is not empty and holds no teacher cache ({MANIFEST})",
+                             fix="choose an empty or new --out")
+        if overwrite:
+            shutil.rmtree(root)
+        else:
+            existing = _read_manifest(root)
 
     convs = read_conversations([str(p) for p in files])  # a malformed row is named before any model loads
     tok, name = _teacher_tokenizer(teacher, teacher_id, backend)
@@ -610,8 +617,10 @@ def build_cache(
     if existing is not None:
         differing = [key for key in RESUME_KEYS if existing.get(key) != config[key]]
         if differing:
-            detail = "; ".join(f"{key}: cache {existing.get(key)!r}, now {config[key]!r}" for key in differing)
-            raise CacheError(f"{root}: cannot resume, the cache was built with another configuration ({detail})")
+            detail = "; ".join(f"{key}: {existing.get(key)!r} there, {config[key]!r} now" for key in differing)
+            raise CacheError(f"{root}: cannot resume, the cache was built with another configuration ({detail})",
+                             fix="rerun with the settings it was built with, --overwrite to build it again, or "
+                                 "choose another --out")
         if existing.get("n_examples") != len(examples):
             raise CacheError(f"{root}: cannot resume, the data now gives {len(examples)} examples, the cache "
                              f"was planned for {existing.get('n_examples')}")

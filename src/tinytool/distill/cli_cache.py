@@ -26,15 +26,16 @@ def cache_command(
                                     "call (vllm: use tens)."),
     max_length: int = typer.Option(2048, "--max-length", help="Longest example in tokens; longer ones are dropped."),
     examples_per_shard: int = typer.Option(256, "--examples-per-shard", help="Examples per shard file."),
-    resume: bool = typer.Option(False, "--resume", help="Finish an interrupted build in OUT (finished shards "
-                                "are kept)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Delete the cache in OUT and build it again."),
+    resume: bool = typer.Option(False, "--resume", help="Accepted for older scripts: rerunning with the same "
+                                "settings always finishes an interrupted build (finished shards are kept)."),
     bf16: bool | None = typer.Option(None, "--bf16/--no-bf16", help="bf16 teacher compute [default: on with "
                                      "CUDA or a CPU with native bf16]."),
 ) -> None:
     """Cache the teacher's top-k token ids and log-probabilities at every completion position of DATA.
 
     One forward pass per example, no generation (STAR §3.1 top-k distillation). Shards are written
-    atomically; a killed build continues with --resume. Prints a summary, including bytes per
+    atomically; rerunning a killed build with the same settings continues it. Prints a summary, including bytes per
     completion token.
     """
     from tinytool.distill.cache import build_cache
@@ -52,7 +53,7 @@ def cache_command(
         manifest = build_cache(
             teacher, [str(p) for p in data], out, fmt=format, k=k, temperature=temperature,
             batch_size=batch_size, max_length=max_length, examples_per_shard=examples_per_shard,
-            resume=resume, backend=backend, bf16=bf16, progress=True,
+            resume=resume, overwrite=overwrite, backend=backend, bf16=bf16, progress=True,
         )
     except TinytoolError:
         raise  # a malformed data row, a corrupt cache, a missing model: one line and a fix, printed by the CLI
