@@ -10,6 +10,7 @@ from typing import Any
 
 from tinytool.formats import Parsed, PromptFormat
 from tinytool.schema import Message, SchemaError, Tool, ToolCall
+from tinytool.schema.types import parse_each
 
 
 @dataclass(slots=True)
@@ -128,13 +129,7 @@ def read_tools(value: Any) -> list[Tool] | None:
     value = _maybe_json(value)
     if not isinstance(value, list):
         raise SchemaError(f"expected a list of tools, got {type(value).__name__}", "tools")
-    tools = []
-    for i, t in enumerate(value):
-        try:
-            tools.append(Tool.from_dict(t))
-        except SchemaError as e:
-            raise e.nested(f"tools[{i}]") from None
-    return tools
+    return parse_each(value, Tool.from_dict, "tools")
 
 
 def read_tool_signatures(value: Any) -> dict[str, AbstractSet[str]] | None:

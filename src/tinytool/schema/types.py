@@ -100,6 +100,17 @@ def normalize_parameters(parameters: Any, path: str = "parameters") -> dict[str,
         raise SchemaError("nested too deeply", path) from None
 
 
+def parse_each(items: list[Any], parse: Any, field: str) -> list[Any]:
+    """``[parse(x) for x in items]``, a `SchemaError` naming the item's place (``tools[2].name``)."""
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(parse(item))
+        except SchemaError as e:
+            raise e.nested(f"{field}[{i}]") from None
+    return out
+
+
 def _json_error(e: Exception) -> str:
     """Why ``json.loads`` failed, in a few words."""
     if isinstance(e, json.JSONDecodeError):
@@ -336,12 +347,7 @@ class Message:
             raise SchemaError("expected a list", "tool_calls")
         if raw_calls and role != "assistant":
             raise SchemaError(f"only assistant messages carry tool calls, this one is {role!r}", "tool_calls")
-        calls = []
-        for i, c in enumerate(raw_calls):
-            try:
-                calls.append(ToolCall.from_dict(c))
-            except SchemaError as e:
-                raise e.nested(f"tool_calls[{i}]") from None
+        calls = parse_each(raw_calls, ToolCall.from_dict, "tool_calls")
         if role == "tool" and content is None:
             raise SchemaError("a tool message needs content (the tool's result)", "content")
         name = d.get("name") if isinstance(d.get("name"), str) else None
@@ -376,12 +382,7 @@ class Conversation:
         raw_msgs = d.get("messages")
         if not isinstance(raw_msgs, list) or not raw_msgs:
             raise SchemaError("expected a non-empty list of messages", "messages")
-        messages = []
-        for i, m in enumerate(raw_msgs):
-            try:
-                messages.append(Message.from_dict(m))
-            except SchemaError as e:
-                raise e.nested(f"messages[{i}]") from None
+        messages = parse_each(raw_msgs, Message.from_dict, "messages")
         raw_tools = d.get("tools") or []
         if isinstance(raw_tools, str):
             try:
@@ -390,12 +391,7 @@ class Conversation:
                 raise SchemaError(f"not valid JSON: {_json_error(e)}", "tools") from None
         if not isinstance(raw_tools, list):
             raise SchemaError("expected a list of tools", "tools")
-        tools = []
-        for i, t in enumerate(raw_tools):
-            try:
-                tools.append(Tool.from_dict(t))
-            except SchemaError as e:
-                raise e.nested(f"tools[{i}]") from None
+        tools = parse_each(raw_tools, Tool.from_dict, "tools")
         names = [t.name for t in tools]
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
