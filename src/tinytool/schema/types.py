@@ -64,20 +64,28 @@ def _json_type(spelling: str) -> tuple[str | None, dict[str, Any], bool]:
     return _TYPE_ALIASES.get(low, "string"), {}, optional
 
 
+def _set_json_type(spec: dict[str, Any]) -> bool:
+    """Replace a type name of another dialect in ``spec["type"]`` with JSON Schema's (adding what the name
+    implies, e.g. an item type); returns whether the name marked the parameter optional."""
+    t = spec.get("type")
+    if not isinstance(t, str):
+        return False
+    jt, extra, optional = _json_type(t)
+    if jt is None:
+        spec.pop("type")
+    else:
+        spec["type"] = jt
+    for k, v in extra.items():
+        spec.setdefault(k, v)
+    return optional
+
+
 def _normalize_schema(schema: Any, path: str) -> dict[str, Any]:
     """Normalize one JSON-Schema node in place of BFCL/xLAM spellings; recurse into children."""
     if not isinstance(schema, dict):
         raise SchemaError(f"expected an object describing a parameter, got {type(schema).__name__}", path)
     out = dict(schema)
-    t = out.get("type")
-    if isinstance(t, str):
-        jt, extra, _ = _json_type(t)
-        if jt is None:
-            out.pop("type")
-        else:
-            out["type"] = jt
-        for k, v in extra.items():
-            out.setdefault(k, v)
+    _set_json_type(out)
     if isinstance(out.get("properties"), dict):
         out["properties"] = {
             str(k): _normalize_schema(v, f"{path}.properties.{k}") for k, v in out["properties"].items()
@@ -135,16 +143,7 @@ def _normalize_parameters(parameters: Any, path: str) -> dict[str, Any]:
         required: list[str] = []
         for name, spec in parameters.items():
             spec = dict(spec)
-            optional = "default" in spec
-            if isinstance(spec.get("type"), str):
-                jt, extra, opt = _json_type(spec["type"])
-                optional = optional or opt
-                if jt is None:
-                    spec.pop("type")
-                else:
-                    spec["type"] = jt
-                for k, v in extra.items():
-                    spec.setdefault(k, v)
+            optional = _set_json_type(spec) or "default" in spec
             props[str(name)] = _normalize_schema(spec, f"{path}.{name}")
             if not optional:
                 required.append(str(name))
