@@ -73,7 +73,7 @@ def test_sft_under_accelerate_two_processes(env):
     out = env["root"] / "sft"
     p = _launch("sft", "--model", env["model"], "--data", env["data"], "--out", str(out), "--max-steps", "2",
                 "--batch-size", "1", "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3")
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-6000:]
     _check(json.loads((out / "sft_summary.json").read_text()), out, Path(env["model"]))
 
 
@@ -82,5 +82,5 @@ def test_distill_under_accelerate_two_processes(env):
     p = _launch("distill", "--student", env["model"], "--teacher", env["teacher"], "--data", env["data"],
                 "--out", str(out), "--loss", "ckd", "--k", "16", "--m", "16", "--max-steps", "2", "--batch-size",
                 "1", "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3")
-    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-6000:]
     _check(json.loads((out / "distill_summary.json").read_text()), out, Path(env["model"]))

@@ -105,6 +105,11 @@ def test_run_dir_resumes_only_with_same_settings(tmp_path):
     out = tmp_path / "run"
     r = open_run_dir(out, "demo", {"model": "a", "n": 1})
     assert not r.resumed
+    # a start that failed before any result (a mistyped model): a corrected rerun is a new run
+    (out / "generations.jsonl").write_text("")
+    r = open_run_dir(out, "demo", {"model": "a2", "n": 1})
+    assert not r.resumed and r.settings["model"] == "a2"
+    r = open_run_dir(out, "demo", {"model": "a", "n": 1}, overwrite=True)
     (out / "generations.jsonl").write_text("{}\n")
     r = open_run_dir(out, "demo", {"model": "a", "n": 1})
     assert r.resumed

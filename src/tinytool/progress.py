@@ -35,7 +35,7 @@ class ProgressBar:
     """
 
     def __init__(self, description: str, total: int | None = None, *, unit: str = "item", done: int = 0,
-                 enabled: bool = True, log_every: float = 30.0):
+                 enabled: bool = True, log_every: float = 10.0):
         self.description, self.total, self.unit = description, total, unit
         self.completed = done
         self.enabled = enabled

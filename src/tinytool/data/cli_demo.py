@@ -25,11 +25,12 @@ def demo(
     missing_parameter and multi_step (with sub-questions/sub-answers). Held-out tools appear only in dev.
     Both files are replaced together: an interrupted run leaves --out as it was."""
     from tinytool.data.demo import SPLIT_FILES, generate_demo, write_split
-    from tinytool.io import check_output_file
+    from tinytool.io import check_output_file, check_writable
     from tinytool.progress import ProgressBar
 
     for name in SPLIT_FILES:
         check_output_file(out / name, overwrite)
+    check_writable(out)  # before the work, not after it
     left = f"{out} unchanged" if any((out / name).exists() for name in SPLIT_FILES) else f"nothing written to {out}"
     with on_interrupt(left):
         t0 = time.perf_counter()

@@ -26,8 +26,14 @@ def distill_command(ctx: typer.Context) -> None:
 
     cfg = parse_config(DistillConfig, ctx.args, prog="tinytool distill",
                        description=(distill_command.__doc__ or "").split("\n")[0])
-    err.print(describe_config(cfg), highlight=False, markup=False)
-    summary = train_distill(cfg)
+    from tinytool.train.callbacks import ShowConfig
+
+    show = ShowConfig(lambda text: err.print(text, highlight=False, markup=False), describe_config(cfg))
+    summary = train_distill(cfg, callbacks=[show])
+    if summary.get("already_finished"):
+        err.print(f"{cfg.output_dir} already holds this finished run (step {summary['global_step']}): nothing to do; "
+                  "--overwrite trains it again, a larger --max-steps continues it")
+        return
     parts = ", ".join(f"{k[3:]} {v[-1][1]:.4f}" for k, v in summary["parts"].items() if v)
     err.print(f"{summary['loss']}: {summary['examples']} examples, {summary['global_step']} steps"
               + (f", last loss {summary['losses'][-1][1]:.4f}" if summary["losses"] else "")

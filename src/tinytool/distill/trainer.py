@@ -34,8 +34,16 @@ from tinytool.distill.losses import (
 )
 from tinytool.errors import MissingInputError, UserInputError
 from tinytool.io import write_json
-from tinytool.train.callbacks import WholeRunLog, rank_digests, whole_run_loss
-from tinytool.train.common import open_training_run, read_conversations, save_final, sft_examples, versions
+from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, whole_run_loss
+from tinytool.train.common import (
+    finished,
+    finished_summary,
+    open_training_run,
+    read_conversations,
+    save_final,
+    sft_examples,
+    versions,
+)
 from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
 
 log = logging.getLogger(__name__)
@@ -332,6 +340,10 @@ def train_distill(cfg: DistillConfig, callbacks: list[Any] | None = None) -> dic
     output directory. The directory is a run directory (same settings resume from the newest complete
     checkpoint, other settings are refused, ``overwrite`` starts again); the summary covers the whole run."""
     run, resume_from = open_training_run(cfg, "distill")
+    if finished(run, cfg) and (done := finished_summary(run, SUMMARY_FILE)) is not None:
+        log.warning("%s: this run already finished (step %s); --overwrite trains it again, a larger --max-steps "
+                    "continues it", cfg.output_dir, done.get("global_step"))
+        return done
     t0 = time.perf_counter()
     build = build_gkd_trainer if cfg.loss == "gkd" else build_distill_trainer
     trainer, info = build(cfg, callbacks)
@@ -340,8 +352,7 @@ def train_distill(cfg: DistillConfig, callbacks: list[Any] | None = None) -> dic
     if trainer.is_world_process_zero():
         save_config(cfg)
     setup_s = time.perf_counter() - t0
-    result = trainer.train(resume_from_checkpoint=resume_from)
-    train_s = float(result.metrics.get("train_runtime", time.perf_counter() - t0 - setup_s))
+    train_s = train_seconds(trainer, resume_from)
     trainer.model.eval()
     saved = save_final(trainer, cfg.output_dir, lora=cfg.lora is not None, merge=cfg.merge_lora)
     digests = rank_digests(trainer)

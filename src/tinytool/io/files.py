@@ -213,6 +213,25 @@ def atomic_file(path: PathLike, mode: str = "w") -> Iterator[IO[Any]]:
         raise
 
 
+def check_writable(path: PathLike) -> None:
+    """Fail at once, not after the work, when ``path`` (a file or directory still to be written) cannot be:
+    its parent is created and a probe file is written and removed beside it."""
+    p = Path(path)
+    if p.is_dir() and not os.access(p, os.W_OK):
+        raise OutputNotWritable(f"{path}: directory is not writable")
+    ensure_dir(p.parent)
+    probe = _tmp_name(p, "probe")
+    try:
+        probe.write_bytes(b"")
+    except OSError as e:
+        raise OutputNotWritable(f"{path}: cannot write there ({e.strerror})") from None
+    finally:
+        try:
+            probe.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
 def write_json(path: PathLike, obj: Any) -> None:
     """Write ``obj`` as indented JSON, atomically."""
     with atomic_file(path) as fh:
@@ -238,10 +257,15 @@ def atomic_dir(path: PathLike) -> Iterator[Path]:
     and ``path`` is left as it was.
     """
     p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OutputNotWritable(f"{path}: exists and is not a directory")
     ensure_dir(p.parent)
     tmp = _tmp_name(p)
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    try:
+        tmp.mkdir()
+    except OSError as e:
+        raise OutputNotWritable(f"{path}: cannot create directory ({e.strerror})") from None
     try:
         yield tmp
         old = _tmp_name(p, "old")
@@ -280,6 +304,7 @@ __all__ = [
     "atomic_file",
     "check_not_input",
     "check_output_file",
+    "check_writable",
     "ensure_dir",
     "iter_jsonl_rows",
     "read_json",

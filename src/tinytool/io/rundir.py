@@ -8,6 +8,7 @@ figures, status). Opening a directory:
 - holding a manifest of the same kind and the same settings → the run resumes;
 - holding one with other settings → `RunDirError` naming each setting that differs;
 - holding files but no manifest → refused, since it is not a tinytool run (nothing is deleted);
+- holding a manifest but no results yet (a start that failed) → a new run, whatever its settings;
 - ``overwrite=True`` → a tinytool run's contents are removed and a new run starts.
 """
 
@@ -50,6 +51,15 @@ class RunDir:
     def __truediv__(self, name: str) -> Path:
         return self.path / name
 
+    @classmethod
+    def read(cls, path: str | Path) -> RunDir:
+        """A read-only view of a run directory another process opened (the other ranks of a distributed run)."""
+        manifest = read_manifest(path)
+        if manifest is None:
+            raise RunDirError(f"{path}: no {MANIFEST}")
+        info = {k: v for k, v in manifest.items() if k not in ("kind", "settings", "updated")}
+        return cls(Path(path), manifest.get("kind", ""), manifest.get("settings", {}), True, info)
+
     def update(self, **info: Any) -> None:
         """Record more about the run in its manifest (inputs, figures, status); settings stay as they are."""
         self.info.update(_normal(info))
@@ -83,6 +93,17 @@ def settings_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
 
 
+#: files a run writes before any work: a directory holding only these (or empty files) has no results to keep
+SETUP_FILES = frozenset({MANIFEST, "config.yaml"})
+
+
+def holds_work(path: Path) -> bool:
+    """Does a run directory hold any result (a non-empty file besides the manifest and the resolved config)?
+    A run that failed while starting (a mistyped model, an unreachable endpoint) leaves none, and a corrected
+    rerun then starts afresh instead of being refused for its other settings."""
+    return any(f.is_file() and f.name not in SETUP_FILES and f.stat().st_size > 0 for f in path.rglob("*"))
+
+
 def _clear(path: Path) -> None:
     for child in path.iterdir():
         if child.is_dir() and not child.is_symlink():
@@ -99,6 +120,8 @@ def open_run_dir(path: str | Path, kind: str, settings: dict[str, Any], *, overw
     if p.exists() and not p.is_dir():
         raise OutputExistsError(f"{path}: exists and is not a directory", fix="choose another --out")
     busy = p.is_dir() and any(p.iterdir())
+    if busy and (p / MANIFEST).exists() and not holds_work(p):
+        overwrite = True  # an earlier start that failed before any work: nothing to keep or resume
     manifest = read_manifest(p) if busy and not overwrite else None
     if busy and overwrite:
         if not (p / MANIFEST).exists():
@@ -128,4 +151,4 @@ def open_run_dir(path: str | Path, kind: str, settings: dict[str, Any], *, overw
     return run
 
 
-__all__ = ["MANIFEST", "RunDir", "RunDirError", "open_run_dir", "read_manifest", "settings_diff"]
+__all__ = ["MANIFEST", "SETUP_FILES", "RunDir", "RunDirError", "holds_work", "open_run_dir", "read_manifest", "settings_diff"]

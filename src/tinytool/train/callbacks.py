@@ -33,6 +33,44 @@ class WholeRunLog(TrainerCallback):
             control.should_log = True
 
 
+class ShowConfig(TrainerCallback):
+    """Print the resolved config once training starts (after the model and data loaded), on the main process."""
+
+    def __init__(self, show: Any, text: str) -> None:
+        self.show, self.text = show, text
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.show(self.text)
+
+
+class AtTarget(Exception):
+    """Raised by `StopAtTarget`: the checkpoint resumed from is already at the run's step target."""
+
+
+class StopAtTarget(TrainerCallback):
+    """Resuming from a checkpoint at the step target mid-epoch, transformers trains one more step before it
+    checks the target; this stops the run first (the checkpoint's weights and state are loaded by then)."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if args.max_steps > 0 and state.global_step >= args.max_steps:
+            raise AtTarget(state.global_step)
+
+
+def train_seconds(trainer: Any, resume_from: str | None) -> float:
+    """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds (0 when
+    the checkpoint was already at the target)."""
+    import time
+
+    trainer.add_callback(StopAtTarget())
+    t0 = time.perf_counter()
+    try:
+        result = trainer.train(resume_from_checkpoint=resume_from)
+    except AtTarget:
+        return 0.0
+    return float(result.metrics.get("train_runtime", time.perf_counter() - t0))
+
+
 def whole_run_loss(log_history: list[dict[str, Any]]) -> float | None:
     """Mean training loss over every step of the run: each logged loss (a mean over the steps since the
     previous log) weighted by the steps it covers."""

@@ -26,8 +26,14 @@ def sft(ctx: typer.Context) -> None:
     from tinytool.train.sft import SFTRunConfig, train_sft
 
     cfg = parse_config(SFTRunConfig, ctx.args, prog="tinytool sft", description=sft.__doc__.split("\n")[0])
-    err.print(describe_config(cfg), highlight=False, markup=False)
-    summary = train_sft(cfg)
+    from tinytool.train.callbacks import ShowConfig
+
+    show = ShowConfig(lambda text: err.print(text, highlight=False, markup=False), describe_config(cfg))
+    summary = train_sft(cfg, callbacks=[show])
+    if summary.get("already_finished"):
+        err.print(f"{cfg.output_dir} already holds this finished run (step {summary['global_step']}): nothing to do; "
+                  "--overwrite trains it again, a larger --max-steps continues it")
+        return
     d = summary["data"]
     err.print(f"examples: {d['examples']} used, {d['dropped_too_long']} dropped (longer than {cfg.max_length} tokens) "
               f"from {d['conversations']} conversations")

@@ -261,17 +261,46 @@ def versions() -> dict[str, str]:
 
 
 
+def finished(run: Any, cfg: Any) -> bool:
+    """Did this run already finish with the step target ``cfg`` asks for? (Rerunning it then returns its
+    summary instead of training again; raising ``max_steps`` or the epochs continues it.)"""
+    info = run.info
+    return (run.resumed and info.get("status") == "done" and info.get("max_steps") == cfg.max_steps
+            and info.get("num_train_epochs") == cfg.num_train_epochs)
+
+
+def finished_summary(run: Any, name: str) -> dict[str, Any] | None:
+    """The saved summary of a finished run (None when it is missing or unreadable)."""
+    from tinytool.errors import TinytoolError
+    from tinytool.io import read_json
+
+    try:
+        summary = read_json(run.path / name)
+    except TinytoolError:
+        return None
+    return {**summary, "already_finished": True} if isinstance(summary, dict) else None
+
+
 def open_training_run(cfg: Any, kind: str) -> tuple[Any, str | None]:
     """Open ``cfg.output_dir`` as a run directory of ``kind`` (see `tinytool.io.rundir`) and find where to resume:
     ``(run, checkpoint or None)``. Same settings → the newest complete checkpoint; other settings → refused;
-    ``cfg.overwrite`` → a fresh start. Only the main process of a distributed run writes the manifest."""
-    from tinytool.io import open_run_dir
+    ``cfg.overwrite`` → a fresh start. A run that already finished with the same step target is left as it is
+    (see `finished`). Only the main process of a distributed run writes the manifest."""
+    from tinytool.io import RunDir, open_run_dir
     from tinytool.train.config import run_settings
 
     main = cfg.process_index == 0
-    # the main process opens (and, with --overwrite, clears) the directory before the others look at it
+    # the main process opens (and, with --overwrite, clears) the directory and records the run's state before
+    # the other processes read it; they never write it
     with cfg.main_process_first(local=False, desc="run directory"):
-        run = open_run_dir(cfg.output_dir, kind, run_settings(cfg), overwrite=cfg.overwrite and main)
+        if main:
+            run = open_run_dir(cfg.output_dir, kind, run_settings(cfg), overwrite=cfg.overwrite)
+            if not finished(run, cfg):
+                run.update(status="training", max_steps=cfg.max_steps, num_train_epochs=cfg.num_train_epochs)
+        else:
+            run = RunDir.read(cfg.output_dir)
+    if finished(run, cfg):
+        return run, None
     resume_from = resume_checkpoint(cfg.output_dir) if run.resumed else None
     if run.resumed and resume_from is None and main:
         log.warning("%s: no complete checkpoint to resume from; training from the start", cfg.output_dir)

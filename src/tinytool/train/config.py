@@ -49,7 +49,9 @@ def listed(help: str, *aliases: str, required: bool = False) -> Any:
 
 
 def option(default: Any, help: str, *aliases: str, **extra: Any) -> Any:
-    meta: dict[str, Any] = {"help": help, **extra}
+    """A documented config field: ``help`` for ``--help`` (argparse formats it, so ``%`` is escaped here) and
+    short flags as ``aliases``."""
+    meta: dict[str, Any] = {"help": help.replace("%", "%%"), **extra}
     if aliases:
         meta["aliases"] = list(aliases)
     return field(default=default, metadata=meta)
@@ -128,7 +130,6 @@ class RunOptions:
             self.use_cpu = True  # transformers refuses bf16 off GPU unless told the run is on the CPU
         if self.save_steps == 0:
             self.save_strategy = "no"
-            self.save_steps = 500
         if self.data_seed is None:
             self.data_seed = self.seed
         try:
@@ -277,6 +278,15 @@ def _parser_class() -> type:
             def error(self, message: str):  # type: ignore[override]
                 raise UserInputError(f"{self.prog}: {message}", fix=f"see {self.prog} --help")
 
+        class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+            """Shows an option's default unless its help already says what the default is."""
+
+            def _get_help_string(self, action: argparse.Action) -> str:
+                text = action.help or ""
+                return text if "default" in text else super()._get_help_string(action)
+
+        ConfigParser.help_formatter = HelpFormatter
+
         _PARSER = ConfigParser
     return _PARSER
 
@@ -305,13 +315,18 @@ def parse_config(cls: type[C], args: list[str], prog: str, description: str = ""
     """Flags (and ``--config FILE``, which they override) → a config of ``cls``. ``--help`` lists tinytool's
     fields; every other field of TRL's config is accepted too. Errors are `UserInputError`s."""
     args = _bool_flags(cls, list(args))
-    parser = _parser_class()(cls, prog=prog, description=description, add_help=False,
-                             epilog="Every other field of the underlying TRL/transformers config is accepted too "
-                                    "(--field_name VALUE), in flags and in the --config YAML file.")
+    parser_cls = _parser_class()
+    parser = parser_cls(cls, prog=prog, description=description, add_help=False,
+                        formatter_class=parser_cls.help_formatter,
+                        epilog="Every other field of the underlying TRL/transformers config is accepted too "
+                               "(--field_name VALUE), in flags and in the --config YAML file.")
     parser.add_argument("--config", help="YAML file of option: value; flags given beside it override it.")
     parser.add_argument("-h", "--help", action="help", help="Show this message and exit.")
     own = set(cls.own_fields())  # type: ignore[attr-defined]
+    switches = {f.name for f in dataclasses.fields(cls) if f.type in ("bool | None", bool | None)}
     for action in parser._actions:
+        if action.dest in switches and action.nargs is None:
+            action.nargs, action.const, action.metavar = "?", True, "true|false"
         if action.dest not in own and action.dest not in ("config", "help"):
             action.help = argparse.SUPPRESS
     if "--config" in args:

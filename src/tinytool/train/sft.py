@@ -33,7 +33,15 @@ from trl import SFTConfig
 
 from tinytool.errors import MissingInputError, UserInputError
 from tinytool.io import write_json
-from tinytool.train.common import open_training_run, read_conversations, save_final, sft_examples, versions
+from tinytool.train.common import (
+    finished,
+    finished_summary,
+    open_training_run,
+    read_conversations,
+    save_final,
+    sft_examples,
+    versions,
+)
 from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
 
 log = logging.getLogger(__name__)
@@ -190,17 +198,20 @@ def train_sft(cfg: SFTRunConfig, callbacks: list[Any] | None = None) -> dict[str
     complete ``checkpoint-N`` (optimizer, scheduler, RNG and step restored), other settings are refused,
     ``overwrite`` starts again. The summary covers the whole run, resumed or not.
     """
-    from tinytool.train.callbacks import rank_digests, whole_run_loss
+    from tinytool.train.callbacks import rank_digests, train_seconds, whole_run_loss
     from tinytool.train.trl_private import train_tokens
 
     run, resume_from = open_training_run(cfg, "sft")
+    if finished(run, cfg) and (done := finished_summary(run, SUMMARY_FILE)) is not None:
+        log.warning("%s: this run already finished (step %s); --overwrite trains it again, a larger --max-steps "
+                    "continues it", cfg.output_dir, done.get("global_step"))
+        return done
     t0 = time.perf_counter()
     trainer, data = build_trainer(cfg, callbacks)
     if trainer.is_world_process_zero():
         save_config(cfg)
     setup_s = time.perf_counter() - t0
-    result = trainer.train(resume_from_checkpoint=resume_from)
-    train_s = float(result.metrics.get("train_runtime", time.perf_counter() - t0 - setup_s))
+    train_s = train_seconds(trainer, resume_from)
     final_eval = trainer.evaluate() if trainer.eval_dataset is not None else {}
     trainer.model.eval()
     saved = save_final(trainer, cfg.output_dir, lora=cfg.lora is not None, merge=cfg.merge_lora)
