@@ -244,6 +244,33 @@ def test_ctrl_c_prints_one_line_and_exits_130():
     assert r.exit_code == 130 and r.stderr == "interrupted; out.jsonl unchanged\n"
 
 
+@pytest.mark.parametrize("args, message, where", [
+    (["teacher", "rollout", "--limit", "1"], "No such option: --limit", "tinytool teacher rollout"),
+    (["student", "--from", "m", "--keep-layers", "1", "--out", "FILE"],
+     "Invalid value for '--out' / '-o'", "tinytool student"),
+    (["reward", "simrl", "-i", "NOFILE", "-o", "o.jsonl"], "Invalid value for '--input' / '-i'", "tinytool reward"),
+    (["reward"], "Missing argument", "tinytool reward"),
+    (["nosuch"], "No such command 'nosuch'", "tinytool"),
+])
+def test_usage_errors_print_one_line_and_where_to_read_the_usage(tmp_path, args, message, where):
+    afile = tmp_path / "afile"
+    afile.write_text("notes\n")
+    args = [str(afile) if a == "FILE" else str(tmp_path / "none") if a == "NOFILE" else a for a in args]
+    r = runner.invoke(app, args, prog_name="tinytool")
+    assert r.exit_code == 2
+    first, fix = r.stderr.splitlines()
+    assert first.startswith("error: ") and message in first
+    assert fix == f"fix: see {where} --help"
+    assert "╭" not in r.output and "Usage:" not in r.output
+
+
+def test_a_bare_group_and_help_still_show_the_help():
+    r = runner.invoke(app, ["teacher"], prog_name="tinytool")
+    assert "Usage:" in r.output and "rollout" in r.output and "error:" not in r.output
+    r = runner.invoke(app, ["student", "--help"], prog_name="tinytool")
+    assert r.exit_code == 0 and "--keep-layers" in r.output
+
+
 def test_console_script_user_error_has_no_traceback(tmp_path):
     exe = _console_script()
     inp = tmp_path / "in.jsonl"
