@@ -350,3 +350,62 @@ def test_reward_interrupted_leaves_the_old_output_and_no_temporary(tmp_path, mon
     assert r.stderr.splitlines()[-1] == f"interrupted; {out} unchanged"
     assert out.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+# ---- student: the output directory -------------------------------------------------------------
+
+@pytest.fixture
+def fake_build(monkeypatch):
+    """`build_student` without a model: writes a checkpoint's files (or fails part-way when asked)."""
+    import tinytool.models
+
+    calls = []
+
+    def build(teacher, keep_layers, out, method="even", samples=None):
+        calls.append(out)
+        (out / "config.json").write_text(json.dumps({"num_hidden_layers": keep_layers}))
+        (out / "model.safetensors").write_text("weights")
+        if teacher == "crash":
+            raise KeyboardInterrupt
+        return {"teacher": teacher, "teacher_layers": 4, "kept": list(range(keep_layers)), "method": method,
+                "parameters": 1000}
+
+    monkeypatch.setattr(tinytool.models, "build_student", build)
+    return calls
+
+
+def test_student_refuses_a_non_empty_out_that_is_not_a_model(tmp_path, fake_build):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("precious\n")
+    r = invoke("student", "--from", "teacher", "--keep-layers", "2", "--out", str(out))
+    assert r.exit_code == 2 and "already exists and is not empty" in r.stderr and "--overwrite" in r.stderr
+    r = invoke("student", "--from", "teacher", "--keep-layers", "2", "--out", str(out), "--overwrite")
+    assert r.exit_code == 2 and "not a model checkpoint" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"] and not fake_build
+
+
+def test_student_replaces_a_student_only_with_overwrite_and_as_a_whole(tmp_path, fake_build):
+    out = tmp_path / "students" / "s2"
+    assert invoke("student", "--from", "teacher", "--keep-layers", "2", "--out", str(out)).exit_code == 0
+    assert json.loads((out / "tinytool_student.json").read_text())["kept"] == [0, 1]
+    (out / "stale.bin").write_text("from the old student")
+    r = invoke("student", "--from", "teacher", "--keep-layers", "3", "--out", str(out))
+    assert r.exit_code == 2 and "already exists" in r.stderr
+    assert json.loads((out / "config.json").read_text()) == {"num_hidden_layers": 2}
+    assert invoke("student", "--from", "teacher", "--keep-layers", "3", "--out", str(out), "--overwrite").exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors", "tinytool_student.json"]
+    assert json.loads((out / "config.json").read_text()) == {"num_hidden_layers": 3}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["s2"]  # no temporaries
+
+
+def test_student_interrupted_leaves_no_half_model(tmp_path, fake_build):
+    out = tmp_path / "s"
+    r = invoke("student", "--from", "crash", "--keep-layers", "2", "--out", str(out))
+    assert r.exit_code == 130 and f"nothing written to {out}" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert invoke("student", "--from", "teacher", "--keep-layers", "2", "--out", str(out)).exit_code == 0
+    r = invoke("student", "--from", "crash", "--keep-layers", "3", "--out", str(out), "--overwrite")
+    assert r.exit_code == 130 and f"{out} unchanged" in r.stderr
+    assert json.loads((out / "config.json").read_text()) == {"num_hidden_layers": 2}
+    assert list(tmp_path.iterdir()) == [out]

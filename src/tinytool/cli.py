@@ -10,7 +10,7 @@ import typer
 
 from tinytool import __version__
 from tinytool.clikit import err, make_app, on_interrupt
-from tinytool.errors import TinytoolError, UserInputError
+from tinytool.errors import OutputExistsError, TinytoolError, UserInputError
 from tinytool.io import write_json
 
 app = make_app(
@@ -111,6 +111,20 @@ def reward(
     err.print(f"{name}: {len(scores)} rows, mean {mean:.4f}, {n_err} unreadable -> {output}", highlight=False)
 
 
+def _check_student_out(out: Path, overwrite: bool) -> None:
+    """Refuse a non-empty ``--out`` unless ``overwrite``, and even then anything but a model
+    checkpoint (a directory with config.json): ``--overwrite`` replaces a student, never a folder of
+    other files."""
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if not overwrite:
+        raise OutputExistsError(f"{out}: already exists and is not empty",
+                                fix="rerun with --overwrite to replace the model there, or choose another --out")
+    if not (out / "config.json").is_file():
+        raise OutputExistsError(f"{out}: is not a model checkpoint (no config.json), so --overwrite will not "
+                                "replace it", fix="choose another --out directory, or empty this one")
+
+
 @app.command()
 def student(
     teacher: str = typer.Option(..., "--from", help="Teacher spec: hub id, directory, .gguf, or smollm2-135m-instruct."),
@@ -119,25 +133,35 @@ def student(
     method: str = typer.Option("even", help="even (evenly spaced) or importance (drop layers that change least)."),
     samples: Path | None = typer.Option(None, exists=True, dir_okay=False,
                                            help="Text file, one sample per line, for --method importance."),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Replace a model checkpoint already at --out (never another kind of folder)."),
 ) -> None:
-    """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint."""
+    """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint.
+
+    ``--out`` is written as a whole: an interrupted or failed build leaves it as it was.
+    """
+    from tinytool.io import atomic_dir, check_not_input
     from tinytool.models import build_student
 
+    if Path(teacher).exists():
+        check_not_input(out, teacher)
+    _check_student_out(out, overwrite)
     texts = None
     if samples:
         try:
             texts = [t for t in samples.read_text(encoding="utf-8").splitlines() if t.strip()]
         except UnicodeDecodeError as e:
             raise UserInputError(f"{samples}: not UTF-8 text ({e.reason})", fix="convert the file to UTF-8") from None
-    try:
-        info = build_student(teacher, keep_layers, out, method=method, samples=texts)
-    except ValueError as e:
-        if isinstance(e, TinytoolError):
-            raise
-        raise UserInputError(str(e)) from None
+    with on_interrupt(_left(out, out.exists())), atomic_dir(out) as tmp:
+        try:
+            info = build_student(teacher, keep_layers, tmp, method=method, samples=texts)
+        except ValueError as e:
+            if isinstance(e, TinytoolError):
+                raise
+            raise UserInputError(str(e)) from None
+        write_json(tmp / "tinytool_student.json", info)
     err.print(f"student: kept layers {info['kept']} of {info['teacher_layers']} "
               f"({info['parameters'] / 1e6:.1f}M parameters) -> {out}")
-    write_json(out / "tinytool_student.json", info)
 
 
 def _data_app() -> typer.Typer:
