@@ -144,11 +144,12 @@ def test_missing_input_file_exits_2(tmp_path):
 
 def test_reward_survives_an_over_long_integer(tmp_path):
     inp = tmp_path / "in.jsonl"
-    inp.write_text('{"completion": "x", "n": ' + "1" * 5000 + "}\n" + json.dumps({"completion": "x"}) + "\n")
+    inp.write_text('{"completion": "x", "n": ' + "1" * 5000 + "}\n" + json.dumps({"completion": "x"}) + "\n"
+                   + json.dumps(GOOD_ROWS["simrl"][0]) + "\n")  # one good row: a file of only bad rows is refused
     out = tmp_path / "out.jsonl"
     r = invoke("reward", "simrl", "-i", str(inp), "-o", str(out))
     assert r.exit_code == 0
-    first, second = read_out(out)
+    first, second, _ = read_out(out)
     assert first["score"] == -1.0 and first["error"].startswith(f"{inp}:1: not valid JSON")
     assert second["error"].startswith(f"{inp}:2: ground_truth")
 
@@ -327,6 +328,48 @@ def test_reward_scores_a_non_utf8_line_at_the_floor(tmp_path):
     assert bad["score"] == 0.0 and bad["error"].startswith(f"{inp}:2: not UTF-8 text")
     assert "1 unreadable" in r.stderr
     assert "exact: 3/3 rows" in r.stderr  # the progress bar reports off a terminal too
+
+
+@pytest.mark.parametrize("content", [b'{"completion": "caf\xe9"}\n' * 3, b"not json\n[1]\n", b'{"completion": "x"}\n'])
+def test_reward_with_no_readable_row_writes_nothing_and_exits_2(tmp_path, content):
+    inp = tmp_path / "in.jsonl"
+    inp.write_bytes(content)
+    out = tmp_path / "out.jsonl"
+    r = invoke("reward", "simrl", "-i", str(inp), "-o", str(out))
+    assert r.exit_code == 2, r.output
+    first, fix = r.stderr.splitlines()[-2:]
+    assert first.startswith(f"error: {inp}: no row could be read") and f"first: {inp}:1: " in first
+    assert fix.startswith("fix: ") and "UTF-8 JSONL" in fix
+    assert not out.exists() and list(tmp_path.iterdir()) == [inp]
+    out.write_text("old\n")
+    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "--overwrite").exit_code == 2
+    assert out.read_text() == "old\n"
+
+
+def test_simrl_requires_think_only_for_formats_that_write_it(tmp_path):
+    truth = gt(("get_weather", {"city": "Paris"}))
+    completions = {
+        "hermes": hermes(("get_weather", {"city": "Paris"})),
+        "hermes-nothink": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        "python": '[get_weather(city="Paris")]',
+    }
+    inp = tmp_path / "in.jsonl"
+    out = tmp_path / "out.jsonl"
+    for fmt, completion in completions.items():
+        inp.write_text(json.dumps({"completion": completion, "ground_truth": truth, "tools": TOOLS}) + "\n")
+        r = invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "-f", fmt, "--overwrite")
+        assert r.exit_code == 0, r.output
+        assert read_out(out) == [{"score": 1.0, "format": 1.0, "fc": 1.0, "response": 0.0}], fmt
+    # an explicit --think still requires the pair, and the floor says why
+    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "-f", "python", "--think",
+                  "--overwrite").exit_code == 0
+    (row,) = read_out(out)
+    assert row["score"] == -1.0 and row["reason"] == "0 <think> pairs (expected exactly one)" and "error" not in row
+    inp.write_text(json.dumps({"completion": completions["hermes-nothink"], "ground_truth": truth}) + "\n")
+    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "--overwrite").exit_code == 0  # hermes
+    assert read_out(out)[0]["reason"] == "0 <think> pairs (expected exactly one)"
+    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "--no-think", "--overwrite").exit_code == 0
+    assert read_out(out)[0]["score"] == 1.0
 
 
 def test_reward_interrupted_leaves_the_old_output_and_no_temporary(tmp_path, monkeypatch):

@@ -37,6 +37,15 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
+def writes_think(fmt: object) -> bool:
+    """Whether ``fmt`` writes a ``<think>`` block in every assistant turn (hermes, toolrl), read off
+    what it renders for a turn without reasoning; hermes-nothink and python do not, so Sim-RL's
+    rule 1 (exactly one ``<think>`` pair) would fail every completion of theirs."""
+    from tinytool.schema import Message
+
+    return "<think>" in fmt.render_assistant(Message(role="assistant", content="ok"))  # type: ignore[attr-defined]
+
+
 def _left(out: Path, existed: bool) -> str:
     """What an interrupted verb left at ``out`` (written atomically, so nothing changed)."""
     return f"{out} unchanged" if existed else f"nothing written to {out}"
@@ -50,7 +59,9 @@ def reward(
     format: str | None = typer.Option(None, "--format", "-f", help="Completion format (default: the reward's own)."),
     granularity: str = typer.Option("original", help="ToolRL: original, finegrained, intermediate, coarse."),
     scale: str = typer.Option("original", help="ToolRL: original, equal_max, two_stage, dynamic."),
-    think: bool = typer.Option(True, "--think/--no-think", help="Sim-RL: require exactly one <think> pair."),
+    think: bool | None = typer.Option(None, "--think/--no-think", show_default=False,
+                                      help="Sim-RL: require exactly one <think> pair (default: when the format "
+                                           "writes one: hermes, toolrl; not hermes-nothink, python)."),
     strict: bool = typer.Option(False, help="MENTOR: require the teacher's tool sequence, not just its set."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
 ) -> None:
@@ -59,7 +70,8 @@ def reward(
     Rows carry ``completion`` and ``ground_truth`` (an OpenAI assistant message), ``tools``, and
     what a reward needs beyond that (``teacher`` for mentor, ``sub_answers`` for astra-f1).
     An unreadable row (not UTF-8, not JSON, missing fields) scores the reward's floor and gets an
-    ``error`` field naming its line.
+    ``error`` field naming its line; when no row at all can be read nothing is written. A readable
+    completion that scores Sim-RL's format floor gets a ``reason`` (the rules it breaks).
     """
     from tinytool.formats import get_format
     from tinytool.io import atomic_file, check_not_input, check_output_file, iter_jsonl_rows
@@ -81,6 +93,8 @@ def reward(
     total = _count_lines(input)
     if total == 0:
         raise UserInputError(f"{input}: no rows to score (the file is empty)", fix="check the --input path")
+    if think is None:
+        think = writes_think(fmt)
     opts = RewardOptions(require_think=think, granularity=granularity, scale=scale, strict=strict)
     floor = spec.bounds(opts)[0]
     scores, n_err = [], 0
@@ -88,9 +102,13 @@ def reward(
     with on_interrupt(_left(output, existed)), atomic_file(output) as fout, \
             ProgressBar(f"{name}", total=total, unit="row") as bar:
 
+        first_error: list[str] = []
+
         def put(out: dict) -> None:
             nonlocal n_err
-            n_err += "error" in out
+            if "error" in out:
+                n_err += 1
+                first_error[:] = first_error or [out["error"]]
             scores.append(out["score"])
             fout.write(json.dumps(out) + "\n")
             bar.advance()
@@ -107,6 +125,11 @@ def reward(
             except (ValueError, RecursionError) as e:  # a value no reward can read (e.g. an over-long integer)
                 out = {"score": floor, "error": f"{input}:{lineno}: {e}"}
             put(out)
+        if n_err == len(scores):  # raised inside: the output is left as it was
+            raise UserInputError(f"{input}: no row could be read ({n_err} of {n_err} unreadable; first: "
+                                 f"{first_error[0]})",
+                                 fix="give --input a UTF-8 JSONL file with one JSON object per line holding the "
+                                     "fields the reward reads (see tinytool reward --help)")
     mean = statistics.fmean(scores)
     err.print(f"{name}: {len(scores)} rows, mean {mean:.4f}, {n_err} unreadable -> {output}", highlight=False)
 

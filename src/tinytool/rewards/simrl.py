@@ -102,9 +102,11 @@ def tool_call_reward(pred: list[ToolCall], truth: list[ToolCall]) -> float:
 def sim_rl(
     parsed: Parsed, truth: Answer, tools: list[Tool] | ToolSignatures | None, require_think: bool = True
 ) -> RewardResult:
-    """Total Sim-RL reward, Eq. 10 / Alg. 1, with its parts."""
-    if format_violations(parsed, tools, require_think):
-        return RewardResult(-1.0, {"format": 0.0, "fc": 0.0, "response": 0.0})
+    """Total Sim-RL reward, Eq. 10 / Alg. 1, with its parts; a broken format rule scores -1 with
+    the rules broken as the ``reason``."""
+    violations = format_violations(parsed, tools, require_think)
+    if violations:
+        return RewardResult(-1.0, {"format": 0.0, "fc": 0.0, "response": 0.0}, reason="; ".join(violations))
     if truth.calls:
         fc, resp = tool_call_reward(parsed.calls, truth.calls), 0.0
     else:
