@@ -37,15 +37,6 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
-def writes_think(fmt: object) -> bool:
-    """Whether ``fmt`` writes a ``<think>`` block in every assistant turn (hermes, toolrl), read off
-    what it renders for a turn without reasoning; hermes-nothink and python do not, so Sim-RL's
-    rule 1 (exactly one ``<think>`` pair) would fail every completion of theirs."""
-    from tinytool.schema import Message
-
-    return "<think>" in fmt.render_assistant(Message(role="assistant", content="ok"))  # type: ignore[attr-defined]
-
-
 def _left(out: Path, existed: bool) -> str:
     """What an interrupted verb left at ``out`` (written atomically, so nothing changed)."""
     return f"{out} unchanged" if existed else f"nothing written to {out}"
@@ -77,6 +68,7 @@ def reward(
     from tinytool.io import atomic_file, check_not_input, check_output_file, iter_jsonl_rows
     from tinytool.progress import ProgressBar
     from tinytool.rewards import RewardOptions, get_reward, score_row
+    from tinytool.rewards.simrl import requires_think
 
     try:
         spec = get_reward(name)
@@ -94,7 +86,7 @@ def reward(
     if total == 0:
         raise UserInputError(f"{input}: no rows to score (the file is empty)", fix="check the --input path")
     if think is None:
-        think = writes_think(fmt)
+        think = requires_think(fmt)
     opts = RewardOptions(require_think=think, granularity=granularity, scale=scale, strict=strict)
     floor = spec.bounds(opts)[0]
     scores, n_err = [], 0

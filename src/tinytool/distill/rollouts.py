@@ -63,7 +63,7 @@ from typing import Any
 
 from tinytool import __version__
 from tinytool.errors import MissingInputError, OutputExistsError, TinytoolError, UserInputError
-from tinytool.formats import PromptFormat, ToolRLFormat, get_format, template_supports_tools
+from tinytool.formats import PromptFormat, get_format, template_supports_tools
 from tinytool.io import (
     RunDir,
     append_jsonl,
@@ -77,7 +77,7 @@ from tinytool.io.rundir import MANIFEST
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 from tinytool.progress import ProgressBar
 from tinytool.rewards.inputs import Answer
-from tinytool.rewards.simrl import format_violations, sim_rl
+from tinytool.rewards.simrl import format_violations, requires_think, sim_rl
 from tinytool.schema import Conversation, Message, iter_jsonl
 
 #: why a sample was not kept, in the order the filters run
@@ -173,15 +173,6 @@ def data_fingerprint(sources: list[tuple[str, Conversation]]) -> str:
         h.update(json.dumps(conv.to_dict(), sort_keys=True, ensure_ascii=False, default=str).encode())
         h.update(b"\n")
     return h.hexdigest()
-
-
-def requires_think(fmt: PromptFormat) -> bool:
-    """Whether STAR's rule 1 (exactly one ``<think>`` pair) applies to ``fmt``: Hermes with
-    reasoning, ToolRL (its rule 1: "always write the <think> part"); not the Python-call format."""
-    think = getattr(fmt, "think", None)
-    if think is not None:
-        return bool(think)
-    return isinstance(fmt, ToolRLFormat)
 
 
 def build_request(fmt: PromptFormat, prompt: Prompt, tokenizer: Any = None) -> Request:

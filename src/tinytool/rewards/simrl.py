@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from tinytool.formats import Parsed
+from tinytool.formats import Parsed, PromptFormat, ToolRLFormat
 from tinytool.rewards.base import RewardResult, is_number
 from tinytool.rewards.inputs import Answer
 from tinytool.rewards.rouge import string_similarity
@@ -29,6 +29,16 @@ def _signatures(tools: list[Tool] | ToolSignatures | None) -> ToolSignatures | N
     if tools is None or isinstance(tools, Mapping):
         return tools
     return {t.name: t.param_names for t in tools}
+
+
+def requires_think(fmt: PromptFormat) -> bool:
+    """Whether rule 1 (exactly one ``<think>`` pair) applies to completions in ``fmt``: those whose
+    turns carry reasoning: Hermes with reasoning, ToolRL (its rule 1: "always write the <think>
+    part"); not ``hermes-nothink`` nor the Python-call format, whose completions would all fail it."""
+    think = getattr(fmt, "think", None)
+    if think is not None:
+        return bool(think)
+    return isinstance(fmt, ToolRLFormat)
 
 
 def format_violations(
