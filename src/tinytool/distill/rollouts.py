@@ -282,6 +282,33 @@ class RolloutStats:
         }
 
 
+#: what to change when (most) samples are dropped for a reason; filters are run settings, so a rerun
+#: with another one starts the run again
+_DROP_FIXES = {
+    "truncated": "raise --max-new-tokens (or --keep-truncated)",
+    "format": "pick the --format the teacher writes (e.g. hermes-nothink for a teacher that does not think)",
+    "empty": "raise --max-new-tokens: the teacher only reasoned and never answered",
+    "similarity": "lower --min-similarity",
+    "duplicate": "use --keep-duplicates",
+    "cap": "raise --max-per-prompt",
+}
+
+
+def nothing_kept_error(stats: dict[str, Any], out: str | os.PathLike) -> UserInputError:
+    """The error for a finished run that kept no sample: how many were dropped for what, the most
+    common format problem, and what to change (the run directory stays)."""
+    dropped = {r: n for r, n in stats["dropped"].items() if n}
+    why = ", ".join(f"{n} {r}" for r, n in sorted(dropped.items(), key=lambda kv: -kv[1])) or "none"
+    n_prompts = stats["prompts_done"]
+    msg = (f"no rollout passed the filters: {stats['samples']} samples from {n_prompts} "
+           f"prompt{'' if n_prompts == 1 else 's'}, "
+           f"dropped: {why}; {out} is empty")
+    if dropped.get("format") and stats.get("format_errors"):
+        msg += f" (most common format problem: {next(iter(stats['format_errors']))})"
+    fixes = [_DROP_FIXES[r] for r in sorted(dropped, key=lambda r: -dropped[r]) if r in _DROP_FIXES]
+    return UserInputError(msg, fix="rerun with --overwrite and " + (" or ".join(fixes[:2]) or "other filters"))
+
+
 # ---- judging samples ---------------------------------------------------------------------------
 
 
