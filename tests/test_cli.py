@@ -144,11 +144,12 @@ def test_missing_input_file_exits_2(tmp_path):
 
 def test_reward_survives_an_over_long_integer(tmp_path):
     inp = tmp_path / "in.jsonl"
-    inp.write_text('{"completion": "x", "n": ' + "1" * 5000 + "}\n" + json.dumps({"completion": "x"}) + "\n")
+    inp.write_text('{"completion": "x", "n": ' + "1" * 5000 + "}\n" + json.dumps({"completion": "x"}) + "\n"
+                   + json.dumps(GOOD_ROWS["simrl"][0]) + "\n")  # one good row: a file of only bad rows is refused
     out = tmp_path / "out.jsonl"
     r = invoke("reward", "simrl", "-i", str(inp), "-o", str(out))
     assert r.exit_code == 0
-    first, second = read_out(out)
+    first, second, _ = read_out(out)
     assert first["score"] == -1.0 and first["error"].startswith(f"{inp}:1: not valid JSON")
     assert second["error"].startswith(f"{inp}:2: ground_truth")
 
@@ -244,6 +245,33 @@ def test_ctrl_c_prints_one_line_and_exits_130():
     assert r.exit_code == 130 and r.stderr == "interrupted; out.jsonl unchanged\n"
 
 
+@pytest.mark.parametrize("args, message, where", [
+    (["teacher", "rollout", "--limit", "1"], "No such option: --limit", "tinytool teacher rollout"),
+    (["student", "--from", "m", "--keep-layers", "1", "--out", "FILE"],
+     "Invalid value for '--out' / '-o'", "tinytool student"),
+    (["reward", "simrl", "-i", "NOFILE", "-o", "o.jsonl"], "Invalid value for '--input' / '-i'", "tinytool reward"),
+    (["reward"], "Missing argument", "tinytool reward"),
+    (["nosuch"], "No such command 'nosuch'", "tinytool"),
+])
+def test_usage_errors_print_one_line_and_where_to_read_the_usage(tmp_path, args, message, where):
+    afile = tmp_path / "afile"
+    afile.write_text("notes\n")
+    args = [str(afile) if a == "FILE" else str(tmp_path / "none") if a == "NOFILE" else a for a in args]
+    r = runner.invoke(app, args, prog_name="tinytool")
+    assert r.exit_code == 2
+    first, fix = r.stderr.splitlines()
+    assert first.startswith("error: ") and message in first
+    assert fix == f"fix: see {where} --help"
+    assert "╭" not in r.output and "Usage:" not in r.output
+
+
+def test_a_bare_group_and_help_still_show_the_help():
+    r = runner.invoke(app, ["teacher"], prog_name="tinytool")
+    assert "Usage:" in r.output and "rollout" in r.output and "error:" not in r.output
+    r = runner.invoke(app, ["student", "--help"], prog_name="tinytool")
+    assert r.exit_code == 0 and "--keep-layers" in r.output
+
+
 def test_console_script_user_error_has_no_traceback(tmp_path):
     exe = _console_script()
     inp = tmp_path / "in.jsonl"
@@ -302,6 +330,48 @@ def test_reward_scores_a_non_utf8_line_at_the_floor(tmp_path):
     assert "exact: 3/3 rows" in r.stderr  # the progress bar reports off a terminal too
 
 
+@pytest.mark.parametrize("content", [b'{"completion": "caf\xe9"}\n' * 3, b"not json\n[1]\n", b'{"completion": "x"}\n'])
+def test_reward_with_no_readable_row_writes_nothing_and_exits_2(tmp_path, content):
+    inp = tmp_path / "in.jsonl"
+    inp.write_bytes(content)
+    out = tmp_path / "out.jsonl"
+    r = invoke("reward", "simrl", "-i", str(inp), "-o", str(out))
+    assert r.exit_code == 2, r.output
+    first, fix = r.stderr.splitlines()[-2:]
+    assert first.startswith(f"error: {inp}: no row could be read") and f"first: {inp}:1: " in first
+    assert fix.startswith("fix: ") and "UTF-8 JSONL" in fix
+    assert not out.exists() and list(tmp_path.iterdir()) == [inp]
+    out.write_text("old\n")
+    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "--overwrite").exit_code == 2
+    assert out.read_text() == "old\n"
+
+
+def test_simrl_requires_think_only_for_formats_that_write_it(tmp_path):
+    truth = gt(("get_weather", {"city": "Paris"}))
+    completions = {
+        "hermes": hermes(("get_weather", {"city": "Paris"})),
+        "hermes-nothink": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        "python": '[get_weather(city="Paris")]',
+    }
+    inp = tmp_path / "in.jsonl"
+    out = tmp_path / "out.jsonl"
+    for fmt, completion in completions.items():
+        inp.write_text(json.dumps({"completion": completion, "ground_truth": truth, "tools": TOOLS}) + "\n")
+        r = invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "-f", fmt, "--overwrite")
+        assert r.exit_code == 0, r.output
+        assert read_out(out) == [{"score": 1.0, "format": 1.0, "fc": 1.0, "response": 0.0}], fmt
+    # an explicit --think still requires the pair, and the floor says why
+    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "-f", "python", "--think",
+                  "--overwrite").exit_code == 0
+    (row,) = read_out(out)
+    assert row["score"] == -1.0 and row["reason"] == "0 <think> pairs (expected exactly one)" and "error" not in row
+    inp.write_text(json.dumps({"completion": completions["hermes-nothink"], "ground_truth": truth}) + "\n")
+    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "--overwrite").exit_code == 0  # hermes
+    assert read_out(out)[0]["reason"] == "0 <think> pairs (expected exactly one)"
+    assert invoke("reward", "simrl", "-i", str(inp), "-o", str(out), "--no-think", "--overwrite").exit_code == 0
+    assert read_out(out)[0]["score"] == 1.0
+
+
 def test_reward_interrupted_leaves_the_old_output_and_no_temporary(tmp_path, monkeypatch):
     from tinytool import rewards
 
@@ -323,3 +393,62 @@ def test_reward_interrupted_leaves_the_old_output_and_no_temporary(tmp_path, mon
     assert r.stderr.splitlines()[-1] == f"interrupted; {out} unchanged"
     assert out.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+# ---- student: the output directory -------------------------------------------------------------
+
+@pytest.fixture
+def fake_build(monkeypatch):
+    """`build_student` without a model: writes a checkpoint's files (or fails part-way when asked)."""
+    import tinytool.models
+
+    calls = []
+
+    def build(teacher, keep_layers, out, method="even", samples=None):
+        calls.append(out)
+        (out / "config.json").write_text(json.dumps({"num_hidden_layers": keep_layers}))
+        (out / "model.safetensors").write_text("weights")
+        if teacher == "crash":
+            raise KeyboardInterrupt
+        return {"teacher": teacher, "teacher_layers": 4, "kept": list(range(keep_layers)), "method": method,
+                "parameters": 1000}
+
+    monkeypatch.setattr(tinytool.models, "build_student", build)
+    return calls
+
+
+def test_student_refuses_a_non_empty_out_that_is_not_a_model(tmp_path, fake_build):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("precious\n")
+    r = invoke("student", "--from", "teacher", "--keep-layers", "2", "--out", str(out))
+    assert r.exit_code == 2 and "already exists and is not empty" in r.stderr and "--overwrite" in r.stderr
+    r = invoke("student", "--from", "teacher", "--keep-layers", "2", "--out", str(out), "--overwrite")
+    assert r.exit_code == 2 and "not a model checkpoint" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"] and not fake_build
+
+
+def test_student_replaces_a_student_only_with_overwrite_and_as_a_whole(tmp_path, fake_build):
+    out = tmp_path / "students" / "s2"
+    assert invoke("student", "--from", "teacher", "--keep-layers", "2", "--out", str(out)).exit_code == 0
+    assert json.loads((out / "tinytool_student.json").read_text())["kept"] == [0, 1]
+    (out / "stale.bin").write_text("from the old student")
+    r = invoke("student", "--from", "teacher", "--keep-layers", "3", "--out", str(out))
+    assert r.exit_code == 2 and "already exists" in r.stderr
+    assert json.loads((out / "config.json").read_text()) == {"num_hidden_layers": 2}
+    assert invoke("student", "--from", "teacher", "--keep-layers", "3", "--out", str(out), "--overwrite").exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors", "tinytool_student.json"]
+    assert json.loads((out / "config.json").read_text()) == {"num_hidden_layers": 3}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["s2"]  # no temporaries
+
+
+def test_student_interrupted_leaves_no_half_model(tmp_path, fake_build):
+    out = tmp_path / "s"
+    r = invoke("student", "--from", "crash", "--keep-layers", "2", "--out", str(out))
+    assert r.exit_code == 130 and f"nothing written to {out}" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+    assert invoke("student", "--from", "teacher", "--keep-layers", "2", "--out", str(out)).exit_code == 0
+    r = invoke("student", "--from", "crash", "--keep-layers", "3", "--out", str(out), "--overwrite")
+    assert r.exit_code == 130 and f"{out} unchanged" in r.stderr
+    assert json.loads((out / "config.json").read_text()) == {"num_hidden_layers": 2}
+    assert list(tmp_path.iterdir()) == [out]

@@ -454,3 +454,16 @@ def test_check_calls_validates_argument_values(tmp_path):
                                           r"'one' is not of type 'integer'"):
         convert("openai", src, tmp_path / "out.jsonl")
     assert convert("openai", src, tmp_path / "out.jsonl", check_calls=False).n_out == 2
+
+
+def test_cli_convert_skip_bad_with_every_record_dropped_is_an_error(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text("not json\n" + json.dumps({"messages": []}) + "\n" + json.dumps({"messages": []}) + "\n")
+    out = tmp_path / "out.jsonl"
+    res = runner.invoke(convert_app, ["convert", "--from", "openai", str(src), "--out", str(out), "--skip-bad"])
+    assert res.exit_code == 2, res.output
+    error, fix = res.stderr.splitlines()[-2:]
+    assert error.startswith(f"error: {src}: no record could be converted (3 read, all dropped: 2 ")
+    assert "; 1 " in error  # the reasons, counted
+    assert fix.startswith("fix: check that the file is in the openai format (--from)") and f"{src}:" in fix
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]

@@ -123,9 +123,11 @@ def test_hub_id_offline_and_not_cached_fails_at_once(monkeypatch, no_hub):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     t0 = time.monotonic()
-    with pytest.raises(ModelNotFound, match="not in the local Hugging Face cache.*HF_HUB_OFFLINE") as e:
+    with pytest.raises(ModelNotFound, match="no such model directory, and not in the local Hugging Face cache.*"
+                                            "HF_HUB_OFFLINE") as e:
         resolve("no-such-org-tinytool/no-such-model")
     assert time.monotonic() - t0 < 1.0 and "\n" not in str(e.value) and "HF_HUB_OFFLINE" in e.value.fix
+    assert "local model directory, check the path" in e.value.fix
 
 
 def test_hub_id_without_network_fails_at_once(monkeypatch):
@@ -140,6 +142,30 @@ def test_hub_id_without_network_fails_at_once(monkeypatch):
     with pytest.raises(ModelNotFound, match="hub cannot be reached.*ConnectError") as e:
         resolve("no-such-org-tinytool/no-such-model")
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("answer", ["unreachable", "not found"])
+def test_org_name_spec_neither_local_nor_on_the_hub_says_both(monkeypatch, tmp_path, answer):
+    """``students/smol16`` with no ``students/`` here: a mistyped path as likely as a hub id."""
+    import httpx
+    import huggingface_hub
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    def model_info(*a, **kw):
+        if answer == "unreachable":
+            raise httpx.ConnectError("[Errno -2] Name or service not known")
+        raise RepositoryNotFoundError("404", response=httpx.Response(404, request=httpx.Request("GET", "http://x")))
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", model_info)
+    with pytest.raises(ModelNotFound) as e:
+        resolve("students/smol16")
+    assert str(e.value).startswith("no such model directory, and not a model on the hub")
+    assert "students/smol16" in str(e.value) and "\n" not in str(e.value)
+    assert ("hub cannot be reached" in str(e.value)) == (answer == "unreachable")
+    assert "local model directory, check the path" in e.value.fix and str(tmp_path) in e.value.fix
+    assert "if it is a hub id" in e.value.fix
 
 
 def test_cached_hub_id_needs_no_network(monkeypatch, no_hub):

@@ -177,3 +177,62 @@ def test_error_broken_jsonl_line(tmp_path: Path) -> None:
         write_report([run], tmp_path / "out")
     msg = str(exc.value)
     assert "results.jsonl:3: not valid JSON" in msg and str(run) in msg
+
+
+# ---- the output directory ------------------------------------------------------------------------
+
+def test_report_refuses_an_existing_out_and_replaces_a_report_as_a_whole(runs: tuple[Path, Path],
+                                                                         tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    out = tmp_path / "report"
+    two = write_report(list(runs), out)
+    assert len(two["charts"]) == 4
+    before = (out / "report.md").read_text()
+    r = CliRunner().invoke(app, ["report", str(runs[0]), "--out", str(out)])
+    assert r.exit_code == 2 and "already exists and is not empty" in r.stderr and "--overwrite" in r.stderr
+    assert (out / "report.md").read_text() == before
+    r = CliRunner().invoke(app, ["report", str(runs[0]), "--out", str(out), "--overwrite"])
+    assert r.exit_code == 0, r.output
+    # the second run's error chart, from the old report, is gone; nothing else left beside out
+    assert sorted(p.name for p in out.iterdir()) == ["accuracy_by_category.png", "errors_1_base.png",
+                                                     "group_scores.png", "report.html", "report.md"]
+    assert "tuned-run" not in (out / "report.md").read_text()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_report_overwrite_replaces_only_a_report(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    from tinytool.errors import OutputExistsError
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("precious\n")
+    with pytest.raises(OutputExistsError, match="already exists"):
+        write_report([runs[0]], mine)
+    with pytest.raises(OutputExistsError, match="holds no report"):
+        write_report([runs[0]], mine, overwrite=True)
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    with pytest.raises(OutputExistsError, match="holds the run directory"):
+        write_report([runs[0]], tmp_path, overwrite=True)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert write_report([runs[0]], empty)["markdown"] == empty / "report.md"
+
+
+def test_report_interrupted_leaves_the_old_report(runs: tuple[Path, Path], tmp_path: Path, monkeypatch) -> None:
+    from tinytool.eval import report
+
+    out = tmp_path / "report"
+    write_report(list(runs), out)
+    before = sorted(p.name for p in out.iterdir())
+
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "_render_html", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_report([runs[0]], out, overwrite=True)
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "report", "tuned-run"]

@@ -417,3 +417,34 @@ def test_hf_teacher_end_to_end(tmp_path):
                             gen=GenerationConfig(max_new_tokens=4, temperature=1.0))
     assert job.run(client, progress=False)["resumed_prompts"] == 3
 
+
+
+def test_cli_nothing_kept_is_an_error_saying_what_dropped_what(tmp_path, cli):
+    app, _ = cli
+    runner = CliRunner()
+    data = write_data(tmp_path / "d.jsonl", conv_single(), conv_single("Rome", "b"))
+    out = tmp_path / "dt.jsonl"
+    res = runner.invoke(app, ["--teacher", "t", "--data", data, "--out", str(out), "--n", "3",
+                              "--min-similarity", "0.5", "--format", "python"])
+    assert res.exit_code == 2, res.output
+    error, fix = res.stderr.splitlines()[-2:]
+    assert error.startswith("error: no rollout passed the filters: 6 samples from 2 prompts, dropped: 6 ")
+    assert f"{out} is empty" in error
+    assert fix.startswith("fix: rerun with --overwrite and ")
+    stats = json.loads(output_paths(out)["stats"].read_text())  # the run directory stays
+    assert stats["kept"] == 0 and accounting_holds(stats)
+    res = runner.invoke(app, ["--teacher", "t", "--data", data, "--out", str(out), "--n", "3",
+                              "--min-similarity", "0.5", "--overwrite"])
+    assert res.exit_code == 0, res.output
+
+
+def test_nothing_kept_error_names_the_format_problem_and_the_flags():
+    from tinytool.distill.rollouts import nothing_kept_error
+
+    stats = {"samples": 8, "prompts_done": 1, "dropped": {"truncated": 2, "format": 6, "similarity": 0},
+             "format_errors": {"0 <think> pairs (expected exactly one)": 6}}
+    e = nothing_kept_error(stats, "dt.jsonl")
+    assert str(e).startswith("no rollout passed the filters: 8 samples from 1 prompt, dropped: 6 format, 2 truncated")
+    assert "most common format problem: 0 <think> pairs" in str(e)
+    assert e.fix == ("rerun with --overwrite and pick the --format the teacher writes (e.g. hermes-nothink for a "
+                     "teacher that does not think) or raise --max-new-tokens (or --keep-truncated)")

@@ -10,7 +10,7 @@ import typer
 
 from tinytool import __version__
 from tinytool.clikit import err, make_app, on_interrupt
-from tinytool.errors import TinytoolError, UserInputError
+from tinytool.errors import OutputExistsError, TinytoolError, UserInputError
 from tinytool.io import write_json
 
 app = make_app(
@@ -50,7 +50,9 @@ def reward(
     format: str | None = typer.Option(None, "--format", "-f", help="Completion format (default: the reward's own)."),
     granularity: str = typer.Option("original", help="ToolRL: original, finegrained, intermediate, coarse."),
     scale: str = typer.Option("original", help="ToolRL: original, equal_max, two_stage, dynamic."),
-    think: bool = typer.Option(True, "--think/--no-think", help="Sim-RL: require exactly one <think> pair."),
+    think: bool | None = typer.Option(None, "--think/--no-think", show_default=False,
+                                      help="Sim-RL: require exactly one <think> pair (default: when the format "
+                                           "writes one: hermes, toolrl; not hermes-nothink, python)."),
     strict: bool = typer.Option(False, help="MENTOR: require the teacher's tool sequence, not just its set."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
 ) -> None:
@@ -59,12 +61,14 @@ def reward(
     Rows carry ``completion`` and ``ground_truth`` (an OpenAI assistant message), ``tools``, and
     what a reward needs beyond that (``teacher`` for mentor, ``sub_answers`` for astra-f1).
     An unreadable row (not UTF-8, not JSON, missing fields) scores the reward's floor and gets an
-    ``error`` field naming its line.
+    ``error`` field naming its line; when no row at all can be read nothing is written. A readable
+    completion that scores Sim-RL's format floor gets a ``reason`` (the rules it breaks).
     """
     from tinytool.formats import get_format
     from tinytool.io import atomic_file, check_not_input, check_output_file, iter_jsonl_rows
     from tinytool.progress import ProgressBar
     from tinytool.rewards import RewardOptions, get_reward, score_row
+    from tinytool.rewards.simrl import requires_think
 
     try:
         spec = get_reward(name)
@@ -81,6 +85,8 @@ def reward(
     total = _count_lines(input)
     if total == 0:
         raise UserInputError(f"{input}: no rows to score (the file is empty)", fix="check the --input path")
+    if think is None:
+        think = requires_think(fmt)
     opts = RewardOptions(require_think=think, granularity=granularity, scale=scale, strict=strict)
     floor = spec.bounds(opts)[0]
     scores, n_err = [], 0
@@ -88,9 +94,13 @@ def reward(
     with on_interrupt(_left(output, existed)), atomic_file(output) as fout, \
             ProgressBar(f"{name}", total=total, unit="row") as bar:
 
+        first_error: list[str] = []
+
         def put(out: dict) -> None:
             nonlocal n_err
-            n_err += "error" in out
+            if "error" in out:
+                n_err += 1
+                first_error[:] = first_error or [out["error"]]
             scores.append(out["score"])
             fout.write(json.dumps(out) + "\n")
             bar.advance()
@@ -107,8 +117,27 @@ def reward(
             except (ValueError, RecursionError) as e:  # a value no reward can read (e.g. an over-long integer)
                 out = {"score": floor, "error": f"{input}:{lineno}: {e}"}
             put(out)
+        if n_err == len(scores):  # raised inside: the output is left as it was
+            raise UserInputError(f"{input}: no row could be read ({n_err} of {n_err} unreadable; first: "
+                                 f"{first_error[0]})",
+                                 fix="give --input a UTF-8 JSONL file with one JSON object per line holding the "
+                                     "fields the reward reads (see tinytool reward --help)")
     mean = statistics.fmean(scores)
     err.print(f"{name}: {len(scores)} rows, mean {mean:.4f}, {n_err} unreadable -> {output}", highlight=False)
+
+
+def _check_student_out(out: Path, overwrite: bool) -> None:
+    """Refuse a non-empty ``--out`` unless ``overwrite``, and even then anything but a model
+    checkpoint (a directory with config.json): ``--overwrite`` replaces a student, never a folder of
+    other files."""
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if not overwrite:
+        raise OutputExistsError(f"{out}: already exists and is not empty",
+                                fix="rerun with --overwrite to replace the model there, or choose another --out")
+    if not (out / "config.json").is_file():
+        raise OutputExistsError(f"{out}: is not a model checkpoint (no config.json), so --overwrite will not "
+                                "replace it", fix="choose another --out directory, or empty this one")
 
 
 @app.command()
@@ -119,25 +148,35 @@ def student(
     method: str = typer.Option("even", help="even (evenly spaced) or importance (drop layers that change least)."),
     samples: Path | None = typer.Option(None, exists=True, dir_okay=False,
                                            help="Text file, one sample per line, for --method importance."),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Replace a model checkpoint already at --out (never another kind of folder)."),
 ) -> None:
-    """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint."""
+    """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint.
+
+    ``--out`` is written as a whole: an interrupted or failed build leaves it as it was.
+    """
+    from tinytool.io import atomic_dir, check_not_input
     from tinytool.models import build_student
 
+    if Path(teacher).exists():
+        check_not_input(out, teacher)
+    _check_student_out(out, overwrite)
     texts = None
     if samples:
         try:
             texts = [t for t in samples.read_text(encoding="utf-8").splitlines() if t.strip()]
         except UnicodeDecodeError as e:
             raise UserInputError(f"{samples}: not UTF-8 text ({e.reason})", fix="convert the file to UTF-8") from None
-    try:
-        info = build_student(teacher, keep_layers, out, method=method, samples=texts)
-    except ValueError as e:
-        if isinstance(e, TinytoolError):
-            raise
-        raise UserInputError(str(e)) from None
+    with on_interrupt(_left(out, out.exists())), atomic_dir(out) as tmp:
+        try:
+            info = build_student(teacher, keep_layers, tmp, method=method, samples=texts)
+        except ValueError as e:
+            if isinstance(e, TinytoolError):
+                raise
+            raise UserInputError(str(e)) from None
+        write_json(tmp / "tinytool_student.json", info)
     err.print(f"student: kept layers {info['kept']} of {info['teacher_layers']} "
               f"({info['parameters'] / 1e6:.1f}M parameters) -> {out}")
-    write_json(out / "tinytool_student.json", info)
 
 
 def _data_app() -> typer.Typer:

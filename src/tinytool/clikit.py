@@ -7,7 +7,9 @@ then ends with
     error: <message>
     fix: <what to do>          (only when the error has a fix)
 
-on standard error and exit code 2, without a traceback; Ctrl-C ends with one line (``interrupted``,
+on standard error and exit code 2, without a traceback; so does a usage error click finds (an
+unknown option, a bad value: ``error: No such option: --limit`` / ``fix: see tinytool teacher
+rollout --help``), while a bare group still shows its help; Ctrl-C ends with one line (``interrupted``,
 or what the verb left, see `on_interrupt`) and exit code 130. Any other exception is a bug and keeps
 its traceback.
 """
@@ -25,6 +27,16 @@ from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from tinytool.errors import TinytoolError
+
+try:  # typer >= 0.26 parses with its own copy of click, whose exceptions are other classes
+    from typer._click import exceptions as _typer_click
+except ImportError:  # pragma: no cover - an older typer parses with click itself
+    _typer_click = click.exceptions
+
+#: click's usage errors (unknown option, bad value, missing argument, unknown command) ...
+_USAGE_ERRORS: tuple[type[Exception], ...] = (click.UsageError, _typer_click.UsageError)
+#: ... except the one a bare group raises to show its help
+_SHOW_HELP: tuple[type[Exception], ...] = (click.exceptions.NoArgsIsHelpError, _typer_click.NoArgsIsHelpError)
 
 err = Console(stderr=True, soft_wrap=True)  # never wrap: paths in messages stay on one line
 
@@ -52,12 +64,25 @@ def _interrupted(e: KeyboardInterrupt) -> NoReturn:
     raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
+def _usage_error(e: Any, name: str | None) -> NoReturn:
+    """A flag click could not use (unknown option, bad value, missing argument, unknown command):
+    one line and where to read the usage, like every other user error."""
+    path = e.ctx.command_path if e.ctx is not None else (name or "tinytool")
+    print_error(e.format_message(), fix=f"see {path} --help")
+    raise typer.Exit(EXIT_USER_ERROR) from None
+
+
 class _Guarded:
-    """Mixin for click commands: user errors and Ctrl-C end the command with one message."""
+    """Mixin for click commands: user errors (usage errors included) and Ctrl-C end the command
+    with one message."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:
             return super().make_context(*args, **kwargs)  # type: ignore[misc]
+        except _SHOW_HELP:  # a bare group: click shows its help
+            raise
+        except _USAGE_ERRORS as e:
+            _usage_error(e, getattr(self, "name", None))
         except TinytoolError as e:  # raised by a parameter callback
             print_error(e)
             raise typer.Exit(EXIT_USER_ERROR) from None
@@ -65,6 +90,10 @@ class _Guarded:
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)  # type: ignore[misc]
+        except _SHOW_HELP:
+            raise
+        except _USAGE_ERRORS as e:  # e.g. an unknown sub-command, resolved while the group runs
+            _usage_error(e, ctx.command_path)
         except TinytoolError as e:
             print_error(e)
             raise typer.Exit(EXIT_USER_ERROR) from None

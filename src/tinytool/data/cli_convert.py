@@ -49,7 +49,8 @@ def convert_cmd(
     """Convert a published dataset into unified Conversation JSONL.
 
     A bad record stops the conversion with FILE:LINE: FIELD: REASON (exit code 2); with --skip-bad
-    it is dropped and counted by reason. Records, rows and lines are counted from 1.
+    it is dropped and counted by reason (every record dropped is an error too, and nothing is
+    written). Records, rows and lines are counted from 1.
     """
     from tinytool.data.convert import convert, get_converter
     from tinytool.io import check_not_input, check_output_file

@@ -44,8 +44,9 @@ def rollout_command(
 ) -> None:
     """Sample teacher rollouts (STAR §3.3, D_T): n samples per assistant turn, kept when they pass the
     format reward (§3.2.1) and the optional similarity / duplicate / cap filters, written as conversations
-    that `tinytool sft` and the teacher cache train on directly."""
-    from tinytool.distill.rollouts import RolloutJob
+    that `tinytool sft` and the teacher cache train on directly. A run that keeps no sample at all
+    ends with an error saying how many were dropped for what (exit code 2)."""
+    from tinytool.distill.rollouts import RolloutJob, nothing_kept_error
     from tinytool.errors import TinytoolError
     from tinytool.llm import GenerationConfig, get_client
 
@@ -86,4 +87,6 @@ def rollout_command(
         err.print(f"mean Sim-RL of kept: {stats['mean_sim_kept']:.3f}")
     if stats["tokens_per_s"] is not None:
         err.print(f"generation: {stats['tokens']} tokens, {stats['tokens_per_s']} tokens/s")
+    if stats["kept"] == 0 and stats["samples"] > 0:
+        raise nothing_kept_error(stats, out)
     err.print(f"wrote {out} (stats: {job.paths['stats']})")

@@ -63,7 +63,7 @@ from typing import Any
 
 from tinytool import __version__
 from tinytool.errors import MissingInputError, OutputExistsError, TinytoolError, UserInputError
-from tinytool.formats import PromptFormat, ToolRLFormat, get_format, template_supports_tools
+from tinytool.formats import PromptFormat, get_format, template_supports_tools
 from tinytool.io import (
     RunDir,
     append_jsonl,
@@ -77,7 +77,7 @@ from tinytool.io.rundir import MANIFEST
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 from tinytool.progress import ProgressBar
 from tinytool.rewards.inputs import Answer
-from tinytool.rewards.simrl import format_violations, sim_rl
+from tinytool.rewards.simrl import format_violations, requires_think, sim_rl
 from tinytool.schema import Conversation, Message, iter_jsonl
 
 #: why a sample was not kept, in the order the filters run
@@ -173,15 +173,6 @@ def data_fingerprint(sources: list[tuple[str, Conversation]]) -> str:
         h.update(json.dumps(conv.to_dict(), sort_keys=True, ensure_ascii=False, default=str).encode())
         h.update(b"\n")
     return h.hexdigest()
-
-
-def requires_think(fmt: PromptFormat) -> bool:
-    """Whether STAR's rule 1 (exactly one ``<think>`` pair) applies to ``fmt``: Hermes with
-    reasoning, ToolRL (its rule 1: "always write the <think> part"); not the Python-call format."""
-    think = getattr(fmt, "think", None)
-    if think is not None:
-        return bool(think)
-    return isinstance(fmt, ToolRLFormat)
 
 
 def build_request(fmt: PromptFormat, prompt: Prompt, tokenizer: Any = None) -> Request:
@@ -289,6 +280,33 @@ class RolloutStats:
             "generation_seconds": round(self.seconds, 3),
             "tokens_per_s": round(self.tokens / self.seconds, 1) if self.seconds > 0 else None,
         }
+
+
+#: what to change when (most) samples are dropped for a reason; filters are run settings, so a rerun
+#: with another one starts the run again
+_DROP_FIXES = {
+    "truncated": "raise --max-new-tokens (or --keep-truncated)",
+    "format": "pick the --format the teacher writes (e.g. hermes-nothink for a teacher that does not think)",
+    "empty": "raise --max-new-tokens: the teacher only reasoned and never answered",
+    "similarity": "lower --min-similarity",
+    "duplicate": "use --keep-duplicates",
+    "cap": "raise --max-per-prompt",
+}
+
+
+def nothing_kept_error(stats: dict[str, Any], out: str | os.PathLike) -> UserInputError:
+    """The error for a finished run that kept no sample: how many were dropped for what, the most
+    common format problem, and what to change (the run directory stays)."""
+    dropped = {r: n for r, n in stats["dropped"].items() if n}
+    why = ", ".join(f"{n} {r}" for r, n in sorted(dropped.items(), key=lambda kv: -kv[1])) or "none"
+    n_prompts = stats["prompts_done"]
+    msg = (f"no rollout passed the filters: {stats['samples']} samples from {n_prompts} "
+           f"prompt{'' if n_prompts == 1 else 's'}, "
+           f"dropped: {why}; {out} is empty")
+    if dropped.get("format") and stats.get("format_errors"):
+        msg += f" (most common format problem: {next(iter(stats['format_errors']))})"
+    fixes = [_DROP_FIXES[r] for r in sorted(dropped, key=lambda r: -dropped[r]) if r in _DROP_FIXES]
+    return UserInputError(msg, fix="rerun with --overwrite and " + (" or ".join(fixes[:2]) or "other filters"))
 
 
 # ---- judging samples ---------------------------------------------------------------------------

@@ -126,9 +126,18 @@ def report(
     out: Path = typer.Option(Path("report"), "--out", "-o", file_okay=False),
     worst: int = typer.Option(15, "--worst", min=0, help="Failures shown per run."),
     title: str = typer.Option(None, "--title"),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Replace a previous report at --out (never another kind of folder)."),
 ) -> None:
-    """Write a Markdown + HTML report with per-category tables, charts and the worst failures."""
+    """Write a Markdown + HTML report with per-category tables, charts and the worst failures.
+
+    ``--out`` is written as a whole: no chart of an older report stays beside the new one, and an
+    interrupted run leaves the old report as it was.
+    """
+    from tinytool.clikit import on_interrupt
     from tinytool.eval.report import write_report
 
-    paths = write_report(list(runs), out, worst=worst, title=title)
+    left = f"{out} unchanged" if out.exists() else f"nothing written to {out}"
+    with on_interrupt(left):
+        paths = write_report(list(runs), out, worst=worst, title=title, overwrite=overwrite)
     typer.echo(f"wrote {paths['markdown']} and {paths['html']} ({len(paths['charts'])} charts)")

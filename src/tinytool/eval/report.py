@@ -15,7 +15,10 @@ raises `ReportError` naming the file (and the line, for JSONL).
 
 Output in ``out_dir``: ``report.md`` (GitHub-flavoured Markdown), ``report.html`` (self-contained
 apart from the PNG charts beside it; rendered from the Jinja template ``templates/report.html.j2``,
-which holds the page's markup and CSS) and the charts themselves. Charts are drawn with matplotlib's
+which holds the page's markup and CSS) and the charts themselves. The directory is written as a
+whole (built aside, then put in place), so a rerun leaves no chart of an older report behind and an
+interrupted one leaves the old report as it was. An existing non-empty ``out_dir`` is replaced only
+with ``overwrite``, and only when it holds a previous report. Charts are drawn with matplotlib's
 object API on the Agg canvas, so no display and no global pyplot state are involved.
 """
 
@@ -34,8 +37,8 @@ from typing import Any
 
 import jinja2
 
-from tinytool.errors import TinytoolError
-from tinytool.io import atomic_file, iter_jsonl_rows
+from tinytool.errors import OutputExistsError, TinytoolError
+from tinytool.io import atomic_dir, iter_jsonl_rows
 from tinytool.io.files import FileFormatError
 
 __all__ = ["ReportError", "RunData", "load_run", "select_failures", "write_report"]
@@ -642,18 +645,49 @@ def _failures_view(run: RunData, rows: list[dict[str, Any]]) -> dict[str, Any]:
 # Report
 # ----------------------------------------------------------------------------------------------
 
-def write_report(run_dirs: list[Path], out_dir: Path, worst: int = 15, title: str | None = None) -> dict:
-    """Write ``report.md``, ``report.html`` and PNG charts for the given runs into ``out_dir``.
+def check_report_dir(out_dir: Path, run_dirs: list[Path], overwrite: bool) -> None:
+    """Refuse an ``out_dir`` that holds anything but a previous report (and that only without
+    ``overwrite``), or that holds one of the runs the report reads."""
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return
+    resolved = out_dir.resolve()
+    for run in run_dirs:
+        r = Path(run).resolve()
+        if r == resolved or resolved in r.parents:
+            raise OutputExistsError(f"{out_dir}: holds the run directory {run}; writing the report there would "
+                                    "replace it", fix="choose another --out for the report")
+    if not overwrite:
+        raise OutputExistsError(f"{out_dir}: already exists and is not empty",
+                                fix="rerun with --overwrite to replace the report there, or choose another --out")
+    if not any((out_dir / name).is_file() for name in ("report.md", "report.html")):
+        raise OutputExistsError(f"{out_dir}: holds no report (no report.md or report.html), so --overwrite will "
+                                "not replace it", fix="choose another --out directory, or empty this one")
+
+
+def write_report(run_dirs: list[Path], out_dir: Path, worst: int = 15, title: str | None = None,
+                 overwrite: bool = False) -> dict:
+    """Write ``report.md``, ``report.html`` and PNG charts for the given runs into ``out_dir``, as a
+    whole (a failure or Ctrl-C leaves ``out_dir`` as it was).
 
     Returns ``{"markdown": Path, "html": Path, "charts": [Path, ...]}``. Raises `ReportError` when
-    a run directory is missing, has no ``summary.json``, or holds a broken JSON/JSONL file.
+    a run directory is missing, has no ``summary.json``, or holds a broken JSON/JSONL file, and
+    `OutputExistsError` for a non-empty ``out_dir`` without ``overwrite`` (or, with it, one that
+    holds no previous report).
     """
     if not run_dirs:
         raise ReportError("no run directories given")
     runs = [load_run(d) for d in run_dirs]
     _unique_labels(runs)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_report_dir(out_dir, run_dirs, overwrite)
+    with atomic_dir(out_dir) as tmp:
+        paths = _write_report_files(runs, tmp, worst, title)
+    return {key: ([out_dir / p.relative_to(tmp) for p in value] if isinstance(value, list)
+                  else out_dir / value.relative_to(tmp)) for key, value in paths.items()}
+
+
+def _write_report_files(runs: list[RunData], out_dir: Path, worst: int, title: str | None) -> dict:
     if title is None:
         title = "Evaluation report" + (f": {runs[0].label}" if len(runs) == 1 else f" ({len(runs)} runs)")
 
@@ -692,9 +726,8 @@ def write_report(run_dirs: list[Path], out_dir: Path, worst: int = 15, title: st
     md = _render_md(title, run_names, tables, charts, error_charts, failures, out_dir)
     page = _render_html(title, tables, charts, error_charts, failures, out_dir)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
-    for path, text in ((md_path, md), (html_path, page)):
-        with atomic_file(path) as fh:
-            fh.write(text)
+    md_path.write_text(md, encoding="utf-8")
+    html_path.write_text(page, encoding="utf-8")
     return {"markdown": md_path, "html": html_path,
             "charts": [*charts.values(), *(p for _, p in error_charts)]}
 

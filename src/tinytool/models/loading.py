@@ -5,8 +5,9 @@ A spec is read as a hub id only when it has the hub's ``org/name`` shape (exactl
 leading ``.``, ``/`` or ``~``) and no such local directory exists; anything else that does not exist
 (``./x``, ``students/smol16/``, ``a/b/c``, ``model.safetensors``) is a mistyped path and fails at once
 instead of being looked up on the hub. A hub id is first looked for in the local Hugging Face cache;
-when it is not there and the hub cannot be asked (``HF_HUB_OFFLINE=1``, no network), loading fails
-at once with one line rather than after the hub client's retries.
+when it is not there and the hub cannot be asked (``HF_HUB_OFFLINE=1``, no network) or does not
+know it, loading fails at once with one line (saying it is neither a local directory nor a hub
+model) rather than after the hub client's retries.
 
 A GGUF is dequantized once and saved as a plain Hugging Face checkpoint (safetensors + tokenizer)
 under the cache directory; later loads, and other tools (TRL, vLLM), use that directory.
@@ -156,15 +157,17 @@ def _hub_offline() -> bool:
 
 def _check_hub(repo_id: str) -> None:
     """Fail at once, with one line, for a hub id that is neither in the local Hugging Face cache nor
-    can be fetched: offline mode, no network, or no such repository. A cached model passes without
-    any network request."""
+    can be fetched: offline mode, no network, or no such repository. The spec may as well be a
+    mistyped local path (``students/smol16`` with no ``students/`` here), so the error says both and
+    the fix names both. A cached model passes without any network request."""
     from huggingface_hub import try_to_load_from_cache
 
     if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
         return
     if _hub_offline():
-        raise ModelNotFound(f"{repo_id}: not in the local Hugging Face cache, and HF_HUB_OFFLINE=1 forbids "
-                            "downloading it", fix="unset HF_HUB_OFFLINE to download it, or give a local model directory")
+        raise ModelNotFound(f"no such model directory, and not in the local Hugging Face cache (HF_HUB_OFFLINE=1 "
+                            f"forbids asking the hub): {repo_id}",
+                            fix=_both_fixes("unset HF_HUB_OFFLINE to download it once"))
     from huggingface_hub import HfApi
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
@@ -173,15 +176,22 @@ def _check_hub(repo_id: str) -> None:
     except GatedRepoError:
         return  # from_pretrained says how to get access
     except RepositoryNotFoundError:
-        raise ModelNotFound(f"no such model on the Hugging Face hub: {repo_id} (nor a local directory of that name)",
-                            fix="check the id (org/name), log in for a private model, or give a local "
-                                "directory") from None
+        raise ModelNotFound(f"no such model directory, and not a model on the hub: {repo_id}",
+                            fix=_both_fixes("check the org/name, or log in for a private model")) from None
     except HfHubHTTPError:
         return  # the hub answered; from_pretrained reports what it finds
     except Exception as e:  # no network: connection refused, unknown host, timeout
-        raise ModelNotFound(f"{repo_id}: not in the local Hugging Face cache and the hub cannot be reached "
-                            f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})",
-                            fix="connect to the network to download it once, or give a local model directory") from None
+        why = f"{type(e).__name__}: {str(e).splitlines()[0]}" if str(e) else type(e).__name__
+        raise ModelNotFound(f"no such model directory, and not a model on the hub (or the hub cannot be reached): "
+                            f"{repo_id} ({why})",
+                            fix=_both_fixes("check the org/name and connect to the network to download it "
+                                            "once")) from None
+
+
+def _both_fixes(hub: str) -> str:
+    """What to do about an ``org/name`` that is neither a local directory nor found on the hub: it
+    may be a mistyped path as much as a hub id."""
+    return f"if it is a local model directory, check the path (looked in {Path.cwd()}); if it is a hub id, {hub}"
 
 
 def adapter_base(spec: str | os.PathLike) -> str | None:

@@ -10,16 +10,20 @@ from tinytool.schema import ToolCall
 @dataclass(slots=True)
 class RewardResult:
     """A reward value and the parts it was made of (for logging); ``error`` is set when the input
-    could not be read and ``score`` is then the reward's floor."""
+    could not be read and ``score`` is then the reward's floor; ``reason`` says why a readable
+    completion still scored a floor (e.g. Sim-RL's format rules it breaks)."""
 
     score: float
     parts: dict[str, float] = field(default_factory=dict)
     error: str | None = None
+    reason: str | None = None
 
     def to_dict(self) -> dict:
         out: dict = {"score": self.score, **self.parts}
         if self.error is not None:
             out["error"] = self.error
+        if self.reason is not None:
+            out["reason"] = self.reason
         return out
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from tinytool.formats import Parsed
+from tinytool.formats import Parsed, PromptFormat, ToolRLFormat
 from tinytool.rewards.base import RewardResult, is_number
 from tinytool.rewards.inputs import Answer
 from tinytool.rewards.rouge import string_similarity
@@ -29,6 +29,16 @@ def _signatures(tools: list[Tool] | ToolSignatures | None) -> ToolSignatures | N
     if tools is None or isinstance(tools, Mapping):
         return tools
     return {t.name: t.param_names for t in tools}
+
+
+def requires_think(fmt: PromptFormat) -> bool:
+    """Whether rule 1 (exactly one ``<think>`` pair) applies to completions in ``fmt``: those whose
+    turns carry reasoning: Hermes with reasoning, ToolRL (its rule 1: "always write the <think>
+    part"); not ``hermes-nothink`` nor the Python-call format, whose completions would all fail it."""
+    think = getattr(fmt, "think", None)
+    if think is not None:
+        return bool(think)
+    return isinstance(fmt, ToolRLFormat)
 
 
 def format_violations(
@@ -102,9 +112,11 @@ def tool_call_reward(pred: list[ToolCall], truth: list[ToolCall]) -> float:
 def sim_rl(
     parsed: Parsed, truth: Answer, tools: list[Tool] | ToolSignatures | None, require_think: bool = True
 ) -> RewardResult:
-    """Total Sim-RL reward, Eq. 10 / Alg. 1, with its parts."""
-    if format_violations(parsed, tools, require_think):
-        return RewardResult(-1.0, {"format": 0.0, "fc": 0.0, "response": 0.0})
+    """Total Sim-RL reward, Eq. 10 / Alg. 1, with its parts; a broken format rule scores -1 with
+    the rules broken as the ``reason``."""
+    violations = format_violations(parsed, tools, require_think)
+    if violations:
+        return RewardResult(-1.0, {"format": 0.0, "fc": 0.0, "response": 0.0}, reason="; ".join(violations))
     if truth.calls:
         fc, resp = tool_call_reward(parsed.calls, truth.calls), 0.0
     else:

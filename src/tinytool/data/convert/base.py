@@ -358,6 +358,21 @@ class EmptyInputError(UserInputError):
     fix = "check the input path; a conversion needs at least one record"
 
 
+class NothingConvertedError(UserInputError):
+    """An input whose records were all dropped (``skip_bad``): an empty output is no conversion."""
+
+
+def _nothing_converted(fmt: str, in_path: str | os.PathLike, report: ConvertReport) -> NothingConvertedError:
+    reasons = "; ".join(f"{n} {reason}" for reason, n in report.dropped.most_common(3))
+    more = len(report.dropped) - 3
+    if more > 0:
+        reasons += f"; {more} other reason{'s' if more > 1 else ''}"
+    first = report.examples[report.dropped.most_common(1)[0][0]]
+    return NothingConvertedError(
+        f"{in_path}: no record could be converted ({report.n_in} read, all dropped: {reasons})",
+        fix=f"check that the file is in the {fmt} format (--from) and fix its records; first drop: {first}")
+
+
 def convert(
     fmt: str, in_path: str | os.PathLike, out_path: str | os.PathLike, skip_bad: bool = False,
     progress: Callable[[ConvertReport], None] | None = None, *, allow_empty: bool = True, **opts: Any,
@@ -365,8 +380,9 @@ def convert(
     """Convert ``in_path`` (source format ``fmt``) to unified `Conversation` JSONL at ``out_path``.
 
     The output is written atomically: on an error or Ctrl-C nothing is left at ``out_path`` (an old
-    file there is kept) and no temporary remains. An input without records raises `EmptyInputError`
-    unless ``allow_empty``. Options: ``answers`` (BFCL possible-answer file), ``mask_prob``/``seed``
+    file there is kept) and no temporary remains. An input without records raises `EmptyInputError`,
+    and one whose records were all dropped (``skip_bad``) `NothingConvertedError` naming the drop
+    reasons, unless ``allow_empty``. Options: ``answers`` (BFCL possible-answer file), ``mask_prob``/``seed``
     (Hammer-style name masking, any format), ``check_calls`` (reject calls that do not fit the
     offered tools, argument values checked against the tool's JSON Schema).
     """
@@ -377,4 +393,6 @@ def convert(
             fh.write(json.dumps(conv.to_dict(), ensure_ascii=False) + "\n")
         if report.n_in == 0 and not allow_empty:
             raise EmptyInputError(f"{in_path}: no records (the input is empty)")
+        if report.n_out == 0 and report.n_dropped and not allow_empty:
+            raise _nothing_converted(fmt, in_path, report)
     return report
