@@ -296,17 +296,16 @@ def test_trainers_and_configs_are_importable_and_extend_trl():
 
 
 def test_rerunning_a_finished_run_does_not_train_again(env):
-    import json as _json
-
     # mid-epoch: the last step is not an epoch boundary (where transformers stops by itself)
-    cfg = dict(max_steps=4, save_steps=2, data=[env["train"]], max_length=700, per_device_train_batch_size=1)
+    cfg = {"max_steps": 4, "save_steps": 2, "data": [env["train"]], "max_length": 700,
+           "per_device_train_batch_size": 1}
     first = train_sft(_cfg(env, "finished", **cfg))
     out = Path(first["out"])
     again = train_sft(_cfg(env, "finished", **cfg))
     assert again["already_finished"] and again["global_step"] == 4 and not (out / "checkpoint-5").exists()
     # killed after its last checkpoint, before it was marked done: resuming trains no step past the target
-    manifest = _json.loads((out / "run.json").read_text())
-    (out / "run.json").write_text(_json.dumps({**manifest, "status": "training"}))
+    manifest = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**manifest, "status": "training"}))
     resumed = train_sft(_cfg(env, "finished", **cfg))
     assert resumed["global_step"] == 4 and resumed["resumed_from"].endswith("checkpoint-4")
     assert not (out / "checkpoint-5").exists()
