@@ -111,6 +111,7 @@ def test_bfcl_rescore_and_resume_on_a_bad_run_json(tmp_path):
     with pytest.raises(RunDirError, match=r"run\.json:1: not valid JSON"):
         score(tmp_path)
     cfg = BFCLRunConfig(model="silent", categories=["simple_python"], limit=2)
+    (tmp_path / "generations.jsonl").write_text('{"id": "simple_python_0", "raw": "no"}\n')  # results to keep
     with pytest.raises(RunDirError, match=r"run\.json:1: not valid JSON"):
         run_bfcl(cfg, tmp_path, ScriptedClient(lambda r, i: "no"), progress=False)
     (tmp_path / "run.json").write_bytes(b'{"kind": "bfcl", "settings": {"model": "\xff"}}')

@@ -311,3 +311,16 @@ def test_rerunning_a_finished_run_does_not_train_again(env):
     assert not (out / "checkpoint-5").exists()
     longer = train_sft(_cfg(env, "finished", **{**cfg, "max_steps": 6}))
     assert longer["global_step"] == 6 and longer["resumed_from"].endswith("checkpoint-4")
+
+
+def test_a_failed_start_does_not_block_the_corrected_rerun(env):
+    runner = CliRunner()
+    out = env["root"] / "typo"
+    args = ["--data", env["two"], "--out", str(out), "--max-steps", "1", "--batch-size", "2", "--no-bf16",
+            "--save-steps", "0"]
+    res = runner.invoke(sft_app, ["--model", str(env["root"] / "no-such-model"), *args])
+    assert res.exit_code == 2 and "no such model directory" in res.output and "Traceback" not in res.output
+    res = runner.invoke(sft_app, ["--model", env["model"], *args])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(sft_app, ["--model", env["model"], *args])  # finished: nothing to do
+    assert res.exit_code == 0 and "already holds this finished run" in res.output
