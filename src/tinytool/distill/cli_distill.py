@@ -22,17 +22,11 @@ def distill_command(ctx: typer.Context) -> None:
     OUT/config.yaml, OUT/run.json and OUT/distill_summary.json.
     """
     from tinytool.distill.trainer import DistillConfig, train_distill
-    from tinytool.train.config import describe_config, parse_config
+    from tinytool.train.cli_common import run_training_verb
 
-    cfg = parse_config(DistillConfig, ctx.args, prog="tinytool distill",
-                       description=(distill_command.__doc__ or "").split("\n")[0])
-    from tinytool.train.callbacks import ShowConfig
-
-    show = ShowConfig(lambda text: err.print(text, highlight=False, markup=False), describe_config(cfg))
-    summary = train_distill(cfg, callbacks=[show])
-    if summary.get("already_finished"):
-        err.print(f"{cfg.output_dir} already holds this finished run (step {summary['global_step']}): nothing to do; "
-                  "--overwrite trains it again, a larger --max-steps continues it")
+    _, summary = run_training_verb(DistillConfig, train_distill, ctx.args, "tinytool distill",
+                                   distill_command.__doc__)
+    if summary is None:
         return
     parts = ", ".join(f"{k[3:]} {v[-1][1]:.4f}" for k, v in summary["parts"].items() if v)
     err.print(f"{summary['loss']}: {summary['examples']} examples, {summary['global_step']} steps"

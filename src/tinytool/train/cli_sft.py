@@ -22,17 +22,11 @@ def sft(ctx: typer.Context) -> None:
     OUT/config.yaml (the resolved config), OUT/run.json and OUT/sft_summary.json. `tinytool sft --help` lists
     the options; every field of TRL's SFTConfig is accepted too, in flags and in --config YAML.
     """
-    from tinytool.train.config import describe_config, parse_config
+    from tinytool.train.cli_common import run_training_verb
     from tinytool.train.sft import SFTRunConfig, train_sft
 
-    cfg = parse_config(SFTRunConfig, ctx.args, prog="tinytool sft", description=sft.__doc__.split("\n")[0])
-    from tinytool.train.callbacks import ShowConfig
-
-    show = ShowConfig(lambda text: err.print(text, highlight=False, markup=False), describe_config(cfg))
-    summary = train_sft(cfg, callbacks=[show])
-    if summary.get("already_finished"):
-        err.print(f"{cfg.output_dir} already holds this finished run (step {summary['global_step']}): nothing to do; "
-                  "--overwrite trains it again, a larger --max-steps continues it")
+    cfg, summary = run_training_verb(SFTRunConfig, train_sft, ctx.args, "tinytool sft", sft.__doc__)
+    if summary is None:
         return
     d = summary["data"]
     err.print(f"examples: {d['examples']} used, {d['dropped_too_long']} dropped (longer than {cfg.max_length} tokens) "
