@@ -196,3 +196,97 @@ def test_progress_names_the_batch_before_it_is_generated(tmp_path, monkeypatch):
     run_bfcl(cfg, tmp_path, client, progress=False)
     assert events == ["bfcl simple_python 1-2/3: generating", "generate", "generate",
                       "bfcl simple_python 3-3/3: generating", "generate"]
+
+
+def _json_with_tuples(value) -> str:
+    """JSON, except that lists are written as Python tuples (what a model trained here wrote once)."""
+    if isinstance(value, list):
+        inner = ", ".join(_json_with_tuples(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {_json_with_tuples(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value)
+
+
+def _tuple_repairable(args: dict) -> bool:
+    """Arguments with a list whose tuple form the lenient parser reads back (as a Python literal, so
+    no JSON true/false/null anywhere)."""
+    text = json.dumps(args)
+    return any(isinstance(v, list) and v for v in args.values()) and not any(
+        w in text for w in ("true", "false", "null"))
+
+
+def test_tuples_in_json_pass_leniently_and_fail_the_strict_headline(tmp_path):
+    data = bfcl_data()
+    by_question = {it.turns[0][-1]["content"]: it for it in data.items("simple_python")}
+    tupled: set[str] = set()
+
+    def tuples(request, i):
+        item = by_question[request.messages[-1]["content"]]
+        calls = calls_from_ground_truth(item.answer)
+        if all(_tuple_repairable(c.arguments) for c in calls):
+            tupled.add(item.id)
+            return "\n".join(f'<tool_call>\n{{"name": {json.dumps(c.name)}, '
+                             f'"arguments": {_json_with_tuples(c.arguments)}}}\n</tool_call>' for c in calls)
+        return _oracle()(request, i)
+
+    cfg = BFCLRunConfig(model="tuples", format="hermes-nothink", categories=["simple_python"], limit=40)
+    s = run_bfcl(cfg, tmp_path, ScriptedClient(tuples), progress=False)
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert 0 < len(tupled) < len(rows)  # both kinds in the subset
+    assert all(r["valid_lenient"] for r in rows)  # the lenient parser repairs every tuple
+    assert all(r["valid"] == (r["id"] not in tupled) for r in rows)
+    for r in rows:
+        if r["id"] in tupled:
+            assert r["error_type"] == "ast_decoder:decoder_failed"
+            assert "strict decoding" in r["reason"] and "not valid JSON" in r["reason"]
+    cat = s["categories"]["simple_python"]
+    assert cat["accuracy_lenient"] == 1.0 and cat["correct_lenient"] == 40
+    assert cat["accuracy"] == pytest.approx(1 - len(tupled) / 40) and cat["correct"] == 40 - len(tupled)
+    assert s["groups"]["non_live"] == cat["accuracy"] and s["groups_lenient"]["non_live"] == 1.0
+    assert s["decoding"] == "strict"
+
+
+def test_strict_irrelevance_fails_any_attempted_call(tmp_path):
+    answers = iter(['<tool_call>\n{"name": "f", "arguments": {"p": (1, 2)}}\n</tool_call>',  # unparseable
+                    "<tool_call>\n{'name': 'f'",  # unclosed, not JSON
+                    "No function here fits that request.",
+                    "I cannot help with that."])
+    cfg = BFCLRunConfig(model="m", format="hermes-nothink", categories=["irrelevance"], limit=4, batch_size=4)
+    s = run_bfcl(cfg, tmp_path, ScriptedClient(lambda r, i: next(answers)), progress=False)
+    irr = s["categories"]["irrelevance"]
+    assert irr["accuracy"] == 1.0  # BFCL: a call that fails to parse is no call
+    assert irr["accuracy_strict"] == 0.5 and irr["correct_strict"] == 2
+    assert irr["accuracy_lenient"] == 0.75  # the lenient parser reads the tuple call: a call made
+    assert s["groups"]["irrelevance"] == 1.0 and s["groups"]["irrelevance_strict"] == 0.5
+    assert s["groups"]["overall"] == 1.0  # BFCL's overall leaves the strict figure out
+    assert "irrelevance_strict" not in s["groups_lenient"]
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["valid_strict"] for r in rows] == [False, False, True, True]
+    assert all(r["valid"] for r in rows)
+
+
+def test_rescore_recomputes_strict_figures_of_an_old_run(tmp_path):
+    from tinytool.eval.bfcl_runner import score
+
+    cfg = BFCLRunConfig(model="oracle", format="hermes-nothink", categories=["simple_python", "irrelevance"],
+                        limit=3)
+    run_bfcl(cfg, tmp_path, ScriptedClient(_oracle()), progress=False)
+    # a run scored before strict decoding: summary and results without the new keys, and an
+    # irrelevance answer holding a call tuples make unreadable
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    for c in summary["categories"].values():
+        for k in ("accuracy_lenient", "correct_lenient", "accuracy_strict", "correct_strict"):
+            c.pop(k, None)
+    summary.pop("groups_lenient")
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    gen = tmp_path / "generations.jsonl"
+    rows = [json.loads(line) for line in gen.read_text().splitlines()]
+    irr = next(r for r in rows if r["category"] == "irrelevance")
+    irr["raw"] = ['<tool_call>\n{"name": "f", "arguments": {"p": (1, 2)}}\n</tool_call>']
+    gen.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = score(tmp_path)
+    assert s["categories"]["irrelevance"]["accuracy"] == 1.0
+    assert s["categories"]["irrelevance"]["accuracy_strict"] == pytest.approx(2 / 3)
+    assert s["categories"]["simple_python"]["accuracy_lenient"] == 1.0
+    assert json.loads((tmp_path / "summary.json").read_text())["groups"]["irrelevance_strict"] == pytest.approx(2 / 3)

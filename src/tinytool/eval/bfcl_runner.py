@@ -12,6 +12,15 @@ A run directory holds:
 - ``summary.json`` — per category accuracy (and pass@k with several samples), error types,
   call counts, throughput; the groups and the overall score weighted as BFCL's leaderboard does.
 
+The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, as BFCL's own Hermes
+handler does (``json.loads`` per ``<tool_call>`` block, a block it refuses is dropped): a call counts
+only when written as valid JSON. What tinytool's lenient parser would add by repairing Python tuples,
+single quotes or trailing commas is reported beside them (``accuracy_lenient``, ``valid_lenient``,
+``groups_lenient``), never in the headline. BFCL credits an irrelevance answer whose attempted call
+fails to parse (gorilla issue #1362); that figure stays the headline, and ``accuracy_strict`` (group
+``irrelevance_strict``) counts any attempted call, readable or not, as wrong. Multi-turn dialogues
+are decoded while they are played, so their figures are the same under both readings.
+
 Scoring always re-reads ``generations.jsonl``, so a checker fix re-scores a run without
 regenerating (``--rescore``).
 """
@@ -105,6 +114,12 @@ def decode(fmt: PromptFormat, text: str) -> tuple[list[dict] | None, list[str]]:
     if parsed.calls:
         return [{c.name: c.arguments} for c in parsed.calls], parsed.errors
     return (None if parsed.errors else []), parsed.errors
+
+
+def decode_strict(fmt: PromptFormat, text: str) -> tuple[list[dict] | None, list[str]]:
+    """`decode` with the format's strict reading (a call block counts only when it is valid JSON as
+    written): what the headline BFCL figures use."""
+    return decode(fmt.strict_copy(), text)
 
 
 def check_item(item: BFCLItem, decoded: Any) -> Verdict:
@@ -257,16 +272,32 @@ def _first_user_text(item: BFCLItem) -> str:
 
 
 def _score_single(item: BFCLItem, row: dict, fmt: PromptFormat) -> dict:
-    verdicts, decoded_all = [], []
+    """Strict verdicts (the headline), lenient ones (what the parser's repairs would add) and, for the
+    irrelevance categories, the strict irrelevance verdicts (any attempted call fails)."""
+    verdicts, lenient, strict_irr, decoded_all = [], [], [], []
+    irrelevance = "irrelevance" in item.category
     for text in row["raw"]:
-        decoded, _ = decode(fmt, text)
+        decoded, errors = decode_strict(fmt, text)
+        verdict = check_item(item, decoded)
+        decoded_lenient, _ = decode(fmt, text)
+        verdict_lenient = verdict if decoded_lenient == decoded else check_item(item, decoded_lenient)
+        if verdict_lenient.valid and not verdict.valid:
+            dropped = next((e for e in errors if e.startswith("strict")), errors[0] if errors else "")
+            verdict = Verdict(False, verdict.error_type,
+                              f"{verdict.reason} — strict decoding: {dropped} (the lenient parser repairs it, "
+                              "and that answer passes)")
         decoded_all.append(decoded)
-        verdicts.append(check_item(item, decoded))
+        verdicts.append(verdict)
+        lenient.append(verdict_lenient)
+        if irrelevance:
+            strict_irr.append(verdict.valid and not fmt.attempts_call(text))
     first = verdicts[0]
     return {
         "decoded": decoded_all[0],
         "n_calls": [len(d) if d else 0 for d in decoded_all],
         "verdicts": verdicts,
+        "lenient": lenient,
+        "strict_irrelevance": strict_irr or None,
         "reason": first.reason,
         "error_type": first.error_type,
     }
@@ -311,17 +342,24 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
             row = gens[it.id]
             s = _score_multi_turn(it, row) if is_multi_turn(category) else _score_single(it, row, fmt)
             n_ok = sum(v.valid for v in s["verdicts"])
+            lenient = s.get("lenient") or s["verdicts"]  # multi-turn: decoded while played, one reading
             raw0 = row["raw"][0]
-            rows_c.append({
+            item_row = {
                 "id": it.id, "category": category, "valid": s["verdicts"][0].valid,
+                "valid_lenient": lenient[0].valid,
                 "error_type": s["error_type"], "reason": s["reason"],
                 "question": _first_user_text(it)[:2000],
                 "raw": raw0 if isinstance(raw0, str) else json.dumps(raw0, ensure_ascii=False),
                 "decoded": s["decoded"], "expected": it.answer,
                 "n_calls": s["n_calls"][0], "samples_correct": n_ok, "samples": len(s["verdicts"]),
+                "samples_correct_lenient": sum(v.valid for v in lenient),
                 "n_tokens": row.get("n_tokens", [0])[0], "entropy": (row.get("entropy") or [None])[0],
                 "seconds": row.get("seconds"),
-            })
+            }
+            if s.get("strict_irrelevance"):
+                item_row["valid_strict"] = s["strict_irrelevance"][0]
+                item_row["samples_correct_strict"] = sum(s["strict_irrelevance"])
+            rows_c.append(item_row)
         results += rows_c
         if rows_c:
             per_cat[category] = _category_summary(rows_c, data, category)
@@ -330,8 +368,10 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
     gen_seconds = sum(r["seconds"] or 0.0 for r in results)
     summary = {
         "model": run["model"], "format": run["format"], "bfcl_version": run.get("bfcl_version", BFCL_VERSION),
+        "decoding": "strict",
         "categories": per_cat,
         "groups": group_scores(per_cat),
+        "groups_lenient": group_scores(per_cat, key="accuracy_lenient"),
         "throughput": {"items": len(results), "generation_seconds": round(gen_seconds, 2),
                        "items_per_s": round(len(results) / gen_seconds, 3) if gen_seconds else None,
                        "check_items_per_s": round(len(results) / check_seconds, 1) if check_seconds else None},
@@ -350,11 +390,16 @@ def _category_summary(rows: list[dict], data: BFCLData, category: str) -> dict:
     acc = sum(r["samples_correct"] / r["samples"] for r in rows) / n
     out: dict[str, Any] = {
         "n": n, "correct": sum(r["valid"] for r in rows), "accuracy": acc,
+        "correct_lenient": sum(r["valid_lenient"] for r in rows),
+        "accuracy_lenient": sum(r["samples_correct_lenient"] / r["samples"] for r in rows) / n,
         "full_size": len(data.questions(category)),
         "mean_calls": sum(r["n_calls"] for r in rows) / n,
         "no_call_rate": sum(r["n_calls"] == 0 for r in rows) / n,
         "errors": dict(Counter(r["error_type"] for r in rows if not r["valid"]).most_common()),
     }
+    if all("valid_strict" in r for r in rows):  # irrelevance: any attempted call fails
+        out["correct_strict"] = sum(r["valid_strict"] for r in rows)
+        out["accuracy_strict"] = sum(r["samples_correct_strict"] / r["samples"] for r in rows) / n
     secs = sum(r["seconds"] or 0.0 for r in rows)
     if secs:
         out["items_per_s"] = round(n / secs, 3)
@@ -365,12 +410,17 @@ def _category_summary(rows: list[dict], data: BFCLData, category: str) -> dict:
     return out
 
 
-def group_scores(per_cat: dict[str, dict]) -> dict[str, float]:
+def group_scores(per_cat: dict[str, dict], key: str = "accuracy") -> dict[str, float]:
     """BFCL's summary scores over the categories present: non-live AST = unweighted mean of its
     categories, live AST = mean weighted by each category's full size (so a ``--limit`` run
     estimates the leaderboard's weighting), irrelevance = mean of the two irrelevance categories,
-    multi-turn = unweighted mean; overall = the leaderboard's group weights over the groups run."""
-    acc = {c: v["accuracy"] for c, v in per_cat.items()}
+    multi-turn = unweighted mean; overall = the leaderboard's group weights over the groups run.
+
+    ``key`` picks the figure (``accuracy``, the strict headline, or ``accuracy_lenient``; a category
+    without it counts with its ``accuracy``). With the headline, ``irrelevance_strict`` is the mean
+    of the irrelevance categories' ``accuracy_strict`` (any attempted call fails); it is not part of
+    ``overall``, which stays BFCL's."""
+    acc = {c: v.get(key, v["accuracy"]) for c, v in per_cat.items()}
     groups: dict[str, float] = {}
     non_live = [acc[c] for c in NON_LIVE if c in acc and c != "irrelevance"]
     if non_live:
@@ -381,6 +431,10 @@ def group_scores(per_cat: dict[str, dict]) -> dict[str, float]:
     irr = [acc[c] for c in ("irrelevance", "live_irrelevance") if c in acc]
     if irr:
         groups["irrelevance"] = sum(irr) / len(irr)
+    irr_strict = [per_cat[c]["accuracy_strict"] for c in ("irrelevance", "live_irrelevance")
+                  if key == "accuracy" and "accuracy_strict" in per_cat.get(c, {})]
+    if irr_strict:
+        groups["irrelevance_strict"] = sum(irr_strict) / len(irr_strict)
     if "live_relevance" in acc:
         groups["relevance"] = acc["live_relevance"]
     mt = [acc[c] for c in MULTI_TURN if c in acc]

@@ -31,17 +31,24 @@ def _check_format(fmt: str) -> None:
 
 
 def _table(summary: dict) -> None:
+    """Per category: the strict headline accuracy, the lenient one beside it (what the parser's repairs
+    would add) and strict irrelevance (any attempted call fails); then the groups."""
     from rich.console import Console
     from rich.table import Table
 
+    def pct(v: object) -> str:
+        return f"{100 * v:.1f}%" if isinstance(v, (int, float)) else ""
+
     t = Table(title=f"{summary.get('model', '')}  (BFCL {summary.get('bfcl_version', '')})")
-    for col in ("category", "n", "accuracy", "calls/item", "top error"):
+    for col in ("category", "n", "accuracy", "lenient", "strict irr.", "calls/item", "top error"):
         t.add_column(col)
     for cat, s in summary["categories"].items():
         top = next(iter(s.get("errors") or {}), "")
-        t.add_row(cat, str(s["n"]), f"{100 * s['accuracy']:.1f}%", f"{s.get('mean_calls', 0):.2f}", top)
+        t.add_row(cat, str(s["n"]), pct(s["accuracy"]), pct(s.get("accuracy_lenient")),
+                  pct(s.get("accuracy_strict")), f"{s.get('mean_calls', 0):.2f}", top)
+    lenient = summary.get("groups_lenient") or {}
     for g, v in summary.get("groups", {}).items():
-        t.add_row(f"[bold]{g}[/bold]", "", f"[bold]{100 * v:.1f}%[/bold]", "", "")
+        t.add_row(f"[bold]{g}[/bold]", "", f"[bold]{pct(v)}[/bold]", pct(lenient.get(g)), "", "", "")
     Console().print(t)
 
 

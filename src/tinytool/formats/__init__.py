@@ -18,20 +18,22 @@ FORMATS = {
 }
 
 
-_INSTANCES: dict[str, PromptFormat] = {}
+_INSTANCES: dict[tuple[str, bool], PromptFormat] = {}
 
 
-def get_format(name: str | PromptFormat) -> PromptFormat:
+def get_format(name: str | PromptFormat, strict: bool = False) -> PromptFormat:
     """A format by name (``hermes``, ``hermes-nothink``, ``toolrl``, ``python``). Formats hold no
-    state, so one instance per name is shared."""
+    state, so one instance per name is shared. ``strict`` gives the format reading back only calls
+    that need no repair (`PromptFormat.strict_copy`): what the BFCL runner's headline figures use."""
     if isinstance(name, PromptFormat):
-        return name
-    fmt = _INSTANCES.get(name)
+        return name.strict_copy() if strict else name
+    fmt = _INSTANCES.get((name, strict))
     if fmt is None:
         try:
-            fmt = _INSTANCES[name] = FORMATS[name]()
+            fmt = FORMATS[name]()
         except KeyError:
             raise ValueError(f"unknown format {name!r}; choose one of {', '.join(FORMATS)}") from None
+        fmt = _INSTANCES[(name, strict)] = fmt.strict_copy() if strict else fmt
     return fmt
 
 

@@ -9,6 +9,8 @@ tokenizer's chat template; without a tokenizer the ChatML markup SmolLM2 and Qwe
 from __future__ import annotations
 
 import contextlib
+import copy
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,13 +182,41 @@ def template_supports_tools(tokenizer: Any) -> bool:
     return supported
 
 
+# a JSON call object written without its call tags: '{"name": ..., "arguments": ...}'
+_BARE_JSON_CALL = re.compile(r'"name"\s*:.*"(?:arguments|parameters)"\s*:', re.DOTALL)
+
+
 class PromptFormat(ABC):
     """A prompt format: how tools, assistant turns and tool results are written, and how model text
-    is read back. Subclasses implement the four abstract methods."""
+    is read back. Subclasses implement the four abstract methods.
+
+    A ``strict`` format (`strict_copy`, ``get_format(name, strict=True)``) reads back only calls written
+    as the format says, without repairs: each call block must hold valid JSON as written (a block that
+    does not is dropped, as BFCL's Hermes handler drops a block ``json.loads`` refuses); rendering is
+    the same. Rewards and training use the lenient reading."""
 
     name: str = "base"
     #: whether a chat template that renders ``tools`` itself may write the tool block for this format
     uses_native_tool_block: bool = False
+    #: read back only what needs no repair (see the class docstring)
+    strict: bool = False
+
+    def strict_copy(self) -> PromptFormat:
+        """This format reading strictly (formats hold no other state, so a shallow copy will do)."""
+        if self.strict:
+            return self
+        twin = copy.copy(self)
+        twin.strict = True
+        return twin
+
+    def attempts_call(self, text: str) -> bool:
+        """Whether ``text`` tries to call a tool at all, readable or not: a call read back, a call tag
+        outside the reasoning (even unclosed or stray), or a call object written without its tags.
+        What a strict irrelevance check counts as a call."""
+        parsed = self.parse(text)
+        return (bool(parsed.calls) or "tool_call" in parsed.sections
+                or any("tool_call>" in e for e in parsed.errors)
+                or bool(_BARE_JSON_CALL.search(parsed.response)))
 
     @abstractmethod
     def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:

@@ -2,7 +2,8 @@
 
 Shared by the JSON-based formats (Hermes, ToolRL). Handles several objects in one block, a JSON list
 of calls, arguments given as a JSON string, Python-literal dicts (single quotes, True/None), and
-anything else without raising.
+anything else without raising. `strict_call_objects` is the strict reading: valid JSON as written, or
+nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import ast
 import json
 from typing import Any
 
-from tinytool.formats.base import W_ARGS_STRING
+from tinytool.formats.base import STRICT_OK_WARNINGS, W_ARGS_STRING, Parsed
 from tinytool.schema import ToolCall
 
 _DECODER = json.JSONDecoder()
@@ -82,6 +83,52 @@ def decode_call_objects(text: str, errors: list[str], warnings: list[str], allow
     return objs
 
 
+def _strict_json(text: str) -> tuple[Any, str | None]:
+    try:
+        return json.loads(text), None
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    except ValueError as e:  # JSONDecodeError, or an integer of more digits than int() converts
+        return None, f"not valid JSON ({e})"
+
+
+def strict_call_objects(text: str, errors: list[str], allow_many: bool = False) -> list[Any]:
+    """The call objects of one call block read strictly, as BFCL's Hermes handler reads a
+    ``<tool_call>`` block with ``json.loads``: the block (whitespace around it aside) must be one JSON
+    object, or with ``allow_many`` one JSON object per non-blank line. Nothing is repaired — no
+    Python literals (tuples, single quotes), no trailing commas, no lists of calls: such a block gives
+    no object and its problem goes to ``errors``."""
+    body = text.strip()
+    if not body:
+        errors.append("empty call block")
+        return []
+    value, err = _strict_json(body)
+    if err is None:
+        if isinstance(value, dict):
+            return [value]
+        errors.append(f"strict: call block holds a JSON {type(value).__name__}, not one object; block dropped")
+        return []
+    if allow_many:
+        lines = [line.strip() for line in body.splitlines() if line.strip()]
+        objs = []
+        for line in lines:
+            obj, line_err = _strict_json(line)
+            if line_err is not None or not isinstance(obj, dict):
+                break
+            objs.append(obj)
+        else:
+            if len(lines) > 1:
+                return objs
+    errors.append(f"strict: call block is {err}; block dropped")
+    return []
+
+
+def strict_object_problems(errors: list[str], warnings: list[str]) -> list[str]:
+    """What keeps a call read from a block out of a strict reading: errors, and repairs other than
+    those a strict reading accepts (`STRICT_OK_WARNINGS`)."""
+    return errors + [w for w in warnings if w not in STRICT_OK_WARNINGS]
+
+
 def object_to_call(
     obj: Any, errors: list[str], warnings: list[str], args_key: str = "arguments"
 ) -> ToolCall | None:
@@ -130,6 +177,34 @@ def object_to_call(
         errors.append(f"arguments of {name!r} are a {type(args).__name__}, not an object")
         return ToolCall(name=name, arguments={})
     return ToolCall(name=name, arguments={str(k): v for k, v in args.items()})
+
+
+def read_call_block(inner: str, parsed: Parsed, *, args_key: str = "arguments", allow_many: bool = False,
+                    strict: bool = False) -> None:
+    """Read the calls of one call block into ``parsed``. Lenient: whatever can be recovered, its
+    problems reported. ``strict``: the block's calls count only when the block is valid JSON as written
+    (`strict_call_objects`) and each object reads as a call without a repair; otherwise the whole block
+    is dropped and why goes to ``parsed.errors``."""
+    if not strict:
+        for obj in decode_call_objects(inner, parsed.errors, parsed.warnings, allow_many=allow_many):
+            call = object_to_call(obj, parsed.errors, parsed.warnings, args_key=args_key)
+            if call is not None:
+                parsed.calls.append(call)
+        return
+    errors: list[str] = []
+    warnings: list[str] = []
+    calls = []
+    for obj in strict_call_objects(inner, errors, allow_many=allow_many):
+        call = object_to_call(obj, errors, warnings, args_key=args_key)
+        if call is not None:
+            calls.append(call)
+    problems = strict_object_problems(errors, warnings)
+    parsed.errors.extend(errors)
+    parsed.warnings.extend(warnings)
+    if not problems:
+        parsed.calls.extend(calls)
+    elif calls:
+        parsed.errors.append(f"strict: call block dropped ({problems[0]})")
 
 
 def dump_call(call: ToolCall, args_key: str = "arguments") -> str:

@@ -16,7 +16,7 @@ from tinytool.formats.base import (
     cut_spans,
     find_blocks,
 )
-from tinytool.formats.calls import decode_call_objects, dump_call, object_to_call
+from tinytool.formats.calls import dump_call, read_call_block
 from tinytool.schema import Message, Tool
 
 _INSTRUCTIONS = """\
@@ -84,11 +84,11 @@ class HermesFormat(PromptFormat):
         rest = cut_spans(text, spans)
         blocks, errs = find_blocks(rest, "<tool_call>", "</tool_call>")
         parsed.errors.extend(errs)
-        for _, _, inner in blocks:
-            for obj in decode_call_objects(inner, parsed.errors, parsed.warnings):
-                call = object_to_call(obj, parsed.errors, parsed.warnings)
-                if call is not None:
-                    parsed.calls.append(call)
+        for k, (_, _, inner) in enumerate(blocks):
+            if self.strict and k == len(blocks) - 1 and "unclosed <tool_call>" in errs:
+                parsed.errors.append("strict: unclosed <tool_call> block dropped")
+                continue
+            read_call_block(inner, parsed, strict=self.strict)
         if blocks:
             parsed.sections.append("tool_call")
         parsed.response = cut_spans(rest, [(s, e) for s, e, _ in blocks]).strip()

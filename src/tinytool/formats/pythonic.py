@@ -1,7 +1,11 @@
 """Python-call format: the model answers ``[f(a=1, b="x"), g()]`` (BFCL's prompting style).
 
 Parsing uses `ast` only — the text is never evaluated. Argument values must be literals
-(``ast.literal_eval``); dotted names such as ``math.hypot`` are kept as they are.
+(``ast.literal_eval``); dotted names such as ``math.hypot`` are kept as they are. Read strictly, an
+answer counts only when the whole call list parses without a problem (a positional argument, a
+value that is not a literal, an item that is not a call drops every call, as BFCL's own decoder
+fails the whole list); the code fence and a bare call without its brackets, which BFCL's decoder
+also accepts, are not problems.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from typing import Any
 
 from tinytool.formats.base import Parsed, PromptFormat, cut_spans
@@ -25,6 +30,8 @@ Functions (JSON):
 
 # Python source of calls is never larger than this; longer text is not tried as code.
 _MAX_CODE = 256_000
+# what starts a call expression: an optional "[", then a (dotted) name and "("
+_CALL_START = re.compile(r"\[?\s*[A-Za-z_][\w.]*\(")
 
 
 def _literal_source(value: Any) -> str:
@@ -101,7 +108,11 @@ class PythonFormat(PromptFormat):
 
     def parse_body(self, text: str, spans: list[tuple[int, int]], parsed: Parsed) -> None:
         body = _strip_fence(cut_spans(text, spans))
+        n_errors = len(parsed.errors)
         calls = self._parse_calls(body, parsed) if body.startswith("[") or "(" in body[:200] else None
+        if self.strict and calls and len(parsed.errors) > n_errors:
+            parsed.errors.append("strict: the call list needs repairs; every call dropped")
+            calls = []
         if calls is None:
             parsed.response = body
             if body:
@@ -109,6 +120,12 @@ class PythonFormat(PromptFormat):
         else:
             parsed.calls = calls
             parsed.sections.append("tool_call")
+
+    def attempts_call(self, text: str) -> bool:
+        """A call read back, or text that starts like a call (``[f(`` or ``f(``) even if it does not parse."""
+        parsed = self.parse(text)
+        return bool(parsed.calls) or bool(_CALL_START.match(parsed.response)) or any(
+            e.startswith("looks like a call list") for e in parsed.errors)
 
     @staticmethod
     def _parse_calls(body: str, parsed: Parsed) -> list[ToolCall] | None:

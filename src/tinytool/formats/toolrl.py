@@ -17,7 +17,7 @@ from tinytool.formats.base import (
     cut_spans,
     find_blocks,
 )
-from tinytool.formats.calls import decode_call_objects, dump_call, object_to_call
+from tinytool.formats.calls import dump_call, read_call_block
 from tinytool.schema import Message, Tool
 
 _SYSTEM = """\
@@ -72,11 +72,11 @@ class ToolRLFormat(PromptFormat):
         calls, call_errs = find_blocks(text, "<tool_call>", "</tool_call>")
         resp, resp_errs = find_blocks(text, "<response>", "</response>")
         parsed.errors.extend(call_errs + resp_errs)
-        for _, _, inner in calls:
-            for obj in decode_call_objects(inner, parsed.errors, parsed.warnings, allow_many=True):
-                call = object_to_call(obj, parsed.errors, parsed.warnings, args_key="parameters")
-                if call is not None:
-                    parsed.calls.append(call)
+        for k, (_, _, inner) in enumerate(calls):
+            if self.strict and k == len(calls) - 1 and "unclosed <tool_call>" in call_errs:
+                parsed.errors.append("strict: unclosed <tool_call> block dropped")
+                continue
+            read_call_block(inner, parsed, args_key="parameters", allow_many=True, strict=self.strict)
         if resp:
             parsed.response = "\n".join(inner.strip() for _, _, inner in resp).strip()
         # order of the parts as they first appear, for ToolRL's ordered-format check
