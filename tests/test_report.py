@@ -236,3 +236,35 @@ def test_report_interrupted_leaves_the_old_report(runs: tuple[Path, Path], tmp_p
         write_report([runs[0]], out, overwrite=True)
     assert sorted(p.name for p in out.iterdir()) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base", "report", "tuned-run"]
+
+
+def test_report_shows_strict_and_lenient_figures_apart(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    strict_run = _write_run(
+        tmp_path / "strict-run", {"kind": "bfcl", "model": "m", "label": "strict"},
+        {"decoding": "strict",
+         "categories": {
+             "multiple": {"n": 40, "correct": 10, "accuracy": 0.25, "correct_lenient": 11, "accuracy_lenient": 0.275},
+             "irrelevance": {"n": 40, "correct": 38, "accuracy": 0.95, "correct_lenient": 37,
+                             "accuracy_lenient": 0.925, "correct_strict": 4, "accuracy_strict": 0.1}},
+         "groups": {"non_live": 0.25, "irrelevance": 0.95, "irrelevance_strict": 0.1, "overall": 0.6},
+         "groups_lenient": {"non_live": 0.275, "irrelevance": 0.925, "overall": 0.6}},
+        None)
+    # an old summary (no lenient or strict keys) beside the new one still renders
+    md = write_report([runs[0], strict_run], tmp_path / "r")["markdown"].read_text()
+    per_cat = md.split("## Per category", 1)[1].split("\n## ", 1)[0]
+    assert "| irrelevance | 100.0% (n=5) | 95.0% (n=40) |" in per_cat
+    assert "| irrelevance (strict) | — | 10.0% (n=40) |" in per_cat  # beside BFCL's figure
+    header = next(line for line in md.splitlines() if line.startswith("| Run | non_live"))
+    assert header.split("|")[2:-1] == [" non_live ", " irrelevance ", " irrelevance_strict ", " overall "]
+    decoding = md.split("## Strict and lenient decoding", 1)[1].split("\n## ", 1)[0]
+    assert "strict: strict | strict: lenient | strict: repairs add" in decoding  # only the run that has both
+    assert "| multiple | 25.0% | 27.5% | +2.5 pp |" in decoding
+    assert "| group: non_live | 25.0% | 27.5% | +2.5 pp |" in decoding
+    assert "Strict and lenient decoding" in (tmp_path / "r" / "report.html").read_text()
+    # the headline never takes the lenient figure
+    assert "27.5% (n=40)" not in md
+
+
+def test_report_of_old_summaries_has_no_decoding_table(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    md = write_report(list(runs), tmp_path / "r")["markdown"].read_text()
+    assert "Strict and lenient decoding" not in md and "| irrelevance (strict)" not in md

@@ -9,6 +9,11 @@
     RUN_DIR/summary.json    per-category and per-group scores, optional metrics and throughput
     RUN_DIR/results.jsonl   one line per item (validity, error type, reason, question, raw output, ...)
 
+A BFCL summary's headline ``accuracy`` decodes strictly (a call block counts only as valid JSON); its
+``accuracy_lenient`` (and ``groups_lenient``) says what the parser's repairs would give, and shows in a
+table of its own, never in the headline; its ``accuracy_strict`` (irrelevance: any attempted call
+fails) shows beside BFCL's irrelevance figure. Summaries written before these keys render without them.
+
 ``summary.json`` is required; ``run.json`` and ``results.jsonl`` are optional (the report just says
 less without them). Every optional key inside them may be missing. A file that is present but broken
 raises `ReportError` naming the file (and the line, for JSONL).
@@ -43,7 +48,7 @@ from tinytool.io.files import FileFormatError
 
 __all__ = ["ReportError", "RunData", "load_run", "select_failures", "write_report"]
 
-GROUP_ORDER = ("non_live", "live", "irrelevance", "multi_turn")
+GROUP_ORDER = ("non_live", "live", "irrelevance", "irrelevance_strict", "multi_turn")
 TOP_ERROR_TYPES = 8
 QUESTION_CHARS = 300
 OUTPUT_CHARS = 500
@@ -81,14 +86,20 @@ class RunData:
         metrics = self.summary.get("metrics")
         return metrics if isinstance(metrics, dict) else {}
 
-    def accuracy(self, category: str) -> float | None:
-        """Accuracy of a category as a fraction, from ``accuracy`` or ``correct / n``."""
+    @property
+    def groups_lenient(self) -> dict[str, Any]:
+        groups = self.summary.get("groups_lenient")
+        return groups if isinstance(groups, dict) else {}
+
+    def accuracy(self, category: str, key: str = "accuracy") -> float | None:
+        """Accuracy of a category as a fraction, from ``key`` (``accuracy``, the headline;
+        ``accuracy_lenient``; ``accuracy_strict``) or ``correct / n`` (``correct_lenient``, ...)."""
         stats = self.categories.get(category)
         if not isinstance(stats, dict):
             return None
-        acc = _num(stats.get("accuracy"))
+        acc = _num(stats.get(key))
         if acc is None:
-            n, correct = _num(stats.get("n")), _num(stats.get("correct"))
+            n, correct = _num(stats.get("n")), _num(stats.get(key.replace("accuracy", "correct")))
             if n and correct is not None:
                 acc = correct / n
         return acc
@@ -327,19 +338,52 @@ def _category_names(runs: list[RunData]) -> list[str]:
 
 
 def _category_table(runs: list[RunData], categories: list[str]) -> _Table:
+    """The headline accuracy per category; an irrelevance category's strict figure (any attempted call
+    fails) gets a row of its own right under BFCL's."""
     rows = []
     for cat in categories:
-        row = [cat]
-        for run in runs:
-            acc = run.accuracy(cat)
-            n = _num(run.categories.get(cat, {}).get("n"))
-            row.append(_pct(acc) + ("" if acc is None or n is None else f" (n={int(n)})"))
-        if len(runs) >= 2:
-            row.append(_delta(runs[0].accuracy(cat), runs[-1].accuracy(cat)))
-        rows.append(row)
+        keys = ["accuracy"]
+        if any(run.accuracy(cat, "accuracy_strict") is not None for run in runs):
+            keys.append("accuracy_strict")
+        for key in keys:
+            row = [cat if key == "accuracy" else f"{cat} (strict)"]
+            for run in runs:
+                acc = run.accuracy(cat, key)
+                n = _num(run.categories.get(cat, {}).get("n"))
+                row.append(_pct(acc) + ("" if acc is None or n is None else f" (n={int(n)})"))
+            if len(runs) >= 2:
+                row.append(_delta(runs[0].accuracy(cat, key), runs[-1].accuracy(cat, key)))
+            rows.append(row)
     header = ["Category", *(r.label for r in runs)]
     if len(runs) >= 2:
         header.append("Δ (last − first)")
+    return _Table(header, rows)
+
+
+def _decoding_table(runs: list[RunData], categories: list[str], groups: list[str]) -> _Table | None:
+    """Strict (the headline) beside lenient decoding per category and group, for the runs that report
+    both: what the parser's repairs (Python tuples, single quotes, trailing commas) would change."""
+    shown = [r for r in runs if any(r.accuracy(c, "accuracy_lenient") is not None for c in r.categories)]
+    if not shown:
+        return None
+    rows = []
+    for cat in categories:
+        row = [cat]
+        for run in shown:
+            strict, lenient = run.accuracy(cat), run.accuracy(cat, "accuracy_lenient")
+            row += [_pct(strict), _pct(lenient), _delta(strict, lenient)]
+        rows.append(row)
+    for g in groups:
+        if not any(g in run.groups_lenient for run in shown):
+            continue
+        row = [f"group: {g}"]
+        for run in shown:
+            strict, lenient = _num(run.groups.get(g)), _num(run.groups_lenient.get(g))
+            row += [_pct(strict), _pct(lenient), _delta(strict, lenient)]
+        rows.append(row)
+    header = ["Category"]
+    for run in shown:
+        header += [f"{run.label}: strict", f"{run.label}: lenient", f"{run.label}: repairs add"]
     return _Table(header, rows)
 
 
@@ -717,6 +761,7 @@ def _write_report_files(runs: list[RunData], out_dir: Path, worst: int, title: s
         ("runs", "Runs", _runs_table(runs)),
         ("overall", "Overall", _overall_table(runs, groups) if groups else None),
         ("categories", "Per category", _category_table(runs, categories) if categories else None),
+        ("decoding", "Strict and lenient decoding", _decoding_table(runs, categories, groups)),
         ("passk", "pass@k", _pass_at_k_table(runs, categories)),
         ("calls", "Calls per item / no-call rate", _calls_table(runs, categories)),
         ("metrics", "Metrics", _metrics_table(runs)),
@@ -740,8 +785,15 @@ def _render_md(title: str, run_names: list[str], tables: list[tuple[str, str, _T
                charts: dict[str, Path], error_charts: list[tuple[RunData, Path]],
                failures: list[tuple[RunData, list[dict[str, Any]]]], out_dir: Path) -> str:
     out = [f"# {_md_escape(title)}", ""]
-    notes = {"overall": "Group scores as reported by each run.",
-             "categories": "Accuracy per category (n = items evaluated).",
+    notes = {"overall": "Group scores as reported by each run. BFCL figures decode strictly (a call counts only "
+                        "when written as valid JSON, as BFCL's own handler reads it). irrelevance is BFCL's figure, "
+                        "which credits a call that fails to parse; irrelevance_strict counts any attempted call, "
+                        "readable or not, as wrong (it is not part of overall).",
+             "categories": "Accuracy per category (n = items evaluated); a \"(strict)\" row under an irrelevance "
+                           "category counts any attempted call as wrong.",
+             "decoding": "The headline (strict: each call block must be valid JSON as written) beside what "
+                         "tinytool's lenient parser would give by repairing Python tuples, single quotes and "
+                         "trailing commas. Only the strict figure is the score.",
              "calls": "Mean number of calls per item / share of items with no call."}
     for key, heading, table in tables:
         if table is None:
