@@ -373,7 +373,7 @@ SLOTS: dict[str, Slot] = {
     "numbers": Slot("array", ("numbers", "values", "data"), "List of numbers",
                     lambda r: [_num(0, 100, 1, 0.6)(r) for _ in range(r.randint(3, 6))], _say_numbers,
                     ("of {}", "for {}"), items=_NUM, axis=False),
-    "radius": Slot("number", ("radius", "r"), "Radius", _num(0.5, 30), _unit("cm", "m", "units"),
+    "radius": Slot("number", ("radius", "r"), "Radius in metres", _num(0.5, 30), _unit("m", "meters", "metres"),
                    ("with a radius of {}", "of radius {}")),
     "base": Slot("number", ("base", "base_length"), "Base length", _num(1, 40), say_number,
                  ("with base {}", "whose base is {}")),
@@ -428,6 +428,9 @@ SLOTS: dict[str, Slot] = {
     "notify": _bool(("notify", "send_notification"), "Notify the people involved", "and notify everyone",
                     "without notifying anyone"),
 }
+
+#: slots named in step with another (the second -> the first)
+_PAIRED = {"b": "a", "int_b": "int_a"}
 
 #: slots whose two values in one call must differ
 _DIFFERENT = (("origin", "destination"), ("from_currency", "to_currency"), ("int_a", "int_b"))
@@ -697,7 +700,7 @@ ACTIONS: tuple[Action, ...] = (
        "how much water should someone drink"), "recommend water intake", "weight_kg", "", ("for someone weighing {weight_kg}", "for a person of {weight_kg}")),
     # language
     _A("language", "translate", "translate", "text translation", ("translate",), "translate text", "text language",
-       "", ("{text} {language}",)),
+       "", ("{text} into {language}", "{text} to {language}")),
     _A("language", "synonyms", "get find", "synonyms thesaurus", ("find synonyms", "give me synonyms"),
        "find synonyms", "word", "limit"),
     _A("language", "sentiment", "analyze detect", "sentiment", ("analyze the sentiment of", "detect the sentiment of"),
@@ -846,8 +849,12 @@ def _variant(a: Action, r: Random) -> GenTool:
     used: set[str] = set()
     names: dict[str, str] = {}
     for s in (*a.required, *optional):
-        choices = [n for n in SLOTS[s].names if n not in used] or [f"{SLOTS[s].names[0]}_{len(used)}"]
-        pick = choices[0] if r.random() < 0.5 else r.choice(choices)
+        first = _PAIRED.get(s)
+        if first in names:  # b is named like a: (a, b), (num1, num2), (x, y)
+            pick = SLOTS[s].names[SLOTS[first].names.index(names[first])]
+        else:
+            choices = [n for n in SLOTS[s].names if n not in used] or [f"{SLOTS[s].names[0]}_{len(used)}"]
+            pick = choices[0] if r.random() < 0.5 else r.choice(choices)
         names[s] = pick
         used.add(pick)
     props: dict[str, Any] = {}
