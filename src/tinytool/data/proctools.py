@@ -950,7 +950,7 @@ def _distractors(ctx: Ctx, chosen: Sequence[GenTool], k: int) -> list[GenTool]:
     families = {family(t) for t in chosen}
     taken = {t.name for t in chosen}
     domain = [n for t in chosen for n in pool.by_domain[t.domain]]
-    similar = [n for t in chosen for tok in _tokens(t.name) for n in pool.by_token.get(tok, ())]
+    similar = [n for t in chosen for tok in sorted(_tokens(t.name)) for n in pool.by_token.get(tok, ())]
     out: list[GenTool] = []
     for _ in range(k):
         for names, p in ((domain, 0.6), (similar, 0.5), (pool.train, 1.0)):
