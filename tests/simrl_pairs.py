@@ -315,7 +315,7 @@ def _calls_row(rng: Random, truth: list[dict], request: str, offered: list[str],
 def make_pairs(n: int, seed: int = 0, with_kinds: bool = False):
     """``n`` rows (and, with ``with_kinds``, the kind of mistake each completion makes), one per demo
     task of ``generate_demo(n, seed)``, reproducible from ``(n, seed)``."""
-    train, dev = generate_demo(n, seed, dev_fraction=0.2)
+    train, dev = generate_demo(n, seed, dev_fraction=0.2, proc_fraction=0.0)  # the pairs edit catalog tools
     tasks = [c.to_dict() for c in train + dev]
     answers = [m["content"] for t in tasks for m in t["messages"]
                if m["role"] == "assistant" and not m.get("tool_calls") and m.get("content")]

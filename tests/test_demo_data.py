@@ -154,7 +154,8 @@ def test_category_shapes(every):
         assert msgs[0].role == "user" and msgs[-1].role == "assistant"
         if cat in ("simple", "multiple"):
             assert len(msgs) == 2 and len(calls) == 1
-            assert (len(conv.tools) == 1) if cat == "simple" else (2 <= len(conv.tools) <= 5)
+            most = 8 if conv.meta["tools"] == "generated" else 5  # generated tools: 2-8 offered
+            assert (len(conv.tools) == 1) if cat == "simple" else (2 <= len(conv.tools) <= most)
         elif cat == "parallel":
             assert len(calls) >= 2 and len({c.name for c in calls}) == 1 and len(conv.tools) == 1
             assert len({c.canonical() for c in calls}) == len(calls)
@@ -173,8 +174,8 @@ def test_category_shapes(every):
 
 def test_single_turn_ground_truth_executes_without_error(every):
     for conv in every:
-        if conv.meta["category"] == "multi_step":
-            continue
+        if conv.meta["category"] == "multi_step" or conv.meta["tools"] == "generated":
+            continue  # generated tools have no implementation: see test_proctools
         w = World(conv.meta["world_seed"])
         for call in _calls(conv):
             out = execute(w, call.name, call.arguments)

@@ -20,14 +20,24 @@ def demo(
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Directory for train.jsonl and dev.jsonl."),
     dev_fraction: float = typer.Option(0.1, "--dev-fraction", min=0.0, max=1.0, help="Share of tasks in dev."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing train/dev split in --out."),
+    mix: str | None = typer.Option(
+        None, "--mix", metavar="CATEGORY=WEIGHT,...",
+        help="Category weights, normalised, e.g. simple=0.2,parallel=0.2,irrelevance=0.25 (left-out categories get "
+             "no tasks). Categories: simple, multiple, parallel, parallel_multiple, irrelevance, missing_parameter, "
+             "multi_step. Default: the built-in mix."),
+    proc_fraction: float = typer.Option(
+        0.5, "--proc-fraction", min=0.0, max=1.0,
+        help="Share of the simple, multiple, parallel, parallel_multiple and irrelevance tasks built over "
+             "generated tool schemas instead of the executable catalog (0: catalog only)."),
 ) -> None:
     """Write train/dev JSONL of demo tasks: simple, multiple, parallel, parallel_multiple, irrelevance,
     missing_parameter and multi_step (with sub-questions/sub-answers). Held-out tools appear only in dev.
     Both files are replaced together: an interrupted run leaves --out as it was."""
-    from tinytool.data.demo import SPLIT_FILES, generate_demo, write_split
+    from tinytool.data.demo import SPLIT_FILES, generate_demo, parse_mix, write_split
     from tinytool.io import check_output_file, check_writable
     from tinytool.progress import ProgressBar
 
+    weights = parse_mix(mix) if mix is not None else None
     for name in SPLIT_FILES:
         check_output_file(out / name, overwrite)
     check_writable(out)  # before the work, not after it
@@ -35,14 +45,18 @@ def demo(
     with on_interrupt(left):
         t0 = time.perf_counter()
         with ProgressBar("generating demo tasks", total=n, unit="task") as bar:
-            train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, progress=bar.advance)
+            train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=weights, proc_fraction=proc_fraction,
+                                       progress=bar.advance)
         dt = time.perf_counter() - t0
         write_split(out, train, dev)
     rate = (len(train) + len(dev)) / max(dt, 1e-9)
     typer.echo(f"wrote {len(train)} train + {len(dev)} dev tasks to {out} (generated in {dt:.2f}s, {rate:.0f} tasks/s)")
     for name, split in (("train", train), ("dev", dev)):
-        mix = Counter(c.meta["category"] for c in split)
-        typer.echo(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(mix.items())))
+        counts = Counter(c.meta["category"] for c in split)
+        typer.echo(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    offered = {t.name for c in (*train, *dev) for t in c.tools}
+    generated = sum(c.meta.get("tools") == "generated" for c in (*train, *dev))
+    typer.echo(f"{len(offered)} distinct tools offered; {generated} tasks over generated tools")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,12 +14,19 @@ categories and as multi-step trajectories:
 - ``multi_step``: a trajectory where a later call needs an earlier call's output
   (see `tinytool.data.demo_chains`), with ASTRA's sub-questions and sub-answers in ``meta``.
 
+A share ``proc_fraction`` of the simple, multiple, parallel, parallel_multiple and irrelevance
+tasks is built over procedurally generated tools instead (`tinytool.data.proctools`: hundreds of
+schemas, 2-8 offered in ``multiple``), so a model has to read the schema rather than recall one of
+the catalog's tools; their calls are checked against the schema, not executed. The catalog's
+executable tools keep the missing-parameter and multi-step tasks.
+
 Requests are drawn from several phrasings per tool and argument values are sampled by type from the
 seeded `World`, so the same tool appears in many surface forms. Every ground-truth call is executed
 on a fresh copy of the world while generating and resampled if it fails, so calls are valid by
 construction. Held-out tools (`HELD_OUT`, ≥ 10 % of the catalog) and some phrasings appear only in
-dev. Equal ``(n, seed)`` give byte-identical files. ``meta`` of every record: ``id``, ``category``,
-``split``, ``seed``, ``world_seed``, ``source``, ``tools_used``, ``sub_questions`` and ``sub_answers``
+dev, and so do held-out generated domains and tools. Equal ``(n, seed)`` give byte-identical files.
+``meta`` of every record: ``id``, ``category``, ``split``, ``seed``, ``world_seed``, ``source``,
+``tools`` (``"catalog"`` or ``"generated"``), ``tools_used``, ``sub_questions`` and ``sub_answers``
 (empty outside ``multi_step``).
 """
 
@@ -28,11 +35,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from random import Random
 from typing import Any
 
+from tinytool.data import proctools
 from tinytool.data.catalog import CATALOG, HELD_OUT, TRAIN_TOOLS, Template, ToolSpec, World, execute
 from tinytool.data.catalog.world import pristine_world
 from tinytool.data.demo_chains import CHAINS, ChainError, run_chain
@@ -55,6 +63,9 @@ DEFAULT_MIX: dict[str, float] = {
     "simple": 0.15, "multiple": 0.18, "parallel": 0.13, "parallel_multiple": 0.10,
     "irrelevance": 0.16, "missing_parameter": 0.08, "multi_step": 0.20,
 }
+#: default share of the single-turn tasks built over generated tools (a 2,000-task set then offers
+#: well over 500 distinct tools)
+PROC_FRACTION = 0.5
 SOURCE = "tinytool-demo"
 OPTIONAL_P = 0.45  # chance an optional parameter the phrasing can express is given
 FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
@@ -394,25 +405,34 @@ def _tools_used(messages: list[Message]) -> list[str]:
     return sorted({c.name for m in messages for c in m.tool_calls})
 
 
-def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[str, float],
+def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[str, float], proc_fraction: float,
                     progress: Callable[[int], None] | None = None) -> list[Conversation]:
     labels = _quota(n, mix)
     Random(f"tinytool-demo:{seed}:{split}:order").shuffle(labels)
     tools = tuple(TRAIN_TOOLS) if split == "train" else tuple(CATALOG)
     focus = tuple(sorted(HELD_OUT)) if split == "dev" else ()
+    pool = proctools.tool_pool(seed) if proc_fraction > 0 else None
     out = []
     for i, category in enumerate(labels):
-        ctx = _Ctx(Random(f"tinytool-demo:{seed}:{split}:{i}"), world, split, tools, focus)
+        rng = Random(f"tinytool-demo:{seed}:{split}:{i}")
+        generated = (pool is not None and category in proctools.BUILDERS
+                     and Random(f"tinytool-demo:{seed}:{split}:{i}:proc").random() < proc_fraction)
+        build: Callable[[], _Task]
+        if generated:
+            build = partial(proctools.BUILDERS[category], proctools.Ctx(rng, pool, split))
+        else:
+            build = partial(BUILDERS[category], _Ctx(rng, world, split, tools, focus))
         for _ in range(MAX_TRIES):
             try:
-                messages, offered, extra = BUILDERS[category](ctx)
+                messages, offered, extra = build()
                 break
-            except _Retry:
+            except (_Retry, proctools.Retry):
                 continue
         else:  # pragma: no cover - every builder succeeds well within MAX_TRIES
             raise RuntimeError(f"could not build a {category} task ({split} #{i}, seed {seed})")
         meta = {"id": f"demo-s{seed}-{split}-{i:06d}", "source": SOURCE, "category": category, "split": split,
-                "seed": seed, "world_seed": seed, "tools_used": _tools_used(messages),
+                "seed": seed, "world_seed": seed, "tools": "generated" if generated else "catalog",
+                "tools_used": _tools_used(messages),
                 "sub_questions": [], "sub_answers": [], **extra}
         out.append(Conversation(messages=messages, tools=offered, meta=meta))
         if progress is not None:
@@ -420,26 +440,60 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
     return out
 
 
+def parse_mix(text: str) -> dict[str, float]:
+    """``"simple=0.2,parallel=0.2,irrelevance=0.25"`` -> the weights, normalised to sum to 1.
+    Categories left out get no tasks. A malformed part, an unknown category, a repeated one, a
+    negative weight or an all-zero mix is refused, naming the part."""
+    fix = f"write CATEGORY=WEIGHT pairs separated by commas, e.g. simple=0.2,parallel=0.3; categories: {', '.join(CATEGORIES)}"
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, eq, value = (x.strip() for x in part.partition("="))
+        if not eq or not name or not value:
+            raise UserInputError(f"--mix: {part!r} is not CATEGORY=WEIGHT", fix=fix)
+        if name not in CATEGORIES:
+            raise UserInputError(f"--mix: unknown category {name!r} in {part!r}", fix=fix)
+        if name in out:
+            raise UserInputError(f"--mix: {name!r} is given twice", fix=fix)
+        try:
+            weight = float(value)
+        except ValueError:
+            raise UserInputError(f"--mix: weight {value!r} of {name!r} is not a number", fix=fix) from None
+        if not weight >= 0 or weight == float("inf"):
+            raise UserInputError(f"--mix: weight {value!r} of {name!r} must be a finite number >= 0", fix=fix)
+        out[name] = weight
+    total = sum(out.values())
+    if total <= 0:
+        raise UserInputError(f"--mix: {text!r} gives no category a positive weight", fix=fix)
+    return {k: v / total for k, v in out.items() if v > 0}
+
+
 def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapping[str, float] | None = None,
+                  proc_fraction: float = PROC_FRACTION,
                   progress: Callable[[int], None] | None = None) -> tuple[list[Conversation], list[Conversation]]:
     """``n`` demo tasks split into ``(train, dev)``; dev gets ``round(n * dev_fraction)`` of them.
 
     Train never uses a held-out tool, not even as a distractor; dev favours them. ``mix`` maps
-    category -> weight (default `DEFAULT_MIX`). Deterministic in ``(n, seed, dev_fraction, mix)``.
-    ``progress(k)`` is called as every ``k`` tasks are built.
+    category -> weight (default `DEFAULT_MIX`). ``proc_fraction`` of the single-turn tasks other
+    than missing_parameter use generated tools (`tinytool.data.proctools`); 0 keeps to the catalog.
+    Deterministic in ``(n, seed, dev_fraction, mix, proc_fraction)``. ``progress(k)`` is called as
+    every ``k`` tasks are built.
     """
     if n < 0:
         raise ValueError("n must be >= 0")
     if not 0.0 <= dev_fraction <= 1.0:
         raise ValueError("dev_fraction must be in [0, 1]")
+    if not 0.0 <= proc_fraction <= 1.0:
+        raise ValueError("proc_fraction must be in [0, 1]")
     mix = dict(mix or DEFAULT_MIX)
     unknown = set(mix) - set(CATEGORIES)
     if unknown:
         raise ValueError(f"unknown categories {sorted(unknown)}; known: {', '.join(CATEGORIES)}")
     world = pristine_world(seed)
     n_dev = round(n * dev_fraction)
-    return (_generate_split("train", n - n_dev, seed, world, mix, progress),
-            _generate_split("dev", n_dev, seed, world, mix, progress))
+    return (_generate_split("train", n - n_dev, seed, world, mix, proc_fraction, progress),
+            _generate_split("dev", n_dev, seed, world, mix, proc_fraction, progress))
 
 
 #: the files of a demo split directory
@@ -465,11 +519,12 @@ def write_split(out_dir: str | os.PathLike, train: Iterable[Any], dev: Iterable[
 
 
 def write_demo(n: int, seed: int, out_dir: str | os.PathLike, *, dev_fraction: float = 0.1,
-               mix: Mapping[str, float] | None = None) -> dict[str, int]:
+               mix: Mapping[str, float] | None = None, proc_fraction: float = PROC_FRACTION) -> dict[str, int]:
     """Generate ``train.jsonl`` and ``dev.jsonl`` and write them under ``out_dir`` as a whole
     (see `write_split`); returns the counts."""
-    train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=mix)
+    train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=mix, proc_fraction=proc_fraction)
     return write_split(out_dir, train, dev)
 
 
-__all__ = ["CATEGORIES", "DEFAULT_MIX", "SPLIT_FILES", "generate_demo", "write_demo", "write_split"]
+__all__ = ["CATEGORIES", "DEFAULT_MIX", "PROC_FRACTION", "SPLIT_FILES", "generate_demo", "parse_mix", "write_demo",
+           "write_split"]

@@ -1,0 +1,1128 @@
+"""Procedurally generated tools: many schemas to read, so a model learns to read a schema rather
+than memorise a catalog.
+
+A generated tool is one *action* of a domain (``get a weather forecast``, ``the hypotenuse of a right
+triangle``) dressed as one of several *variants*: a name style (``get_weather_forecast``,
+``weather.get_forecast``, ``math.hypotenuse``, ``fetchForecast``), parameter names drawn from synonyms
+(``city`` / ``location``), a subset of the action's optional parameters (some with defaults), and a
+reworded description. Each parameter comes from a *slot* of the bank below: its JSON Schema (string,
+integer vs number, boolean, enum, arrays of strings or numbers, nested objects), a seeded value
+sampler, how a user writes the value (units, "two", dates, lists) and the phrase fragments that carry
+it in a request. Each tool gets several request templates (the catalog's `Template` syntax: optional
+parameters in ``[...]``), so `GenTool.request` draws a ground-truth call and a request that states
+exactly its values. Generated tools have no implementation: their calls are checked against their
+schema.
+
+`tool_pool(seed)` builds the pool (deterministic in the seed); `HELD_OUT_DOMAINS` and a share of the
+other tools are held out for dev. `BUILDERS` turns the pool into single-turn tasks (simple, multiple,
+parallel, parallel_multiple, irrelevance) for `tinytool.data.demo`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from functools import cache
+from random import Random
+from typing import Any
+
+from tinytool.data.catalog import CATALOG
+from tinytool.data.catalog.base import (
+    NO_DEFAULT,
+    Template,
+    fmt_number,
+    say_date,
+    say_int,
+    say_number,
+    say_percent,
+    say_quoted,
+    say_time,
+    say_usd,
+)
+from tinytool.data.demo_text import (
+    CHITCHAT,
+    ensure_end,
+    join_requests,
+    join_values,
+    plain_join,
+    refusal,
+    repeat_tail,
+)
+from tinytool.schema import Message, Tool, ToolCall
+
+OPTIONAL_P = 0.3  # chance an optional parameter is given in a request (usually omitted)
+VARIANTS = 10  # variants drawn per action (names that collide are dropped)
+HELD_OUT_SHARE = 0.1  # share of the tools of the other domains held out for dev
+FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
+
+
+class Retry(Exception):
+    """This sample did not work out; draw another."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Values and how users write them
+# ---------------------------------------------------------------------------------------------
+
+CITIES = ("Paris", "Tokyo", "Nairobi", "Lima", "Oslo", "Toronto", "Mumbai", "Cairo", "Sydney", "Berlin", "Madrid",
+          "Seoul", "Denver", "Austin", "Lisbon", "Dublin", "Prague", "Hanoi", "Santiago", "Vancouver", "Chicago",
+          "Boston", "Istanbul", "Jakarta", "Cape Town", "Helsinki", "Montreal", "Osaka", "Athens", "Auckland")
+COUNTRIES = ("France", "Japan", "Kenya", "Peru", "Norway", "Canada", "India", "Egypt", "Australia", "Germany",
+             "Spain", "Brazil", "Mexico", "Vietnam", "Chile", "Ireland", "Portugal", "Greece", "Finland", "Morocco")
+PEOPLE = ("Alice Moreau", "Bram de Vries", "Chen Wei", "Dana Okafor", "Elena Petrova", "Farid Haddad", "Grace Kim",
+          "Hugo Silva", "Ines Laurent", "Jonas Berg", "Keiko Tanaka", "Liam O'Brien", "Maya Patel", "Noah Fischer")
+FIRST = ("Alice", "Bram", "Chen", "Dana", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Keiko", "Maya")
+TICKERS = ("AAPL", "MSFT", "NVDA", "AMZN", "TSLA", "GOOGL", "META", "NFLX", "INTC", "ORCL", "SAP", "SONY")
+CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CAD", "AUD", "CHF", "INR", "BRL", "MXN", "SEK", "NOK")
+CUISINES = ("Italian", "Thai", "Mexican", "Japanese", "Indian", "Greek", "Ethiopian", "Korean", "Lebanese",
+            "Vietnamese", "Peruvian", "French")
+GENRES = ("jazz", "rock", "hip hop", "classical", "reggae", "folk", "electronic", "blues", "country", "soul")
+BOOK_GENRES = ("mystery", "science fiction", "fantasy", "biography", "history", "romance", "poetry", "horror")
+LANGUAGES = ("English", "Spanish", "French", "German", "Italian", "Portuguese", "Japanese", "Korean", "Arabic",
+             "Hindi", "Dutch", "Swedish")
+PRODUCTS = ("wireless headphones", "running shoes", "espresso machine", "yoga mat", "desk lamp", "backpack",
+            "electric kettle", "mechanical keyboard", "water bottle", "phone case", "air purifier", "tent")
+INGREDIENTS = ("chicken", "rice", "spinach", "tomatoes", "garlic", "lentils", "tofu", "mushrooms", "chickpeas",
+               "salmon", "potatoes", "eggs", "basil", "lemon", "quinoa", "feta")
+SKILLS = ("Python", "SQL", "data analysis", "project management", "graphic design", "nursing", "accounting",
+          "welding", "copywriting", "machine learning")
+TOPICS = ("solar panels", "climate policy", "electric cars", "remote work", "space exploration", "urban gardening",
+          "cybersecurity", "public transport", "ocean plastic", "sleep science")
+TEAMS = ("Riverside Rovers", "Northgate United", "Harbor City Hawks", "Eastfield Eagles", "Lakeside Lions",
+         "Summit Strikers", "Westbrook Wolves", "Crescent Comets")
+SPORTS = ("football", "basketball", "tennis", "cricket", "baseball", "hockey", "rugby", "volleyball")
+COMPANIES = ("Acme Corp", "Globex", "Initech", "Umbrella Labs", "Stark Industries", "Wayne Enterprises",
+             "Hooli", "Vandelay Imports", "Soylent Co", "Wonka Foods")
+ELEMENTS = ("H2O", "CO2", "NaCl", "C6H12O6", "NH3", "CH4", "H2SO4", "CaCO3", "O2", "C2H5OH")
+WORDS = ("serendipity", "ephemeral", "ubiquitous", "resilient", "meticulous", "eloquent", "candid", "pragmatic")
+MESSAGES = ("running ten minutes late", "the meeting moved to Friday", "happy birthday!", "can you call me back?",
+            "dinner is at 7", "the package arrived", "see you at the station", "don't forget the tickets")
+_WORD_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                 "twelve")
+
+
+def _date(r: Random) -> str:
+    return (date(2025, 1, 1) + timedelta(days=r.randrange(730))).isoformat()
+
+
+def _num(lo: float, hi: float, places: int = 1, whole_p: float = 0.3) -> Callable[[Random], float | int]:
+    """A number in ``[lo, hi]``: whole ``whole_p`` of the time (then an int: JSON ``3``, not ``3.0``)."""
+    def sample(r: Random) -> float | int:
+        if r.random() < whole_p:
+            return r.randint(math.ceil(lo), math.floor(hi))
+        v = round(r.uniform(lo, hi), places)
+        return int(v) if v.is_integer() else v
+    return sample
+
+
+def _int(lo: int, hi: int) -> Callable[[Random], int]:
+    return lambda r: r.randint(lo, hi)
+
+
+def _pick(pool: Sequence[Any]) -> Callable[[Random], Any]:
+    return lambda r: r.choice(pool)
+
+
+def _some(pool: Sequence[Any], lo: int = 2, hi: int = 4) -> Callable[[Random], list[Any]]:
+    return lambda r: r.sample(list(pool), r.randint(lo, hi))
+
+
+def _unit(*names: str) -> Callable[[Any, Random], str]:
+    """``12.5 km`` / ``12.5 kilometers``: a number with one of its unit spellings."""
+    def say(v: Any, r: Random) -> str:
+        u = r.choice(names)
+        return f"{say_number(v, r)}{'' if u in ('%', '°') else ' '}{u}"
+    return say
+
+
+def _int_unit(*names: str) -> Callable[[Any, Random], str]:
+    def say(v: Any, r: Random) -> str:
+        u = r.choice(names)
+        return f"{say_int(v, r)} {u[:-1] if v == 1 and u.endswith('s') else u}"
+    return say
+
+
+def _say_plain(v: Any, r: Random) -> str:
+    return str(v).replace("_", " ")
+
+
+def _say_numbers(v: Sequence[Any], r: Random) -> str:
+    items = [fmt_number(x) for x in v]
+    k = r.random()
+    if k < 0.3:
+        return "[" + ", ".join(items) + "]"
+    if k < 0.5:
+        return ", ".join(items)
+    return plain_join(items, r)
+
+
+def _say_list(v: Sequence[Any], r: Random) -> str:
+    return plain_join([str(x) for x in v], r) if r.random() < 0.7 else ", ".join(str(x) for x in v)
+
+
+def _say_coords(v: Mapping[str, float], r: Random) -> str:
+    lat, lon = fmt_number(v["latitude"]), fmt_number(v["longitude"])
+    return r.choice((f"({lat}, {lon})", f"latitude {lat}, longitude {lon}", f"{lat}, {lon}"))
+
+
+def _coords(r: Random) -> dict[str, float]:
+    return {"latitude": round(r.uniform(-60, 70), 4), "longitude": round(r.uniform(-170, 170), 4)}
+
+
+def _say_dims(v: Mapping[str, float], r: Random) -> str:
+    a, b, c = (fmt_number(v[k]) for k in ("length", "width", "height"))
+    return r.choice((f"{a} x {b} x {c} m", f"{a} m long, {b} m wide and {c} m high",
+                     f"length {a} m, width {b} m, height {c} m"))
+
+
+def _dims(r: Random) -> dict[str, float | int]:
+    return {k: _num(0.5, 20)(r) for k in ("length", "width", "height")}
+
+
+def _say_range(v: Mapping[str, str], r: Random) -> str:
+    a, b = say_date(v["start"], r), say_date(v["end"], r)
+    return r.choice((f"from {a} to {b}", f"between {a} and {b}", f"{a} through {b}"))
+
+
+def _range(r: Random) -> dict[str, str]:
+    start = date(2025, 1, 1) + timedelta(days=r.randrange(700))
+    return {"start": start.isoformat(), "end": (start + timedelta(days=r.randint(1, 21))).isoformat()}
+
+
+def _say_hhmm(v: str, r: Random) -> str:
+    return say_time(v, r)
+
+
+# ---------------------------------------------------------------------------------------------
+# The slot bank: parameter templates
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A parameter template: names to choose from, JSON Schema, sampler, sayer and request fragments
+    (``{}`` marks the value). ``says`` maps a boolean or enum value to its own fragment instead."""
+
+    type: str
+    names: tuple[str, ...]
+    desc: str
+    sample: Callable[[Random], Any]
+    say: Callable[[Any, Random], str] = _say_plain
+    frags: tuple[str, ...] = ("for {}",)
+    enum: tuple[Any, ...] | None = None
+    items: Mapping[str, Any] | None = None
+    properties: Mapping[str, Any] | None = None
+    defaults: tuple[Any, ...] = ()  # defaults an optional variant may declare
+    axis: bool = True  # may vary across the calls of a parallel request
+    label: str = ""
+
+    def schema(self, desc: str, default: Any) -> dict[str, Any]:
+        s: dict[str, Any] = {"type": self.type, "description": desc}
+        if self.enum is not None:
+            s["enum"] = list(self.enum)
+        if self.items is not None:
+            s["items"] = dict(self.items)
+        if self.properties is not None:
+            s["properties"] = {k: dict(v) for k, v in self.properties.items()}
+            s["required"] = list(self.properties)
+        if default is not NO_DEFAULT:
+            s["default"] = default
+        return s
+
+
+def _bool(names: tuple[str, ...], desc: str, yes: str, no: str) -> Slot:
+    return Slot("boolean", names, desc, lambda r: r.random() < 0.6, lambda v, r: yes if v else no, ("{}",),
+                defaults=(False,), axis=False)
+
+
+def _enum(names: tuple[str, ...], desc: str, values: tuple[str, ...], frags: tuple[str, ...],
+          say: Callable[[Any, Random], str] = _say_plain) -> Slot:
+    return Slot("string", names, desc, _pick(values), say, frags, enum=values, defaults=(values[0],))
+
+
+_NUM = {"type": "number"}
+_STR = {"type": "string"}
+
+SLOTS: dict[str, Slot] = {
+    # places, dates, counts
+    "city": Slot("string", ("city", "location", "city_name"), "City name, e.g. Paris", _pick(CITIES),
+                 frags=("in {}", "for {}")),
+    "origin": Slot("string", ("origin", "from_city", "departure_city"), "City of departure", _pick(CITIES),
+                   frags=("from {}",)),
+    "destination": Slot("string", ("destination", "to_city", "arrival_city"), "City of arrival", _pick(CITIES),
+                        frags=("to {}",)),
+    "country": Slot("string", ("country", "country_name"), "Country name", _pick(COUNTRIES), frags=("in {}", "for {}")),
+    "date": Slot("string", ("date", "on_date", "day"), "Date as YYYY-MM-DD", _date, say_date, ("on {}", "for {}")),
+    "time": Slot("string", ("time", "start_time"), "Time of day as HH:MM (24h)",
+                 lambda r: f"{r.randint(7, 21):02d}:{r.choice((0, 15, 30, 45)):02d}", _say_hhmm, ("at {}",)),
+    "date_range": Slot("object", ("date_range", "period", "dates"), "Start and end dates (YYYY-MM-DD)", _range,
+                       _say_range, ("{}",), properties={"start": _STR, "end": _STR}, axis=False),
+    "coords": Slot("object", ("coordinates", "point", "position"), "Latitude and longitude in degrees", _coords,
+                   _say_coords, ("at {}", "for the point {}"), properties={"latitude": _NUM, "longitude": _NUM},
+                   axis=False),
+    "days": Slot("integer", ("days", "num_days", "forecast_days"), "Number of days", _int(1, 10),
+                 _int_unit("days"), ("for the next {}", "covering {}")),
+    "nights": Slot("integer", ("nights", "num_nights", "stay_length"), "Number of nights", _int(1, 10),
+                   _int_unit("nights"), ("for {}",)),
+    "guests": Slot("integer", ("guests", "party_size", "num_people"), "Number of people", _int(1, 8),
+                   _int_unit("people", "guests"), ("for {}",), defaults=(1, 2)),
+    "limit": Slot("integer", ("limit", "max_results", "top_k", "count"), "Maximum number of results", _int(3, 20),
+                  say_int, ("and show at most {} results", "(top {} only)", "limited to {} results"),
+                  defaults=(5, 10), axis=False),
+    "year": Slot("integer", ("year", "release_year"), "Four-digit year", _int(1960, 2024), lambda v, r: str(v), ("from {}", "in {}")),
+    "minutes": Slot("integer", ("minutes", "duration_minutes", "duration"), "Length in minutes", _int(5, 120),
+                    _int_unit("minutes", "min"), ("for {}", "lasting {}")),
+    # units and choices
+    "units": _enum(("units", "unit_system"), "Unit system", ("metric", "imperial"), ("in {} units",)),
+    "temp_unit": _enum(("unit", "temperature_unit", "temp_unit"), "Temperature unit", ("celsius", "fahrenheit"),
+                       ("in {}", "in degrees {}")),
+    "sort_by": _enum(("sort_by", "order_by", "sort"), "Sort order", ("price", "rating", "distance", "popularity"),
+                     ("sorted by {}", "ordered by {}")),
+    "cabin": _enum(("cabin_class", "cabin", "seat_class"), "Cabin class", ("economy", "premium_economy", "business"),
+                   ("in {} class", "flying {}")),
+    "priority": _enum(("priority", "urgency"), "Priority level", ("low", "normal", "high"),
+                      ("with {} priority", "as {} priority")),
+    "period": _enum(("period", "interval", "timeframe"), "Time period", ("daily", "weekly", "monthly", "yearly"),
+                    ("on a {} basis", "with {} granularity")),
+    "difficulty": _enum(("difficulty", "level"), "Difficulty", ("easy", "medium", "hard"), ("at {} difficulty",)),
+    "diet": _enum(("diet", "dietary_restriction"), "Dietary restriction", ("vegetarian", "vegan", "gluten_free",
+                  "keto"), ("that is {}", "for a {} diet")),
+    "compounding": _enum(("compounding", "compound_frequency"), "How often interest compounds",
+                         ("annually", "quarterly", "monthly", "daily"), ("compounded {}",)),
+    "transport": _enum(("mode", "travel_mode", "transport_mode"), "Way of travelling",
+                       ("driving", "walking", "cycling", "transit"), ("by {}", "when {}")),
+    "dist_unit": _enum(("unit", "distance_unit"), "Distance unit", ("km", "miles"), ("in {}",)),
+    "format": _enum(("format", "output_format"), "Output format", ("pdf", "csv", "json", "html"),
+                    ("as {}", "in {} format")),
+    "language_enum": _enum(("language", "lang"), "Language", ("en", "es", "fr", "de", "it", "pt"), ("in {}",),
+                           say=lambda v, r: {"en": "English", "es": "Spanish", "fr": "French", "de": "German",
+                                             "it": "Italian", "pt": "Portuguese"}[v]),
+    # money and finance
+    "amount": Slot("number", ("amount", "value", "sum"), "Amount of money", _num(5, 5000, 2, 0.5), say_usd,
+                   ("of {}", "for {}")),
+    "money": Slot("number", ("amount", "value", "sum"), "Amount of money in the given currency", _num(5, 5000, 2, 0.5),
+                  say_number, ("of {}", "for {}")),
+    "principal": Slot("number", ("principal", "initial_amount", "deposit"), "Starting amount",
+                      _num(500, 100000, 2, 0.7), say_usd, ("on {}", "for a principal of {}")),
+    "rate": Slot("number", ("rate", "annual_rate", "interest_rate"), "Annual rate in percent", _num(0.5, 12, 2, 0.2),
+                 say_percent, ("at {}", "with a rate of {}")),
+    "years": Slot("integer", ("years", "term_years", "duration_years"), "Number of years", _int(1, 30),
+                  _int_unit("years"), ("over {}", "for {}")),
+    "currency": Slot("string", ("currency", "currency_code"), "ISO currency code, e.g. USD", _pick(CURRENCIES),
+                     frags=("in {}",)),
+    "from_currency": Slot("string", ("from_currency", "base_currency", "source_currency"), "Currency to convert from",
+                          _pick(CURRENCIES), frags=("from {}",)),
+    "to_currency": Slot("string", ("to_currency", "target_currency", "quote_currency"), "Currency to convert to",
+                        _pick(CURRENCIES), frags=("to {}", "into {}")),
+    "ticker": Slot("string", ("symbol", "ticker", "stock_symbol"), "Stock ticker symbol", _pick(TICKERS),
+                   frags=("for {}", "of {}")),
+    "tickers": Slot("array", ("symbols", "tickers"), "Stock ticker symbols", _some(TICKERS), _say_list,
+                    ("for {}",), items=_STR, axis=False),
+    "company": Slot("string", ("company", "company_name", "employer"), "Company name", _pick(COMPANIES),
+                    frags=("at {}", "for {}")),
+    "max_price": Slot("number", ("max_price", "budget", "price_limit"), "Highest price in USD", _num(20, 900, 2, 0.6),
+                      say_usd, ("under {}", "for at most {}"), axis=False),
+    "min_rating": Slot("number", ("min_rating", "rating_above", "minimum_rating"), "Lowest rating (1-5)",
+                       _num(3, 4.8, 1, 0.2), lambda v, r: f"{fmt_number(v)} stars",
+                       ("rated at least {}", "with {} or more"), axis=False),
+    # people, text
+    "person": Slot("string", ("name", "contact_name", "recipient"), "Full name of the person", _pick(PEOPLE),
+                   frags=("to {}", "for {}")),
+    "email": Slot("string", ("email", "email_address", "to"), "Email address",
+                  lambda r: f"{r.choice(FIRST).lower()}@{r.choice(('example.com', 'mail.org', 'work.net'))}",
+                  frags=("to {}",)),
+    "message": Slot("string", ("message", "text", "body"), "The message text", _pick(MESSAGES), say_quoted,
+                    ("saying {}", "with the text {}"), axis=False),
+    "query": Slot("string", ("query", "keyword", "search_term"), "What to search for", _pick(TOPICS),
+                  frags=("about {}", "on {}")),
+    "topic": Slot("string", ("topic", "subject"), "Topic", _pick(TOPICS), frags=("about {}", "on {}")),
+    "word": Slot("string", ("word", "term"), "A single word", _pick(WORDS), say_quoted, ("for {}", "of {}")),
+    "text": Slot("string", ("text", "sentence", "input_text"), "Text to process", _pick(MESSAGES), say_quoted,
+                 ("{}",), axis=False),
+    "language": Slot("string", ("target_language", "language", "to_language"), "Language name", _pick(LANGUAGES),
+                     frags=("into {}", "to {}")),
+    # shopping, food, media
+    "product": Slot("string", ("product", "product_name", "item"), "Product name", _pick(PRODUCTS),
+                    frags=("for {}", "for a {}")),
+    "quantity": Slot("integer", ("quantity", "qty", "count"), "How many", _int(1, 6), say_int,
+                     ("{} of", "x{}"), defaults=(1,), axis=False),
+    "cuisine": Slot("string", ("cuisine", "food_type", "cuisine_type"), "Type of food", _pick(CUISINES),
+                    frags=("serving {} food", "with {} cuisine")),
+    "ingredients": Slot("array", ("ingredients", "items", "available_ingredients"), "Ingredients on hand",
+                        _some(INGREDIENTS), _say_list, ("with {}", "using {}"), items=_STR, axis=False),
+    "ingredient": Slot("string", ("ingredient", "food", "food_item"), "Food or ingredient", _pick(INGREDIENTS),
+                       frags=("for {}", "of {}")),
+    "servings": Slot("integer", ("servings", "portions"), "Number of servings", _int(1, 10),
+                     _int_unit("servings", "portions"), ("for {}",)),
+    "genre": Slot("string", ("genre", "music_genre"), "Music genre", _pick(GENRES), frags=("in {}", "of {} music")),
+    "book_genre": Slot("string", ("genre", "category"), "Book genre", _pick(BOOK_GENRES), frags=("in {}",)),
+    "team": Slot("string", ("team", "team_name", "club"), "Team name", _pick(TEAMS), frags=("for {}", "of {}")),
+    "sport": Slot("string", ("sport", "sport_type"), "Sport", _pick(SPORTS), frags=("in {}",)),
+    "skill": Slot("string", ("skill", "keywords", "role"), "Skill or job title", _pick(SKILLS),
+                  frags=("for {}", "needing {}")),
+    # maths, science
+    "a": Slot("number", ("a", "side_a", "x"), "First value", _num(1, 50, 1, 0.5), say_number, ("{}",)),
+    "b": Slot("number", ("b", "side_b", "y"), "Second value", _num(1, 50, 1, 0.5), say_number, ("{}",)),
+    "n": Slot("integer", ("n", "number", "value"), "A whole number", _int(2, 40), say_int, ("of {}", "for {}")),
+    "k": Slot("integer", ("k", "r", "choose"), "How many to choose", _int(1, 6), say_int, ("{}",)),
+    "int_a": Slot("integer", ("a", "num1", "first"), "First integer", _int(6, 600), say_int, ("{}",)),
+    "int_b": Slot("integer", ("b", "num2", "second"), "Second integer", _int(6, 600), say_int, ("{}",)),
+    "numbers": Slot("array", ("numbers", "values", "data"), "List of numbers",
+                    lambda r: [_num(0, 100, 1, 0.6)(r) for _ in range(r.randint(3, 6))], _say_numbers,
+                    ("of {}", "for {}"), items=_NUM, axis=False),
+    "radius": Slot("number", ("radius", "r"), "Radius in metres", _num(0.5, 30), _unit("m", "meters", "metres"),
+                   ("with a radius of {}", "of radius {}")),
+    "base": Slot("number", ("base", "base_length"), "Base length", _num(1, 40), say_number,
+                 ("with base {}", "whose base is {}")),
+    "height": Slot("number", ("height", "h"), "Height", _num(1, 40), say_number, ("and height {}",)),
+    "mass": Slot("number", ("mass", "mass_kg", "weight"), "Mass in kilograms", _num(0.2, 500, 1, 0.4),
+                 _unit("kg", "kilograms"), ("of {}", "with a mass of {}")),
+    "velocity": Slot("number", ("velocity", "speed"), "Speed in metres per second", _num(0.5, 120, 1, 0.4),
+                     _unit("m/s", "meters per second"), ("moving at {}", "at {}")),
+    "accel": Slot("number", ("acceleration", "accel"), "Acceleration in m/s²", _num(0.5, 30, 2, 0.3),
+                  _unit("m/s²", "m/s^2"), ("with an acceleration of {}", "accelerating at {}")),
+    "distance": Slot("number", ("distance", "distance_km", "length"), "Distance in kilometres",
+                     _num(0.5, 900, 1, 0.4), _unit("km", "kilometers"), ("of {}", "over {}")),
+    "seconds": Slot("number", ("time", "duration_s", "seconds"), "Time in seconds", _num(1, 600, 1, 0.4),
+                    _unit("s", "seconds"), ("in {}", "taking {}")),
+    "volume": Slot("number", ("volume", "volume_l"), "Volume in litres", _num(0.1, 80, 2, 0.3),
+                   _unit("L", "liters", "litres"), ("and volume {}", "in {}")),
+    "voltage": Slot("number", ("voltage", "volts"), "Voltage in volts", _num(1, 240, 1, 0.5),
+                    _unit("V", "volts"), ("at {}", "with {}")),
+    "resistance": Slot("number", ("resistance", "ohms"), "Resistance in ohms", _num(1, 1000, 1, 0.5),
+                       _unit("ohms", "Ω"), ("through {}", "across {}")),
+    "temperature": Slot("number", ("temperature", "temp"), "Temperature in degrees Celsius", _num(-30, 45, 1, 0.5),
+                        _unit("°C", "degrees Celsius"), ("at {}", "of {}")),
+    "weight_kg": Slot("number", ("weight_kg", "weight"), "Body weight in kilograms", _num(40, 130, 1, 0.5),
+                      _unit("kg", "kilograms"), ("weighing {}", "with a weight of {}")),
+    "height_m": Slot("number", ("height_m", "height"), "Height in metres", _num(1.45, 2.05, 2, 0.0),
+                     _unit("m", "meters"), ("and {} tall", "with a height of {}")),
+    "angle": Slot("integer", ("angle", "degrees", "angle_deg"), "Angle in degrees", _int(1, 89),
+                  lambda v, r: f"{v} degrees" if r.random() < 0.6 else f"{v}°", ("at {}", "of {}")),
+    "formula": Slot("string", ("formula", "compound", "molecule"), "Chemical formula, e.g. H2O", _pick(ELEMENTS),
+                    frags=("of {}", "for {}")),
+    "probability": Slot("number", ("probability", "p", "success_rate"), "Chance of success, between 0 and 1",
+                        lambda r: round(r.uniform(0.05, 0.95), 2), lambda v, r: fmt_number(v), ("with success probability {}",),
+                        axis=False),
+    "dims": Slot("object", ("dimensions", "size", "box"), "Length, width and height in metres", _dims, _say_dims,
+                 ("of {}", "measuring {}"), properties={"length": _NUM, "width": _NUM, "height": _NUM}, axis=False),
+    "percent": Slot("number", ("percentage", "percent", "pct"), "Percentage", _num(1, 60, 1, 0.6), say_percent,
+                    ("{}",)),
+    "tip": Slot("integer", ("tip_percent", "tip", "tip_rate"), "Tip in percent", _int(5, 25),
+                lambda v, r: f"{v}%" if r.random() < 0.6 else f"{v} percent", ("with a {} tip", "tipping {}")),
+    # flags
+    "include_hourly": _bool(("include_hourly", "hourly"), "Include the hourly breakdown",
+                            "including the hourly breakdown", "without the hourly breakdown"),
+    "refundable": _bool(("refundable_only", "refundable"), "Only refundable options", "refundable only",
+                        "refundable or not"),
+    "nonstop": _bool(("nonstop", "direct_only"), "Only direct flights", "nonstop only", "stops are fine"),
+    "in_stock": _bool(("in_stock_only", "available_only"), "Only items in stock", "only ones in stock",
+                      "even if out of stock"),
+    "sample_sd": _bool(("sample", "is_sample"), "Treat the data as a sample (n - 1)", "treating it as a sample",
+                       "treating it as the whole population"),
+    "details": _bool(("include_details", "verbose", "detailed"), "Return full details", "with full details",
+                     "just the summary"),
+    "notify": _bool(("notify", "send_notification"), "Notify the people involved", "and notify everyone",
+                    "without notifying anyone"),
+}
+
+#: slots named in step with another (the second -> the first)
+_PAIRED = {"b": "a", "int_b": "int_a"}
+
+#: slots whose two values in one call must differ
+_DIFFERENT = (("origin", "destination"), ("from_currency", "to_currency"), ("int_a", "int_b"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions: what a tool does, per domain
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One thing a tool does. ``verbs``/``objs`` are name parts; ``says`` the user's phrases for it
+    (lower case; a phrase starting with "what"/"how" is a question); ``bodies`` phrase the required
+    parameters together (``{slot}``), else each slot's fragments are used in order."""
+
+    domain: str
+    key: str
+    verbs: tuple[str, ...]
+    objs: tuple[str, ...]
+    says: tuple[str, ...]
+    gist: str
+    required: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    bodies: tuple[str, ...] = ()
+
+
+#: name spaces per domain (dotted names)
+NAMESPACES: dict[str, tuple[str, ...]] = {
+    "weather": ("weather", "wx", "meteo"), "travel": ("travel", "flights", "trip"), "hotels": ("hotels", "lodging",
+    "stay"), "food": ("recipes", "food", "kitchen"), "dining": ("restaurants", "dining", "eats"),
+    "finance": ("finance", "fin", "money"), "stocks": ("stocks", "market", "equities"), "math": ("math", "calc",
+    "algebra"), "stats": ("stats", "statistics", "data"), "geometry": ("geometry", "geo2d", "shapes"),
+    "physics": ("physics", "mechanics", "phys"), "chemistry": ("chem", "chemistry", "lab"),
+    "geo": ("geo", "maps", "nav"), "messaging": ("messaging", "chat", "notify"), "shopping": ("shop", "store",
+    "cart"), "music": ("music", "audio", "player"), "books": ("library", "books", "reading"),
+    "sports": ("sports", "league", "scores"), "jobs": ("jobs", "careers", "hiring"), "health": ("health", "fitness",
+    "wellness"), "language": ("language", "lang", "text"), "events": ("events", "tickets", "venues"),
+}
+
+
+def _A(domain: str, key: str, verbs: str, objs: str, says: Sequence[str], gist: str, required: str,
+       optional: str = "", bodies: Sequence[str] = ()) -> Action:
+    return Action(domain, key, tuple(verbs.split()), tuple(objs.split()), tuple(says), gist,
+                  tuple(required.split()), tuple(optional.split()), tuple(bodies))
+
+
+ACTIONS: tuple[Action, ...] = (
+    # weather
+    _A("weather", "forecast", "get fetch retrieve", "forecast weather_forecast daily_forecast",
+       ("get the weather forecast", "check the forecast", "what's the forecast"), "get a weather forecast",
+       "city", "days temp_unit include_hourly"),
+    _A("weather", "current", "get fetch check", "current_weather conditions current_conditions",
+       ("check the current weather", "what's the weather right now", "get the current conditions"),
+       "check the current weather", "city", "temp_unit units"),
+    _A("weather", "air", "get fetch check", "air_quality aqi", ("check the air quality", "what's the air quality index",
+       "get the air quality"), "check air quality", "city", "details"),
+    _A("weather", "uv", "get fetch", "uv_index uv", ("what's the UV index", "check the UV index"), "look up the UV index",
+       "city", "date"),
+    _A("weather", "history", "get fetch query", "historical_weather weather_history past_weather",
+       ("get the historical weather", "look up past weather"), "look up historical weather", "city date_range",
+       "temp_unit"),
+    _A("weather", "point", "get fetch", "weather_at_point point_forecast", ("get the weather forecast",
+       "what's the forecast"), "get a forecast for coordinates", "coords", "days units"),
+    # travel
+    _A("travel", "flights", "search find query", "flights flight_offers", ("find flights", "search for flights",
+       "look for flights"), "search for flights", "origin destination date", "cabin nonstop max_price",
+       ("from {origin} to {destination} on {date}", "{origin} to {destination} for {date}")),
+    _A("travel", "book_flight", "book reserve", "flight flight_ticket", ("book a flight", "reserve a flight"),
+       "book a flight", "origin destination date guests", "cabin",
+       ("from {origin} to {destination} on {date} for {guests}",)),
+    _A("travel", "trains", "search find", "trains train_connections", ("find trains", "look up train connections"),
+       "search for trains", "origin destination date", "time"),
+    _A("travel", "car", "search find rent", "rental_cars car_rentals", ("find a rental car", "rent a car"),
+       "find a rental car", "city date_range", "max_price"),
+    _A("travel", "visa", "check get", "visa_requirements visa_rules", ("check the visa requirements",
+       "what are the visa rules"), "check visa requirements", "country", "", ("for travelling to {country}",)),
+    _A("travel", "route_time", "estimate get", "travel_time trip_duration", ("estimate the travel time",
+       "how long does it take to get"), "estimate a travel time", "origin destination", "transport"),
+    # hotels
+    _A("hotels", "search", "search find", "hotels hotel_offers", ("find hotels", "search for hotels",
+       "look for a hotel"), "search for hotels", "city date guests", "nights max_price min_rating sort_by"),
+    _A("hotels", "book", "book reserve", "hotel hotel_room room", ("book a hotel room", "reserve a room"),
+       "book a hotel room", "city date nights", "guests refundable"),
+    _A("hotels", "reviews", "get list fetch", "hotel_reviews reviews", ("show reviews of hotels",
+       "get hotel reviews"), "read hotel reviews", "city", "limit min_rating"),
+    _A("hotels", "availability", "check get", "availability room_availability", ("check room availability",
+       "are there rooms available"), "check room availability", "city date_range", "guests"),
+    # food
+    _A("food", "recipes", "search find", "recipes recipe", ("find recipes", "suggest recipes", "search recipes"),
+       "find recipes", "ingredients", "diet limit"),
+    _A("food", "nutrition", "get lookup fetch", "nutrition nutrition_facts calories", ("look up the nutrition facts for",
+       "how many calories are in"), "look up nutrition facts", "ingredient", "servings", ("{ingredient}",)),
+    _A("food", "scale", "scale adjust", "recipe recipe_servings", ("scale a recipe", "adjust a recipe"),
+       "scale a recipe", "servings", "", ("to {servings}",)),
+    _A("food", "meal_plan", "create make generate", "meal_plan weekly_menu", ("make a meal plan",
+       "create a meal plan"), "make a meal plan", "days", "diet", ("for {days}", "covering {days}")),
+    # dining
+    _A("dining", "find", "search find", "restaurants restaurant", ("find restaurants", "look for a restaurant",
+       "search for places to eat"), "find restaurants", "city", "cuisine min_rating max_price limit"),
+    _A("dining", "reserve", "reserve book", "table restaurant_table", ("book a table", "reserve a table"),
+       "book a restaurant table", "city date time guests", "", ("in {city} on {date} at {time} for {guests}",)),
+    _A("dining", "tip", "calculate compute", "tip tip_amount", ("calculate the tip", "work out the tip",
+       "how much should I tip"), "work out a tip", "amount tip", "guests", ("on a bill of {amount} {tip}",
+       "for {amount} {tip}")),
+    _A("dining", "delivery", "order", "delivery food_delivery", ("order food delivery", "get food delivered"),
+       "order food delivery", "cuisine city", ""),
+    # finance
+    _A("finance", "convert", "convert exchange", "currency money", ("convert", "change"), "convert money between "
+       "currencies", "money from_currency to_currency", "", ("{money} from {from_currency} to {to_currency}",
+       "{money} {from_currency} into {to_currency}")),
+    _A("finance", "fx_rate", "get fetch", "exchange_rate fx_rate", ("what's the exchange rate",
+       "get the exchange rate"), "look up an exchange rate", "from_currency to_currency", "date",
+       ("from {from_currency} to {to_currency}", "between {from_currency} and {to_currency}")),
+    _A("finance", "compound", "calculate compute", "compound_interest future_value", ("calculate the compound interest",
+       "what will my savings grow to"), "calculate compound interest", "principal rate years", "compounding",
+       ("on {principal} at {rate} over {years}", "for {principal} with a rate of {rate} for {years}")),
+    _A("finance", "loan", "calculate compute estimate", "loan_payment monthly_payment mortgage_payment",
+       ("calculate the monthly payment", "what's the monthly payment"), "work out a loan payment",
+       "principal rate years", "", ("for a loan of {principal} at {rate} over {years}",)),
+    _A("finance", "invoice", "create send", "invoice bill", ("send an invoice", "create an invoice"),
+       "send an invoice", "company money", "date currency", ("to {company} for {money}",)),
+    _A("finance", "budget", "get summarize", "budget_summary spending_report", ("summarize my spending",
+       "get a spending report"), "summarize spending", "period", "currency format"),
+    # stocks
+    _A("stocks", "quote", "get fetch", "stock_price quote share_price", ("get the stock price",
+       "what's the share price", "check the price"), "look up a stock price", "ticker", "currency"),
+    _A("stocks", "history", "get fetch", "price_history stock_history", ("get the price history",
+       "show the price history"), "get a stock's price history", "ticker date_range", "period"),
+    _A("stocks", "compare", "compare", "stocks tickers", ("compare the stocks", "compare the performance"),
+       "compare several stocks", "tickers", "period"),
+    _A("stocks", "news", "get fetch", "company_news market_news", ("get the latest news", "show news"),
+       "get company news", "ticker", "limit"),
+    # math
+    _A("math", "hypot", "calculate compute", "hypotenuse hypot", ("calculate the hypotenuse",
+       "what's the hypotenuse"), "calculate a hypotenuse", "a b", "",
+       ("of a right triangle with legs {a} and {b}", "for sides {a} and {b}")),
+    _A("math", "factorial", "calculate compute", "factorial", ("calculate the factorial", "what's the factorial"),
+       "calculate a factorial", "n"),
+    _A("math", "gcd", "calculate find", "gcd greatest_common_divisor", ("find the greatest common divisor",
+       "what's the GCD"), "find a greatest common divisor", "int_a int_b", "", ("of {int_a} and {int_b}",)),
+    _A("math", "lcm", "calculate find", "lcm least_common_multiple", ("find the least common multiple",
+       "what's the LCM"), "find a least common multiple", "int_a int_b", "", ("of {int_a} and {int_b}",)),
+    _A("math", "power", "calculate compute", "power exponent", ("raise", "calculate"), "raise a number to a power",
+       "a b", "", ("{a} to the power of {b}", "{a} raised to {b}")),
+    _A("math", "prime", "check test", "is_prime prime", ("check whether a number is prime", "test if it's prime"),
+       "test primality", "n"),
+    _A("math", "fib", "get calculate", "fibonacci fibonacci_sequence", ("list the Fibonacci numbers",
+       "generate the Fibonacci sequence"), "list Fibonacci numbers", "n", "", ("up to the {n}th term",
+       "for the first {n} terms")),
+    _A("math", "choose", "calculate count", "combinations binomial_coefficient", ("count the combinations",
+       "how many ways are there"), "count combinations", "n k", "", ("to choose {k} out of {n}",)),
+    _A("math", "percent_of", "calculate compute", "percentage percent_of", ("calculate", "what's"),
+       "take a percentage", "percent a", "", ("{percent} of {a}",)),
+    # stats
+    _A("stats", "mean", "calculate compute", "mean average", ("calculate the mean", "what's the average",
+       "compute the average"), "compute a mean", "numbers"),
+    _A("stats", "median", "calculate find", "median", ("find the median", "what's the median"),
+       "find a median", "numbers"),
+    _A("stats", "stdev", "calculate compute", "std_dev standard_deviation stdev", ("calculate the standard deviation",
+       "what's the standard deviation"), "compute a standard deviation", "numbers", "sample_sd"),
+    _A("stats", "binom", "calculate compute", "binomial_probability binom_pmf", ("what's the probability",
+       "calculate the binomial probability"), "compute a binomial probability", "n k probability", "",
+       ("of exactly {k} successes in {n} trials with success probability {probability}",)),
+    _A("stats", "percentile", "calculate compute", "percentile", ("compute", "find"),
+       "compute a percentile", "numbers percent", "", ("the {percent} percentile of {numbers}",)),
+    # geometry
+    _A("geometry", "circle_area", "calculate compute", "circle_area area_of_circle", ("calculate the area of a circle",
+       "what's the area of a circle"), "compute a circle's area", "radius"),
+    _A("geometry", "circumference", "calculate compute", "circumference circle_perimeter",
+       ("calculate the circumference of a circle", "what's the circumference of a circle"),
+       "compute a circumference", "radius"),
+    _A("geometry", "triangle_area", "calculate compute", "triangle_area area_of_triangle",
+       ("calculate the area of a triangle", "what's the area of a triangle"), "compute a triangle's area",
+       "base height"),
+    _A("geometry", "box_volume", "calculate compute", "box_volume cuboid_volume", ("calculate the volume of a box",
+       "what's the volume of a box"), "compute a box's volume", "dims"),
+    _A("geometry", "sphere", "calculate compute", "sphere_volume volume_of_sphere",
+       ("calculate the volume of a sphere", "what's the volume of a sphere"), "compute a sphere's volume", "radius"),
+    # physics
+    _A("physics", "kinetic", "calculate compute", "kinetic_energy", ("calculate the kinetic energy",
+       "what's the kinetic energy"), "compute kinetic energy", "mass velocity", "", ("of a {mass} object moving at {velocity}", "of an object with mass {mass} and speed {velocity}")),
+    _A("physics", "force", "calculate compute", "force net_force", ("calculate the force", "what force is needed"),
+       "compute a force", "mass accel", "", ("needed to accelerate a {mass} mass at {accel}",)),
+    _A("physics", "speed", "calculate compute", "average_speed speed", ("calculate the average speed",
+       "what's the average speed"), "compute an average speed", "distance seconds", "", ("for {distance} covered in {seconds}",)),
+    _A("physics", "density", "calculate compute", "density", ("calculate the density", "what's the density"),
+       "compute a density", "mass volume", "", ("of an object with mass {mass} and volume {volume}",)),
+    _A("physics", "current", "calculate compute", "current ohms_law", ("calculate the current",
+       "how much current flows"), "compute an electric current", "voltage resistance"),
+    _A("physics", "projectile", "calculate compute", "projectile_range range", ("calculate the range of a projectile",
+       "how far does a projectile go"), "compute a projectile's range", "velocity angle", "",
+       ("launched at {velocity} at an angle of {angle}",)),
+    # chemistry
+    _A("chemistry", "molar_mass", "calculate get", "molar_mass molecular_weight", ("calculate the molar mass",
+       "what's the molecular weight"), "compute a molar mass", "formula"),
+    _A("chemistry", "gas", "calculate compute", "ideal_gas_pressure gas_pressure", ("calculate the pressure of a gas",
+       "what's the gas pressure"), "compute a gas pressure", "volume temperature", "",
+       ("in a {volume} container at {temperature}",)),
+    # geo
+    _A("geo", "distance", "calculate get", "distance great_circle_distance", ("calculate the distance",
+       "how far is it"), "measure a distance between places", "origin destination", "dist_unit",
+       ("from {origin} to {destination}", "between {origin} and {destination}")),
+    _A("geo", "directions", "get fetch", "directions route", ("get directions", "give me directions"),
+       "get directions", "origin destination", "transport", ("from {origin} to {destination}",)),
+    _A("geo", "timezone", "get lookup", "timezone time_zone", ("what's the time zone", "look up the time zone"),
+       "look up a time zone", "city"),
+    _A("geo", "nearby", "search find", "nearby_places places_nearby", ("find places nearby", "search nearby"),
+       "find nearby places", "coords", "limit"),
+    _A("geo", "elevation", "get lookup", "elevation altitude", ("get the elevation", "what's the altitude"),
+       "look up an elevation", "coords", "units"),
+    _A("geo", "population", "get lookup", "population city_population", ("what's the population",
+       "look up the population"), "look up a population", "city", "year", ("of {city}",)),
+    # messaging
+    _A("messaging", "sms", "send", "sms text_message", ("send a text", "text"), "send a text message",
+       "person message", "", ("to {person} {message}", "{person} {message}")),
+    _A("messaging", "email", "send compose", "email mail", ("send an email", "email"), "send an email",
+       "email topic", "priority", ("to {email} about {topic}",)),
+    _A("messaging", "reminder", "create set", "reminder", ("set a reminder", "create a reminder"), "set a reminder",
+       "message date time", "priority", ("saying {message} for {date} at {time}",)),
+    _A("messaging", "meeting", "schedule create", "meeting event", ("schedule a meeting", "set up a meeting"),
+       "schedule a meeting", "person date time", "minutes notify", ("with {person} on {date} at {time}",)),
+    # shopping
+    _A("shopping", "search", "search find", "products items", ("search for", "find", "look for"), "search products",
+       "product", "max_price min_rating in_stock sort_by", ("{product}",)),
+    _A("shopping", "cart", "add", "to_cart cart_item", ("add to my cart", "put in the cart"), "add items to a cart",
+       "product quantity", "", ("{quantity} {product}",)),
+    _A("shopping", "track", "track", "order_status package shipment", ("track", "where is"), "track an order",
+       "company", "", ("my order from {company}",)),
+    _A("shopping", "price_history", "get fetch", "price_history price_trend", ("show the price history",
+       "get the price history"), "get a product's price history", "product", "period"),
+    # music
+    _A("music", "play", "play start", "music playlist", ("play some", "put on some"), "play music", "genre",
+       "minutes", ("{genre} music",)),
+    _A("music", "concerts", "search find", "concerts gigs", ("find concerts", "look for gigs"), "find concerts",
+       "city date_range", "genre max_price"),
+    _A("music", "top", "get list", "top_songs charts", ("show the top songs", "get the charts"),
+       "show music charts", "country", "genre limit"),
+    # books
+    _A("books", "search", "search find", "books titles", ("find books", "search for books"), "search books",
+       "topic", "book_genre year limit"),
+    _A("books", "recommend", "recommend suggest", "books reading_list", ("recommend some books",
+       "suggest some reading"), "recommend books", "book_genre", "limit"),
+    _A("books", "define", "define lookup", "word definition", ("define", "look up the definition"),
+       "define a word", "word", "language_enum", ("{word}",)),
+    # sports
+    _A("sports", "score", "get fetch", "scores match_score latest_score", ("get the latest score",
+       "what was the score"), "get a match score", "team", "date"),
+    _A("sports", "standings", "get fetch", "standings league_table", ("show the standings", "get the league table"),
+       "get league standings", "sport", "year"),
+    _A("sports", "fixtures", "get list", "fixtures schedule upcoming_matches", ("list the upcoming matches",
+       "show the fixtures"), "list upcoming matches", "team", "limit"),
+    # jobs
+    _A("jobs", "search", "search find", "jobs job_listings openings", ("find jobs", "search for job openings"),
+       "search job listings", "skill city", "limit"),
+    _A("jobs", "salary", "estimate get", "salary salary_estimate", ("estimate the salary",
+       "what's the typical salary"), "estimate a salary", "skill city", "currency"),
+    # health
+    _A("health", "bmi", "calculate compute", "bmi body_mass_index", ("calculate the BMI",
+       "what's the body mass index"), "calculate a BMI", "weight_kg height_m", "",
+       ("for someone weighing {weight_kg} and {height_m} tall",
+       "for a person of {weight_kg} who is {height_m} tall")),
+    _A("health", "calories", "estimate calculate", "calories_burned workout_calories", ("estimate the calories burned",
+       "how many calories are burned"), "estimate calories burned", "minutes weight_kg", "",
+       ("during {minutes} of exercise for someone weighing {weight_kg}",)),
+    _A("health", "water", "calculate recommend", "water_intake hydration", ("calculate the daily water intake",
+       "how much water should someone drink"), "recommend water intake", "weight_kg", "", ("for someone weighing {weight_kg}", "for a person of {weight_kg}")),
+    # language
+    _A("language", "translate", "translate", "text translation", ("translate",), "translate text", "text language",
+       "", ("{text} into {language}", "{text} to {language}")),
+    _A("language", "synonyms", "get find", "synonyms thesaurus", ("find synonyms", "give me synonyms"),
+       "find synonyms", "word", "limit"),
+    _A("language", "sentiment", "analyze detect", "sentiment", ("analyze the sentiment of", "detect the sentiment of"),
+       "analyse sentiment", "text"),
+    # events
+    _A("events", "find", "search find", "events local_events", ("find events", "what events are on"),
+       "find local events", "city date_range", "max_price limit"),
+    _A("events", "tickets", "buy book", "tickets event_tickets", ("buy tickets", "book tickets"),
+       "buy event tickets", "team date guests", "", ("for the {team} game on {date} for {guests}",)),
+)
+
+#: actions that could serve each other's requests: never offered as each other's distractors
+SUBSTITUTES: tuple[frozenset[str], ...] = (
+    frozenset({"hotels:search", "hotels:availability"}), frozenset({"geo:directions", "travel:route_time"}),
+    frozenset({"weather:forecast", "weather:point"}), frozenset({"books:search", "books:recommend"}),
+    frozenset({"stocks:quote", "stocks:history"}), frozenset({"shopping:search", "shopping:price_history"}),
+)
+_FAMILY = {k: min(group) for group in SUBSTITUTES for k in group}
+
+
+def family(t: GenTool | Action) -> str:
+    """``domain:action`` of a tool, the same for all its variants and for substitute actions."""
+    a = t if isinstance(t, Action) else t.action
+    k = f"{a.domain}:{a.key}"
+    return _FAMILY.get(k, k)
+
+
+#: domains whose tools appear only in dev
+HELD_OUT_DOMAINS = frozenset({"chemistry", "events"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated tools
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class GenTool:
+    """A generated tool: its schema, its request templates and value samplers per parameter."""
+
+    name: str
+    action: Action
+    tool: Tool
+    params: dict[str, tuple[str, Slot]]  # parameter name -> (slot key, slot)
+    required: tuple[str, ...]
+    train_phrasings: tuple[Template, ...]
+    dev_phrasings: tuple[Template, ...]
+    held_out: bool = False
+    gist: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.gist = self.action.gist
+
+    @property
+    def domain(self) -> str:
+        return self.action.domain
+
+    def phrasings(self, split: str) -> tuple[Template, ...]:
+        return self.dev_phrasings if split == "dev" else self.train_phrasings
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """Required scalar parameters that may vary across the calls of a parallel request."""
+        return tuple(p for p in self.required if self.params[p][1].axis and self.params[p][1].type != "boolean")
+
+    def sample(self, r: Random) -> dict[str, Any]:
+        """A ground-truth call: every required parameter, each optional one with `OPTIONAL_P`."""
+        args = {p: s.sample(r) for p, (_, s) in self.params.items() if p in self.required or r.random() < OPTIONAL_P}
+        by_slot = {key: p for p, (key, _) in self.params.items()}
+        for a, b in _DIFFERENT:
+            if a in by_slot and b in by_slot and args.get(by_slot[a]) == args.get(by_slot[b]):
+                for _ in range(20):
+                    args[by_slot[b]] = self.params[by_slot[b]][1].sample(r)
+                    if args[by_slot[b]] != args[by_slot[a]]:
+                        break
+        return args
+
+    def say(self, args: Mapping[str, Any], r: Random) -> dict[str, str]:
+        return {p: self.params[p][1].say(v, r) for p, v in args.items()}
+
+    def request(self, r: Random, split: str) -> tuple[dict[str, Any], str, Template, dict[str, str]]:
+        """A call and the request that states exactly its values: ``(arguments, text, template, slot texts)``."""
+        tpl = r.choice(self.phrasings(split))
+        args = self.sample(r)
+        texts = self.say(args, r)
+        return args, tpl.render(texts), tpl, texts
+
+
+_STYLES = (("{verb}_{obj}", 0.26), ("{ns}.{verb}_{obj}", 0.22), ("{ns}.{obj}", 0.16), ("{ns}_{verb}_{obj}", 0.1),
+           ("{verbC}{Obj}", 0.12), ("{ns}.{verbC}{Obj}", 0.08), ("{ns}.{obj}.{verb}", 0.06))
+_PREFIX = ("{S}", "Please {s}", "Can you {s}?", "Could you {s}?", "I need you to {s}", "I'd like to {s}",
+           "Help me {s}", "Hey, {s}", "I want to {s}", "Quick one: {s}")
+_PREFIX_DEV = ("Would you mind helping me {s}?", "Go ahead and {s}", "I was hoping you could {s}")
+_DESC = ("{G}.", "{G}.", "{G} for the given parameters.", "Use this to {g}.", "Tool to {g}.", "{G} (API v2).")
+
+
+def _camel(s: str) -> str:
+    return "".join(w.capitalize() for w in s.split("_"))
+
+
+def _cap(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+def _head(prefix: str, say: str) -> tuple[str, str]:
+    """(head text, closing punctuation) of a request."""
+    question = say.startswith(("what", "how", "are ", "where"))
+    if question:
+        return _cap(say), "?"
+    if prefix.endswith("?"):
+        return prefix[:-1].format(s=say, S=_cap(say)), "?"
+    return prefix.format(s=say, S=_cap(say)), "."
+
+
+def _templates(a: Action, names: Mapping[str, str], optional: Sequence[str], r: Random, k: int,
+               prefixes: Sequence[str]) -> list[str]:
+    """``k`` request templates (``{param}`` slots, optional ones in ``[...]``)."""
+    out = []
+    for _ in range(4 * k):
+        if len(out) == k:
+            break
+        head, end = _head(r.choice(prefixes), r.choice(a.says))
+        if a.bodies:
+            body = r.choice(a.bodies)
+        else:
+            body = " ".join(r.choice(SLOTS[s].frags).replace("{}", "{" + s + "}") for s in a.required)
+        for s in a.required:
+            body = body.replace("{" + s + "}", "{" + names[s] + "}")
+        opts = list(optional)
+        r.shuffle(opts)
+        tail = "".join(f"[ {r.choice(SLOTS[s].frags).replace('{}', '{' + names[s] + '}')}]" for s in opts)
+        text = f"{head} {body}{tail}{end}".replace("  ", " ")
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def _variant(a: Action, r: Random) -> GenTool:
+    """One tool for action ``a``: name style, parameter names, optional parameters, defaults, description."""
+    verb, obj, ns = r.choice(a.verbs), r.choice(a.objs), r.choice(NAMESPACES[a.domain])
+    style = r.choices([s for s, _ in _STYLES], [w for _, w in _STYLES])[0]
+    name = style.format(verb=verb, obj=obj, ns=ns, verbC=verb, Obj=_camel(obj))
+    if style.startswith("{verbC}"):
+        name = verb + _camel(obj)
+    optional = [s for s in a.optional if r.random() < 0.75]
+    used: set[str] = set()
+    names: dict[str, str] = {}
+    for s in (*a.required, *optional):
+        first = _PAIRED.get(s)
+        if first in names:  # b is named like a: (a, b), (num1, num2), (x, y)
+            pick = SLOTS[s].names[SLOTS[first].names.index(names[first])]
+        else:
+            choices = [n for n in SLOTS[s].names if n not in used] or [f"{SLOTS[s].names[0]}_{len(used)}"]
+            pick = choices[0] if r.random() < 0.5 else r.choice(choices)
+        names[s] = pick
+        used.add(pick)
+    props: dict[str, Any] = {}
+    for s in (*a.required, *optional):
+        slot = SLOTS[s]
+        default = NO_DEFAULT
+        if s in optional and slot.defaults and r.random() < 0.6:
+            default = r.choice(slot.defaults)
+        desc = slot.desc + ("" if s in a.required or default is not NO_DEFAULT or r.random() < 0.5 else " (optional)")
+        props[names[s]] = slot.schema(desc, default)
+    tool = Tool(name=name, description=r.choice(_DESC).format(G=_cap(a.gist), g=a.gist),
+                parameters={"type": "object", "properties": props, "required": [names[s] for s in a.required]})
+    train = _templates(a, names, optional, r, 5, _PREFIX)
+    dev = _templates(a, names, optional, r, 2, _PREFIX_DEV)
+    return GenTool(name, a, tool, {names[s]: (s, SLOTS[s]) for s in (*a.required, *optional)},
+                   tuple(names[s] for s in a.required), tuple(Template.parse(t) for t in train),
+                   tuple(Template.parse(t) for t in (*train, *dev)))
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """The generated tools of one seed, indexed for drawing targets and distractors."""
+
+    tools: dict[str, GenTool]
+    train: tuple[str, ...]  # usable in train
+    held_out: tuple[str, ...]  # dev only
+    by_domain: dict[str, tuple[str, ...]]
+    by_token: dict[str, tuple[str, ...]]  # name token -> tools whose name has it (similar names)
+
+
+_TOKEN = re.compile(r"[a-z]+|[A-Z][a-z]*")
+
+
+def _tokens(name: str) -> set[str]:
+    return {t.lower() for t in _TOKEN.findall(name) if len(t) > 2}
+
+
+@cache
+def tool_pool(seed: int = 0) -> Pool:
+    """Every generated tool of ``seed``: `VARIANTS` per action, names unique; held-out domains and
+    `HELD_OUT_SHARE` of the others dev-only."""
+    r = Random(f"tinytool-proctools:{seed}")
+    tools: dict[str, GenTool] = {}
+    for a in ACTIONS:
+        for _ in range(VARIANTS):
+            t = _variant(a, r)
+            if t.name in tools or t.name in CATALOG:  # one schema per name across the demo data
+                continue
+            t.held_out = a.domain in HELD_OUT_DOMAINS or r.random() < HELD_OUT_SHARE
+            tools[t.name] = t
+    by_domain: dict[str, list[str]] = {}
+    by_token: dict[str, list[str]] = {}
+    for n, t in tools.items():
+        by_domain.setdefault(t.domain, []).append(n)
+        for tok in _tokens(n):
+            by_token.setdefault(tok, []).append(n)
+    return Pool(tools, tuple(n for n, t in tools.items() if not t.held_out),
+                tuple(n for n, t in tools.items() if t.held_out),
+                {k: tuple(v) for k, v in by_domain.items()}, {k: tuple(v) for k, v in by_token.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# Single-turn tasks over generated tools
+# ---------------------------------------------------------------------------------------------
+
+_Task = tuple[list[Message], list[Tool], dict[str, Any]]
+
+
+@dataclass(slots=True)
+class Ctx:
+    rng: Random
+    pool: Pool
+    split: str
+
+    def allowed(self, name: str) -> bool:
+        return self.split == "dev" or not self.pool.tools[name].held_out
+
+
+def _target(ctx: Ctx, ok: Callable[[GenTool], bool] | None = None) -> GenTool:
+    r, pool = ctx.rng, ctx.pool
+    names = pool.held_out if ctx.split == "dev" and r.random() < FOCUS_P else pool.train
+    for _ in range(50):
+        t = pool.tools[r.choice(names)]
+        if ok is None or ok(t):
+            return t
+    raise Retry("no target fits")
+
+
+def _distractors(ctx: Ctx, chosen: Sequence[GenTool], k: int) -> list[GenTool]:
+    """``k`` more tools, never another variant of a chosen action: same domain first (near-miss
+    siblings), then tools sharing a name token (similar names), then any tool."""
+    r, pool = ctx.rng, ctx.pool
+    families = {family(t) for t in chosen}
+    taken = {t.name for t in chosen}
+    domain = [n for t in chosen for n in pool.by_domain[t.domain]]
+    similar = [n for t in chosen for tok in sorted(_tokens(t.name)) for n in pool.by_token.get(tok, ())]
+    out: list[GenTool] = []
+    for _ in range(k):
+        for names, p in ((domain, 0.6), (similar, 0.5), (pool.train, 1.0)):
+            free = [n for n in names if n not in taken and ctx.allowed(n) and family(pool.tools[n]) not in families]
+            if free and r.random() < p:
+                t = pool.tools[r.choice(free)]
+                taken.add(t.name)
+                families.add(family(t))  # one variant per action
+                out.append(t)
+                break
+    return out
+
+
+def _offer(ctx: Ctx, tools: Sequence[GenTool]) -> list[Tool]:
+    out = [t.tool for t in tools]
+    ctx.rng.shuffle(out)
+    return out
+
+
+def _msgs(text: str, calls: Sequence[tuple[str, dict[str, Any]]] | None = None, answer: str | None = None) -> list[Message]:
+    if calls:
+        reply = Message(role="assistant", content=None, tool_calls=[ToolCall(name=n, arguments=a) for n, a in calls])
+    else:
+        reply = Message(role="assistant", content=answer)
+    return [Message(role="user", content=text), reply]
+
+
+def _simple(ctx: Ctx) -> _Task:
+    t = _target(ctx)
+    args, text, _, _ = t.request(ctx.rng, ctx.split)
+    return _msgs(text, [(t.name, args)]), [t.tool], {}
+
+
+def _multiple(ctx: Ctx) -> _Task:
+    t = _target(ctx)
+    args, text, _, _ = t.request(ctx.rng, ctx.split)
+    others = _distractors(ctx, [t], ctx.rng.choices((1, 2, 3, 4, 5, 6, 7), (5, 5, 4, 3, 2, 1, 1))[0])
+    if not others:
+        raise Retry("no distractors")
+    return _msgs(text, [(t.name, args)]), _offer(ctx, [t, *others]), {}
+
+
+def _flat(tpl: Template) -> str:
+    return tpl.text.replace("[", "").replace("]", "")
+
+
+def _apart(tpl: Template, a: str, b: str) -> bool:
+    """Are slots ``a`` and ``b`` separated by real words, ``a`` first ("from {a} to {b}")?"""
+    flat = _flat(tpl)
+    i, j = flat.find("{" + a + "}"), flat.find("{" + b + "}")
+    if i < 0 or j < i:
+        return False
+    between = flat[i:j].split("}", 1)[1]
+    return any(ch.isalpha() for ch in between) and between.strip().lower() not in ("and", "or", "x")
+
+
+def _fresh(t: GenTool, p: str, taken: list[Any], r: Random) -> Any:
+    for _ in range(20):
+        v = t.params[p][1].sample(r)
+        if v not in taken:
+            return v
+    raise Retry(f"no other value for {t.name}.{p}")
+
+
+def _listing(said: Sequence[str], r: Random) -> str:
+    """Several values in one slot: "A and B", "both A and B", "each of X, Y and Z", "A, B, and C"."""
+    return join_values(said, r)
+
+
+def _group(t: GenTool, k: int, ctx: Ctx) -> tuple[list[dict[str, Any]], list[str]]:
+    """``k`` calls of one tool and the request (or requests) for them."""
+    r, split = ctx.rng, ctx.split
+    args, text, tpl, texts = t.request(r, split)
+    axes = [p for p in t.axes if p in tpl.slots and not tpl.crowded(p)]
+    mode = r.random()
+    pairs = [(a, b) for a in axes for b in axes if a != b and _apart(tpl, a, b)]
+    if pairs and mode < 0.25 and k <= 3:  # "... A and B ... C and D respectively"
+        a, b = r.choice(pairs)
+        va, vb = [args[a]], [args[b]]
+        while len(va) < k:
+            va.append(_fresh(t, a, va, r))
+            vb.append(_fresh(t, b, vb, r))
+        calls = [dict(args, **{a: x, b: y}) for x, y in zip(va, vb)]
+        if any(c[a] == c[b] for c in calls):
+            raise Retry("a pair repeats a value")
+        ta = plain_join([t.params[a][1].say(x, r) for x in va], r)
+        tb = plain_join([t.params[b][1].say(y, r) for y in vb], r) + r.choice((" respectively", ", respectively"))
+        return calls, [tpl.render(dict(texts, **{a: ta, b: tb}))]
+    if axes and mode < 0.7:  # one slot lists the values, or "then repeat for ..."
+        axis = r.choice(axes)
+        values = [args[axis]]
+        while len(values) < k:
+            values.append(_fresh(t, axis, values, r))
+        calls = [dict(args, **{axis: v}) for v in values]
+        for c in calls:
+            for x, y in _DIFFERENT:
+                keys = {key: p for p, (key, _) in t.params.items()}
+                if x in keys and y in keys and c[keys[x]] == c[keys[y]]:
+                    raise Retry("a call repeats a value that must differ")
+        said = [t.params[axis][1].say(v, r) for v in values]
+        if r.random() < 0.75:
+            return calls, [tpl.render(dict(texts, **{axis: _listing(said, r)}))]
+        return calls, [f"{ensure_end(text)} {repeat_tail(said[1:], r, split)}"]
+    calls, parts = [args], [text]  # separate requests joined: "..., and also ...", numbered lists
+    for _ in range(10 * k):
+        if len(calls) == k:
+            break
+        more, more_text, _, _ = t.request(r, split)
+        if more not in calls:
+            calls.append(more)
+            parts.append(more_text)
+    if len(calls) < k:
+        raise Retry("not enough distinct calls")
+    return calls, parts
+
+
+def _parallel(ctx: Ctx) -> _Task:
+    t = _target(ctx)
+    k = ctx.rng.choices((2, 3, 4), (0.55, 0.3, 0.15))[0]
+    calls, parts = _group(t, k, ctx)
+    text = parts[0] if len(parts) == 1 else join_requests(parts, ctx.rng, ctx.split)
+    return _msgs(text, [(t.name, c) for c in calls]), [t.tool], {}
+
+
+def _parallel_multiple(ctx: Ctx) -> _Task:
+    r = ctx.rng
+    chosen = [_target(ctx)]
+    n_tools = 2 if r.random() < 0.7 else 3
+    for _ in range(40):
+        if len(chosen) == n_tools:
+            break
+        t = _target(ctx)
+        if family(t) not in {family(c) for c in chosen}:
+            chosen.append(t)
+    if len(chosen) < 2:
+        raise Retry("no second tool")
+    calls: list[tuple[str, dict[str, Any]]] = []
+    parts: list[str] = []
+    double = r.randrange(len(chosen)) if len(chosen) == 2 and r.random() < 0.35 else -1
+    for i, t in enumerate(chosen):
+        if i == double:
+            group, texts = _group(t, 2, ctx)
+            calls.extend((t.name, a) for a in group)
+            parts.extend(texts)
+        else:
+            args, text, _, _ = t.request(r, ctx.split)
+            calls.append((t.name, args))
+            parts.append(text)
+    offered = chosen + _distractors(ctx, chosen, r.choice((0, 0, 1, 2)))
+    return _msgs(join_requests(parts, r, ctx.split), calls), _offer(ctx, offered), {}
+
+
+def _irrelevance(ctx: Ctx) -> _Task:
+    r = ctx.rng
+    if r.random() < 0.15:
+        question, reply = r.choice(CHITCHAT)
+        offered = [_target(ctx) for _ in range(r.randint(1, 3))]
+        offered = list({t.name: t for t in offered}.values())
+        return _msgs(question, answer=reply), _offer(ctx, offered), {"requested_tool": None}
+    t = _target(ctx)
+    _, text, _, _ = t.request(r, ctx.split)
+    offered = _distractors(ctx, [t], r.randint(1, 4))
+    if not offered:
+        raise Retry("nothing to offer")
+    reply = refusal(t.gist, [o.gist for o in offered[:2]], r)
+    return _msgs(text, answer=reply), _offer(ctx, offered), {"requested_tool": t.name}
+
+
+BUILDERS: dict[str, Callable[[Ctx], _Task]] = {
+    "simple": _simple, "multiple": _multiple, "parallel": _parallel, "parallel_multiple": _parallel_multiple,
+    "irrelevance": _irrelevance,
+}
+
+__all__ = ["ACTIONS", "BUILDERS", "HELD_OUT_DOMAINS", "SLOTS", "SUBSTITUTES", "Action", "Ctx", "GenTool", "Pool", "Retry", "Slot",
+           "family", "tool_pool"]

@@ -1,0 +1,267 @@
+"""Generated tools (`tinytool.data.proctools`) and the demo tasks built over them: schema validity,
+requests that state the call's values, the task shapes, held-out tools, the mix control."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections import Counter
+from datetime import date
+
+import jsonschema
+import pytest
+
+from tinytool.data import proctools
+from tinytool.data.catalog.base import fmt_number
+from tinytool.data.demo import CATEGORIES, PROC_FRACTION, generate_demo, parse_mix
+from tinytool.errors import UserInputError
+from tinytool.schema import Conversation
+
+N = 2000
+_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+@pytest.fixture(scope="module")
+def tasks() -> tuple[list[Conversation], list[Conversation]]:
+    return generate_demo(N, 0)
+
+
+@pytest.fixture(scope="module")
+def generated(tasks) -> list[Conversation]:
+    return [c for c in tasks[0] + tasks[1] if c.meta["tools"] == "generated"]
+
+
+def _calls(conv: Conversation):
+    return [c for m in conv.messages for c in m.tool_calls]
+
+
+def _forms(value) -> list[str] | None:
+    """How a user may write ``value`` (any one must appear in the request); None: not checked
+    (booleans and enums phrased in words, e.g. ``True`` -> "nonstop only", ``"es"`` -> "Spanish")."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return [str(value), f"{value:,}", *([_WORDS[value]] if 0 <= value < len(_WORDS) else [])]
+    if isinstance(value, float):
+        return [fmt_number(value), f"{value:,}", f"{value:,.2f}", f"{value:.2f}"]
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        d = date.fromisoformat(value)
+        return [value, f"{_MONTHS[d.month - 1]} {d.day}, {d.year}", f"{d.day} {_MONTHS[d.month - 1]} {d.year}"]
+    if re.fullmatch(r"\d{2}:\d{2}", value):
+        h, m = (int(x) for x in value.split(":"))
+        return [value, f"{h % 12 or 12}:{m:02d} ", f"{h % 12 or 12} "]
+    if len(value) <= 2:  # a language code said as the language's name
+        return None
+    return [value, value.replace("_", " ")]
+
+
+def _stated(value, text: str) -> bool:
+    forms = _forms(value)
+    return forms is None or any(f.lower() in text.lower() for f in forms)
+
+
+def test_the_value_check_can_fail():
+    assert _stated(3, "for three people") and _stated(1250.5, "a bill of $1,250.50") and _stated("2025-06-14", "on June 14, 2025")
+    assert not _stated(4, "for three people") and not _stated(12.75, "12.5 km") and not _stated("Oslo", "in Lima")
+    assert not _stated("2025-06-14", "on June 15, 2025")
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+# ---- the tool pool -----------------------------------------------------------------------------
+
+
+def test_pool_is_deterministic_varied_and_valid_json_schema():
+    pool = proctools.tool_pool(0)
+    proctools.tool_pool.cache_clear()
+    again = proctools.tool_pool(0)
+    assert [t.tool for t in again.tools.values()] == [t.tool for t in pool.tools.values()]
+    assert [t.dev_phrasings for t in again.tools.values()] == [t.dev_phrasings for t in pool.tools.values()]
+    assert [t.name for t in proctools.tool_pool(1).tools.values()] != list(pool.tools)
+    assert len(pool.tools) >= 600 and len(pool.held_out) >= 0.1 * len(pool.tools)
+    assert sum("." in n for n in pool.tools) >= 0.3 * len(pool.tools)  # dotted names
+    assert sum(bool(re.search(r"[a-z][A-Z]", n)) for n in pool.tools) >= 0.05 * len(pool.tools)  # camelCase too
+    kinds, defaults, optional = Counter(), 0, 0
+    for t in pool.tools.values():
+        jsonschema.Draft202012Validator.check_schema(t.tool.parameters)
+        for name, prop in t.tool.parameters["properties"].items():
+            kind = prop["type"] + ("/enum" if "enum" in prop else "") + (f"/{prop['items']['type']}" if "items" in prop else "")
+            kinds[kind] += 1
+            defaults += "default" in prop
+            optional += name not in t.tool.parameters["required"]
+        assert len(t.train_phrasings) >= 3 and len(t.dev_phrasings) > len(t.train_phrasings)
+    assert {"string", "integer", "number", "boolean", "string/enum", "array/string", "array/number", "object"} <= set(kinds)
+    assert defaults > 100 and optional > 300
+
+
+def test_requests_state_every_value_of_their_call():
+    """Each sampled call validates against its schema, has every required parameter, and each
+    string, integer and number in it (nested ones too) appears in the request as a user writes it."""
+    import random
+
+    pool = proctools.tool_pool(0)
+    r = random.Random(3)
+    for t in pool.tools.values():
+        for split in ("train", "dev"):
+            args, text, _, _ = t.request(r, split)
+            jsonschema.validate(args, t.tool.parameters)
+            assert set(t.required) <= set(args)
+            for leaf in _leaves(args):
+                assert _stated(leaf, text), (t.name, leaf, text)
+
+
+# ---- tasks over generated tools ------------------------------------------------------------------
+
+
+def test_a_2000_task_set_offers_at_least_500_tools(tasks, generated):
+    train, dev = tasks
+    offered = {t.name for c in train + dev for t in c.tools}
+    assert len(offered) >= 500
+    assert 0.25 <= len(generated) / (len(train) + len(dev)) <= 0.5
+    assert any("." in n for c in generated for n in c.meta["tools_used"])
+
+
+def test_generated_calls_validate_and_state_their_values(generated):
+    for conv in generated:
+        by_name = {t.name: t for t in conv.tools}
+        text = conv.messages[0].content
+        for call in _calls(conv):
+            schema = by_name[call.name].parameters
+            jsonschema.validate(call.arguments, schema)
+            assert set(schema["required"]) <= set(call.arguments)
+            for leaf in _leaves(call.arguments):
+                assert _stated(leaf, text), (conv.meta["id"], leaf, text)
+        assert conv.call_problems() == []
+
+
+def test_generated_task_shapes(generated):
+    pool = proctools.tool_pool(0)
+    counts = Counter(c.meta["category"] for c in generated)
+    assert set(counts) == set(proctools.BUILDERS) and min(counts.values()) >= 50
+    n_offered, near = [], 0
+    for conv in generated:
+        cat, calls = conv.meta["category"], _calls(conv)
+        offered = [pool.tools[t.name] for t in conv.tools]
+        families = [proctools.family(t) for t in offered]
+        assert len(set(families)) == len(families), "two variants of one action offered together"
+        if cat == "simple":
+            assert len(calls) == 1 and len(offered) == 1
+        elif cat == "multiple":
+            assert len(calls) == 1 and 2 <= len(offered) <= 8
+            n_offered.append(len(offered))
+            target = pool.tools[calls[0].name]
+            near += any(t.domain == target.domain for t in offered if t is not target)
+        elif cat == "parallel":
+            assert len(calls) >= 2 and len({c.name for c in calls}) == 1 and len(offered) == 1
+            assert len({c.canonical() for c in calls}) == len(calls)
+        elif cat == "parallel_multiple":
+            assert len(calls) >= 2 and len({c.name for c in calls}) >= 2
+        else:
+            assert cat == "irrelevance" and not calls and conv.messages[-1].content
+            asked = conv.meta["requested_tool"]
+            if asked is not None:
+                assert asked not in {t.name for t in offered}
+                assert proctools.family(pool.tools[asked]) not in families  # no variant or substitute
+    assert max(n_offered) >= 6 and near >= 0.4 * len(n_offered)  # near-miss siblings of the same domain
+
+
+def test_parallel_requests_are_phrased_many_ways(generated):
+    texts = [c.messages[0].content for c in generated if c.meta["category"] in ("parallel", "parallel_multiple")]
+    joined = "\n".join(texts)
+    for marker in ("respectively", "each of", "both ", " and ", "Also", "1. "):
+        assert marker in joined, marker
+    assert len(set(texts)) == len(texts)
+
+
+def test_held_out_generated_tools_only_in_dev(tasks):
+    pool = proctools.tool_pool(0)
+    train, dev = tasks
+    held = set(pool.held_out)
+    assert not {t.name for c in train for t in c.tools} & held
+    dev_used = {t.name for c in dev for t in c.tools} & held
+    assert dev_used and {pool.tools[n].domain for n in dev_used} & proctools.HELD_OUT_DOMAINS
+
+
+def test_optional_parameters_are_usually_omitted(generated):
+    given = total = 0
+    for conv in generated:
+        by_name = {t.name: t for t in conv.tools}
+        for call in _calls(conv):
+            optional = set(by_name[call.name].parameters["properties"]) - set(by_name[call.name].required)
+            total += len(optional)
+            given += len(optional & set(call.arguments))
+    assert 0.1 < given / total < 0.5
+
+
+def test_deterministic_and_proc_fraction():
+    a, b = generate_demo(300, 4), generate_demo(300, 4)
+    assert [c.to_dict() for c in a[0] + a[1]] == [c.to_dict() for c in b[0] + b[1]]
+    none = generate_demo(200, 4, proc_fraction=0.0)
+    assert all(c.meta["tools"] == "catalog" for c in none[0] + none[1])
+    only = generate_demo(200, 4, proc_fraction=1.0, mix={"simple": 1, "irrelevance": 1})
+    assert all(c.meta["tools"] == "generated" for c in only[0] + only[1])
+    with pytest.raises(ValueError, match="proc_fraction"):
+        generate_demo(10, proc_fraction=1.5)
+
+
+# ---- the mix -------------------------------------------------------------------------------------
+
+
+def test_parse_mix_normalises_and_names_the_bad_part():
+    assert parse_mix("simple=2, parallel=1,irrelevance=1") == {"simple": 0.5, "parallel": 0.25, "irrelevance": 0.25}
+    assert parse_mix("multi_step=1,simple=0") == {"multi_step": 1.0}
+    for text, part in (("simple=0.2,paralel=0.3", "'paralel'"), ("simple=0.2,parallel", "'parallel'"),
+                       ("simple=abc", "'abc'"), ("simple=-1", "'-1'"), ("simple=1,simple=2", "twice"),
+                       ("simple=0", "no category"), ("", "no category"), ("simple=nan", "'nan'")):
+        with pytest.raises(UserInputError, match=part) as e:
+            parse_mix(text)
+        assert all(c in e.value.fix for c in CATEGORIES)
+    train, dev = generate_demo(200, 1, mix=parse_mix("parallel=3,irrelevance=1"))
+    counts = Counter(c.meta["category"] for c in train + dev)
+    assert set(counts) == {"parallel", "irrelevance"} and 2.5 < counts["parallel"] / counts["irrelevance"] < 3.5
+
+
+def test_cli_mix_and_proc_fraction(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.data.cli_demo import demo, demo_app
+
+    res = CliRunner().invoke(demo_app, ["--n", "60", "--out", str(tmp_path / "a"), "--mix", "simple=1,parallel=1",
+                                        "--proc-fraction", "1"])
+    assert res.exit_code == 0, res.output
+    assert "parallel" in res.output and "irrelevance" not in res.output and "60 tasks over generated tools" in res.output
+    res = CliRunner().invoke(demo_app, ["--n", "10", "--out", str(tmp_path / "b"), "--mix", "simple=1,bogus=2"])
+    assert res.exit_code == 2 and "error: --mix: unknown category 'bogus'" in res.stderr and "fix:" in res.stderr
+    assert not (tmp_path / "b").exists()
+    assert inspect.signature(demo).parameters["proc_fraction"].default.default == PROC_FRACTION
+
+
+def test_same_tasks_under_any_string_hash_seed():
+    """Byte-identical output across processes: nothing may depend on set or hash order."""
+    import hashlib
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import hashlib, json; from tinytool.data.demo import generate_demo; t, d = generate_demo(300, 2); "
+            "print(hashlib.sha256(json.dumps([c.to_dict() for c in t + d]).encode()).hexdigest())")
+    digests = set()
+    for hash_seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        digests.add(out.stdout.strip())
+    t, d = generate_demo(300, 2)
+    digests.add(hashlib.sha256(json.dumps([c.to_dict() for c in t + d]).encode()).hexdigest())
+    assert len(digests) == 1
