@@ -72,7 +72,7 @@ def _check(summary: dict, out: Path, start: Path) -> None:
 def test_sft_under_accelerate_two_processes(env):
     out = env["root"] / "sft"
     p = _launch("sft", "--model", env["model"], "--data", env["data"], "--out", str(out), "--max-steps", "2",
-                "--batch-size", "1", "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3")
+                "--batch-size", "1", "--grad-accum", "1", "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-6000:]
     _check(json.loads((out / "sft_summary.json").read_text()), out, Path(env["model"]))
 
@@ -81,6 +81,6 @@ def test_distill_under_accelerate_two_processes(env):
     out = env["root"] / "distill"
     p = _launch("distill", "--student", env["model"], "--teacher", env["teacher"], "--data", env["data"],
                 "--out", str(out), "--loss", "ckd", "--k", "16", "--m", "16", "--max-steps", "2", "--batch-size",
-                "1", "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3")
+                "1", "--grad-accum", "1", "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-6000:]
     _check(json.loads((out / "distill_summary.json").read_text()), out, Path(env["model"]))

@@ -82,9 +82,12 @@ class RunOptions:
     learning_rate: float | None = option(None, "Peak learning rate [default: the trainer's full fine-tuning rate, "
                                        "2e-4 with LoRA].", "--lr")
     warmup_steps: float = option(0.0, "Warm-up: steps (≥ 1) or a fraction of all steps (< 1).", "--warmup")
-    per_device_train_batch_size: int = option(4, "Examples per device per forward pass.", "--batch-size")
-    gradient_accumulation_steps: int = option(1, "Forward passes per optimizer step (effective batch = batch size "
-                                            "× grad accum × devices).", "--grad-accum")
+    per_device_train_batch_size: int | None = option(
+        None, "Examples per device per forward pass [default: 1 on a CPU, where unpadded single sequences train "
+        "fastest and gradient accumulation makes the batch; 4 on a GPU].", "--batch-size")
+    gradient_accumulation_steps: int | None = option(
+        None, "Forward passes per optimizer step (effective batch = batch size × grad accum × devices) [default: 4 "
+        "when the batch size is left at its CPU default of 1, else 1].", "--grad-accum")
     bf16: bool | None = option(None, "bf16 mixed precision (autocast, fp32 master weights) [default: on with CUDA "
                              "bf16, or a CPU with native bf16]; --no-bf16 turns it off.")
     save_steps: float = option(200, "Checkpoint every N optimizer steps (0: only the final save).")
@@ -93,7 +96,7 @@ class RunOptions:
     logging_first_step: bool = option(True, "Log the first step too.")
     report_to: None | str | list[str] = option("none", "Experiment trackers (none, tensorboard, trackio, …).")
     activation_checkpointing: bool | None = option(None, "Recompute activations in the backward pass (less memory, "
-                                                 "about 20% slower) [default: off].")
+                                                 "some speed) [default: on on a CPU, off on a GPU].")
     #: TRL's SFTConfig turns this deprecated alias on by default; off unless asked
     gradient_checkpointing: bool | None = option(None, "Older name of --activation-checkpointing.")
     seed: int = option(0, "Random seed (model init, data order, dropout).")
@@ -105,6 +108,7 @@ class RunOptions:
 
         if not self.output_dir:
             raise UserInputError("no output directory given: pass --out DIR (or output_dir in the config file)")
+        self._device_defaults(torch.cuda.is_available())
         self.output_dir = str(self.output_dir)
         if self.lora is not None:
             self.lora = _lora_text(self.lora)
@@ -136,6 +140,21 @@ class RunOptions:
             super().__post_init__()  # type: ignore[misc]
         except ValueError as e:
             raise UserInputError(str(e)) from None
+
+    def _device_defaults(self, gpu: bool) -> None:
+        """The batch layout left unset: on a CPU, single unpadded sequences with 4 accumulation steps and activation
+        checkpointing (on the demo data this trains faster than padded batches of 4 and holds a quarter of their
+        memory; `benchmarks/results/sft_bench.json`); on a GPU, batches of 4 without checkpointing."""
+        cpu_layout = self.per_device_train_batch_size is None and not gpu
+        if self.per_device_train_batch_size is None:
+            self.per_device_train_batch_size = 4 if gpu else 1
+        if self.gradient_accumulation_steps is None:
+            self.gradient_accumulation_steps = 4 if cpu_layout else 1
+        self.per_device_eval_batch_size = self.per_device_train_batch_size
+        if self.activation_checkpointing is None and self.gradient_checkpointing is None:
+            self.activation_checkpointing = not gpu
+        if self.activation_checkpointing and self.activation_checkpointing_kwargs is None:
+            self.activation_checkpointing_kwargs = {"use_reentrant": False}  # works under DDP and with frozen inputs
 
     @property
     def lora_spec(self):

@@ -95,7 +95,6 @@ class SFTRunConfig(RunOptions, SFTConfig):
         if self.eval_data:
             self.eval_strategy = "steps"
             self.eval_steps = self.eval_steps or self.logging_steps * 5
-        self.per_device_eval_batch_size = self.per_device_train_batch_size
         super().__post_init__()
 
 

@@ -1,0 +1,140 @@
+"""SFT cost on a CPU: real-token throughput of `tinytool sft` against a plain forward+backward loop over the same
+batches, and peak memory of `tinytool sft` under candidate batch layouts.
+
+Two measurements, run one after the other on an otherwise idle machine:
+
+1. **Throughput, in one process, at the default layout.** `tinytool sft` trains, and the batches it trains on are recorded; a plain
+   PyTorch loop (the model's own loss over full logits, AdamW, same precision) then trains a copy of the same
+   starting model on exactly those batches. Both count real (non-padding) tokens. Reported: tokens/s of each and
+   their ratio.
+2. **Peak RSS and speed of the command,** each layout in its own `tinytool sft` subprocess (`/usr/bin/time`):
+   padded batches of 4, batches of 1 with 4 accumulation steps (no padding), the latter with activation
+   checkpointing, and the defaults.
+
+    .venv/bin/python benchmarks/sft_bench.py --steps 4 --out benchmarks/results/sft_bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TINYTOOL = str(Path(sys.executable).with_name("tinytool"))
+
+
+def _plain_loop(model, batches, bf16: bool, lr: float) -> tuple[float, int]:
+    """A plain training loop: the model's loss over full logits, backward, AdamW; returns (seconds, real tokens)."""
+    import torch
+
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    tokens = 0
+    t0 = time.perf_counter()
+    for step in batches:
+        for b in step:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                out = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"], labels=b["labels"])
+            (out.loss / len(step)).backward()
+            tokens += int(b["attention_mask"].sum())
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return time.perf_counter() - t0, tokens
+
+
+def throughput(data: Path, work: Path, steps: int, model_spec: str) -> dict:
+    """Both sides at `tinytool sft`'s default batch layout."""
+    from tinytool.train.sft import SFTRunConfig, build_trainer
+    from tinytool.train.trl_private import train_tokens
+
+    cfg = SFTRunConfig(model=model_spec, data=[str(data)], output_dir=str(work / "tp"), max_steps=steps,
+                       save_steps=0, logging_steps=1, overwrite=True)
+    batch, accum = cfg.per_device_train_batch_size, cfg.gradient_accumulation_steps
+    trainer, _ = build_trainer(cfg)
+    plain_model = copy.deepcopy(trainer.model)  # the same starting weights
+    seen: list[dict] = []
+    own_loss = trainer.compute_loss
+
+    def recording_loss(model, inputs, *a, **kw):  # the batches tinytool trains on, in its order
+        if model.training:
+            seen.append({k: inputs[k].detach().clone() for k in ("input_ids", "attention_mask", "labels")})
+        return own_loss(model, inputs, *a, **kw)
+
+    trainer.compute_loss = recording_loss
+    t0 = time.perf_counter()
+    trainer.train()
+    tiny_s = time.perf_counter() - t0
+    tiny_tokens = train_tokens(trainer)
+    batches = [seen[i:i + accum] for i in range(0, len(seen), accum)]
+    plain_s, plain_tokens = _plain_loop(plain_model, batches, bool(cfg.bf16), cfg.learning_rate)
+    return {
+        "batch": batch, "grad_accum": accum, "activation_checkpointing": bool(cfg.activation_checkpointing),
+        "steps": steps, "bf16": bool(cfg.bf16),
+        "plain": {"seconds": round(plain_s, 1), "tokens": plain_tokens, "tokens_per_s": round(plain_tokens / plain_s, 1)},
+        "tinytool": {"seconds": round(tiny_s, 1), "tokens": tiny_tokens, "tokens_per_s": round(tiny_tokens / tiny_s, 1)},
+        "ratio": round((tiny_tokens / tiny_s) / (plain_tokens / plain_s), 3),
+    }
+
+
+def peak_rss(data: Path, work: Path, name: str, steps: int, flags: list[str], model_spec: str) -> dict:
+    out = work / f"rss-{name}"
+    cmd = ["/usr/bin/time", "-v", TINYTOOL, "sft", "--model", model_spec, "--data", str(data), "--out", str(out),
+           "--max-steps", str(steps), "--save-steps", "0", "--logging-steps", "1", "--overwrite", *flags]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    summary = json.loads((out / "sft_summary.json").read_text()) if p.returncode == 0 else {}
+    return {"flags": flags, "returncode": p.returncode, "peak_rss_mb": round(int(m.group(1)) / 1024) if m else None,
+            "wall_seconds": round(wall, 1), "train_seconds": summary.get("seconds"),
+            "tokens_per_s": summary.get("tokens_per_second"), "tokens": summary.get("tokens"),
+            "error": None if p.returncode == 0 else p.stderr[-500:]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="smollm2-135m-instruct")
+    ap.add_argument("--n", type=int, default=400, help="demo tasks to train on")
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sft_bench.json")
+    args = ap.parse_args()
+
+    from tinytool.data.demo import write_demo
+    from tinytool.models.precision import cpu_supports_bf16
+
+    work = Path(tempfile.mkdtemp(prefix="sft-bench-"))
+    write_demo(args.n, 0, work / "demo")
+    data = work / "demo" / "train.jsonl"
+    layouts = {
+        "batch4": ["--batch-size", "4", "--grad-accum", "1", "--activation-checkpointing", "false"],
+        "batch1x4": ["--batch-size", "1", "--grad-accum", "4", "--activation-checkpointing", "false"],
+        "batch1x4_ckpt": ["--batch-size", "1", "--grad-accum", "4", "--activation-checkpointing", "true"],
+        "defaults": [],
+    }
+    rss = {}  # first, while this process is small: each child may take most of the machine's memory
+    for name, flags in layouts.items():
+        rss[name] = peak_rss(data, work, name, args.steps, flags, args.model)
+        print(name, json.dumps(rss[name]), flush=True)
+    tp = throughput(data, work, args.steps, args.model)
+    print("throughput", json.dumps(tp), flush=True)
+    result = {
+        "benchmark": "sft_bench", "machine": {"platform": platform.platform(), "cpu_bf16": cpu_supports_bf16()},
+        "inputs": {"model": args.model, "demo_tasks": args.n, "steps": args.steps},
+        "throughput": tp, "peak_rss": rss,
+        "sft_tokens_per_s_ratio": tp["ratio"], "sft_peak_rss_mb": rss["defaults"]["peak_rss_mb"],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
