@@ -106,6 +106,15 @@ def test_request_seed_samples_the_same_whatever_shares_the_call(client):
     assert [x.text for x in other] != [x.text for x in together[2]]
 
 
+def test_greedy_requests_share_batches_whatever_their_seeds(client, monkeypatch):
+    calls = []
+    real = client._generate_batch
+    monkeypatch.setattr(client, "_generate_batch", lambda ids, cfg: calls.append(len(ids)) or real(ids, cfg))
+    seeded = [dataclasses.replace(r, seed=100 + i) for i, r in enumerate(PROMPTS[:4])]
+    client.generate(seeded, GenerationConfig(max_new_tokens=4))
+    assert sum(calls) == 4 and len(calls) == -(-4 // client.batch_size)
+
+
 def test_stop_string_cuts_and_stops(client):
     full = client.generate([PROMPTS[1]], GenerationConfig(max_new_tokens=12))[0][0]
     stop = full.text[6:9]

@@ -246,10 +246,11 @@ class HFClient(LLMClient):
             if not ids:
                 raise ValueError(f"request {i} renders to an empty prompt")
         results: list[list[Completion]] = [[] for _ in requests]
-        # requests with a seed of their own form groups of one; the rest share the call's seed
+        # when sampling, requests with a seed of their own form groups of one (the RNG is shared by a batch);
+        # greedy decoding draws nothing, so every request shares the batches
         groups: dict[tuple[bool, int | None], list[int]] = {}
         for i, r in enumerate(requests):
-            key = (False, config.seed) if r.seed is None else (True, i)
+            key = (False, config.seed) if r.seed is None or config.greedy else (True, i)
             groups.setdefault(key, []).append(i)
         with torch.inference_mode():
             for (own, _), members in groups.items():
