@@ -36,7 +36,8 @@ except ImportError:  # pragma: no cover - an older typer parses with click itsel
 #: click's usage errors (unknown option, bad value, missing argument, unknown command) ...
 _USAGE_ERRORS: tuple[type[Exception], ...] = (click.UsageError, _typer_click.UsageError)
 #: ... except the one a bare group raises to show its help
-_SHOW_HELP: tuple[type[Exception], ...] = (click.exceptions.NoArgsIsHelpError, _typer_click.NoArgsIsHelpError)
+_SHOW_HELP: tuple[type[Exception], ...] = tuple(  # click < 8.2 has no such class: its bare groups print help
+    cls for mod in (click.exceptions, _typer_click) if (cls := getattr(mod, "NoArgsIsHelpError", None)) is not None)
 
 err = Console(stderr=True, soft_wrap=True)  # never wrap: paths in messages stay on one line
 
