@@ -46,17 +46,21 @@ from tinytool.data.catalog.world import pristine_world
 from tinytool.data.demo_chains import CHAINS, ChainError, run_chain
 from tinytool.data.demo_text import (
     CHITCHAT,
+    answer_turn,
     ask_for,
+    calls_turn,
     ensure_end,
     join_requests,
     join_values,
+    offer,
     plain_join,
     refusal,
     repeat_tail,
+    user_turn,
 )
 from tinytool.errors import UserInputError
 from tinytool.io import atomic_dir, write_jsonl
-from tinytool.schema import Conversation, Message, Tool, ToolCall
+from tinytool.schema import Conversation, Message, Tool
 
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance", "missing_parameter", "multi_step")
 DEFAULT_MIX: dict[str, float] = {
@@ -165,24 +169,6 @@ def _distractors(ctx: _Ctx, chosen: list[ToolSpec], k: int, exclude: frozenset[s
     return out
 
 
-def _offer(ctx: _Ctx, specs: list[ToolSpec]) -> list[Tool]:
-    tools = [s.tool for s in specs]
-    ctx.rng.shuffle(tools)
-    return tools
-
-
-def _user(text: str) -> Message:
-    return Message(role="user", content=text)
-
-
-def _calls(calls: list[tuple[str, dict[str, Any]]]) -> Message:
-    return Message(role="assistant", content=None, tool_calls=[ToolCall(name=n, arguments=a) for n, a in calls])
-
-
-def _answer(text: str) -> Message:
-    return Message(role="assistant", content=text)
-
-
 _Task = tuple[list[Message], list[Tool], dict[str, Any]]
 
 
@@ -195,7 +181,7 @@ def _simple(ctx: _Ctx) -> _Task:
     spec = _pick_target(ctx)
     args, text, _, _ = _request(spec, ctx)
     _need_valid(ctx, [(spec.name, args)])
-    return [_user(text), _calls([(spec.name, args)])], [spec.tool], {}
+    return [user_turn(text), calls_turn([(spec.name, args)])], [spec.tool], {}
 
 
 def _multiple(ctx: _Ctx) -> _Task:
@@ -205,7 +191,7 @@ def _multiple(ctx: _Ctx) -> _Task:
     others = _distractors(ctx, [spec], ctx.rng.randint(1, 4))
     if not others:
         raise _Retry("no distractors")
-    return [_user(text), _calls([(spec.name, args)])], _offer(ctx, [spec, *others]), {}
+    return [user_turn(text), calls_turn([(spec.name, args)])], offer(ctx.rng, [spec, *others]), {}
 
 
 def _fresh_value(spec: ToolSpec, tpl: Template, ctx: _Ctx, name: str, taken: list[Any]) -> Any:
@@ -295,7 +281,7 @@ def _parallel(ctx: _Ctx) -> _Task:
     k = ctx.rng.choices((2, 3, 4), (0.55, 0.3, 0.15))[0]
     calls, parts = _same_tool_group(spec, k, ctx)
     text = parts[0] if len(parts) == 1 else join_requests(parts, ctx.rng, ctx.split)
-    return [_user(text), _calls([(spec.name, c) for c in calls])], [spec.tool], {}
+    return [user_turn(text), calls_turn([(spec.name, c) for c in calls])], [spec.tool], {}
 
 
 def _parallel_multiple(ctx: _Ctx) -> _Task:
@@ -323,7 +309,7 @@ def _parallel_multiple(ctx: _Ctx) -> _Task:
             parts.extend(texts)
     _need_valid(ctx, all_calls)
     offered = specs + _distractors(ctx, specs, r.choice((0, 0, 1, 2)))
-    return [_user(join_requests(parts, r, ctx.split)), _calls(all_calls)], _offer(ctx, offered), {}
+    return [user_turn(join_requests(parts, r, ctx.split)), calls_turn(all_calls)], offer(ctx.rng, offered), {}
 
 
 def _irrelevance(ctx: _Ctx) -> _Task:
@@ -331,7 +317,7 @@ def _irrelevance(ctx: _Ctx) -> _Task:
     if r.random() < 0.2:
         question, reply = r.choice(CHITCHAT)
         offered = [CATALOG[n] for n in r.sample(ctx.tools, r.randint(1, 3))]
-        return [_user(question), _answer(reply)], _offer(ctx, offered), {"requested_tool": None}
+        return [user_turn(question), answer_turn(reply)], offer(ctx.rng, offered), {"requested_tool": None}
     spec = _pick_target(ctx)
     _, text, _, _ = _request(spec, ctx)
     banned = frozenset({spec.name, *spec.substitutes})
@@ -340,7 +326,7 @@ def _irrelevance(ctx: _Ctx) -> _Task:
     if not offered:
         raise _Retry("nothing to offer")
     reply = refusal(spec.gist, [s.gist for s in offered[:2]], r)
-    return [_user(text), _answer(reply)], _offer(ctx, offered), {"requested_tool": spec.name}
+    return [user_turn(text), answer_turn(reply)], offer(ctx.rng, offered), {"requested_tool": spec.name}
 
 
 @cache
@@ -360,7 +346,7 @@ def _missing_parameter(ctx: _Ctx) -> _Task:
         raise _Retry("phrasing dropped another required argument")
     reply = ask_for(spec.param_map[missing].label, spec.gist, r)
     offered = [spec, *_distractors(ctx, [spec], r.choice((0, 0, 1, 2)))]
-    return [_user(tpl.render(texts)), _answer(reply)], _offer(ctx, offered), {"missing_parameter": missing}
+    return [user_turn(tpl.render(texts)), answer_turn(reply)], offer(ctx.rng, offered), {"missing_parameter": missing}
 
 
 def _multi_step(ctx: _Ctx) -> _Task:
@@ -377,7 +363,7 @@ def _multi_step(ctx: _Ctx) -> _Task:
     offered = specs + _distractors(ctx, specs, r.randint(1, 3))
     meta = {"chain": chain.name, "sub_questions": run.sub_questions, "sub_answers": run.sub_answers,
             "dependencies": run.dependencies}
-    return run.messages, _offer(ctx, offered), meta
+    return run.messages, offer(ctx.rng, offered), meta
 
 
 BUILDERS: dict[str, Callable[[_Ctx], _Task]] = {

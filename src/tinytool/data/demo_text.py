@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from random import Random
+from typing import Any
+
+from tinytool.schema import Message, Tool, ToolCall
 
 # ---- listing several values inside one slot -----------------------------------------------------
 
@@ -155,3 +158,22 @@ def refusal(need: str, have: Sequence[str], r: Random) -> str:
 
 def ask_for(label: str, gist: str, r: Random) -> str:
     return r.choice(ASKS).format(label=label, gist=gist)
+
+
+def user_turn(text: str) -> Message:
+    return Message(role="user", content=text)
+
+
+def calls_turn(calls: Sequence[tuple[str, dict[str, Any]]]) -> Message:
+    return Message(role="assistant", content=None, tool_calls=[ToolCall(name=n, arguments=a) for n, a in calls])
+
+
+def answer_turn(text: str | None) -> Message:
+    return Message(role="assistant", content=text)
+
+
+def offer(rng: Random, tools: Sequence[Any]) -> list[Tool]:
+    """The offered tools (anything with a ``.tool`` schema) in a random order: position says nothing."""
+    out = [t.tool for t in tools]
+    rng.shuffle(out)
+    return out

@@ -44,14 +44,18 @@ from tinytool.data.catalog.base import (
 )
 from tinytool.data.demo_text import (
     CHITCHAT,
+    answer_turn,
+    calls_turn,
     ensure_end,
     join_requests,
     join_values,
+    offer,
     plain_join,
     refusal,
     repeat_tail,
+    user_turn,
 )
-from tinytool.schema import Message, Tool, ToolCall
+from tinytool.schema import Message, Tool
 
 OPTIONAL_P = 0.3  # chance an optional parameter is given in a request (usually omitted)
 VARIANTS = 10  # variants drawn per action (names that collide are dropped)
@@ -964,18 +968,8 @@ def _distractors(ctx: Ctx, chosen: Sequence[GenTool], k: int) -> list[GenTool]:
     return out
 
 
-def _offer(ctx: Ctx, tools: Sequence[GenTool]) -> list[Tool]:
-    out = [t.tool for t in tools]
-    ctx.rng.shuffle(out)
-    return out
-
-
 def _msgs(text: str, calls: Sequence[tuple[str, dict[str, Any]]] | None = None, answer: str | None = None) -> list[Message]:
-    if calls:
-        reply = Message(role="assistant", content=None, tool_calls=[ToolCall(name=n, arguments=a) for n, a in calls])
-    else:
-        reply = Message(role="assistant", content=answer)
-    return [Message(role="user", content=text), reply]
+    return [user_turn(text), calls_turn(calls) if calls else answer_turn(answer)]
 
 
 def _simple(ctx: Ctx) -> _Task:
@@ -990,7 +984,7 @@ def _multiple(ctx: Ctx) -> _Task:
     others = _distractors(ctx, [t], ctx.rng.choices((1, 2, 3, 4, 5, 6, 7), (5, 5, 4, 3, 2, 1, 1))[0])
     if not others:
         raise Retry("no distractors")
-    return _msgs(text, [(t.name, args)]), _offer(ctx, [t, *others]), {}
+    return _msgs(text, [(t.name, args)]), offer(ctx.rng, [t, *others]), {}
 
 
 def _flat(tpl: Template) -> str:
@@ -1100,7 +1094,7 @@ def _parallel_multiple(ctx: Ctx) -> _Task:
             calls.append((t.name, args))
             parts.append(text)
     offered = chosen + _distractors(ctx, chosen, r.choice((0, 0, 1, 2)))
-    return _msgs(join_requests(parts, r, ctx.split), calls), _offer(ctx, offered), {}
+    return _msgs(join_requests(parts, r, ctx.split), calls), offer(ctx.rng, offered), {}
 
 
 def _irrelevance(ctx: Ctx) -> _Task:
@@ -1109,14 +1103,14 @@ def _irrelevance(ctx: Ctx) -> _Task:
         question, reply = r.choice(CHITCHAT)
         offered = [_target(ctx) for _ in range(r.randint(1, 3))]
         offered = list({t.name: t for t in offered}.values())
-        return _msgs(question, answer=reply), _offer(ctx, offered), {"requested_tool": None}
+        return _msgs(question, answer=reply), offer(ctx.rng, offered), {"requested_tool": None}
     t = _target(ctx)
     _, text, _, _ = t.request(r, ctx.split)
     offered = _distractors(ctx, [t], r.randint(1, 4))
     if not offered:
         raise Retry("nothing to offer")
     reply = refusal(t.gist, [o.gist for o in offered[:2]], r)
-    return _msgs(text, answer=reply), _offer(ctx, offered), {"requested_tool": t.name}
+    return _msgs(text, answer=reply), offer(ctx.rng, offered), {"requested_tool": t.name}
 
 
 BUILDERS: dict[str, Callable[[Ctx], _Task]] = {
