@@ -36,8 +36,6 @@ from tinytool.errors import MissingInputError, UserInputError
 from tinytool.io import write_json
 from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, whole_run_loss
 from tinytool.train.common import (
-    finished,
-    finished_summary,
     open_training_run,
     read_conversations,
     save_final,
@@ -339,10 +337,8 @@ def train_distill(cfg: DistillConfig, callbacks: list[Any] | None = None) -> dic
     """Run distillation as configured; save the student, ``config.yaml`` and ``distill_summary.json`` in the
     output directory. The directory is a run directory (same settings resume from the newest complete
     checkpoint, other settings are refused, ``overwrite`` starts again); the summary covers the whole run."""
-    run, resume_from = open_training_run(cfg, "distill")
-    if finished(run, cfg) and (done := finished_summary(run, SUMMARY_FILE)) is not None:
-        log.warning("%s: this run already finished (step %s); --overwrite trains it again, a larger --max-steps "
-                    "continues it", cfg.output_dir, done.get("global_step"))
+    run, resume_from, done = open_training_run(cfg, "distill", SUMMARY_FILE)
+    if done is not None:
         return done
     t0 = time.perf_counter()
     build = build_gkd_trainer if cfg.loss == "gkd" else build_distill_trainer

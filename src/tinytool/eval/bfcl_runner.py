@@ -17,7 +17,7 @@ handler does (``json.loads`` per ``<tool_call>`` block, a block it refuses is dr
 only when written as valid JSON. What tinytool's lenient parser would add by repairing Python tuples,
 single quotes or trailing commas is reported beside them (``accuracy_lenient``, ``valid_lenient``,
 ``groups_lenient``), never in the headline. BFCL credits an irrelevance answer whose attempted call
-fails to parse (gorilla issue #1362); that figure stays the headline, and ``accuracy_strict`` (group
+fails to parse, as if no call were made; that figure stays the headline, and ``accuracy_strict`` (group
 ``irrelevance_strict``) counts any attempted call, readable or not, as wrong. Multi-turn dialogues
 are decoded while they are played, so their figures are the same under both readings.
 

@@ -261,31 +261,30 @@ def versions() -> dict[str, str]:
 
 
 
-def finished(run: Any, cfg: Any) -> bool:
-    """Did this run already finish with the step target ``cfg`` asks for? (Rerunning it then returns its
-    summary instead of training again; raising ``max_steps`` or the epochs continues it.)"""
-    info = run.info
-    return (run.resumed and info.get("status") == "done" and info.get("max_steps") == cfg.max_steps
-            and info.get("num_train_epochs") == cfg.num_train_epochs)
-
-
-def finished_summary(run: Any, name: str) -> dict[str, Any] | None:
-    """The saved summary of a finished run (None when it is missing or unreadable)."""
+def _finished_summary(run: Any, cfg: Any, summary_name: str) -> dict[str, Any] | None:
+    """The saved summary when this run already finished with the step target ``cfg`` asks for (rerunning it then
+    returns that summary instead of training again; raising ``max_steps`` or the epochs continues it); None
+    otherwise, also when the summary is missing or unreadable."""
     from tinytool.errors import TinytoolError
     from tinytool.io import read_json
 
+    info = run.info
+    if not (run.resumed and info.get("status") == "done" and info.get("max_steps") == cfg.max_steps
+            and info.get("num_train_epochs") == cfg.num_train_epochs):
+        return None
     try:
-        summary = read_json(run.path / name)
+        summary = read_json(run.path / summary_name)
     except TinytoolError:
         return None
     return {**summary, "already_finished": True} if isinstance(summary, dict) else None
 
 
-def open_training_run(cfg: Any, kind: str) -> tuple[Any, str | None]:
+def open_training_run(cfg: Any, kind: str, summary_name: str) -> tuple[Any, str | None, dict[str, Any] | None]:
     """Open ``cfg.output_dir`` as a run directory of ``kind`` (see `tinytool.io.rundir`) and find where to resume:
-    ``(run, checkpoint or None)``. Same settings → the newest complete checkpoint; other settings → refused;
-    ``cfg.overwrite`` → a fresh start. A run that already finished with the same step target is left as it is
-    (see `finished`). Only the main process of a distributed run writes the manifest."""
+    ``(run, checkpoint or None, finished summary or None)``. Same settings → the newest complete checkpoint;
+    other settings → refused; ``cfg.overwrite`` → a fresh start; a run that already finished with the same step
+    target → its summary (``summary_name``), and nothing to train. Only the main process of a distributed run
+    writes the manifest."""
     from tinytool.io import RunDir, open_run_dir
     from tinytool.train.config import run_settings
 
@@ -295,16 +294,21 @@ def open_training_run(cfg: Any, kind: str) -> tuple[Any, str | None]:
     with cfg.main_process_first(local=False, desc="run directory"):
         if main:
             run = open_run_dir(cfg.output_dir, kind, run_settings(cfg), overwrite=cfg.overwrite)
-            if not finished(run, cfg):
+            done = _finished_summary(run, cfg, summary_name)
+            if done is None:
                 run.update(status="training", max_steps=cfg.max_steps, num_train_epochs=cfg.num_train_epochs)
         else:
             run = RunDir.read(cfg.output_dir)
-    if finished(run, cfg):
-        return run, None
+            done = _finished_summary(run, cfg, summary_name)
+    if done is not None:
+        if main:
+            log.warning("%s: this run already finished (step %s); --overwrite trains it again, a larger "
+                        "--max-steps continues it", cfg.output_dir, done.get("global_step"))
+        return run, None, done
     resume_from = resume_checkpoint(cfg.output_dir) if run.resumed else None
     if run.resumed and resume_from is None and main:
         log.warning("%s: no complete checkpoint to resume from; training from the start", cfg.output_dir)
-    return run, resume_from
+    return run, resume_from, None
 
 
 __all__ = [

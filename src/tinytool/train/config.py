@@ -314,19 +314,13 @@ _PARSER: type | None = None
 
 
 def _bool_flags(cls: type, args: list[str]) -> list[str]:
-    """Optional booleans (default None: decided at run time) as switches: a bare ``--bf16`` → ``--bf16 true``,
-    ``--no-bf16`` → ``--bf16 false`` (argparse gives such fields neither form)."""
+    """``--no-bf16`` → ``--bf16 false`` for optional booleans (default None: decided at run time), which argparse
+    gives no negative form; a bare ``--bf16`` is a switch through the parser (``nargs="?"``)."""
     names = {f.name for f in dataclasses.fields(cls) if f.type in ("bool | None", bool | None)}
     out: list[str] = []
-    for i, a in enumerate(args):
-        flag = a[2:].replace("-", "_") if a.startswith("--") else None
-        nxt = args[i + 1] if i + 1 < len(args) else None
-        if flag and flag.startswith("no_") and flag[3:] in names:
-            out += [f"--{flag[3:]}", "false"]
-        elif flag in names and (nxt is None or nxt.startswith("-")):
-            out += [a, "true"]
-        else:
-            out.append(a)
+    for a in args:
+        flag = a[2:].replace("-", "_") if a.startswith("--no") else ""
+        out += [f"--{flag[3:]}", "false"] if flag.startswith("no_") and flag[3:] in names else [a]
     return out
 
 

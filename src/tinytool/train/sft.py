@@ -34,8 +34,6 @@ from trl import SFTConfig
 from tinytool.errors import MissingInputError, UserInputError
 from tinytool.io import write_json
 from tinytool.train.common import (
-    finished,
-    finished_summary,
     open_training_run,
     read_conversations,
     save_final,
@@ -200,10 +198,8 @@ def train_sft(cfg: SFTRunConfig, callbacks: list[Any] | None = None) -> dict[str
     from tinytool.train.callbacks import rank_digests, train_seconds, whole_run_loss
     from tinytool.train.trl_private import train_tokens
 
-    run, resume_from = open_training_run(cfg, "sft")
-    if finished(run, cfg) and (done := finished_summary(run, SUMMARY_FILE)) is not None:
-        log.warning("%s: this run already finished (step %s); --overwrite trains it again, a larger --max-steps "
-                    "continues it", cfg.output_dir, done.get("global_step"))
+    run, resume_from, done = open_training_run(cfg, "sft", SUMMARY_FILE)
+    if done is not None:
         return done
     t0 = time.perf_counter()
     trainer, data = build_trainer(cfg, callbacks)
