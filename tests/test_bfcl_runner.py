@@ -290,3 +290,64 @@ def test_rescore_recomputes_strict_figures_of_an_old_run(tmp_path):
     assert s["categories"]["irrelevance"]["accuracy_strict"] == pytest.approx(2 / 3)
     assert s["categories"]["simple_python"]["accuracy_lenient"] == 1.0
     assert json.loads((tmp_path / "summary.json").read_text())["groups"]["irrelevance_strict"] == pytest.approx(2 / 3)
+
+
+def test_failures_are_classed_by_what_would_fix_them(tmp_path):
+    data = bfcl_data()
+    items = data.items("simple_python", limit=8)
+    by_question = {it.turns[0][-1]["content"]: it for it in items}
+
+    def call(name, args):
+        return f'<tool_call>\n{json.dumps({"name": name, "arguments": args})}\n</tool_call>'
+
+    def answer(request, i):
+        item = by_question[request.messages[-1]["content"]]
+        c = calls_from_ground_truth(item.answer)[0]
+        k = items.index(item)
+        required = item.functions[0]["parameters"].get("required", [])
+        if k == 0:
+            return call("not_" + c.name, c.arguments)
+        if k == 1 and required:
+            return call(c.name, {p: v for p, v in c.arguments.items() if p != required[0]})
+        if k == 2:
+            return call(c.name, {**c.arguments, "zzz_unknown": 1})
+        if k == 3:
+            return "I would rather not."
+        if k == 4:
+            return '<tool_call>\n{"name": "f", "arguments": {"a": 1kg}}\n</tool_call>'
+        if k == 5:
+            return "<think>\nlet me think " + "and think " * 20
+        return call(c.name, c.arguments)
+
+    cfg = BFCLRunConfig(model="m", format="hermes-nothink", categories=["simple_python"], limit=8)
+    s = run_bfcl(cfg, tmp_path, ScriptedClient(answer), progress=False)
+    table = s["failures"]["simple_python"]
+    assert table == {"wrong function": 1, "required parameter left out": 1, "unknown parameter": 1, "no call": 1,
+                     "unparseable call": 1, "reasoning never closed": 1}, table
+    assert s["categories"]["simple_python"]["correct"] == 2
+
+
+def test_failure_class_never_raises_and_knows_irrelevance():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from tinytool.eval.failures import CLASSES, failure_class
+    from tinytool.formats import get_format
+
+    fmt = get_format("hermes")
+    assert failure_class({"category": "irrelevance", "valid": False}, fmt) == "call made when none fits"
+    assert failure_class({"category": "irrelevance", "valid": True, "valid_strict": False}, fmt) == \
+        "unparseable call credited"
+    assert failure_class({"category": "irrelevance", "valid": True, "valid_strict": True}, fmt) is None
+    assert failure_class({"category": "simple", "valid": False, "n_tokens": 256, "raw": "x"}, fmt, 256) == \
+        "cut at the token limit"
+    assert failure_class({"category": "simple", "valid": False, "error_type": "type_error:simple",
+                          "reason": "'n': expected type integer, got float (45.0)"}, fmt) == \
+        "integer written as a float"
+
+    @given(st.dictionaries(st.sampled_from(["category", "valid", "raw", "error_type", "reason", "n_tokens"]),
+                           st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=30))))
+    def never_raises(row):
+        assert failure_class(row, fmt, 8) in (*CLASSES, None)
+
+    never_raises()

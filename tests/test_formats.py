@@ -170,7 +170,7 @@ def test_toolrl_render_uses_obs_and_its_system_prompt():
     r = TOOLRL.render(conv(USER, CALL, RESULT, ANSWER))
     assert '<obs> {"temp": 18} </obs>' in r.prompt
     assert '{"name": "get_weather", "parameters": {"city": "Paris", "days": 2}}' in r.prompt
-    assert "## Tools you can use" in r.prompt and json.dumps(TOOLS[0]["function"]) in r.prompt
+    assert "## Tools you can use" in r.prompt and json.dumps(TOOLS[0]["function"], separators=(",", ":")) in r.prompt
     assert r.target == "<think> done </think>\n<response> It is 18C in Paris. </response><|im_end|>\n"
 
 
@@ -248,7 +248,7 @@ def test_python_never_evaluates(tmp_path):
 def test_python_tool_results_and_system_prompt():
     r = PYTHON.render(conv(USER, Message("assistant", None, [ToolCall("get_weather", {"city": "Paris"})]), RESULT))
     assert "Result of get_weather: {\"temp\": 18}" in r.prompt
-    assert json.dumps([t["function"] for t in TOOLS]) in r.prompt and r.target is None
+    assert json.dumps([t["function"] for t in TOOLS], separators=(",", ":")) in r.prompt and r.target is None
 
 
 # ---- rendering without and with a chat template --------------------------------------------
@@ -304,7 +304,7 @@ def test_template_ignoring_tools_gets_the_formats_own_block(chatml_tok):
     r = HERMES.render(c, chatml_tok)
     assert r == HERMES.render(c)  # the template is plain ChatML: same text as without a tokenizer
     system = r.prompt.split("<|im_end|>")[0]
-    assert "<tools>" in system and all(json.dumps(t["function"]) in system for t in TOOLS)
+    assert "<tools>" in system and all(json.dumps(t["function"], separators=(",", ":")) in system for t in TOOLS)
     assert "<|im_start|>user\n<tool_response>\n{\"temp\": 18}\n</tool_response><|im_end|>" in r.prompt
     assert r.prompt + r.target == full_rendering(HERMES, c, chatml_tok)
     assert r.target.endswith("<|im_end|>\n")

@@ -344,7 +344,7 @@ def test_run_multi_turn_replaying_ground_truth_is_valid(data):
             if req.messages[1]["content"] != miss.turns[0][0]["content"]:
                 continue
             users = [m for m in req.messages if m["role"] == "user" and not m["content"].startswith("<tool_response>")]
-            offered = f'"name": "{name}"' in req.messages[0]["content"]
+            offered = f'"name":"{name}"' in req.messages[0]["content"]
             assert offered == (len(users) > int(turn))
             if len(users) > int(turn):
                 assert users[int(turn)]["content"] == ADDED_FUNCTIONS_MESSAGE

@@ -19,7 +19,7 @@ from tinytool.models.students import save_tiny_model
 from tinytool.schema import read_jsonl, write_jsonl
 from tinytool.train import LoraSpec, SFTRunConfig, build_sft_dataset, build_trainer, train_sft
 from tinytool.train.cli_sft import sft_app
-from tinytool.train.sft import sft_examples
+from tinytool.train.common import sft_examples
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -46,36 +46,62 @@ def _cfg(env, out, **kw) -> SFTRunConfig:
     return SFTRunConfig(**base)
 
 
-@pytest.mark.parametrize("fmt", ["hermes", "python"])
-def test_labels_mask_exactly_the_completion(env, fmt):
-    trainer, data = build_trainer(_cfg(env, f"mask-{fmt}", data=[env["train"]], format=fmt))
-    tok = env["tok"]
-    assert data.end_token == tok.eos_token == "<|im_end|>"
-    assert len(trainer.train_dataset) == data.examples > len(read_jsonl(env["two"]))
-    for ex in trainer.train_dataset:
-        prompt_ids = tok(ex["prompt"])["input_ids"]
-        full = tok(ex["prompt"] + ex["completion"])["input_ids"]
-        assert ex["input_ids"] == full  # TRL added nothing: no second <|im_end|>, no BOS
-        assert full[: len(prompt_ids)] == prompt_ids
-        n = len(prompt_ids)
-        assert ex["labels"] == [-100] * n + full[n:]
-        assert tok.decode(full[n:]) == ex["completion"]
-        assert ex["completion"].endswith("<|im_end|>") and ex["completion"].count("<|im_end|>") == 1
-        assert full[-1] == tok.eos_token_id and full[-2] != tok.eos_token_id
-        assert ex["prompt"].endswith("<|im_start|>assistant\n")
+def _loss_runs(labels: list[int]) -> list[tuple[int, int]]:
+    """Token ranges [start, end) where labels are not -100."""
+    runs, start = [], None
+    for i, x in enumerate([*labels, -100]):
+        if x != -100 and start is None:
+            start = i
+        elif x == -100 and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
 
 
-def test_overlong_examples_dropped_and_counted(env):
+@pytest.mark.parametrize("fmt", ["hermes", "hermes-nothink", "python"])
+def test_labels_cover_exactly_each_turn_predicted_from_its_own_prompt(env, fmt):
+    """Every assistant turn is in the loss once, predicted from exactly the tokens its own prompt has; a chained
+    multi-turn conversation is one sequence; nothing is added (no second <|im_end|>, no BOS)."""
     tok, convs = env["tok"], env["convs"]
-    pairs, _ = sft_examples(convs, "hermes", tok)
-    lengths = sorted(len(tok(p["prompt"] + p["completion"])["input_ids"]) for p in pairs)
-    limit = lengths[len(lengths) // 2]
-    expected = sum(n > limit for n in lengths)
-    data = build_sft_dataset(convs, "hermes", tok, max_length=limit)
-    assert 0 < data.dropped_too_long == expected
-    assert data.examples == len(pairs) - expected == len(data.dataset)
-    assert data.longest <= limit and data.conversations == len(convs)
-    assert build_sft_dataset(convs, "hermes", tok, max_length=None).dropped_too_long == 0
+    data = build_sft_dataset(convs, fmt, tok, max_length=None)
+    pairs, _ = sft_examples(convs, fmt, tok)
+    assert data.turns == len(pairs) and data.dropped_too_long == 0 and data.end_token == "<|im_end|>"
+    assert data.examples < len(pairs)  # the multi-step conversations were read once each
+    chained = 0
+    for conv in convs:
+        conv_pairs, _ = sft_examples([conv], fmt, tok)
+        rows = list(build_sft_dataset([conv], fmt, tok, max_length=None).dataset)
+        spans = [(row, run) for row in rows
+                 for run in _loss_runs([i if m else -100 for i, m in zip(row["input_ids"], row["completion_mask"])])]
+        assert len(spans) == len(conv_pairs)  # every turn once, in order
+        chained += len(rows) == 1 < len(conv_pairs)
+        for (row, (start, end)), pair in zip(spans, conv_pairs):
+            assert row["input_ids"][:start] == tok(pair["prompt"], add_special_tokens=False)["input_ids"]
+            assert tok.decode(row["input_ids"][start:end]) == pair["completion"]
+            assert pair["completion"].endswith("<|im_end|>") and pair["completion"].count("<|im_end|>") == 1
+            assert row["input_ids"][end - 1] == tok.eos_token_id
+    assert chained > 0
+    trainer, _ = build_trainer(_cfg(env, f"mask-{fmt}", data=[env["train"]], format=fmt))
+    first = trainer.train_dataset[0]
+    assert len(first["labels"]) == len(data.dataset[0]["input_ids"])
+    assert [x for x, m in zip(first["labels"], data.dataset[0]["completion_mask"]) if m] == \
+        [x for x in first["labels"] if x != -100]
+
+
+def test_overlong_conversations_fall_back_to_turns_and_overlong_turns_are_dropped(env):
+    tok, convs = env["tok"], env["convs"]
+    multi = next(c for c in convs if len(sft_examples([c], "hermes", tok)[0]) > 2)
+    pairs, _ = sft_examples([multi], "hermes", tok)
+    turn_lengths = sorted(len(tok(p["prompt"] + p["completion"], add_special_tokens=False)["input_ids"])
+                          for p in pairs)
+    whole = build_sft_dataset([multi], "hermes", tok, max_length=None)
+    assert whole.examples == 1 and whole.turns == len(pairs)
+    limit = turn_lengths[1]  # the whole conversation and the longest turns do not fit; the shortest two do
+    split = build_sft_dataset([multi], "hermes", tok, max_length=limit)
+    expected_dropped = sum(n > limit for n in turn_lengths)
+    assert split.dropped_too_long == expected_dropped > 0
+    assert split.examples == split.turns == len(pairs) - expected_dropped
+    assert split.longest <= limit < whole.longest
     with pytest.raises(ValueError, match="longer than max_length=8"):
         train_sft(_cfg(env, "too-short", max_length=8, max_steps=1))
 

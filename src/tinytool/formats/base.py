@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -64,6 +65,13 @@ class Rendered:
 
     prompt: str
     target: str | None = None
+
+
+def tool_lines(tools: list[Tool]) -> str:
+    """The tool signatures of a system prompt, one compact JSON object per line (no spaces after ``:`` and
+    ``,``: the listing is most of a tool-calling prompt's tokens, and this makes it ~14 % shorter with
+    SmolLM2's tokenizer)."""
+    return "\n".join(json.dumps(t.function_dict(), ensure_ascii=False, separators=(",", ":")) for t in tools)
 
 
 def strip_end_markers(text: str) -> str:

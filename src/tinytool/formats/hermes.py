@@ -8,13 +8,12 @@ object with ``name`` and ``arguments``) are what `parse` reports as errors.
 
 from __future__ import annotations
 
-import json
-
 from tinytool.formats.base import (
     Parsed,
     PromptFormat,
     cut_spans,
     find_blocks,
+    tool_lines,
 )
 from tinytool.formats.calls import dump_call, read_call_block
 from tinytool.schema import Message, Tool
@@ -56,7 +55,7 @@ class HermesFormat(PromptFormat):
         if tools:
             if self.think:
                 parts.append(_INSTRUCTIONS)
-            listing = "\n".join(json.dumps(t.function_dict(), ensure_ascii=False) for t in tools)
+            listing = tool_lines(tools)
             parts.append(_TOOL_BLOCK.format(tools=listing))
         return "\n\n".join(parts)
 

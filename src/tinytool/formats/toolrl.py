@@ -9,13 +9,12 @@ every format.
 
 from __future__ import annotations
 
-import json
-
 from tinytool.formats.base import (
     Parsed,
     PromptFormat,
     cut_spans,
     find_blocks,
+    tool_lines,
 )
 from tinytool.formats.calls import dump_call, read_call_block
 from tinytool.schema import Message, Tool
@@ -52,7 +51,7 @@ class ToolRLFormat(PromptFormat):
     name = "toolrl"
 
     def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:
-        listing = "\n".join(json.dumps(t.function_dict(), ensure_ascii=False) for t in tools) or "(none)"
+        listing = tool_lines(tools) or "(none)"
         body = _SYSTEM.format(tools=listing)
         return f"{system.strip()}\n\n{body}" if system and system.strip() else body
 

@@ -29,8 +29,9 @@ def sft(ctx: typer.Context) -> None:
     if summary is None:
         return
     d = summary["data"]
-    err.print(f"examples: {d['examples']} used, {d['dropped_too_long']} dropped (longer than {cfg.max_length} tokens) "
-              f"from {d['conversations']} conversations")
+    err.print(f"data: {d['conversations']} conversations → {d['examples']} sequences training {d['turns']} assistant "
+              f"turns ({d['completion_tokens']} of {d['tokens']} tokens in the loss); {d['dropped_too_long']} turns "
+              f"dropped (longer than {cfg.max_length} tokens)")
     loss = summary["final_loss"]
     err.print(f"steps: {summary['global_step']}"
               + (f" (resumed from {Path(summary['resumed_from']).name})" if summary["resumed_from"] else "")

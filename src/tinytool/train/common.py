@@ -8,6 +8,7 @@ completion is the turn itself with its end-of-turn markup.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from dataclasses import dataclass
@@ -115,11 +116,32 @@ def _adds_bos(tokenizer: Any) -> bool:
 def end_of_turn_token(tokenizer: Any, target: str) -> str | None:
     """The special token a rendered assistant turn ends with (``<|im_end|>`` for ChatML), if any."""
     text = target.rstrip()
-    vocab = tokenizer.get_vocab()
     for cand in (tokenizer.eos_token, *END_MARKERS, *getattr(tokenizer, "all_special_tokens", [])):
-        if cand and text.endswith(cand) and cand in vocab:
+        if cand and text.endswith(cand) and _in_vocab(tokenizer, cand):
             return cand
     return None
+
+
+def _in_vocab(tokenizer: Any, token: str) -> bool:
+    """Is ``token`` one token of the vocabulary? (A lookup: building ``get_vocab()`` takes ~20 ms.)"""
+    tid = tokenizer.convert_tokens_to_ids(token)
+    return tid is not None and (tid != tokenizer.unk_token_id or token == tokenizer.unk_token)
+
+
+def _turn_pairs(conv: Any, fmt: Any, tokenizer: Any, strip_bos: str | None) -> list[dict[str, str]]:
+    """The prompt–completion pairs of one conversation, one per assistant turn (see `sft_examples`)."""
+    pairs = []
+    for r in fmt.render_turns(conv, tokenizer):
+        if r.target is None:
+            continue
+        prompt, completion = r.prompt, r.target
+        if strip_bos and prompt.startswith(strip_bos):
+            prompt = prompt[len(strip_bos):]
+        end = end_of_turn_token(tokenizer, completion)
+        if end is not None:
+            completion = completion.rstrip()
+        pairs.append({"prompt": prompt, "completion": completion})
+    return pairs
 
 
 def sft_examples(conversations: list[Any], fmt: Any, tokenizer: Any) -> tuple[list[dict[str, str]], str | None]:
@@ -135,21 +157,58 @@ def sft_examples(conversations: list[Any], fmt: Any, tokenizer: Any) -> tuple[li
 
     fmt = get_format(fmt)
     strip_bos = tokenizer.bos_token if _adds_bos(tokenizer) else None
-    pairs: list[dict[str, str]] = []
+    pairs = [p for conv in conversations for p in _turn_pairs(conv, fmt, tokenizer, strip_bos)]
+    end = next((e for p in pairs if (e := end_of_turn_token(tokenizer, p["completion"]))), None)
+    return pairs, end
+
+
+@dataclass
+class TrainText:
+    """One training sequence: its text and the character spans of the assistant turns the loss falls on."""
+
+    text: str
+    spans: list[tuple[int, int]]
+
+
+def whole_conversations(conversations: list[Any], fmt: Any, tokenizer: Any) -> tuple[list[list[TrainText]], str | None]:
+    """For each conversation, the sequences that train every assistant turn of it, and the end-of-turn token.
+
+    When each turn's prompt is the previous prompt plus the previous turn (true of the formats here for a
+    conversation that keeps its history), the conversation is one sequence with a loss span per assistant turn:
+    one forward pass trains all its turns, instead of one example per turn that re-reads the same tool listing
+    and history each time (in multi-step data that repetition is most of the tokens). The loss is the same:
+    each turn is predicted from exactly the prompt it would have had alone. A conversation whose history is
+    rewritten between turns (reasoning dropped from earlier turns, say) falls back to one sequence per turn.
+    Each entry lists the whole-conversation sequence first, when there is one, then the per-turn ones: a length
+    limit that the whole conversation exceeds can still keep its shorter turns.
+    """
+    from tinytool.formats import get_format
+
+    fmt = get_format(fmt)
+    strip_bos = tokenizer.bos_token if _adds_bos(tokenizer) else None
+    out: list[list[TrainText]] = []
     end: str | None = None
     for conv in conversations:
-        for r in fmt.render_turns(conv, tokenizer):
-            if r.target is None:
-                continue
-            prompt, completion = r.prompt, r.target
-            if strip_bos and prompt.startswith(strip_bos):
-                prompt = prompt[len(strip_bos):]
-            if end is None:
-                end = end_of_turn_token(tokenizer, completion)
-            if end is not None and completion.rstrip().endswith(end):
-                completion = completion.rstrip()
-            pairs.append({"prompt": prompt, "completion": completion})
-    return pairs, end
+        pairs = _turn_pairs(conv, fmt, tokenizer, strip_bos)
+        if not pairs:
+            out.append([])
+            continue
+        ends = [end_of_turn_token(tokenizer, p["completion"]) for p in pairs]
+        end = end or next((e for e in ends if e), None)
+        eos = end or tokenizer.eos_token or ""
+        per_turn = []
+        for p, e in zip(pairs, ends):
+            c = p["completion"] if e else p["completion"] + eos  # what TRL would have appended
+            per_turn.append(TrainText(p["prompt"] + c, [(len(p["prompt"]), len(p["prompt"]) + len(c))]))
+        chained = all(e is not None for e in ends) and all(
+            nxt["prompt"].startswith(cur["prompt"] + cur["completion"]) for cur, nxt in itertools.pairwise(pairs))
+        if len(pairs) > 1 and chained:
+            last = pairs[-1]
+            spans = [(len(p["prompt"]), len(p["prompt"]) + len(p["completion"])) for p in pairs]
+            out.append([TrainText(last["prompt"] + last["completion"], spans), *per_turn])
+        else:
+            out.append(per_turn)
+    return out, end
 
 
 def read_conversations(paths: list[str]) -> list[Any]:
@@ -315,6 +374,7 @@ __all__ = [
     "ADAPTER_SUBDIR",
     "LORA_LR",
     "LoraSpec",
+    "TrainText",
     "checkpoint_problem",
     "end_of_turn_token",
     "open_training_run",
@@ -323,4 +383,5 @@ __all__ = [
     "save_final",
     "sft_examples",
     "versions",
+    "whole_conversations",
 ]

@@ -1,21 +1,18 @@
 """Supervised fine-tuning on tool-calling conversations, through TRL's `SFTTrainer`.
 
 This is STAR's SFT baseline (§4.1 "SFT" / "SFT-think", hyper-parameters App. A.2: learning rate 2e-5) and
-EfficientTool's LoRA SFT stage (§3.2). Every assistant turn of every conversation becomes one prompt–completion example: the prompt is the conversation up to that turn
-rendered through the tokenizer's chat template in the chosen format, the completion is the turn
-itself with its end-of-turn markup. TRL masks the prompt (``completion_only_loss``), so the loss
-falls on assistant tokens only.
+EfficientTool's LoRA SFT stage (§3.2). The loss falls on the assistant turns only (STAR §3.1): each turn is
+predicted from the conversation before it, rendered through the tokenizer's chat template in the chosen
+format, and its end-of-turn token is part of the target.
 
-Two details of TRL 1.16's string prompt–completion path that this module accounts for:
+Sequences are tokenized here and handed to TRL with a ``completion_mask`` (TRL builds the labels from it):
 
-- TRL appends ``eos_token`` to every completion that does not already end with it. A chat template
-  ends a turn with ``<|im_end|>\\n``, so the completion would get a second ``<|im_end|>``. Trailing
-  whitespace after the end-of-turn token is cut, and TRL is told that token is the EOS.
-- TRL tokenizes with the tokenizer's defaults (special tokens added). A tokenizer that prepends a BOS
-  token would double the one the chat template already wrote, so the template's one is cut.
-
-Examples longer than ``max_length`` are dropped and counted, never truncated: a truncated tool call
-teaches the model to stop mid-JSON.
+- a conversation whose turns chain (each prompt is the previous prompt plus the previous turn) is one
+  sequence with a loss span per assistant turn, so its tool listing and history are read once, not once per
+  turn; other conversations give one sequence per turn;
+- no special token is added: the chat template wrote BOS (if any) and each turn's ``<|im_end|>``;
+- a sequence longer than ``max_length`` is never truncated (a truncated tool call teaches the model to stop
+  mid-JSON): a conversation falls back to its turns, and a turn that is still too long is dropped and counted.
 
 SFT on a small model overfits readily (a training loss near 0 leaves a near-zero-entropy policy, and GRPO
 nothing to learn from); watch ``eval_loss`` on a dev split and keep epochs low.
@@ -37,8 +34,8 @@ from tinytool.train.common import (
     open_training_run,
     read_conversations,
     save_final,
-    sft_examples,
     versions,
+    whole_conversations,
 )
 from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
 
@@ -66,8 +63,8 @@ class SFTRunConfig(RunOptions, SFTConfig):
     eval_data: list[str] = listed("Dev JSONL file(s): eval loss every --eval-steps and at the end.")
     compact_loss: bool = option(True, "Off GPU, send only completion positions through the LM head "
                               "(CompletionSFTTrainer).")
-    max_length: int | None = option(2048, "Longest example in tokens (prompt + completion); longer ones are "
-                                  "dropped and counted, never truncated.")
+    max_length: int | None = option(2048, "Longest training sequence in tokens; a longer conversation is split "
+                                  "into its turns, a longer turn dropped and counted, never truncated.")
     train_sampling_strategy: str = option("group_by_length", "Batch order: group_by_length (examples of similar "
                                         "length together: less padding) or random.")
     completion_only_loss: bool | None = option(True, "Loss on completion (assistant) tokens only.")
@@ -101,47 +98,71 @@ class SFTRunConfig(RunOptions, SFTConfig):
 
 @dataclass
 class SFTData:
-    """Prompt–completion examples ready for `SFTTrainer`, and what was dropped on the way."""
+    """Tokenized training sequences ready for `SFTTrainer`, and what was dropped on the way."""
 
-    dataset: Any  # datasets.Dataset with "prompt" and "completion" string columns
+    dataset: Any  # datasets.Dataset with "input_ids" and "completion_mask" (1 on assistant-turn tokens)
     conversations: int
-    examples: int
-    dropped_too_long: int
-    tokens: int  # prompt + completion tokens of the kept examples
-    completion_tokens: int
-    longest: int  # tokens of the longest kept example
-    end_token: str | None  # the end-of-turn token completions end with (told to TRL as its EOS)
+    examples: int  # sequences kept (a whole conversation counts once)
+    dropped_too_long: int  # assistant turns left out: even alone, longer than max_length
+    tokens: int  # tokens of the kept sequences
+    completion_tokens: int  # tokens the loss falls on
+    longest: int  # tokens of the longest kept sequence
+    end_token: str | None  # the end-of-turn token completions end with
+    turns: int = 0  # assistant turns trained
 
     def report(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k != "dataset"}
 
 
+def _tokenize(texts: list[Any], tokenizer: Any) -> list[tuple[list[int], list[int]]]:
+    """``(input_ids, completion_mask)`` of each `TrainText`: a token is in the loss when it starts inside one
+    of the text's assistant spans. No special token is added: the chat template wrote them."""
+    if not texts:
+        return []
+    enc = tokenizer([t.text for t in texts], add_special_tokens=False, return_offsets_mapping=True)
+    out = []
+    for t, ids, offsets in zip(texts, enc["input_ids"], enc["offset_mapping"]):
+        mask = [int(any(s <= a < e for s, e in t.spans)) for a, _ in offsets]
+        out.append((ids, mask))
+    return out
+
+
 def build_sft_dataset(conversations: list[Any], fmt: Any, tokenizer: Any, max_length: int | None) -> SFTData:
-    """The `datasets.Dataset` of prompt–completion examples, dropping (and counting) those whose
-    prompt + completion is longer than ``max_length`` tokens, as TRL will tokenize them."""
+    """The tokenized `datasets.Dataset`: one sequence per conversation where its turns chain
+    (`tinytool.train.common.whole_conversations`), else one per assistant turn. A conversation longer than
+    ``max_length`` tokens falls back to its turns; a turn longer than that is dropped and counted, never
+    truncated (a truncated tool call teaches the model to stop mid-JSON)."""
     from datasets import Dataset
 
-    pairs, end = sft_examples(conversations, fmt, tokenizer)
-    eos = end or tokenizer.eos_token
-    # what TRL will tokenize: prompt + completion, plus its EOS when the completion lacks it
-    texts = [p["prompt"] + p["completion"] + ("" if not eos or p["completion"].endswith(eos) else eos)
-             for p in pairs]
-    full = tokenizer(texts)["input_ids"] if texts else []
-    prompt_lens = [len(x) for x in tokenizer([p["prompt"] for p in pairs])["input_ids"]] if pairs else []
-    kept, tokens, completion_tokens, longest, dropped = [], 0, 0, 0, 0
-    for pair, ids, plen in zip(pairs, full, prompt_lens):
-        n = len(ids)
-        if max_length is not None and n > max_length:
-            dropped += 1
-            continue
-        kept.append(pair)
-        tokens += n
-        completion_tokens += n - plen
-        longest = max(longest, n)
+    options, end = whole_conversations(conversations, fmt, tokenizer)
+    flat = [t for opts in options for t in opts]
+    encoded = iter(_tokenize(flat, tokenizer))
+    ids_col, mask_col = [], []
+    turns = dropped = tokens = completion_tokens = longest = 0
+
+    def fits(ids: list[int]) -> bool:
+        return max_length is None or len(ids) <= max_length
+
+    for opts in options:
+        seqs = [next(encoded) for _ in opts]
+        whole = len(opts) > 1 and len(opts[0].spans) > 1  # the whole conversation, then its turns
+        if whole and fits(seqs[0][0]):
+            chosen, turns = [seqs[0]], turns + len(opts[0].spans)
+        else:
+            per_turn = seqs[1:] if whole else seqs
+            chosen = [s for s in per_turn if fits(s[0])]
+            dropped += len(per_turn) - len(chosen)
+            turns += len(chosen)
+        for ids, mask in chosen:
+            ids_col.append(ids)
+            mask_col.append(mask)
+            tokens += len(ids)
+            completion_tokens += sum(mask)
+            longest = max(longest, len(ids))
     if dropped:
-        log.warning("dropped %d of %d examples longer than max_length=%s tokens", dropped, len(pairs), max_length)
-    ds = Dataset.from_dict({"prompt": [p["prompt"] for p in kept], "completion": [p["completion"] for p in kept]})
-    return SFTData(ds, len(conversations), len(kept), dropped, tokens, completion_tokens, longest, end)
+        log.warning("dropped %d assistant turns longer than max_length=%s tokens", dropped, max_length)
+    ds = Dataset.from_dict({"input_ids": ids_col, "completion_mask": mask_col})
+    return SFTData(ds, len(conversations), len(ids_col), dropped, tokens, completion_tokens, longest, end, turns)
 
 
 # ---- training ------------------------------------------------------------------------------

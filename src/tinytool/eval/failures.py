@@ -1,0 +1,91 @@
+"""Why BFCL answers fail, in classes a person acts on.
+
+BFCL's checker names the first check an answer fails (``simple_function_checker:missing_required``,
+``type_error:simple`` …). `failure_class` folds that, the raw text and its length into one of `CLASSES`, so a
+run's failures read as a short table: which of them more data, other data or a longer token budget would fix.
+An answer cut at the token limit, or one whose ``<think>`` block never closed, is classed by that first,
+whatever the checker then said about the half-written call.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tinytool.formats import PromptFormat
+
+CLASSES = (
+    "call made when none fits",  # irrelevance: a call that parsed
+    "unparseable call credited",  # irrelevance: BFCL credits it, the strict figure does not
+    "reasoning never closed",  # <think> opened and not closed
+    "cut at the token limit",
+    "unparseable call",
+    "no call",
+    "wrong function",
+    "wrong number of calls",
+    "required parameter left out",
+    "unknown parameter",
+    "integer written as a float",
+    "wrong type",
+    "wrong value",
+    "other",
+)
+
+_BY_ERROR = (
+    ("wrong_func_name", "wrong function"),
+    ("wrong_count", "wrong number of calls"),
+    ("missing_required", "required parameter left out"),
+    ("unexpected_param", "unknown parameter"),
+    ("type_error", "wrong type"),
+    ("value_error", "wrong value"),
+    ("cannot_find_match", "wrong value"),
+    ("unclear", "wrong value"),
+)
+
+
+def failure_class(row: Mapping[str, Any], fmt: PromptFormat, max_new_tokens: int | None = None) -> str | None:
+    """The class of one scored BFCL row (``results.jsonl``), None when it passed (strict irrelevance counts:
+    an unparseable call in an irrelevance item is a failure here). Never raises."""
+    try:
+        return _classify(row, fmt, max_new_tokens)
+    except Exception:  # a malformed row is a failure of an unknown kind, not a crash of the report
+        return "other"
+
+
+def _classify(row: Mapping[str, Any], fmt: PromptFormat, max_new_tokens: int | None) -> str | None:
+    raw = row.get("raw") if isinstance(row.get("raw"), str) else ""
+    error = str(row.get("error_type") or "")
+    if "irrelevance" in str(row.get("category", "")):
+        if not row.get("valid"):
+            return "call made when none fits"
+        return None if row.get("valid_strict", True) else "unparseable call credited"
+    if row.get("valid"):
+        return None
+    if "<think>" in raw and "</think>" not in raw:
+        return "reasoning never closed"
+    n_tokens = row.get("n_tokens") or 0
+    if max_new_tokens and n_tokens >= max_new_tokens:
+        return "cut at the token limit"
+    if error.startswith(("ast_decoder", "relevance_error")) or row.get("n_calls") == 0:
+        return "unparseable call" if fmt.attempts_call(raw) else "no call"
+    if error == "type_error:simple" and "expected type integer, got float" in str(row.get("reason", "")):
+        return "integer written as a float"
+    for key, name in _BY_ERROR:
+        if key in error:
+            return name
+    return "other"
+
+
+def failure_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,
+                  max_new_tokens: int | None = None) -> dict[str, dict[str, int]]:
+    """``{category: {class: count}}`` over the failed rows, classes in `CLASSES` order, most common first."""
+    counts: dict[str, Counter] = {}
+    for row in rows:
+        cls = failure_class(row, fmt, max_new_tokens)
+        if cls is not None:
+            counts.setdefault(str(row.get("category")), Counter())[cls] += 1
+    return {cat: dict(sorted(c.items(), key=lambda kv: (-kv[1], CLASSES.index(kv[0])))) for cat, c in counts.items()}
+
+
+__all__ = ["CLASSES", "failure_class", "failure_table"]
