@@ -1,13 +1,15 @@
 """SFT cost on a CPU: real-token throughput of `tinytool sft` against a plain forward+backward loop over the same
 batches, and peak memory of `tinytool sft` under candidate batch layouts.
 
-Two measurements, run one after the other on an otherwise idle machine:
+Three measurements, run one after the other on an otherwise idle machine:
 
 1. **Throughput, in one process, at the default layout.** `tinytool sft` trains, and the batches it trains on are recorded; a plain
    PyTorch loop (the model's own loss over full logits, AdamW, same precision) then trains a copy of the same
    starting model on exactly those batches. Both count real (non-padding) tokens. Reported: tokens/s of each and
    their ratio.
-2. **Peak RSS and speed of the command,** each layout in its own `tinytool sft` subprocess (`/usr/bin/time`):
+2. **Tokens per epoch**: one example per assistant turn (each re-reading its prompt) against `tinytool sft`'s
+   sequences (one per conversation whose turns chain).
+3. **Peak RSS and speed of the command,** each layout in its own `tinytool sft` subprocess (`/usr/bin/time`):
    padded batches of 4, batches of 1 with 4 accumulation steps (no padding), the latter with activation
    checkpointing, and the defaults.
 
@@ -99,12 +101,35 @@ def peak_rss(data: Path, work: Path, name: str, steps: int, flags: list[str], mo
             "error": None if p.returncode == 0 else p.stderr[-500:]}
 
 
+def sequence_tokens(data: Path, model_spec: str) -> dict:
+    """Tokens one epoch reads: one example per assistant turn (each re-reading its prompt) against
+    `tinytool sft`'s sequences (a conversation whose turns chain is one sequence)."""
+    from tinytool.formats import get_format
+    from tinytool.models.loading import load_tokenizer
+    from tinytool.train.common import read_conversations, sft_examples
+    from tinytool.train.sft import SFTRunConfig, build_sft_dataset
+
+    fmt = SFTRunConfig.__dataclass_fields__["format"].default
+    tok = load_tokenizer(model_spec, padding_side="right")
+    convs = read_conversations([str(data)])
+    pairs, _ = sft_examples(convs, get_format(fmt), tok)
+    per_turn = sum(len(x) for x in tok([p["prompt"] + p["completion"] for p in pairs],
+                                       add_special_tokens=False)["input_ids"])
+    built = build_sft_dataset(convs, fmt, tok, max_length=None)
+    return {"format": fmt, "conversations": len(convs), "assistant_turns": built.turns,
+            "per_turn_examples": {"sequences": len(pairs), "tokens": per_turn},
+            "tinytool_sequences": {"sequences": built.examples, "tokens": built.tokens},
+            "tokens_ratio": round(built.tokens / per_turn, 3)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2-135m-instruct")
     ap.add_argument("--n", type=int, default=400, help="demo tasks to train on")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sft_bench.json")
+    ap.add_argument("--layouts", default="batch4,batch1x4,batch1x4_ckpt,defaults",
+                    help="peak-RSS layouts to run; those left out keep their figures from --out")
     args = ap.parse_args()
 
     from tinytool.data.demo import write_demo
@@ -119,16 +144,21 @@ def main() -> None:
         "batch1x4_ckpt": ["--batch-size", "1", "--grad-accum", "4", "--activation-checkpointing", "true"],
         "defaults": [],
     }
-    rss = {}  # first, while this process is small: each child may take most of the machine's memory
-    for name, flags in layouts.items():
+    earlier = json.loads(args.out.read_text()).get("peak_rss", {}) if args.out.is_file() else {}
+    chosen = args.layouts.split(",")
+    rss = {k: {**v, "from_earlier_run": True} for k, v in earlier.items() if k not in chosen}
+    # first, while this process is small: each child may take most of the machine's memory
+    for name, flags in ((k, v) for k, v in layouts.items() if k in chosen):
         rss[name] = peak_rss(data, work, name, args.steps, flags, args.model)
         print(name, json.dumps(rss[name]), flush=True)
     tp = throughput(data, work, args.steps, args.model)
     print("throughput", json.dumps(tp), flush=True)
+    seq = sequence_tokens(data, args.model)
+    print("sequence tokens", json.dumps(seq), flush=True)
     result = {
         "benchmark": "sft_bench", "machine": {"platform": platform.platform(), "cpu_bf16": cpu_supports_bf16()},
         "inputs": {"model": args.model, "demo_tasks": args.n, "steps": args.steps},
-        "throughput": tp, "peak_rss": rss,
+        "throughput": tp, "peak_rss": rss, "sequence_tokens": seq,
         "sft_tokens_per_s_ratio": tp["ratio"], "sft_peak_rss_mb": rss["defaults"]["peak_rss_mb"],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ CLASSES = (
     "wrong function",
     "wrong number of calls",
     "required parameter left out",
+    "stated optional parameter left out",  # the request gives it; the answer needs it
     "unknown parameter",
     "integer written as a float",
     "wrong type",
@@ -36,6 +37,7 @@ _BY_ERROR = (
     ("wrong_func_name", "wrong function"),
     ("wrong_count", "wrong number of calls"),
     ("missing_required", "required parameter left out"),
+    ("missing_optional", "stated optional parameter left out"),
     ("unexpected_param", "unknown parameter"),
     ("type_error", "wrong type"),
     ("value_error", "wrong value"),
