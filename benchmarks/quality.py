@@ -101,8 +101,8 @@ def row_record(row: str, model: str, sft: dict | None, ev: dict) -> dict:
     rec = {
         "model": MODEL if sft is None else f"{MODEL} + SFT ({row})",
         "params": params(model),
-        "train_seconds": round(sft["train_seconds"], 1) if sft else 0.0,
-        "train_tokens_per_s": sft.get("tokens_per_second") if sft else None,
+        "train_seconds": round(sft["seconds"], 1) if sft else 0.0,
+        "train_tokens_per_s": round(sft["tokens_per_second"], 1) if sft and sft.get("tokens_per_second") else None,
         "train_tokens": sft.get("tokens") if sft else None,
         **{c: acc[c] for c in AST},
         "non_live_ast_avg": round(sum(acc[c] for c in AST) / len(AST), 4),
