@@ -1106,7 +1106,8 @@ def _irrelevance(ctx: Ctx) -> _Task:
         return _msgs(question, answer=reply), offer(ctx.rng, offered), {"requested_tool": None}
     t = _target(ctx)
     _, text, _, _ = t.request(r, ctx.split)
-    offered = _distractors(ctx, [t], r.randint(1, 4))
+    # half the negatives offer a single tool, as simple tasks do: one offered tool is no sign that a call is due
+    offered = _distractors(ctx, [t], r.choices((1, 2, 3, 4), (4, 2, 1, 1))[0])
     if not offered:
         raise Retry("nothing to offer")
     reply = refusal(t.gist, [o.gist for o in offered[:2]], r)
