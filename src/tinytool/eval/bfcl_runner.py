@@ -12,9 +12,9 @@ A run directory holds:
 - ``summary.json`` — per category accuracy (and pass@k with several samples), error types,
   call counts, throughput; the groups and the overall score weighted as BFCL's leaderboard does.
 
-The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, as BFCL's own Hermes
-handler does (``json.loads`` per ``<tool_call>`` block, a block it refuses is dropped): a call counts
-only when written as valid JSON. What tinytool's lenient parser would add by repairing Python tuples,
+The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, by BFCL v4's rule for
+Hermes-style output (each ``<tool_call>`` block is read as JSON, and a block that is not valid JSON is
+dropped): a call counts only when written as valid JSON. What tinytool's lenient parser would add by repairing Python tuples,
 single quotes or trailing commas is reported beside them (``accuracy_lenient``, ``valid_lenient``,
 ``groups_lenient``), never in the headline. BFCL credits an irrelevance answer whose attempted call
 fails to parse, as if no call were made; that figure stays the headline, and ``accuracy_strict`` (group
