@@ -786,7 +786,7 @@ def _render_md(title: str, run_names: list[str], tables: list[tuple[str, str, _T
                failures: list[tuple[RunData, list[dict[str, Any]]]], out_dir: Path) -> str:
     out = [f"# {_md_escape(title)}", ""]
     notes = {"overall": "Group scores as reported by each run. BFCL figures decode strictly (a call counts only "
-                        "when written as valid JSON, as BFCL's own handler reads it). irrelevance is BFCL's figure, "
+                        "when written as valid JSON, as BFCL v4 reads it). irrelevance is BFCL's figure, "
                         "which credits a call that fails to parse; irrelevance_strict counts any attempted call, "
                         "readable or not, as wrong (it is not part of overall).",
              "categories": "Accuracy per category (n = items evaluated); a \"(strict)\" row under an irrelevance "

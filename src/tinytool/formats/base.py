@@ -200,7 +200,7 @@ class PromptFormat(ABC):
 
     A ``strict`` format (`strict_copy`, ``get_format(name, strict=True)``) reads back only calls written
     as the format says, without repairs: each call block must hold valid JSON as written (a block that
-    does not is dropped, as BFCL's Hermes handler drops a block ``json.loads`` refuses); rendering is
+    does not is dropped, as BFCL v4 scores Hermes-style output); rendering is
     the same. Rewards and training use the lenient reading."""
 
     name: str = "base"

@@ -93,8 +93,8 @@ def _strict_json(text: str) -> tuple[Any, str | None]:
 
 
 def strict_call_objects(text: str, errors: list[str], allow_many: bool = False) -> list[Any]:
-    """The call objects of one call block read strictly, as BFCL's Hermes handler reads a
-    ``<tool_call>`` block with ``json.loads``: the block (whitespace around it aside) must be one JSON
+    """The call objects of one call block read strictly, as BFCL v4 reads a Hermes-style
+    ``<tool_call>`` block (as JSON): the block (whitespace around it aside) must be one JSON
     object, or with ``allow_many`` one JSON object per non-blank line. Nothing is repaired — no
     Python literals (tuples, single quotes), no trailing commas, no lists of calls: such a block gives
     no object and its problem goes to ``errors``."""
