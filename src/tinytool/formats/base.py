@@ -67,11 +67,15 @@ class Rendered:
     target: str | None = None
 
 
+def compact_json(value: Any) -> str:
+    """JSON without spaces after ``:`` and ``,``: tool listings are most of a tool-calling prompt's tokens, and
+    this makes them ~14 % shorter with SmolLM2's tokenizer."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def tool_lines(tools: list[Tool]) -> str:
-    """The tool signatures of a system prompt, one compact JSON object per line (no spaces after ``:`` and
-    ``,``: the listing is most of a tool-calling prompt's tokens, and this makes it ~14 % shorter with
-    SmolLM2's tokenizer)."""
-    return "\n".join(json.dumps(t.function_dict(), ensure_ascii=False, separators=(",", ":")) for t in tools)
+    """The tool signatures of a system prompt, one compact JSON object per line."""
+    return "\n".join(compact_json(t.function_dict()) for t in tools)
 
 
 def strip_end_markers(text: str) -> str:

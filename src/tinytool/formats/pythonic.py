@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any
 
-from tinytool.formats.base import Parsed, PromptFormat, cut_spans, tool_lines
+from tinytool.formats.base import Parsed, PromptFormat, compact_json, cut_spans
 from tinytool.schema import Message, Tool, ToolCall
 
 _SYSTEM = """\
@@ -85,7 +85,7 @@ class PythonFormat(PromptFormat):
     name = "python"
 
     def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:
-        listing = "[" + tool_lines(tools).replace("\n", ",") + "]"
+        listing = compact_json([t.function_dict() for t in tools])
         body = _SYSTEM.format(tools=listing)
         return f"{system.strip()}\n\n{body}" if system and system.strip() else body
 

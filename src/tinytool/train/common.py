@@ -128,8 +128,9 @@ def _in_vocab(tokenizer: Any, token: str) -> bool:
     return tid is not None and (tid != tokenizer.unk_token_id or token == tokenizer.unk_token)
 
 
-def _turn_pairs(conv: Any, fmt: Any, tokenizer: Any, strip_bos: str | None) -> list[dict[str, str]]:
-    """The prompt–completion pairs of one conversation, one per assistant turn (see `sft_examples`)."""
+def _turn_pairs(conv: Any, fmt: Any, tokenizer: Any, strip_bos: str | None) -> list[tuple[dict[str, str], str | None]]:
+    """The prompt–completion pairs of one conversation, one per assistant turn (see `sft_examples`), each with
+    the end-of-turn token its completion ends with (None if it has none)."""
     pairs = []
     for r in fmt.render_turns(conv, tokenizer):
         if r.target is None:
@@ -140,7 +141,7 @@ def _turn_pairs(conv: Any, fmt: Any, tokenizer: Any, strip_bos: str | None) -> l
         end = end_of_turn_token(tokenizer, completion)
         if end is not None:
             completion = completion.rstrip()
-        pairs.append({"prompt": prompt, "completion": completion})
+        pairs.append(({"prompt": prompt, "completion": completion}, end))
     return pairs
 
 
@@ -158,8 +159,7 @@ def sft_examples(conversations: list[Any], fmt: Any, tokenizer: Any) -> tuple[li
     fmt = get_format(fmt)
     strip_bos = tokenizer.bos_token if _adds_bos(tokenizer) else None
     pairs = [p for conv in conversations for p in _turn_pairs(conv, fmt, tokenizer, strip_bos)]
-    end = next((e for p in pairs if (e := end_of_turn_token(tokenizer, p["completion"]))), None)
-    return pairs, end
+    return [p for p, _ in pairs], next((e for _, e in pairs if e), None)
 
 
 @dataclass
@@ -170,7 +170,17 @@ class TrainText:
     spans: list[tuple[int, int]]
 
 
-def whole_conversations(conversations: list[Any], fmt: Any, tokenizer: Any) -> tuple[list[list[TrainText]], str | None]:
+@dataclass
+class ConversationTexts:
+    """The ways to train one conversation: ``whole``, one sequence with a loss span per assistant turn (None
+    when its turns do not chain), and ``turns``, one sequence per assistant turn."""
+
+    whole: TrainText | None
+    turns: list[TrainText]
+
+
+def whole_conversations(conversations: list[Any], fmt: Any,
+                        tokenizer: Any) -> tuple[list[ConversationTexts], str | None]:
     """For each conversation, the sequences that train every assistant turn of it, and the end-of-turn token.
 
     When each turn's prompt is the previous prompt plus the previous turn (true of the formats here for a
@@ -178,36 +188,33 @@ def whole_conversations(conversations: list[Any], fmt: Any, tokenizer: Any) -> t
     one forward pass trains all its turns, instead of one example per turn that re-reads the same tool listing
     and history each time (in multi-step data that repetition is most of the tokens). The loss is the same:
     each turn is predicted from exactly the prompt it would have had alone. A conversation whose history is
-    rewritten between turns (reasoning dropped from earlier turns, say) falls back to one sequence per turn.
-    Each entry lists the whole-conversation sequence first, when there is one, then the per-turn ones: a length
-    limit that the whole conversation exceeds can still keep its shorter turns.
+    rewritten between turns (reasoning dropped from earlier turns, say) has no whole sequence. The per-turn
+    sequences are always given too: a length limit that the whole conversation exceeds can still keep its
+    shorter turns.
     """
     from tinytool.formats import get_format
 
     fmt = get_format(fmt)
     strip_bos = tokenizer.bos_token if _adds_bos(tokenizer) else None
-    out: list[list[TrainText]] = []
+    out: list[ConversationTexts] = []
     end: str | None = None
     for conv in conversations:
         pairs = _turn_pairs(conv, fmt, tokenizer, strip_bos)
-        if not pairs:
-            out.append([])
-            continue
-        ends = [end_of_turn_token(tokenizer, p["completion"]) for p in pairs]
-        end = end or next((e for e in ends if e), None)
+        end = end or next((e for _, e in pairs if e), None)
         eos = end or tokenizer.eos_token or ""
-        per_turn = []
-        for p, e in zip(pairs, ends):
+        turns = []
+        for p, e in pairs:
             c = p["completion"] if e else p["completion"] + eos  # what TRL would have appended
-            per_turn.append(TrainText(p["prompt"] + c, [(len(p["prompt"]), len(p["prompt"]) + len(c))]))
-        chained = all(e is not None for e in ends) and all(
-            nxt["prompt"].startswith(cur["prompt"] + cur["completion"]) for cur, nxt in itertools.pairwise(pairs))
-        if len(pairs) > 1 and chained:
-            last = pairs[-1]
-            spans = [(len(p["prompt"]), len(p["prompt"]) + len(p["completion"])) for p in pairs]
-            out.append([TrainText(last["prompt"] + last["completion"], spans), *per_turn])
-        else:
-            out.append(per_turn)
+            turns.append(TrainText(p["prompt"] + c, [(len(p["prompt"]), len(p["prompt"]) + len(c))]))
+        chained = len(pairs) > 1 and all(e is not None for _, e in pairs) and all(
+            nxt["prompt"].startswith(cur["prompt"] + cur["completion"])
+            for (cur, _), (nxt, _) in itertools.pairwise(pairs))
+        whole = None
+        if chained:
+            last = pairs[-1][0]
+            spans = [(len(p["prompt"]), len(p["prompt"]) + len(p["completion"])) for p, _ in pairs]
+            whole = TrainText(last["prompt"] + last["completion"], spans)
+        out.append(ConversationTexts(whole, turns))
     return out, end
 
 
@@ -373,6 +380,7 @@ def open_training_run(cfg: Any, kind: str, summary_name: str) -> tuple[Any, str 
 __all__ = [
     "ADAPTER_SUBDIR",
     "LORA_LR",
+    "ConversationTexts",
     "LoraSpec",
     "TrainText",
     "checkpoint_problem",

@@ -31,6 +31,7 @@ from trl import SFTConfig
 from tinytool.errors import MissingInputError, UserInputError
 from tinytool.io import write_json
 from tinytool.train.common import (
+    TrainText,
     open_training_run,
     read_conversations,
     save_final,
@@ -114,7 +115,7 @@ class SFTData:
         return {k: v for k, v in asdict(self).items() if k != "dataset"}
 
 
-def _tokenize(texts: list[Any], tokenizer: Any) -> list[tuple[list[int], list[int]]]:
+def _tokenize(texts: list[TrainText], tokenizer: Any) -> list[tuple[list[int], list[int]]]:
     """``(input_ids, completion_mask)`` of each `TrainText`: a token is in the loss when it starts inside one
     of the text's assistant spans. No special token is added: the chat template wrote them."""
     if not texts:
@@ -134,31 +135,34 @@ def build_sft_dataset(conversations: list[Any], fmt: Any, tokenizer: Any, max_le
     truncated (a truncated tool call teaches the model to stop mid-JSON)."""
     from datasets import Dataset
 
-    options, end = whole_conversations(conversations, fmt, tokenizer)
-    flat = [t for opts in options for t in opts]
-    encoded = iter(_tokenize(flat, tokenizer))
-    ids_col, mask_col = [], []
-    turns = dropped = tokens = completion_tokens = longest = 0
+    texts, end = whole_conversations(conversations, fmt, tokenizer)
 
     def fits(ids: list[int]) -> bool:
         return max_length is None or len(ids) <= max_length
 
-    for opts in options:
-        seqs = [next(encoded) for _ in opts]
-        whole = len(opts) > 1 and len(opts[0].spans) > 1  # the whole conversation, then its turns
-        if whole and fits(seqs[0][0]):
-            chosen, turns = [seqs[0]], turns + len(opts[0].spans)
+    # each conversation's kept sequences, in conversation order; turns are tokenized only where the whole
+    # conversation is missing or too long
+    kept: list[list[tuple[list[int], list[int]]]] = [[] for _ in texts]
+    wholes = iter(_tokenize([c.whole for c in texts if c.whole is not None], tokenizer))
+    pending: list[tuple[int, TrainText]] = []
+    turns = dropped = 0
+    for i, c in enumerate(texts):
+        seq = next(wholes) if c.whole is not None else None
+        if seq is not None and fits(seq[0]):
+            kept[i].append(seq)
+            turns += len(c.whole.spans)
         else:
-            per_turn = seqs[1:] if whole else seqs
-            chosen = [s for s in per_turn if fits(s[0])]
-            dropped += len(per_turn) - len(chosen)
-            turns += len(chosen)
-        for ids, mask in chosen:
-            ids_col.append(ids)
-            mask_col.append(mask)
-            tokens += len(ids)
-            completion_tokens += sum(mask)
-            longest = max(longest, len(ids))
+            pending += [(i, t) for t in c.turns]
+    for (i, _), seq in zip(pending, _tokenize([t for _, t in pending], tokenizer)):
+        if fits(seq[0]):
+            kept[i].append(seq)
+            turns += 1
+        else:
+            dropped += 1
+    rows = [seq for conv in kept for seq in conv]
+    ids_col, mask_col = [ids for ids, _ in rows], [mask for _, mask in rows]
+    tokens, completion_tokens = sum(map(len, ids_col)), sum(map(sum, mask_col))
+    longest = max(map(len, ids_col), default=0)
     if dropped:
         log.warning("dropped %d assistant turns longer than max_length=%s tokens", dropped, max_length)
     ds = Dataset.from_dict({"input_ids": ids_col, "completion_mask": mask_col})
