@@ -46,6 +46,11 @@ def _forms(value) -> list[str] | None:
         return [str(value), f"{value:,}", *([_WORDS[value]] if 0 <= value < len(_WORDS) else [])]
     if isinstance(value, float):
         return [fmt_number(value), f"{value:,}", f"{value:,.2f}", f"{value:.2f}"]
+    if re.fullmatch(r"\d{2}/\d{2}/\d{4}", value):  # a date described as MM/DD/YYYY
+        month, day, year = value.split("/")
+        value = f"{year}-{month}-{day}"
+    if re.fullmatch(r"[A-Z][A-Za-z .]+, [A-Z]{2}", value):  # "City, ST": the city at least is said
+        return [value.split(", ")[0]]
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
         d = date.fromisoformat(value)
         return [value, f"{_MONTHS[d.month - 1]} {d.day}, {d.year}", f"{d.day} {_MONTHS[d.month - 1]} {d.year}"]
@@ -103,6 +108,35 @@ def test_pool_is_deterministic_varied_and_valid_json_schema():
         assert len(t.train_phrasings) >= 3 and len(t.dev_phrasings) > len(t.train_phrasings)
     assert {"string", "integer", "number", "boolean", "string/enum", "array/string", "array/number", "object"} <= set(kinds)
     assert defaults > 100 and optional > 300
+
+
+def test_some_tools_describe_the_format_their_values_take():
+    """Variants that take a slot's alternative state the format in the description, and the request
+    says the value as users do ("Boston", "March 3, 2025", "France"), not in that format."""
+    import random
+
+    pool = proctools.tool_pool(0)
+    by_desc = Counter()
+    r = random.Random(5)
+    plain = 0
+    for t in pool.tools.values():
+        for p, (_, slot) in t.params.items():
+            desc = t.tool.parameters["properties"][p]["description"]
+            if slot is proctools.SLOTS["city_state"]:
+                by_desc["city_state"] += 1
+                assert "e.g. Boston, MA" in desc
+                value = slot.sample(r)
+                assert re.fullmatch(r"[A-Z][A-Za-z .]+, [A-Z]{2}", value)
+                plain += slot.say(value, r) == value.split(", ")[0]
+            elif slot is proctools.SLOTS["date_us"]:
+                by_desc["date_us"] += 1
+                assert "MM/DD/YYYY" in desc and re.fullmatch(r"\d{2}/\d{2}/\d{4}", slot.sample(r))
+            elif slot is proctools.SLOTS["country_code"]:
+                by_desc["country_code"] += 1
+                value = slot.sample(r)
+                assert "ISO country code" in desc and slot.say(value, r) in proctools.COUNTRIES
+    assert min(by_desc[k] for k in ("city_state", "date_us", "country_code")) >= 5, by_desc
+    assert plain >= 0.4 * by_desc["city_state"]
 
 
 def test_requests_state_every_value_of_their_call():

@@ -321,7 +321,8 @@ def _irrelevance(ctx: _Ctx) -> _Task:
     spec = _pick_target(ctx)
     _, text, _, _ = _request(spec, ctx)
     banned = frozenset({spec.name, *spec.substitutes})
-    offered = [s for s in _distractors(ctx, [spec], r.randint(1, 4), exclude=banned)]
+    # half the negatives offer a single tool, as simple tasks do: one offered tool is no sign that a call is due
+    offered = _distractors(ctx, [spec], r.choices((1, 2, 3, 4), (4, 2, 1, 1))[0], exclude=banned)
     offered = [s for s in offered if s.name not in banned]
     if not offered:
         raise _Retry("nothing to offer")

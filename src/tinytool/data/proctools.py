@@ -57,7 +57,8 @@ from tinytool.data.demo_text import (
 )
 from tinytool.schema import Message, Tool
 
-OPTIONAL_P = 0.3  # chance an optional parameter is given in a request (usually omitted)
+OPTIONAL_P = 0.4  # chance an optional parameter is given in a request (usually omitted)
+ALT_P = 0.35  # chance a tool variant takes a slot's alternative whose description states the value's format
 VARIANTS = 10  # variants drawn per action (names that collide are dropped)
 HELD_OUT_SHARE = 0.1  # share of the tools of the other domains held out for dev
 FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
@@ -74,6 +75,13 @@ class Retry(Exception):
 CITIES = ("Paris", "Tokyo", "Nairobi", "Lima", "Oslo", "Toronto", "Mumbai", "Cairo", "Sydney", "Berlin", "Madrid",
           "Seoul", "Denver", "Austin", "Lisbon", "Dublin", "Prague", "Hanoi", "Santiago", "Vancouver", "Chicago",
           "Boston", "Istanbul", "Jakarta", "Cape Town", "Helsinki", "Montreal", "Osaka", "Athens", "Auckland")
+#: US cities with their state, for parameters described as "City and state, e.g. Boston, MA"
+US_CITIES = (("Boston", "MA", "Massachusetts"), ("Denver", "CO", "Colorado"), ("Austin", "TX", "Texas"),
+             ("Chicago", "IL", "Illinois"), ("Seattle", "WA", "Washington"), ("Miami", "FL", "Florida"),
+             ("Phoenix", "AZ", "Arizona"), ("Portland", "OR", "Oregon"), ("Atlanta", "GA", "Georgia"),
+             ("Nashville", "TN", "Tennessee"), ("San Diego", "CA", "California"), ("Detroit", "MI", "Michigan"),
+             ("Las Vegas", "NV", "Nevada"), ("Baltimore", "MD", "Maryland"), ("Minneapolis", "MN", "Minnesota"),
+             ("Columbus", "OH", "Ohio"), ("Salt Lake City", "UT", "Utah"), ("New Orleans", "LA", "Louisiana"))
 COUNTRIES = ("France", "Japan", "Kenya", "Peru", "Norway", "Canada", "India", "Egypt", "Australia", "Germany",
              "Spain", "Brazil", "Mexico", "Vietnam", "Chile", "Ireland", "Portugal", "Greece", "Finland", "Morocco")
 PEOPLE = ("Alice Moreau", "Bram de Vries", "Chen Wei", "Dana Okafor", "Elena Petrova", "Farid Haddad", "Grace Kim",
@@ -104,6 +112,9 @@ ELEMENTS = ("H2O", "CO2", "NaCl", "C6H12O6", "NH3", "CH4", "H2SO4", "CaCO3", "O2
 WORDS = ("serendipity", "ephemeral", "ubiquitous", "resilient", "meticulous", "eloquent", "candid", "pragmatic")
 MESSAGES = ("running ten minutes late", "the meeting moved to Friday", "happy birthday!", "can you call me back?",
             "dinner is at 7", "the package arrived", "see you at the station", "don't forget the tickets")
+#: ISO 3166 alpha-2 codes of `COUNTRIES`
+COUNTRY_CODES = dict(zip(COUNTRIES, ("FR", "JP", "KE", "PE", "NO", "CA", "IN", "EG", "AU", "DE", "ES", "BR", "MX",
+                                     "VN", "CL", "IE", "PT", "GR", "FI", "MA"), strict=True))
 _WORD_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                  "twelve")
 
@@ -200,6 +211,40 @@ def _say_hhmm(v: str, r: Random) -> str:
     return say_time(v, r)
 
 
+def _city_state(r: Random) -> str:
+    city, code, _ = r.choice(US_CITIES)
+    return f"{city}, {code}"
+
+
+def _say_city_state(v: str, r: Random) -> str:
+    """``Boston, MA`` read as ``Boston`` (most often), ``Boston, MA`` or ``Boston, Massachusetts``."""
+    city, code = v.split(", ")
+    k = r.random()
+    if k < 0.6:
+        return city
+    if k < 0.8:
+        return v
+    return f"{city}, {next(name for c, cc, name in US_CITIES if (c, cc) == (city, code))}"
+
+
+def _date_us(r: Random) -> str:
+    d = date.fromisoformat(_date(r))
+    return f"{d.month:02d}/{d.day:02d}/{d.year}"
+
+
+def _say_date_us(v: str, r: Random) -> str:
+    month, day, year = v.split("/")
+    return say_date(f"{year}-{month}-{day}", r)
+
+
+def _country_code(r: Random) -> str:
+    return COUNTRY_CODES[r.choice(COUNTRIES)]
+
+
+def _say_country_code(v: str, r: Random) -> str:
+    return next(name for name, code in COUNTRY_CODES.items() if code == v)
+
+
 # ---------------------------------------------------------------------------------------------
 # The slot bank: parameter templates
 # ---------------------------------------------------------------------------------------------
@@ -222,6 +267,7 @@ class Slot:
     defaults: tuple[Any, ...] = ()  # defaults an optional variant may declare
     axis: bool = True  # may vary across the calls of a parallel request
     label: str = ""
+    alt: str = ""  # key of a slot in the same role whose description states another value format
 
     def schema(self, desc: str, default: Any) -> dict[str, Any]:
         s: dict[str, Any] = {"type": self.type, "description": desc}
@@ -253,13 +299,21 @@ _STR = {"type": "string"}
 SLOTS: dict[str, Slot] = {
     # places, dates, counts
     "city": Slot("string", ("city", "location", "city_name"), "City name, e.g. Paris", _pick(CITIES),
-                 frags=("in {}", "for {}")),
+                 frags=("in {}", "for {}"), alt="city_state"),
+    "city_state": Slot("string", ("location", "city", "city_state"), "The city and state, e.g. Boston, MA",
+                       _city_state, _say_city_state, ("in {}", "for {}")),
     "origin": Slot("string", ("origin", "from_city", "departure_city"), "City of departure", _pick(CITIES),
                    frags=("from {}",)),
     "destination": Slot("string", ("destination", "to_city", "arrival_city"), "City of arrival", _pick(CITIES),
                         frags=("to {}",)),
-    "country": Slot("string", ("country", "country_name"), "Country name", _pick(COUNTRIES), frags=("in {}", "for {}")),
-    "date": Slot("string", ("date", "on_date", "day"), "Date as YYYY-MM-DD", _date, say_date, ("on {}", "for {}")),
+    "country": Slot("string", ("country", "country_name"), "Country name", _pick(COUNTRIES), frags=("in {}", "for {}"),
+                    alt="country_code"),
+    "country_code": Slot("string", ("country_code", "country"), "Two-letter ISO country code, e.g. FR",
+                         _country_code, _say_country_code, ("in {}", "for {}")),
+    "date": Slot("string", ("date", "on_date", "day"), "Date as YYYY-MM-DD", _date, say_date, ("on {}", "for {}"),
+                 alt="date_us"),
+    "date_us": Slot("string", ("date", "on_date", "day"), "Date in MM/DD/YYYY format", _date_us, _say_date_us,
+                    ("on {}", "for {}")),
     "time": Slot("string", ("time", "start_time"), "Time of day as HH:MM (24h)",
                  lambda r: f"{r.randint(7, 21):02d}:{r.choice((0, 15, 30, 45)):02d}", _say_hhmm, ("at {}",)),
     "date_range": Slot("object", ("date_range", "period", "dates"), "Start and end dates (YYYY-MM-DD)", _range,
@@ -819,8 +873,8 @@ def _head(prefix: str, say: str) -> tuple[str, str]:
     return prefix.format(s=say, S=_cap(say)), "."
 
 
-def _templates(a: Action, names: Mapping[str, str], optional: Sequence[str], r: Random, k: int,
-               prefixes: Sequence[str]) -> list[str]:
+def _templates(a: Action, names: Mapping[str, str], slots: Mapping[str, Slot], optional: Sequence[str], r: Random,
+               k: int, prefixes: Sequence[str]) -> list[str]:
     """``k`` request templates (``{param}`` slots, optional ones in ``[...]``)."""
     out = []
     for _ in range(4 * k):
@@ -830,12 +884,12 @@ def _templates(a: Action, names: Mapping[str, str], optional: Sequence[str], r: 
         if a.bodies:
             body = r.choice(a.bodies)
         else:
-            body = " ".join(r.choice(SLOTS[s].frags).replace("{}", "{" + s + "}") for s in a.required)
+            body = " ".join(r.choice(slots[s].frags).replace("{}", "{" + s + "}") for s in a.required)
         for s in a.required:
             body = body.replace("{" + s + "}", "{" + names[s] + "}")
         opts = list(optional)
         r.shuffle(opts)
-        tail = "".join(f"[ {r.choice(SLOTS[s].frags).replace('{}', '{' + names[s] + '}')}]" for s in opts)
+        tail = "".join(f"[ {r.choice(slots[s].frags).replace('{}', '{' + names[s] + '}')}]" for s in opts)
         text = f"{head} {body}{tail}{end}".replace("  ", " ")
         if text not in out:
             out.append(text)
@@ -850,20 +904,22 @@ def _variant(a: Action, r: Random) -> GenTool:
     if style.startswith("{verbC}"):
         name = verb + _camel(obj)
     optional = [s for s in a.optional if r.random() < 0.75]
+    slots = {s: SLOTS[SLOTS[s].alt] if SLOTS[s].alt and r.random() < ALT_P else SLOTS[s]
+             for s in (*a.required, *optional)}
     used: set[str] = set()
     names: dict[str, str] = {}
     for s in (*a.required, *optional):
         first = _PAIRED.get(s)
         if first in names:  # b is named like a: (a, b), (num1, num2), (x, y)
-            pick = SLOTS[s].names[SLOTS[first].names.index(names[first])]
+            pick = slots[s].names[slots[first].names.index(names[first])]
         else:
-            choices = [n for n in SLOTS[s].names if n not in used] or [f"{SLOTS[s].names[0]}_{len(used)}"]
+            choices = [n for n in slots[s].names if n not in used] or [f"{slots[s].names[0]}_{len(used)}"]
             pick = choices[0] if r.random() < 0.5 else r.choice(choices)
         names[s] = pick
         used.add(pick)
     props: dict[str, Any] = {}
     for s in (*a.required, *optional):
-        slot = SLOTS[s]
+        slot = slots[s]
         default = NO_DEFAULT
         if s in optional and slot.defaults and r.random() < 0.6:
             default = r.choice(slot.defaults)
@@ -871,9 +927,9 @@ def _variant(a: Action, r: Random) -> GenTool:
         props[names[s]] = slot.schema(desc, default)
     tool = Tool(name=name, description=r.choice(_DESC).format(G=_cap(a.gist), g=a.gist),
                 parameters={"type": "object", "properties": props, "required": [names[s] for s in a.required]})
-    train = _templates(a, names, optional, r, 5, _PREFIX)
-    dev = _templates(a, names, optional, r, 2, _PREFIX_DEV)
-    return GenTool(name, a, tool, {names[s]: (s, SLOTS[s]) for s in (*a.required, *optional)},
+    train = _templates(a, names, slots, optional, r, 5, _PREFIX)
+    dev = _templates(a, names, slots, optional, r, 2, _PREFIX_DEV)
+    return GenTool(name, a, tool, {names[s]: (s, slots[s]) for s in (*a.required, *optional)},
                    tuple(names[s] for s in a.required), tuple(Template.parse(t) for t in train),
                    tuple(Template.parse(t) for t in (*train, *dev)))
 
