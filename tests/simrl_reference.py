@@ -146,7 +146,8 @@ def ref_total_reward(row: dict) -> float:
     if g_calls:
         r_tool = ref_tool_reward(p_calls, g_calls)
     else:
-        r_response = ref_string_similarity(p_response, g_response)
+        # STAR's released reward: a call (or an empty reply) where the label answers in text earns nothing
+        r_response = 0.0 if p_calls or not p_response else ref_string_similarity(p_response, g_response)
     return r_tool + r_response
 
 
@@ -195,10 +196,10 @@ SPEC_PROBES: dict[str, tuple[dict, float]] = {
     "response_only_no_call_truth": (_probe(_T + "It is sunny in Paris.",
                                            {"role": "assistant", "content": "  It's sunny in Paris today. "}),
                                     2 * (4 / 5) * (4 / 6) / (4 / 5 + 4 / 6)),
-    # no calls in the truth: only the response text counts (Eq. 10), the needless call does not
+    # no calls in the truth: a needless call earns nothing, even beside the right text (STAR's released reward)
     "call_when_truth_is_text": (_probe(_T + 'Checking.<tool_call>{"name": "get_weather", "arguments": '
                                             '{"city": "Paris"}}</tool_call>',
-                                       {"role": "assistant", "content": "Checking."}), 1.0),
+                                       {"role": "assistant", "content": "Checking."}), 0.0),
     "parameters_key_instead_of_arguments": (_probe(
         _T + '<tool_call>{"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}</tool_call>'),
         -1.0),

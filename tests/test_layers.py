@@ -17,7 +17,7 @@ LAYERS = {
     "formats": 2, "models": 2,
     "rewards": 3, "llm": 3, "data": 3, "bfcl": 3,
     "envs": 4, "train": 4,
-    "distill": 5, "eval": 5,
+    "distill": 5, "eval": 5, "rl": 5,
     "cli": 7,
 }
 

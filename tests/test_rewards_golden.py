@@ -108,8 +108,7 @@ def test_simrl_response_reward_when_no_calls():
 
 # ---- ToolRL §3.3 -------------------------------------------------------------------------
 def _tr(completion: str, truth: dict, **kw):
-    fmt = get_format("toolrl")
-    return toolrl(fmt.parse(completion), read_ground_truth(truth, fmt), **kw)
+    return toolrl(completion, read_ground_truth(truth, get_format("toolrl")), **kw)
 
 
 TR_PRED = '<think> x </think>\n<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris", "days": 2}}\n</tool_call>'
@@ -157,10 +156,15 @@ def test_toolrl_format_needs_sections_the_truth_has():
 
 
 def test_toolrl_no_call_truth():
+    # released: correctness 0 whether or not the completion calls; the format reward still tells them apart
     truth = {"role": "assistant", "content": "Hello!"}
-    assert _tr("<think> x </think>\n<response> Hi </response>", truth).score == pytest.approx(4.0)
+    reply = "<think> x </think>\n<response> Hi </response>"
     called = '<think> x </think>\n<tool_call>\n{"name": "get_weather", "parameters": {}}\n</tool_call>'
-    assert _tr(called, truth).parts["correct"] == pytest.approx(-3.0)
+    assert _tr(reply, truth).parts == {"format": 1.0, "correct": 0.0}
+    assert _tr(called, truth).parts == {"format": 0.0, "correct": 0.0}
+    # symmetric (a departure): the maximum without a call, the minimum with one
+    assert _tr(reply, truth, no_call="symmetric").score == pytest.approx(4.0)
+    assert _tr(called, truth, no_call="symmetric").parts["correct"] == pytest.approx(-3.0)
 
 
 def test_toolrl_scales():

@@ -235,26 +235,34 @@ class HFClient(LLMClient):
     # -- generation ----------------------------------------------------------------------------
 
     def generate(self, requests: list[Request], config: GenerationConfig) -> list[list[Completion]]:
-        import torch
-
         if not requests:
             return []
         prompts = [self.render_prompt(r) for r in requests]
         # the rendered prompt already holds BOS/special tokens where the template wants them
         token_ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        return self.generate_ids(token_ids, config, [r.seed for r in requests])
+
+    def generate_ids(self, token_ids: list[list[int]], config: GenerationConfig,
+                     seeds: list[int | None] | None = None) -> list[list[Completion]]:
+        """`generate` from prompts already tokenized; each completion's ``meta["token_ids"]`` holds the tokens it
+        generated (its end-of-turn token included when it stopped there). ``seeds``: per prompt, as
+        `Request.seed`."""
+        import torch
+
         for i, ids in enumerate(token_ids):
             if not ids:
                 raise ValueError(f"request {i} renders to an empty prompt")
-        results: list[list[Completion]] = [[] for _ in requests]
+        seeds = seeds or [None] * len(token_ids)
+        results: list[list[Completion]] = [[] for _ in token_ids]
         # when sampling, requests with a seed of their own form groups of one (the RNG is shared by a batch);
         # greedy decoding draws nothing, so every request shares the batches
         groups: dict[tuple[bool, int | None], list[int]] = {}
-        for i, r in enumerate(requests):
-            key = (False, config.seed) if r.seed is None or config.greedy else (True, i)
+        for i, own_seed in enumerate(seeds):
+            key = (False, config.seed) if own_seed is None or config.greedy else (True, i)
             groups.setdefault(key, []).append(i)
         with torch.inference_mode():
             for (own, _), members in groups.items():
-                seed = requests[members[0]].seed if own else config.seed
+                seed = seeds[members[0]] if own else config.seed
                 if seed is not None:
                     torch.manual_seed(seed)
                 # longest first: similar lengths share a batch, and an out-of-memory shows up at once
@@ -399,13 +407,14 @@ class HFClient(LLMClient):
             if row % config.n == 0:
                 completions.append([])
             text, n_tokens, finish = self._finish(tokens, config)
+            kept = tokens[:n_tokens]
             entropy = None
             if entropies is not None:
                 steps = entropies[row, :max(n_tokens, 1)]
                 entropy = float(steps.mean())
             completions[-1].append(Completion(
                 text=text, n_tokens=n_tokens, entropy=entropy, finish_reason=finish,
-                meta={"prompt_tokens": len(seqs[prompt_row])},
+                meta={"prompt_tokens": len(seqs[prompt_row]), "token_ids": kept},
             ))
         return completions
 

@@ -11,7 +11,8 @@ from tinytool.schema import ToolCall
 class RewardResult:
     """A reward value and the parts it was made of (for logging); ``error`` is set when the input
     could not be read and ``score`` is then the reward's floor; ``reason`` says why a readable
-    completion still scored a floor (e.g. Sim-RL's format rules it breaks)."""
+    completion still scored a floor, or a part's floor (e.g. Sim-RL's format rules it breaks, the
+    ToolRL call block its released reading cannot read)."""
 
     score: float
     parts: dict[str, float] = field(default_factory=dict)

@@ -22,8 +22,12 @@ class Answer:
 
 
 def _maybe_json(value: Any) -> Any:
+    """A JSON object or array sent as text, decoded (and JSON ``null``, which a dataset column holds
+    where a row has no value, read as None); any other value as it is."""
     if isinstance(value, str):
         s = value.strip()
+        if s == "null":
+            return None
         if s[:1] in ("{", "["):
             try:
                 return json.loads(s)
@@ -44,19 +48,32 @@ def read_count(row: dict, key: str, default: int | None = None, limit: int = 10*
     return value
 
 
+def _message_text(m: Any, where: str) -> str:
+    if not isinstance(m, dict):
+        raise SchemaError(f"expected a message object, got {type(m).__name__}", where)
+    content = m.get("content")
+    if content is not None and not isinstance(content, str):
+        raise SchemaError(f"expected text, got {type(content).__name__}", f"{where}.content")
+    return content or ""
+
+
 def completion_text(completion: Any) -> str:
-    """The model text of a completion: a string, or TRL's conversational form (a list of messages,
-    whose assistant contents are joined)."""
+    """The model text of a completion: a string, or TRL's conversational form (a message object, or
+    a list of messages whose assistant contents are joined). Anything else, a message that is not an
+    object or whose content is not text, and a list without an assistant message are refused
+    (`SchemaError`): there is no completion to score."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, dict):
-        return str(completion.get("content") or "")
+        return _message_text(completion, "completion")
     if isinstance(completion, list):
-        parts = [
-            str(m.get("content") or "")
-            for m in completion
-            if isinstance(m, dict) and m.get("role", "assistant") == "assistant"
-        ]
+        parts = []
+        for i, m in enumerate(completion):
+            text = _message_text(m, f"completion[{i}]")
+            if m.get("role", "assistant") == "assistant":
+                parts.append(text)
+        if not parts:
+            raise SchemaError("no assistant message in the list", "completion")
         return "\n".join(parts)
     raise SchemaError(f"expected text or a list of messages, got {type(completion).__name__}", "completion")
 
@@ -88,8 +105,21 @@ def _fast_calls(raw: Any) -> list[ToolCall] | None:
 def read_ground_truth(value: Any, fmt: PromptFormat) -> Answer:
     """An OpenAI-style assistant message (object or JSON string: ``content``, ``tool_calls`` with
     arguments as objects or JSON strings), a bare list of calls, or a label string in the model's
-    format (parsed with ``fmt``, as STAR's Algorithm 1 parses its ground-truth string)."""
+    format (parsed with ``fmt``, as STAR's Algorithm 1 parses its ground-truth string).
+
+    Refused (`SchemaError`), never read as "no call and no text": an empty list of calls (a turn
+    without calls is a message, ``{"role": "assistant", "content": ...}``), an object with neither
+    ``content`` nor ``tool_calls``, a blank label, a label ``fmt`` cannot parse, a message of another
+    role than the assistant's."""
     value = _maybe_json(value)
+    if isinstance(value, dict) and value.get("role", "assistant") != "assistant":
+        raise SchemaError(f"expected the assistant's message, got role {value.get('role')!r:.40}", "ground_truth")
+    if isinstance(value, dict) and "content" not in value and "tool_calls" not in value:
+        hint = " (one call is written as a list of calls)" if "name" in value else ""
+        raise SchemaError(f"a message object with neither 'content' nor 'tool_calls'{hint}", "ground_truth")
+    if isinstance(value, list) and not value:
+        raise SchemaError('an empty list of calls (a turn without calls is written as a message: '
+                          '{"role": "assistant", "content": "..."})', "ground_truth")
     if isinstance(value, dict):
         raw_calls, content = value.get("tool_calls") or [], value.get("content")
         if isinstance(raw_calls, list) and (content is None or isinstance(content, str)) and \
@@ -115,7 +145,12 @@ def read_ground_truth(value: Any, fmt: PromptFormat) -> Answer:
                 raise e.nested(f"ground_truth[{i}]") from None
         raise SchemaError("expected a list of calls", "ground_truth")  # pragma: no cover - defensive
     if isinstance(value, str):
+        if not value.strip():
+            raise SchemaError("empty label", "ground_truth")
         parsed = fmt.parse(value)
+        if parsed.errors:
+            raise SchemaError(f"the label does not parse in the {fmt.name} format ({parsed.errors[0]})",
+                              "ground_truth")
         return Answer(calls=parsed.calls, response=parsed.response)
     if value is None:
         raise SchemaError("missing", "ground_truth")
@@ -124,9 +159,9 @@ def read_ground_truth(value: Any, fmt: PromptFormat) -> Answer:
 
 def read_tools(value: Any) -> list[Tool] | None:
     """OpenAI tool entries (list or JSON string); None when no tool list was given."""
+    value = _maybe_json(value)
     if value is None:
         return None
-    value = _maybe_json(value)
     if not isinstance(value, list):
         raise SchemaError(f"expected a list of tools, got {type(value).__name__}", "tools")
     return parse_each(value, Tool.from_dict, "tools")
@@ -137,9 +172,9 @@ def read_tool_signatures(value: Any) -> dict[str, AbstractSet[str]] | None:
     entries with a ``properties`` object are read directly (this runs once per scored completion);
     anything else goes through `read_tools`, which normalizes xLAM's flat style and names what is
     wrong. None when no tool list was given."""
+    value = _maybe_json(value)
     if value is None:
         return None
-    value = _maybe_json(value)
     if type(value) is list:
         sigs: dict[str, AbstractSet[str]] = {}
         try:
@@ -194,6 +229,8 @@ def read_trajectory(value: Any, fmt: PromptFormat, field_name: str = "completion
         value = [dict(value, role=value.get("role", "assistant"))]
     if not isinstance(value, list):
         raise SchemaError(f"expected text or a list of messages, got {type(value).__name__}", field_name)
+    if not any(isinstance(m, dict) and m.get("role", "assistant") == "assistant" for m in value):
+        raise SchemaError("no assistant message in the list", field_name)
     traj = Trajectory()
     for i, m in enumerate(value):
         if not isinstance(m, dict):

@@ -2,7 +2,13 @@
 
 A row is a dict with ``completion`` plus what the reward reads: ``ground_truth``, ``tools``,
 ``teacher`` (MENTOR), ``sub_answers`` (ASTRA-F1). A row that cannot be read scores the reward's
-floor and carries an ``error``; no content makes these functions raise.
+floor and carries an ``error``; no content makes these functions raise. A ``tools`` field, when a
+row has one, must be a tool list (or its JSON text) for every reward, read or not.
+
+Training is another matter: a dataset without a column its reward reads would score every
+completion the same floor, a constant GRPO cannot learn from (or, for Sim-RL without the tool list,
+skip two of its format rules). `check_columns` refuses such data before training starts, and the TRL
+adapter of `trl_reward` refuses such a batch.
 """
 
 from __future__ import annotations
@@ -11,11 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tinytool.formats import PromptFormat, get_format
+from tinytool.errors import UserInputError
+from tinytool.formats import PromptFormat, ToolRLFormat, get_format
 from tinytool.rewards.astra import astra_f1, astra_f1_from_text
 from tinytool.rewards.base import RewardResult
 from tinytool.rewards.exact import exact_match
 from tinytool.rewards.inputs import (
+    completion_text,
     parse_completion,
     read_count,
     read_ground_truth,
@@ -25,13 +33,14 @@ from tinytool.rewards.inputs import (
 )
 from tinytool.rewards.mentor import MentorWeights, mentor
 from tinytool.rewards.simrl import sim_rl
-from tinytool.rewards.toolrl import ToolRLScale, toolrl
+from tinytool.rewards.toolrl import GRANULARITIES, NO_CALL, SCALES, ToolRLScale, toolrl
 from tinytool.schema import SchemaError
 
 
 @dataclass(frozen=True, slots=True)
 class RewardOptions:
-    """Knobs of the rewards (each reward reads the ones that concern it)."""
+    """Knobs of the rewards (each reward reads the ones that concern it); values are checked when
+    the options are made (`UserInputError`)."""
 
     require_think: bool = True  # Sim-RL rule 1
     granularity: str = "original"  # ToolRL §5.3
@@ -40,6 +49,30 @@ class RewardOptions:
     weights: MentorWeights = MentorWeights()
     strict: bool = False  # MENTOR R_a^strict
     eps: float = 1e-8  # ASTRA-F1
+    # ToolRL, a ground truth without calls: "released" (correctness 0, as ToolRL's released reward) or
+    # "symmetric" (a departure: maximum without a call, minimum with one); --no-call
+    no_call: str = "released"
+    # ToolRL: read completions with the format's repairing parser and §3.3's parts-in-order format rule
+    # (a departure) instead of the released reward's exact layout and line-by-line JSON; --lenient
+    lenient: bool = False
+
+    def __post_init__(self) -> None:
+        for field_name, value, allowed, flag in (
+            ("granularity", self.granularity, GRANULARITIES, "--granularity"),
+            ("scale", self.scale, SCALES, "--scale"),
+            ("no_call", self.no_call, NO_CALL, "--no-call"),
+        ):
+            if value not in allowed:
+                raise UserInputError(f"unknown ToolRL {field_name.replace('_', '-')} {value!r}",
+                                     fix=f"use {flag} with one of {', '.join(allowed)}")
+        for field_name in ("require_think", "strict", "lenient"):
+            if getattr(self, field_name) not in (True, False):  # bools, and what compares equal to them
+                raise UserInputError(f"reward option {field_name} must be true or false, "
+                                     f"got {getattr(self, field_name)!r:.40}")
+        if isinstance(self.switch_step, bool) or not isinstance(self.switch_step, int) or self.switch_step < 0:
+            raise UserInputError(f"ToolRL switch step must be a whole number >= 0, got {self.switch_step!r:.40}")
+        if isinstance(self.eps, bool) or not isinstance(self.eps, (int, float)) or not self.eps > 0:
+            raise UserInputError(f"ASTRA-F1 eps must be a number > 0, got {self.eps!r:.40}")
 
 
 def _need(row: dict, key: str) -> Any:
@@ -58,25 +91,35 @@ def _simrl(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
 
 
 def _toolrl(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
+    text = completion_text(_need(row, "completion"))
+    truth = read_ground_truth(_need(row, "ground_truth"), fmt)
+    read_tool_signatures(row.get("tools"))  # checked only: ToolRL's reward does not read the tool list
+    # the released reading is of ToolRL's text; a completion in another format is read by that format
+    completion = text if isinstance(fmt, ToolRLFormat) and not o.lenient else fmt.parse(text)
     return toolrl(
-        parse_completion(_need(row, "completion"), fmt),
-        read_ground_truth(_need(row, "ground_truth"), fmt),
+        completion,
+        truth,
         granularity=o.granularity,  # type: ignore[arg-type]
         scale=ToolRLScale(o.scale, o.switch_step),  # type: ignore[arg-type]
         step=read_count(row, "step", 0),
         total_steps=max(1, read_count(row, "total_steps", 1)),
+        no_call=o.no_call,  # type: ignore[arg-type]
+        lenient=o.lenient,
     )
 
 
 def _exact(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
-    return exact_match(
-        parse_completion(_need(row, "completion"), fmt), read_ground_truth(_need(row, "ground_truth"), fmt)
-    )
+    parsed = parse_completion(_need(row, "completion"), fmt)
+    truth = read_ground_truth(_need(row, "ground_truth"), fmt)
+    read_tool_signatures(row.get("tools"))  # checked only: exact match does not read the tool list
+    return exact_match(parsed, truth)
 
 
 def _mentor(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
     student = read_trajectory(_need(row, "completion"), fmt, "completion")
-    teacher_value = row.get("teacher", row.get("teacher_trajectory"))
+    # the first of the two columns that holds a value (JSON null text, as a dataset column holds it, is none)
+    teacher_value = next((v for v in (row.get("teacher"), row.get("teacher_trajectory"))
+                          if v is not None and not (isinstance(v, str) and v.strip() == "null")), None)
     if teacher_value is None:
         raise SchemaError("missing (the teacher's reference trajectory)", "teacher")
     teacher = read_trajectory(teacher_value, fmt, "teacher")
@@ -86,6 +129,7 @@ def _mentor(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
 
 
 def _astra(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
+    read_tool_signatures(row.get("tools"))  # checked only
     if "n_solved" in row and "n_subtasks" in row and "n_calls" in row:
         return astra_f1(read_count(row, "n_solved"), read_count(row, "n_subtasks"), read_count(row, "n_calls"), o.eps)
     traj = read_trajectory(_need(row, "completion"), fmt, "completion")
@@ -100,11 +144,15 @@ def _astra(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
 
 @dataclass(frozen=True, slots=True)
 class RewardSpec:
+    """A reward by name. ``columns`` lists the sets of dataset columns it can score from (any one
+    set, complete, will do): what training data must carry besides the completions."""
+
     name: str
     score_row: Callable[[dict, PromptFormat, RewardOptions], RewardResult]
     default_format: str
     bounds: Callable[[RewardOptions], tuple[float, float]]
     doc: str
+    columns: tuple[tuple[str, ...], ...] = ()
 
 
 def _toolrl_bounds(o: RewardOptions) -> tuple[float, float]:
@@ -117,15 +165,36 @@ def _toolrl_bounds(o: RewardOptions) -> tuple[float, float]:
 
 
 REWARDS: dict[str, RewardSpec] = {
-    "simrl": RewardSpec("simrl", _simrl, "hermes", lambda o: (-1.0, 1.0), "STAR Sim-RL, [-1, 1]"),
-    "toolrl": RewardSpec("toolrl", _toolrl, "toolrl", _toolrl_bounds, "ToolRL format + correctness, [-3, 4]"),
+    # Sim-RL's format rules 4-5 (STAR §3.2.1) check each call against the offered tools: without them a
+    # call to a tool that was never offered would pass, so training data must carry the tool list
+    "simrl": RewardSpec("simrl", _simrl, "hermes", lambda o: (-1.0, 1.0), "STAR Sim-RL, [-1, 1]",
+                        (("ground_truth", "tools"),)),
+    "toolrl": RewardSpec("toolrl", _toolrl, "toolrl", _toolrl_bounds, "ToolRL format + correctness, [-3, 4]",
+                         (("ground_truth",),)),
     "mentor": RewardSpec(
         "mentor", _mentor, "hermes",
         lambda o: (0.0, o.weights.correct + o.weights.align + o.weights.valid),
         "MENTOR w_c R_c + w_a R_a + w_v R_v",
+        (("teacher",), ("teacher_trajectory",)),
     ),
-    "astra-f1": RewardSpec("astra-f1", _astra, "hermes", lambda o: (0.0, 1.0), "ASTRA sub-task F1, [0, 1]"),
-    "exact": RewardSpec("exact", _exact, "hermes", lambda o: (0.0, 1.0), "multiset exact match, {0, 1}"),
+    "astra-f1": RewardSpec("astra-f1", _astra, "hermes", lambda o: (0.0, 1.0), "ASTRA sub-task F1, [0, 1]",
+                           (("sub_answers",), ("meta",), ("n_solved", "n_subtasks", "n_calls"))),
+    "exact": RewardSpec("exact", _exact, "hermes", lambda o: (0.0, 1.0), "multiset exact match, {0, 1}",
+                        (("ground_truth",),)),
+}
+
+# What each column holds, for the message that asks for it.
+COLUMN_HELP = {
+    "ground_truth": "the expected assistant turn, an OpenAI-style message (an object or its JSON text)",
+    "tools": "the tools offered in the prompt, OpenAI-style (a list or its JSON text); Sim-RL's format rules 4-5 "
+             "check each call against them",
+    "teacher": "the teacher's reference trajectory (a list of messages, or model text)",
+    "teacher_trajectory": "the teacher's reference trajectory (a list of messages, or model text)",
+    "sub_answers": "the answers of the task's sub-tasks (a list)",
+    "meta": "an object whose 'sub_answers' lists the answers of the task's sub-tasks",
+    "n_solved": "the number of sub-tasks solved",
+    "n_subtasks": "the number of sub-tasks",
+    "n_calls": "the number of tool calls made",
 }
 
 
@@ -134,6 +203,42 @@ def get_reward(name: str) -> RewardSpec:
         return REWARDS[name]
     except KeyError:
         raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(REWARDS)}") from None
+
+
+def missing_columns(name: str, column_names: Any) -> list[str]:
+    """The columns reward ``name`` lacks among ``column_names`` (those of its closest column set);
+    empty when one of its column sets is complete."""
+    have = set(column_names or ())
+    options = [[c for c in cols if c not in have] for cols in get_reward(name).columns]
+    return min(options, key=len) if options else []
+
+
+def _columns_error(name: str, missing: list[str], have: Any, where: str, misaligned: Any = ()) -> UserInputError:
+    spec = get_reward(name)
+    others = [", ".join(cols) for cols in spec.columns if not set(missing) <= set(cols)]
+    listed = ", ".join(sorted(map(str, have))) or "none"
+    bad = [c for c in missing if c in misaligned]
+    note = f"; {', '.join(map(repr, bad))} is there but not a list with one value per completion" if bad else ""
+    return UserInputError(
+        f"reward {name!r} needs the column(s) {', '.join(map(repr, missing))}, which the {where} lacks "
+        f"(it has: {listed}){note}; without them it cannot score a completion (a run would train on a "
+        "constant floor, or on a reward missing part of its definition)",
+        fix="add " + "; ".join(f"{c!r}: {COLUMN_HELP.get(c, 'see the reward documentation')}" for c in missing)
+            + (f" (or instead the column(s) {' / '.join(others)})" if others else ""),
+    )
+
+
+def check_columns(name: str, column_names: Any) -> None:
+    """Refuse training data that lacks a column reward ``name`` reads: `UserInputError` naming the
+    reward, the missing columns and what they hold. For a trainer to call when it is built, with its
+    dataset's column names."""
+    try:
+        get_reward(name)
+    except ValueError as e:
+        raise UserInputError(str(e)) from None
+    missing = missing_columns(name, column_names)
+    if missing:
+        raise _columns_error(name, missing, column_names, "dataset")
 
 
 def score_row(
@@ -156,15 +261,22 @@ def trl_reward(name: str, fmt: PromptFormat | str | None = None, **options: Any)
     """A TRL reward function ``f(completions, **dataset_columns) -> list[float]``.
 
     Dataset columns arrive as lists aligned with ``completions``; TRL's ``trainer_state`` gives the
-    step for ToolRL's scheduled scales.
+    step for ToolRL's scheduled scales. A batch without a column the reward reads (or with one that
+    is not a list aligned with the completions) raises `UserInputError` naming the reward and the
+    columns: the run stops at its first batch rather than train on a constant. `check_columns` says
+    the same before training starts.
     """
+    spec = get_reward(name)
     opts = RewardOptions(**options)
-    fmt_obj = get_format(fmt or get_reward(name).default_format)
+    fmt_obj = get_format(fmt or spec.default_format)
 
     def reward(completions: list[Any], **kwargs: Any) -> list[float]:
         n = len(completions)
         state = kwargs.pop("trainer_state", None)
         columns = {k: v for k, v in kwargs.items() if isinstance(v, list) and len(v) == n}
+        missing = missing_columns(name, columns)
+        if missing:
+            raise _columns_error(name, missing, columns, f"batch of {n} completions", misaligned=kwargs)
         scores = []
         for i, c in enumerate(completions):
             row = {k: v[i] for k, v in columns.items()}

@@ -8,6 +8,11 @@ name (Alg. 2) and averages argument similarities (Alg. 3) over
 ``|P| + |G| - |P ∩ G|`` with ``|P ∩ G|`` the number of matched pairs (Eq. 7 — Alg. 2's listing
 divides by ``|P| + |G|``, which would give Table 11's first case 0.25, not the 0.5 the paper
 reports); R_response is ROUGE-L F1 of the texts and only counts when the ground truth has no calls.
+
+When the ground truth has no calls, a completion that calls a tool scores 0, whatever text it writes
+beside the call, and so does one whose reply is empty (STAR App. A.11, Table 12: the needless call
+is scored 0.0; STAR's released reward reads no reply from a completion that calls, and scores an
+empty reply 0). A needless call never earns the maximum, even against an empty ground-truth text.
 """
 
 from __future__ import annotations
@@ -113,12 +118,15 @@ def sim_rl(
     parsed: Parsed, truth: Answer, tools: list[Tool] | ToolSignatures | None, require_think: bool = True
 ) -> RewardResult:
     """Total Sim-RL reward, Eq. 10 / Alg. 1, with its parts; a broken format rule scores -1 with
-    the rules broken as the ``reason``."""
+    the rules broken as the ``reason``. With no ground-truth calls, R_response (Eq. 9) is 0 for a
+    completion that calls a tool (Table 12) or replies nothing, else its reply's similarity."""
     violations = format_violations(parsed, tools, require_think)
     if violations:
         return RewardResult(-1.0, {"format": 0.0, "fc": 0.0, "response": 0.0}, reason="; ".join(violations))
     if truth.calls:
         fc, resp = tool_call_reward(parsed.calls, truth.calls), 0.0
+    elif parsed.calls or not parsed.response:
+        fc, resp = 0.0, 0.0
     else:
         fc, resp = 0.0, string_similarity(parsed.response, truth.response)
     return RewardResult(fc + resp, {"format": 1.0, "fc": fc, "response": resp})

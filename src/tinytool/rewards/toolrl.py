@@ -4,23 +4,57 @@
 Correctness matches predicted to ground-truth calls with the optimal (Hungarian) assignment that
 maximizes the summed match score, then normalizes ``R_max / S_max`` into the correctness range.
 A pair scores only when the tool names agree: parameters of a different tool are not comparable.
+
+By default a completion is read as ToolRL's released reward code reads it (its default settings,
+those behind the paper's numbers):
+
+- format: the completion, whitespace around it aside, is exactly the parts the ground truth asks
+  for, in order, with one line break between parts: ``<think>...</think>``, ``<tool_call>`` and
+  ``</tool_call>`` each on a line of their own around the calls, ``<response>...</response>``. It
+  starts with ``<think>`` (an opening tag left in the prompt does not count) and nothing follows the
+  last part;
+- calls: the first ``<tool_call>`` block holds one JSON object per line, each with a ``"name"``, and a
+  ``"parameters"`` object when the name is one the ground truth calls. No block, a line that is not
+  JSON (a trailing comma, a blank line, an object spread over lines) or an ``"arguments"`` key in place
+  of ``"parameters"`` scores the correctness minimum;
+- a ground truth without calls scores correctness 0, the middle of its range, whether the completion
+  calls or not.
+
+Two departures from the released code are options. ``no_call="symmetric"`` scores a ground truth
+without calls at the correctness maximum when the completion calls nothing and at the minimum when it
+calls (an unreadable call block counts as a call). ``lenient=True`` reads the completion with the
+ToolRL format's parser, which tolerates what it can read past (other layouts and line breaks, a
+missing opening ``<think>``, text after the last part, trailing commas, an ``"arguments"`` key, an
+object spread over lines) and asks only that the required parts appear in order, without errors
+(§3.3's format rule). The optimal matching is kept in
+both readings: it equals the released greedy matching whenever no tool name repeats.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from tinytool.formats import Parsed
+from tinytool.formats import Parsed, get_format
+from tinytool.formats.base import strip_end_markers
 from tinytool.rewards.base import RewardResult, same_calls
 from tinytool.rewards.inputs import Answer
 from tinytool.schema import ToolCall
 
 Granularity = Literal["original", "finegrained", "intermediate", "coarse"]
 ScaleMode = Literal["original", "equal_max", "two_stage", "dynamic"]
+NoCall = Literal["released", "symmetric"]
+GRANULARITIES: tuple[str, ...] = ("original", "finegrained", "intermediate", "coarse")
+SCALES: tuple[str, ...] = ("original", "equal_max", "two_stage", "dynamic")
+NO_CALL: tuple[str, ...] = ("released", "symmetric")
+
+_TOOLRL = get_format("toolrl")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +101,67 @@ def required_sections(truth: Answer) -> list[str]:
 
 
 def format_reward(parsed: Parsed, truth: Answer) -> float:
-    """1 when exactly the required parts appear, in order, and are well formed; else 0."""
+    """The lenient format reward (§3.3): 1 when exactly the required parts appear, in order, and are
+    well formed; else 0."""
     return 1.0 if not parsed.errors and parsed.sections == required_sections(truth) else 0.0
+
+
+# Each part as the released reward lays it out; parts are joined by one line break.
+_PART = {"think": r"<think>.*?</think>", "tool_call": r"<tool_call>\n.*?\n</tool_call>",
+         "response": r"<response>.*?</response>"}
+# Parts whose tags must each appear exactly once in the whole completion (the think part may repeat).
+_ONCE = {"tool_call": ("<tool_call>", "</tool_call>"), "response": ("<response>", "</response>")}
+
+
+@functools.cache
+def _layout(sections: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("\n".join(_PART[s] for s in sections), re.DOTALL)
+
+
+def released_text(completion: Any) -> str:
+    """The completion as the released reward sees it: end-of-turn markers and surrounding
+    whitespace cut ("" for anything that is not text)."""
+    return strip_end_markers(completion).strip() if isinstance(completion, str) else ""
+
+
+def released_format_reward(text: str, truth: Answer) -> float:
+    """The released format reward: 1 when ``text`` (see `released_text`) is exactly the required
+    parts in the released layout (module docstring), each tag of a ``<tool_call>`` or ``<response>``
+    part appearing once; else 0."""
+    need = required_sections(truth)
+    for section in need[1:]:
+        if any(text.count(tag) != 1 for tag in _ONCE[section]):
+            return 0.0
+    # the tags are counted first: with each one unique, the match runs in linear time
+    return 1.0 if _layout(tuple(need)).fullmatch(text) else 0.0
+
+
+def released_calls(text: str, truth: Answer) -> tuple[list[ToolCall] | None, str | None]:
+    """The calls the released reward reads from ``text``: the first ``<tool_call>`` block (up to
+    ``</tool_call>``, or to the next ``<tool_call>``, or the end), one JSON object per line. Returns
+    ``(calls, None)``, or ``(None, why)`` when the released reward would give the correctness
+    minimum. A call whose name the ground truth does not use needs no ``"parameters"``: it is never
+    compared; a non-string name is kept as it is and matches nothing."""
+    if "<tool_call>" not in text or "</tool_call>" not in text:
+        return None, "no <tool_call> ... </tool_call> block"
+    block = text.split("<tool_call>", 2)[1].split("</tool_call>", 1)[0].strip()
+    truth_names = {c.name for c in truth.calls}
+    calls = []
+    for i, line in enumerate(block.split("\n"), 1):
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, an over-long integer, deep nesting
+            return None, f"line {i} of the <tool_call> block is not JSON ({type(e).__name__}: {e!s:.80})"
+        if not isinstance(obj, dict) or "name" not in obj:
+            return None, f"line {i} of the <tool_call> block is not an object with a 'name'"
+        name, params = obj["name"], obj.get("parameters")
+        if isinstance(name, (list, dict)):
+            return None, f"line {i} of the <tool_call> block has a name that is not a scalar"
+        if name in truth_names and not isinstance(params, dict):
+            why = "an 'arguments' key in place of 'parameters'" if "arguments" in obj else "no 'parameters' object"
+            return None, f"the call to {name!r} has {why}"
+        calls.append(ToolCall(name=name, arguments=params if isinstance(params, dict) else {}))
+    return calls, None
 
 
 def _iou(a: set, b: set) -> float:
@@ -106,17 +199,43 @@ def correctness_ratio(pred: list[ToolCall], truth: list[ToolCall], granularity: 
 
 
 def toolrl(
-    parsed: Parsed,
+    completion: str | Parsed,
     truth: Answer,
     granularity: Granularity = "original",
     scale: ToolRLScale = ToolRLScale(),
     step: int = 0,
     total_steps: int = 1,
+    *,
+    no_call: NoCall = "released",
+    lenient: bool = False,
 ) -> RewardResult:
-    """R_final = R_format + R_correct under the chosen granularity and scale."""
+    """R_final = R_format + R_correct under the chosen granularity and scale (§3.3, §5.2-5.3).
+
+    ``completion`` is the model text in ToolRL's format, read as the released reward reads it, or
+    with the format's parser when ``lenient`` (module docstring). A `Parsed` (a completion another
+    prompt format has read) carries no text: it is always read leniently. ``no_call`` says how a
+    ground truth without calls is scored: ``"released"`` (correctness 0) or ``"symmetric"``
+    (maximum without a call, minimum with one)."""
+    if no_call not in NO_CALL:
+        raise ValueError(f"unknown no-call scoring {no_call!r}; choose one of {', '.join(NO_CALL)}")
     (f_lo, f_hi), (c_lo, c_hi) = scale.ranges(step, total_steps)
-    fmt = format_reward(parsed, truth)
-    ratio = correctness_ratio(parsed.calls, truth.calls, granularity)
+    reason = None
+    if lenient or isinstance(completion, Parsed):
+        parsed = completion if isinstance(completion, Parsed) else _TOOLRL.parse(completion)
+        fmt = format_reward(parsed, truth)
+        pred: list[ToolCall] | None = parsed.calls
+        called = bool(parsed.calls) or "tool_call" in parsed.sections
+    else:
+        text = released_text(completion)
+        fmt = released_format_reward(text, truth)
+        pred, reason = released_calls(text, truth) if truth.calls else (None, None)
+        called = "<tool_call>" in text
+    if not truth.calls:
+        ratio = (0.0 if called else 1.0) if no_call == "symmetric" else 0.5
+    elif pred is None:
+        ratio = 0.0
+    else:
+        ratio = correctness_ratio(pred, truth.calls, granularity)
     r_format = f_lo + (f_hi - f_lo) * fmt
     r_correct = c_lo + (c_hi - c_lo) * ratio
-    return RewardResult(r_format + r_correct, {"format": r_format, "correct": r_correct})
+    return RewardResult(r_format + r_correct, {"format": r_format, "correct": r_correct}, reason=reason)

@@ -16,7 +16,9 @@ def run_training_verb(config_cls: type, train: Callable[..., dict[str, Any]], ar
     from tinytool.train.callbacks import ShowConfig
     from tinytool.train.config import describe_config, parse_config
 
-    cfg = parse_config(config_cls, args, prog=prog, description=(doc or "").strip().split("\n")[0])
+    lines = [line.strip() for line in (doc or "").strip().split("\n")]
+    description = " ".join([lines[0], *(line for line in lines if line.startswith("Example:"))])
+    cfg = parse_config(config_cls, args, prog=prog, description=description)
     show = ShowConfig(lambda text: err.print(text, highlight=False, markup=False), describe_config(cfg))
     summary = train(cfg, callbacks=[show])
     if summary.get("already_finished"):

@@ -18,6 +18,8 @@ sft_app = make_app(help="Supervised fine-tuning on tool-calling conversations.")
 def sft(ctx: typer.Context) -> None:
     """Fine-tune a model on the assistant turns of tool-calling conversations (loss on assistant tokens only).
 
+    Example: tinytool sft -m smollm2-135m-instruct -d demo/train.jsonl -f hermes-nothink --lr 1e-4 -o runs/sft
+
     Writes checkpoints to OUT/checkpoint-N, the final model (or LoRA adapter) and tokenizer to OUT,
     OUT/config.yaml (the resolved config), OUT/run.json and OUT/sft_summary.json. `tinytool sft --help` lists
     the options; every field of TRL's SFTConfig is accepted too, in flags and in --config YAML.

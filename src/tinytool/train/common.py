@@ -104,7 +104,7 @@ class LoraSpec:
 # ---- examples --------------------------------------------------------------------------------------
 
 
-def _adds_bos(tokenizer: Any) -> bool:
+def adds_bos(tokenizer: Any) -> bool:
     """Does calling the tokenizer on text prepend a BOS token (Llama 3, Gemma do; SmolLM2, Qwen don't)?"""
     bos = getattr(tokenizer, "bos_token_id", None)
     if bos is None:
@@ -157,7 +157,7 @@ def sft_examples(conversations: list[Any], fmt: Any, tokenizer: Any) -> tuple[li
     from tinytool.formats import get_format
 
     fmt = get_format(fmt)
-    strip_bos = tokenizer.bos_token if _adds_bos(tokenizer) else None
+    strip_bos = tokenizer.bos_token if adds_bos(tokenizer) else None
     pairs = [p for conv in conversations for p in _turn_pairs(conv, fmt, tokenizer, strip_bos)]
     return [p for p, _ in pairs], next((e for _, e in pairs if e), None)
 
@@ -195,7 +195,7 @@ def whole_conversations(conversations: list[Any], fmt: Any,
     from tinytool.formats import get_format
 
     fmt = get_format(fmt)
-    strip_bos = tokenizer.bos_token if _adds_bos(tokenizer) else None
+    strip_bos = tokenizer.bos_token if adds_bos(tokenizer) else None
     out: list[ConversationTexts] = []
     end: str | None = None
     for conv in conversations:
@@ -377,6 +377,35 @@ def open_training_run(cfg: Any, kind: str, summary_name: str) -> tuple[Any, str 
     return run, resume_from, None
 
 
+def start_training(cfg: Any, build: Any, callbacks: list[Any] | None) -> tuple[Any, Any, float]:
+    """``build(cfg, callbacks)`` → ``(trainer, info)``; the main process writes ``config.yaml``. Returns the
+    trainer, the info and the set-up time in seconds."""
+    import time
+
+    from tinytool.train.config import save_config
+
+    t0 = time.perf_counter()
+    trainer, info = build(cfg, callbacks)
+    if trainer.is_world_process_zero():
+        save_config(cfg)
+    return trainer, info, time.perf_counter() - t0
+
+
+
+def finish_training(trainer: Any, cfg: Any, run: Any, summary_name: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """Complete a run's summary with what every verb records (precision, device, versions, tinytool's config),
+    write it as ``summary_name`` in the output directory and mark the run done (main process only)."""
+    from tinytool.io import write_json
+    from tinytool.train.config import config_dict
+
+    summary.update({"bf16": bool(cfg.bf16), "device": str(cfg.device), "versions": versions(),
+                    "config": config_dict(cfg, only_own=True)})
+    if trainer.is_world_process_zero():
+        write_json(Path(cfg.output_dir) / summary_name, summary)
+        run.update(status="done", global_step=trainer.state.global_step, summary=summary_name)
+    return summary
+
+
 __all__ = [
     "ADAPTER_SUBDIR",
     "LORA_LR",
@@ -385,11 +414,13 @@ __all__ = [
     "TrainText",
     "checkpoint_problem",
     "end_of_turn_token",
+    "finish_training",
     "open_training_run",
     "read_conversations",
     "resume_checkpoint",
     "save_final",
     "sft_examples",
+    "start_training",
     "versions",
     "whole_conversations",
 ]

@@ -21,7 +21,6 @@ nothing to learn from); watch ``eval_loss`` on a dev split and keep epochs low.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,16 +28,16 @@ from typing import Any, ClassVar
 from trl import SFTConfig
 
 from tinytool.errors import MissingInputError, UserInputError
-from tinytool.io import write_json
 from tinytool.train.common import (
     TrainText,
+    finish_training,
     open_training_run,
     read_conversations,
     save_final,
-    versions,
+    start_training,
     whole_conversations,
 )
-from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
+from tinytool.train.config import RunOptions, listed, option
 
 log = logging.getLogger(__name__)
 
@@ -226,11 +225,7 @@ def train_sft(cfg: SFTRunConfig, callbacks: list[Any] | None = None) -> dict[str
     run, resume_from, done = open_training_run(cfg, "sft", SUMMARY_FILE)
     if done is not None:
         return done
-    t0 = time.perf_counter()
-    trainer, data = build_trainer(cfg, callbacks)
-    if trainer.is_world_process_zero():
-        save_config(cfg)
-    setup_s = time.perf_counter() - t0
+    trainer, data, setup_s = start_training(cfg, build_trainer, callbacks)
     train_s = train_seconds(trainer, resume_from)
     final_eval = trainer.evaluate() if trainer.eval_dataset is not None else {}
     trainer.model.eval()
@@ -259,19 +254,12 @@ def train_sft(cfg: SFTRunConfig, callbacks: list[Any] | None = None) -> dict[str
         "tokens_per_second": (tokens - trainer.whole_run_log.restored) / train_s if train_s > 0 else None,
         "seconds": train_s,
         "setup_seconds": setup_s,
-        "bf16": bool(cfg.bf16),
-        "device": str(cfg.device),
         "processes": trainer.accelerator.num_processes,
         "rank_weight_digests": digests,
         "learning_rate": cfg.learning_rate,
         "saved": saved,
-        "versions": versions(),
-        "config": config_dict(cfg, only_own=True),
     }
-    if trainer.is_world_process_zero():
-        write_json(Path(cfg.output_dir) / SUMMARY_FILE, summary)
-        run.update(status="done", global_step=state.global_step, summary=SUMMARY_FILE)
-    return summary
+    return finish_training(trainer, cfg, run, SUMMARY_FILE, summary)
 
 
 __all__ = ["SFTData", "SFTRunConfig", "build_sft_dataset", "build_trainer", "train_sft"]

@@ -1,0 +1,49 @@
+"""``tinytool rl``: GRPO on tool-calling prompts with the tool-call rewards.
+
+The flags are `tinytool.rl.config.RLRunConfig`'s fields (TRL's `GRPOConfig` plus tinytool's options), read with
+``--config rl.yaml`` underneath them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tinytool.clikit import err, make_app, passthrough
+
+rl_app = make_app(help="Reinforcement learning (GRPO) with tool-call rewards.")
+
+
+@rl_app.command("rl", **passthrough)
+def rl(ctx: typer.Context) -> None:
+    """GRPO on the first assistant turn of each conversation, scored by a tool-call reward.
+
+    Example: tinytool rl -m runs/sft -d demo/train.jsonl -f hermes-nothink --reward simrl --max-steps 50 -o runs/rl
+
+    Writes checkpoints to OUT/checkpoint-N, the final policy to OUT, OUT/config.yaml, OUT/run.json and
+    OUT/rl_summary.json (reward curves, share of groups without signal, step times). `tinytool rl --help` lists
+    the options; every field of TRL's GRPOConfig is accepted too, in flags and in --config YAML.
+    """
+    from tinytool.rl.config import RLRunConfig
+    from tinytool.rl.trainer import train_rl
+    from tinytool.train.cli_common import run_training_verb
+
+    cfg, summary = run_training_verb(RLRunConfig, train_rl, ctx.args, "tinytool rl", rl.__doc__)
+    if summary is None:
+        return
+    d = summary["data"]
+    sel = d.get("selection")
+    err.print(f"data: {d['conversations']} conversations → {d['prompts']} prompts"
+              + (f", {sel['kept']} kept by difficulty" if sel else ""))
+    curve = summary["curves"].get("reward") or []
+    zero = summary["group_filter"]
+    err.print(f"steps: {summary['global_step']}, {summary['seconds_per_step']:.1f}s per step"
+              + (f", reward {curve[0][1]:.3f} → {curve[-1][1]:.3f}" if curve else "")
+              + f"; groups without signal: {zero['groups_without_signal']} of {zero['groups_seen']}")
+    out = Path(cfg.output_dir)
+    err.print(f"saved {summary['saved']['kind']} model to {summary['saved']['path']}; summary in "
+              f"{out / 'rl_summary.json'}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    rl_app()

@@ -1,0 +1,166 @@
+"""The configuration of a GRPO run: TRL's `GRPOConfig` with tinytool's data, reward and group options.
+
+Defaults follow the papers where they agree: 8 rollouts per prompt (STAR App. A.2), no KL term (ToolRL §3.4,
+ASTRA §3.1; STAR's k2-style KL at 1e-3 is ``--beta 0.001``), clip ε = 0.2, the batch-level token mean of ASTRA
+Eq. 32 (``--loss-type dapo``; ``grpo`` is the per-sequence mean of STAR Eq. 11), learning rate 1e-6 (ToolRL
+App. B). Every other `GRPOConfig` field works too, in flags and in the YAML file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from trl import GRPOConfig
+
+from tinytool.errors import MissingInputError, UserInputError
+from tinytool.train.config import RunOptions, listed, option
+
+FULL_LR = 1e-6  # ToolRL App. B (actor learning rate); MENTOR App. uses the same
+GROUP_FILTERS = ("fill", "drop", "off")
+ROLLOUTS = ("tinytool", "trl")
+NO_CALL = ("released", "symmetric")
+
+
+def parse_reward_mix(text: str) -> dict[str, float]:
+    """``"simrl"`` → ``{"simrl": 1.0}``; ``"simrl=1,toolrl=0.5"`` → both with their weights. Errors name the
+    part that is wrong."""
+    from tinytool.rewards import REWARDS
+
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            continue
+        name, _, weight = part.partition("=")
+        name = name.strip()
+        if name not in REWARDS:
+            raise UserInputError(f"--reward: unknown reward {name!r} in {text!r}",
+                                 fix=f"choose from {', '.join(REWARDS)}, e.g. --reward simrl or "
+                                     "--reward simrl=1,toolrl=0.5")
+        if name in out:
+            raise UserInputError(f"--reward: {name!r} is given twice in {text!r}")
+        try:
+            w = float(weight) if weight.strip() else 1.0
+        except ValueError:
+            raise UserInputError(f"--reward: weight {weight!r} of {name!r} is not a number") from None
+        if not math.isfinite(w):
+            raise UserInputError(f"--reward: weight {weight!r} of {name!r} must be finite")
+        out[name] = w
+    if not out:
+        raise UserInputError("--reward: no reward given", fix="e.g. --reward simrl")
+    return out
+
+
+@dataclass(kw_only=True)
+class RLRunConfig(RunOptions, GRPOConfig):
+    """One GRPO run on tool-calling prompts (see the module docstring for the defaults)."""
+
+    FULL_LR: ClassVar[float] = FULL_LR
+
+    model: str = field(metadata={"help": "Policy to start from: hub id, checkpoint directory (e.g. an SFT run), "
+                                         ".gguf file, or smollm2-135m-instruct.", "aliases": ["-m"]})
+    data: list[str] = listed("Training JSONL file(s) of conversations: each gives one prompt, at its first "
+                             "assistant turn, scored against that turn.", "-d", required=True)
+    format: str = option("hermes", "Prompt format: hermes, hermes-nothink, toolrl, python.", "-f")
+    reward: str = option("simrl", "Reward, or a weighted mix: simrl, toolrl, mentor, astra-f1, exact; "
+                         "e.g. 'simrl=1,toolrl=0.5'.", "-r")
+    require_think: bool | None = option(None, "Sim-RL rule 1: the completion must hold a <think> block "
+                                        "[default: on for formats that think, off for hermes-nothink and python].")
+    toolrl_granularity: str = option("original", "ToolRL reward granularity (§5.3): original, finegrained, "
+                                     "intermediate, coarse.")
+    toolrl_scale: str = option("original", "ToolRL reward scale (§5.2): original, equal_max, two_stage, dynamic "
+                               "(fed the training progress).")
+    no_call: str = option("released", "ToolRL on a label without a call: 'released' (correctness 0 whatever the "
+                          "completion does, as ToolRL's released reward) or 'symmetric' (±max for declining or "
+                          "calling; a departure).")
+    lenient: bool = option(False, "ToolRL: parse completions leniently (any layout, repaired JSON; a departure from "
+                           "the released reward's exact layout).")
+    group_filter: str = option("fill", "Groups whose rewards do not vary: 'fill' (ASTRA adaptive batch filling: "
+                               "sample more until the batch is full of informative groups, keep the surplus), "
+                               "'drop' (STAR: leave them out of the step), 'off'.")
+    group_delta: float = option(0.0, "A group is informative when its reward's standard deviation exceeds this "
+                                "(ASTRA Eq. 32's δ).")
+    fill_rounds: int = option(4, "With --group-filter fill: extra generation rounds at most per step.")
+    rollouts: str = option("tinytool", "How rollouts are sampled: 'tinytool' (each group's prompt prefilled once, "
+                           "its completions decoded from that cache) or 'trl' (TRL's generation; vLLM with "
+                           "--use-vllm).")
+    env: str | None = option(None, "Multi-turn: run each prompt's task in this environment ('demo': the demo "
+                             "catalog's tools on the task's seeded world); observations are masked out of the loss.")
+    max_turns: int = option(4, "With --env: assistant turns per rollout at most.")
+    select_prompts: bool = option(False, "Before training, sample each prompt's group once and keep only prompts "
+                                  "whose rewards vary (prompt selection by difficulty).")
+
+    # --- GRPOConfig fields, with the papers' defaults and their help shown ---
+    num_generations: int | None = option(8, "Rollouts per prompt (the group size G).", "-G")
+    max_completion_length: int | None = option(256, "Longest completion in tokens.")
+    temperature: float = option(1.0, "Sampling temperature of the rollouts.")
+    beta: float = option(0.0, "KL coefficient (0: no KL term and no reference model, ToolRL/ASTRA; STAR uses "
+                         "0.001).")
+    epsilon: float = option(0.2, "Clip range ε of the importance ratio.")
+    epsilon_high: float | None = option(None, "Upper clip bound ε_high (DAPO's clip-higher) [default: ε].")
+    loss_type: str = option("dapo", "Loss normalisation: dapo (token mean over the batch, ASTRA Eq. 32), grpo "
+                            "(mean per sequence, then over sequences, STAR Eq. 11), dr_grpo, bnpo.")
+
+    def __post_init__(self) -> None:
+        from tinytool.formats import get_format
+
+        self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
+        self.model = str(self.model)
+        if not self.data:
+            raise UserInputError("no training data given (--data)")
+        for p in self.data:
+            if not Path(p).is_file():
+                raise MissingInputError(f"{p}: no such data file")
+        try:
+            fmt = get_format(self.format)
+        except ValueError as e:
+            raise UserInputError(str(e)) from None
+        self.reward_mix  # noqa: B018 - validates --reward
+        if self.env is not None:
+            from tinytool.envs import ENVS
+
+            if self.env not in ENVS:
+                raise UserInputError(f"--env: unknown environment {self.env!r}", fix=f"choose from {', '.join(ENVS)}")
+        if self.require_think is None:
+            self.require_think = bool(getattr(fmt, "think", fmt.name == "toolrl"))
+        checks = [
+            (self.group_filter in GROUP_FILTERS,
+             f"--group-filter must be one of {', '.join(GROUP_FILTERS)}, got {self.group_filter!r}"),
+            (self.group_delta >= 0, f"--group-delta must be ≥ 0, got {self.group_delta}"),
+            (self.fill_rounds >= 0, f"--fill-rounds must be ≥ 0, got {self.fill_rounds}"),
+            (not (self.select_prompts and self.env), "--select-prompts scores single turns: leave it out with --env"),
+            (self.max_turns >= 1, f"--max-turns must be ≥ 1, got {self.max_turns}"),
+            (self.no_call in NO_CALL, f"--no-call must be one of {', '.join(NO_CALL)}, got {self.no_call!r}"),
+            (self.rollouts in ROLLOUTS, f"--rollouts must be one of {', '.join(ROLLOUTS)}, got {self.rollouts!r}"),
+            (self.temperature > 0, f"--temperature must be > 0 (a group needs varied samples), got {self.temperature}"),
+            (self.num_generations is None or self.num_generations >= 2,
+             f"--num-generations must be ≥ 2 (a group of one has no advantage), got {self.num_generations}"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise UserInputError(msg)
+        super().__post_init__()
+
+    def _device_defaults(self, gpu: bool) -> None:
+        """One group per forward pass unless told otherwise: the generation batch must hold whole groups."""
+        if self.per_device_train_batch_size is None:
+            self.per_device_train_batch_size = self.num_generations or 8
+        if self.gradient_accumulation_steps is None:
+            self.gradient_accumulation_steps = 1
+        if self.activation_checkpointing is None and self.gradient_checkpointing is None:
+            self.activation_checkpointing = False  # short completions after a prompt run once per group
+        super()._device_defaults(gpu)
+
+    @property
+    def reward_mix(self) -> dict[str, float]:
+        return parse_reward_mix(self.reward)
+
+    def reward_options(self) -> dict[str, Any]:
+        """`tinytool.rewards.RewardOptions` fields set by this config."""
+        return {"require_think": bool(self.require_think), "granularity": self.toolrl_granularity,
+                "scale": self.toolrl_scale, "no_call": self.no_call, "lenient": self.lenient}
+
+
+__all__ = ["FULL_LR", "GROUP_FILTERS", "RLRunConfig", "parse_reward_mix"]

@@ -1,0 +1,62 @@
+"""RL prompts from tool-calling conversations: what the policy is asked, and what its answer is scored against.
+
+Each conversation gives one row, at its first assistant turn: ``prompt`` is the conversation before that turn
+rendered in the chosen format (tool listing included), ``ground_truth`` is the turn itself as an OpenAI-style
+assistant message (its calls, or its text when no tool fits), ``tools`` the offered tools; the rewards of
+`tinytool.rewards` read those columns (STAR §3.2.1, ToolRL §3.3 score one turn against its label). Columns that
+vary in shape are JSON strings, so any mix of tasks fits one `datasets.Dataset`. ``sub_answers`` (ASTRA-F1),
+``teacher`` (MENTOR) and ``world_seed`` (the demo environment) are carried when a conversation's ``meta`` has
+them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tinytool.schema import Conversation
+from tinytool.train.common import adds_bos
+
+#: the columns a row always has
+COLUMNS = ("prompt", "ground_truth", "tools", "task_id", "category")
+
+
+def rl_row(conv: Conversation, fmt: Any, tokenizer: Any, index: int = 0) -> dict[str, Any] | None:
+    """The RL row of a conversation (None when it has no assistant turn after a user turn)."""
+    first = next((i for i, m in enumerate(conv.messages) if m.role == "assistant"), None)
+    if first is None or not any(m.role == "user" for m in conv.messages[:first]):
+        return None
+    before = Conversation(conv.messages[:first], conv.tools, conv.meta)
+    prompt = fmt.render(before, tokenizer).prompt
+    bos = getattr(tokenizer, "bos_token", None)
+    if bos and prompt.startswith(bos) and adds_bos(tokenizer):
+        prompt = prompt[len(bos):]  # the tokenizer adds it again when TRL encodes the prompt
+    target = conv.messages[first].to_dict()
+    target.pop("reasoning", None)
+    row = {
+        "prompt": prompt,
+        "ground_truth": json.dumps(target, ensure_ascii=False),
+        "tools": json.dumps([t.to_dict() for t in conv.tools], ensure_ascii=False),
+        "task_id": str(conv.meta.get("id", index)),
+        "category": str(conv.meta.get("category", "")),
+    }
+    for key in ("sub_answers", "teacher", "world_seed"):
+        if key in conv.meta:
+            row[key] = json.dumps(conv.meta[key], ensure_ascii=False)
+    return row
+
+
+def build_rl_dataset(conversations: list[Conversation], fmt: Any, tokenizer: Any) -> Any:
+    """The `datasets.Dataset` of RL rows (see the module docstring); conversations without a first assistant turn
+    after a user turn are skipped. Optional columns are present in every row (empty JSON ``null`` where absent)."""
+    from datasets import Dataset
+
+    rows = [r for i, c in enumerate(conversations) if (r := rl_row(c, fmt, tokenizer, i)) is not None]
+    extra = sorted({k for r in rows for k in r} - set(COLUMNS))
+    for r in rows:
+        for k in extra:
+            r.setdefault(k, "null")
+    return Dataset.from_list(rows) if rows else Dataset.from_dict({k: [] for k in COLUMNS})
+
+
+__all__ = ["COLUMNS", "build_rl_dataset", "rl_row"]

@@ -1,0 +1,323 @@
+"""GRPO on tool-calling prompts through TRL's `GRPOTrainer`, with the tool-call rewards and group filtering.
+
+GRPO itself (sampling, group-relative advantages, the clipped objective, KL, vLLM generation, checkpoints) is
+TRL's. What is added here:
+
+- the rewards of `tinytool.rewards`, alone or as a weighted mix, reading the ``ground_truth`` and ``tools``
+  columns of `tinytool.rl.data` (STAR §3.2.1 Sim-RL, ToolRL §3.3 with its schedule fed the training progress,
+  MENTOR §3.3, ASTRA Eq. 29–31, exact match);
+- groups without signal (`tinytool.rl.groups`): STAR's homogeneous-group filter (§3.2.2) or ASTRA's adaptive
+  batch filling (§3.1, Eq. 32), with the share of such groups logged every step (``groups/zero_signal``);
+- prompt selection by difficulty before training: each prompt's group is sampled once and only prompts whose
+  rewards vary are kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+from trl import GRPOTrainer
+
+from tinytool.errors import UserInputError
+from tinytool.rl.config import RLRunConfig
+from tinytool.rl.groups import GroupPool, concat, informative, take
+from tinytool.rl.rollouts import group_rollouts, unsupported
+from tinytool.train.common import (
+    finish_training,
+    open_training_run,
+    read_conversations,
+    save_final,
+    start_training,
+)
+
+log = logging.getLogger(__name__)
+
+SUMMARY_FILE = "rl_summary.json"
+
+
+class ToolGRPOTrainer(GRPOTrainer):
+    """`GRPOTrainer` whose training batches hold informative groups (see `tinytool.rl.groups`).
+
+    ``group_filter``: ``"fill"`` samples up to ``fill_rounds`` more generation batches until the batch is full of
+    groups whose reward standard deviation exceeds ``group_delta``, keeping the surplus for the next step;
+    ``"drop"`` leaves the groups without signal out of this step; ``"off"`` is plain GRPO. A batch that stays
+    short is completed with groups without signal whose tokens are masked out of the loss (no gradient, not
+    counted by the token-mean normalisers ``dapo``/``bnpo``).
+    """
+
+    def __init__(self, *args: Any, group_filter: str = "fill", group_delta: float = 0.0, fill_rounds: int = 4,
+                 share_prompts: bool = True, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.share_prompts = share_prompts
+        self.group_filter = group_filter
+        self.group_delta = group_delta
+        self.fill_rounds = fill_rounds
+        self.group_pool = GroupPool(self.num_generations)
+        self._draw = random.Random(self.args.seed)
+        self._last_rewards: Any = None
+
+    # -- the policy's log-probabilities: a group's prompt goes through the model once --
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **extra):
+        """Log-probabilities of the completion tokens, as TRL computes them, with each distinct prompt run once:
+        the rows of a group share their prompt, so its key/value cache (all but the last prompt token) is computed
+        once and expanded to the group, and only the completions (led by the last prompt token) run per row.
+        Gradients flow through the shared cache. Rows whose prompts all differ, multimodal inputs and MoE
+        auxiliary losses take TRL's path."""
+        import torch
+
+        width = input_ids.size(1) - logits_to_keep
+        prompt = torch.cat([input_ids[:, :width], attention_mask[:, :width]], dim=1)
+        unique, inverse = torch.unique(prompt, dim=0, return_inverse=True)
+        plain = (not self.share_prompts or compute_aux_loss or width < 2 or len(unique) == len(prompt)
+                 or any(v is not None for v in extra.values()))
+        if plain:
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
+        from transformers import DynamicCache
+        from trl.models.utils import disable_gradient_checkpointing
+
+        # checkpointing would drop the prefill's cache and append to it twice on recompute; the shared prompt
+        # holds activations once per group, so going without it costs little here
+        inner = self.accelerator.unwrap_model(model)
+        with disable_gradient_checkpointing(inner, self.args.gradient_checkpointing_kwargs), \
+                self.accelerator.autocast():
+            shared = DynamicCache(config=inner.config)
+            model(input_ids=unique[:, :width - 1], attention_mask=unique[:, width:2 * width - 1],
+                  past_key_values=shared, use_cache=True, logits_to_keep=1)
+            cache = DynamicCache(config=inner.config)
+            for i, layer in enumerate(shared.layers):
+                cache.update(layer.keys.index_select(0, inverse), layer.values.index_select(0, inverse), i)
+            tail = input_ids[:, width - 1:]
+            labels = tail.masked_fill(attention_mask[:, width - 1:] == 0, -100)
+            labels[:, 0] = -100
+            out = model(input_ids=tail, attention_mask=attention_mask, past_key_values=cache, labels=labels,
+                        fused_lm_head=True)
+        logps = out.log_probs[:, -logits_to_keep:]
+        entropies = out.entropy[:, -logits_to_keep:] if compute_entropy else None
+        return logps, entropies, None
+
+    # -- rewards: remember the weighted reward of each rollout of the last scored batch --
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        weights = self.reward_weights.to(per_func.device).unsqueeze(0)
+        self._last_rewards = (per_func * weights).nansum(dim=1)
+        return per_func
+
+    def _scored(self, inputs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[float]]:
+        batch = super()._generate_and_score_completions(inputs)
+        n, i = len(inputs), self.accelerator.process_index
+        return batch, self._last_rewards[i * n:(i + 1) * n].tolist()
+
+    def _more_inputs(self, n_groups: int) -> list[dict[str, Any]]:
+        """``n_groups`` prompts drawn at random from the training set, each repeated for its group."""
+        ds = self.train_dataset
+        rows = [ds[self._draw.randrange(len(ds))] for _ in range(n_groups)]
+        return [dict(r) for r in rows for _ in range(self.num_generations)]
+
+    def _everywhere(self, flag: bool) -> bool:
+        """``flag`` holds on every process (all must run the same number of generation rounds)."""
+        import torch
+
+        t = torch.tensor([int(flag)], device=self.accelerator.device)
+        return bool(self.accelerator.gather(t).min().item())
+
+    def _generate_and_score_completions(self, inputs):
+        if self.group_filter == "off" or not self.model.training:
+            return super()._generate_and_score_completions(inputs)
+        g = self.num_generations
+        need = len(inputs) // g
+        pool = self.group_pool
+        seen, dropped = pool.seen, pool.dropped
+        batch, rewards = self._scored(inputs)
+        pool.offer(batch, rewards, self.group_delta)
+        rounds = 0
+        if self.group_filter == "fill":
+            while rounds < self.fill_rounds and not self._everywhere(pool.full(need)):
+                batch_more, rewards_more = self._scored(self._more_inputs(max(1, need - len(pool.groups))))
+                pool.offer(batch_more, rewards_more, self.group_delta)
+                rounds += 1
+        groups = pool.take(need)
+        short = need - len(groups)
+        if short:
+            idle = [k for k, ok in enumerate(informative(rewards, g, self.group_delta)) if not ok][:short]
+            for k in idle:
+                filler = take(batch, range(k * g, (k + 1) * g))
+                filler["completion_mask"] = filler["completion_mask"] * 0
+                groups.append(filler)
+        out = concat(groups, self.processing_class.pad_token_id)
+        if len(groups) == 1:  # concat leaves a single batch as is: count its trained tokens all the same
+            mask = out["completion_mask"]
+            out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
+        metrics = self._metrics["train"]
+        metrics["groups/zero_signal"].append((pool.dropped - dropped) / max(1, pool.seen - seen))
+        metrics["groups/fill_rounds"].append(float(rounds))
+        metrics["groups/masked_out"].append(short / max(1, need))
+        return out
+
+
+# ---- building and running --------------------------------------------------------------------
+
+
+def reward_functions(cfg: RLRunConfig) -> tuple[list[Any], list[float]]:
+    """The TRL reward functions of ``cfg.reward`` and their weights."""
+    from tinytool.rewards import trl_reward
+
+    funcs, weights = [], []
+    for name, w in cfg.reward_mix.items():
+        funcs.append(trl_reward(name, cfg.format, **cfg.reward_options()))
+        weights.append(w)
+    return funcs, weights
+
+
+def check_reward_columns(cfg: RLRunConfig, columns: list[str]) -> None:
+    """Refuse a run whose rewards would read a column the data lacks (they would score a constant)."""
+    from tinytool.rewards import check_columns
+
+    for name in cfg.reward_mix:
+        check_columns(name, columns)
+
+
+def select_by_difficulty(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig,
+                         funcs: list[Any], weights: list[float]) -> tuple[Any, dict[str, int]]:
+    """Keep the prompts whose group of ``num_generations`` sampled completions gets rewards that vary (standard
+    deviation > ``group_delta``): a prompt every rollout solves, or none does, gives GRPO nothing to learn."""
+    from tinytool.llm.base import GenerationConfig, Request
+    from tinytool.llm.hf import HFClient
+    from tinytool.progress import track
+
+    g = cfg.num_generations
+    client = HFClient(model, tokenizer, batch_size=max(1, 32 // g), prefix_cache_mb=0)
+    gen = GenerationConfig(temperature=cfg.temperature, n=g, max_new_tokens=cfg.max_completion_length,
+                           seed=cfg.seed)
+    keep: list[int] = []
+    chunk = 16
+    for start in track(range(0, len(dataset), chunk), description="selecting prompts"):
+        rows = [dataset[i] for i in range(start, min(len(dataset), start + chunk))]
+        outs = client.generate([Request([], prompt=r["prompt"]) for r in rows], gen)
+        completions = [c.text for out in outs for c in out]
+        columns = {k: [r[k] for r in rows for _ in range(g)] for k in rows[0] if k != "prompt"}
+        total = [0.0] * len(completions)
+        for f, w in zip(funcs, weights):
+            for j, s in enumerate(f(completions, **columns)):
+                total[j] += w * s
+        keep += [start + k for k, ok in enumerate(informative(total, g, cfg.group_delta)) if ok]
+    model.train()
+    return dataset.select(keep), {"prompts": len(dataset), "kept": len(keep)}
+
+
+def runnable(dataset: Any, env_cls: type) -> Any:
+    """The rows an environment of ``env_cls`` can be reset with (others name tools it does not have)."""
+    from tinytool.schema import SchemaError
+
+    env, keep = env_cls(), []
+    for i, row in enumerate(dataset):
+        try:
+            env.reset(row)
+        except SchemaError:
+            continue
+        keep.append(i)
+    return dataset.select(keep)
+
+
+def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tuple[ToolGRPOTrainer, dict]:
+    """Model, data and trainer of a run; returns ``(trainer, data report)``."""
+    import transformers
+
+    from tinytool.formats import get_format
+    from tinytool.models.loading import load_model, load_tokenizer
+    from tinytool.rl.data import build_rl_dataset
+
+    transformers.set_seed(cfg.seed)
+    fmt = get_format(cfg.format)
+    convs = read_conversations(cfg.data)
+    tokenizer = load_tokenizer(cfg.model, padding_side="left")
+    dataset = build_rl_dataset(convs, fmt, tokenizer)
+    if len(dataset) == 0:
+        raise UserInputError(f"no RL prompts: none of the {len(convs)} conversations in {', '.join(cfg.data)} has "
+                             "an assistant turn after a user turn")
+    check_reward_columns(cfg, dataset.column_names)
+    funcs, weights = reward_functions(cfg)
+    cfg.reward_weights = weights
+    model = load_model(cfg.model)
+    report = {"conversations": len(convs), "prompts": len(dataset)}
+    if cfg.select_prompts:
+        dataset, sel = select_by_difficulty(model, tokenizer, dataset, cfg, funcs, weights)
+        report["selection"] = sel
+        if len(dataset) == 0:
+            raise UserInputError(f"prompt selection kept none of {sel['prompts']} prompts: every group's rewards "
+                                 "were equal", fix="drop --select-prompts, raise --temperature, or train on "
+                                 "other data")
+    model.train()
+    rollout_func = None
+    if cfg.env is not None:
+        from tinytool.envs import ENVS
+        from tinytool.rl.multiturn import env_rollouts
+
+        env_cls, max_turns = ENVS[cfg.env], cfg.max_turns
+        dataset = runnable(dataset, env_cls)
+        report["env_tasks"] = len(dataset)
+        if len(dataset) == 0:
+            raise UserInputError(f"--env {cfg.env}: none of the {report['prompts']} prompts is a task this "
+                                 "environment can run", fix="train on the demo data's multi_step tasks "
+                                 "(tinytool data demo), or leave --env out")
+        tasks = {row["prompt"]: row for row in dataset}
+        rollout_func = env_rollouts(lambda: env_cls(max_turns=max_turns), tasks, fmt)
+    elif cfg.rollouts == "tinytool":
+        blockers = unsupported(cfg)
+        if blockers:
+            log.warning("rollouts through TRL's generation: tinytool's do not implement %s", ", ".join(blockers))
+        else:
+            rollout_func = group_rollouts()
+    report["rollouts"] = f"env:{cfg.env}" if cfg.env else ("tinytool" if rollout_func is not None else "trl")
+    trainer = ToolGRPOTrainer(
+        model=model, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tokenizer,
+        rollout_func=rollout_func,
+        peft_config=cfg.lora_spec.to_peft() if cfg.lora is not None else None, callbacks=callbacks,
+        group_filter=cfg.group_filter, group_delta=cfg.group_delta, fill_rounds=cfg.fill_rounds)
+    return trainer, report
+
+
+#: logged values kept per step in the summary
+CURVES = ("reward", "reward_std", "frac_reward_zero_std", "groups/zero_signal", "groups/fill_rounds",
+          "groups/masked_out", "completions/mean_length", "entropy", "kl", "step_time")
+
+
+def train_rl(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
+    """Run GRPO as configured; save the policy, ``config.yaml`` and ``rl_summary.json``; return the summary.
+    The output directory is a run directory: the same settings resume from the newest complete checkpoint."""
+    from tinytool.train.callbacks import train_seconds
+
+    run, resume_from, done = open_training_run(cfg, "rl", SUMMARY_FILE)
+    if done is not None:
+        return done
+    trainer, data, setup_s = start_training(cfg, build_rl_trainer, callbacks)
+    train_s = train_seconds(trainer, resume_from)
+    trainer.model.eval()
+    saved = save_final(trainer, cfg.output_dir, lora=cfg.lora is not None, merge=cfg.merge_lora)
+    state = trainer.state
+    curves = {k: [[h["step"], h[k]] for h in state.log_history if k in h] for k in CURVES}
+    summary = {
+        "model": cfg.model,
+        "format": cfg.format,
+        "reward": cfg.reward_mix,
+        "out": cfg.output_dir,
+        "data": data,
+        "global_step": state.global_step,
+        "resumed_from": resume_from,
+        "curves": {k: v for k, v in curves.items() if v},
+        "seconds": train_s,
+        "setup_seconds": setup_s,
+        "seconds_per_step": train_s / max(1, state.global_step),
+        "group_filter": {"mode": cfg.group_filter, "delta": cfg.group_delta, "groups_seen": trainer.group_pool.seen,
+                         "groups_without_signal": trainer.group_pool.dropped},
+        "saved": saved,
+    }
+    return finish_training(trainer, cfg, run, SUMMARY_FILE, summary)
+
+
+__all__ = ["SUMMARY_FILE", "ToolGRPOTrainer", "build_rl_trainer", "reward_functions", "select_by_difficulty",
+           "train_rl"]

@@ -1,0 +1,313 @@
+"""GRPO through TRL with tinytool's rewards: group filtering, batch filling, RL rows, the config and the verb."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from typer.testing import CliRunner
+
+from tinytool.data.demo import write_demo
+from tinytool.errors import UserInputError
+from tinytool.formats import get_format
+from tinytool.models.loading import load_model, load_tokenizer
+from tinytool.models.students import save_tiny_model
+from tinytool.rewards import RewardOptions, score_row
+from tinytool.rl.config import RLRunConfig, parse_reward_mix
+from tinytool.rl.data import build_rl_dataset, rl_row
+from tinytool.rl.groups import GroupPool, concat, group_std, informative, take
+from tinytool.rl.trainer import ToolGRPOTrainer
+from tinytool.schema import read_jsonl
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rl")
+    model = save_tiny_model("smollm2-135m-instruct", root / "m", layers=2)
+    write_demo(40, 0, root / "d")
+    return {"root": root, "model": model, "train": root / "d" / "train.jsonl"}
+
+
+# ---- groups ----------------------------------------------------------------------------------------
+
+
+def test_group_std_and_the_informative_groups():
+    rewards = [1, 1, 1, 1, 0, 1, 0, 1, -1, -1, -1, -0.9]
+    assert group_std(rewards, 4) == pytest.approx([0.0, 0.5, 0.0433], abs=1e-4)
+    assert informative(rewards, 4) == [False, True, True]
+    assert informative(rewards, 4, delta=0.1) == [False, True, False]  # ASTRA's δ
+    with pytest.raises(ValueError):
+        group_std(rewards, 5)
+
+
+def _batch(n: int, prompt_w: int, comp_w: int, start: int = 0) -> dict:
+    ids = torch.arange(start, start + n).unsqueeze(1)
+    return {
+        "prompt_ids": ids.repeat(1, prompt_w), "prompt_mask": torch.ones(n, prompt_w, dtype=torch.long),
+        "completion_ids": ids.repeat(1, comp_w) + 100, "completion_mask": torch.ones(n, comp_w, dtype=torch.long),
+        "advantages": torch.arange(start, start + n, dtype=torch.float), "num_items_in_batch": torch.tensor(n * comp_w),
+        "old_per_token_logps": None,
+    }
+
+
+def test_concat_pads_prompts_left_and_completions_right_and_recounts_tokens():
+    a, b = _batch(2, 3, 2), _batch(2, 1, 4, start=10)
+    out = concat([a, b], pad_id=-1)
+    assert out["prompt_ids"].shape == (4, 3) and out["completion_ids"].shape == (4, 4)
+    assert out["prompt_ids"][2].tolist() == [-1, -1, 10] and out["prompt_mask"][2].tolist() == [0, 0, 1]
+    assert out["completion_ids"][0].tolist() == [100, 100, -1, -1] and out["completion_mask"][0].tolist() == [1, 1, 0, 0]
+    assert out["advantages"].tolist() == [0, 1, 10, 11]
+    assert int(out["num_items_in_batch"]) == 2 * 2 + 2 * 4
+    assert out["old_per_token_logps"] is None
+    assert take(out, [3])["completion_ids"].tolist() == [[111, 111, 111, 111]]
+
+
+def test_pool_keeps_only_groups_with_signal_and_carries_the_surplus():
+    pool = GroupPool(group_size=2, max_surplus=1)
+    pool.offer(_batch(6, 1, 1), [0, 0, 1, 0, 2, 2], delta=0.0)  # groups: flat, varied, flat
+    assert (pool.seen, pool.dropped, len(pool.groups)) == (3, 2, 1)
+    assert not pool.full(2)
+    pool.offer(_batch(6, 1, 1, start=6), [0, 1, 1, 0, 0, 3], delta=0.0)  # all three varied
+    assert pool.full(2) and len(pool.groups) == 4
+    first = pool.take(2)
+    assert [g["advantages"].tolist() for g in first] == [[2, 3], [6, 7]]  # oldest first
+    assert len(pool.groups) == 1 and pool.groups[0]["advantages"].tolist() == [10, 11]  # surplus trimmed to 1
+
+
+# ---- config ----------------------------------------------------------------------------------------
+
+
+def test_reward_mix_is_read_and_bad_parts_are_named():
+    assert parse_reward_mix("simrl") == {"simrl": 1.0}
+    assert parse_reward_mix("simrl=1, toolrl=0.5") == {"simrl": 1.0, "toolrl": 0.5}
+    for bad, word in [("simr", "unknown reward 'simr'"), ("simrl=x", "not a number"), ("simrl,simrl", "twice"),
+                      ("", "no reward"), ("simrl=inf", "finite")]:
+        with pytest.raises(UserInputError, match=word):
+            parse_reward_mix(bad)
+
+
+def test_config_defaults_follow_the_papers(env, tmp_path):
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "o"))
+    assert (cfg.num_generations, cfg.beta, cfg.epsilon, cfg.loss_type, cfg.learning_rate) == (8, 0.0, 0.2, "dapo", 1e-6)
+    assert cfg.per_device_train_batch_size == 8 and cfg.gradient_accumulation_steps == 1  # one whole group per pass
+    assert cfg.require_think is True and cfg.group_filter == "fill"
+    nothink = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "o"),
+                          format="hermes-nothink")
+    assert nothink.require_think is False
+    with pytest.raises(UserInputError, match="group-filter"):
+        RLRunConfig(model="x", data=[str(env["train"])], output_dir=str(tmp_path / "o"), group_filter="some")
+    with pytest.raises(UserInputError, match="num-generations"):
+        RLRunConfig(model="x", data=[str(env["train"])], output_dir=str(tmp_path / "o"), num_generations=1)
+
+
+# ---- data ------------------------------------------------------------------------------------------
+
+
+def test_rl_rows_score_their_own_label_at_the_maximum(env):
+    """The prompt ends where the assistant starts; the label rendered as model text gets Sim-RL's 1.0."""
+    fmt = get_format("hermes-nothink")
+    tok = load_tokenizer(env["model"])
+    convs = read_jsonl(env["train"])
+    ds = build_rl_dataset(convs, fmt, tok)
+    assert len(ds) == len(convs) and {"prompt", "ground_truth", "tools", "category"} <= set(ds.column_names)
+    for conv in convs[:12]:
+        row = rl_row(conv, fmt, tok)
+        assert row["prompt"].rstrip().endswith("assistant")
+        first = next(m for m in conv.messages if m.role == "assistant")
+        completion = fmt.render_assistant(first)
+        result = score_row("simrl", {**row, "completion": completion}, fmt, RewardOptions(require_think=False))
+        assert result.score == pytest.approx(1.0), (row["ground_truth"], completion, result)
+        assert json.loads(row["ground_truth"])["role"] == "assistant"
+
+
+# ---- the trainer -----------------------------------------------------------------------------------
+
+
+def _toy(env, tmp_path, reward, group_filter: str, steps: int, lr: float = 1e-2):
+    """One prompt; completions of one token among the model's top 4."""
+    from datasets import Dataset
+
+    tok = load_tokenizer(env["model"], padding_side="left")
+    model = load_model(env["model"])
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "toy"),
+                      max_steps=steps, num_generations=8, max_completion_length=1, top_k=4, learning_rate=lr,
+                      logging_steps=1, save_steps=0, seed=0)
+    ds = Dataset.from_list([{"prompt": "Pick one:"}] * 8)
+    return ToolGRPOTrainer(model=model, reward_funcs=[reward], args=cfg, train_dataset=ds, processing_class=tok,
+                           group_filter=group_filter)
+
+
+def _share(model, tok, prompt: str, token: int, among: list[int]) -> float:
+    """``token``'s probability among the candidates ``among`` (the top-k the rollouts sample from)."""
+    with torch.no_grad():
+        logits = model(**tok(prompt, return_tensors="pt").to(model.device)).logits[0, -1]
+    p = logits[among].softmax(-1)
+    return p[among.index(token)].item()
+
+
+def test_a_tiny_model_learns_what_the_reward_asks(env, tmp_path):
+    """A real learning signal: GRPO moves probability to the token the reward pays for (the model's third
+    choice at the start) — the mean reward and that token's share of the sampled candidates both rise."""
+    tok = load_tokenizer(env["model"])
+    model0 = load_model(env["model"])
+    with torch.no_grad():
+        top = model0(**tok("Pick one:", return_tensors="pt")).logits[0, -1].topk(4).indices.tolist()
+    target = top[2]
+
+    def picked(completions, completion_ids, **kw):
+        return [float(bool(ids) and ids[0] == target) for ids in completion_ids]
+
+    trainer = _toy(env, tmp_path, picked, "fill", steps=10)
+    before = _share(trainer.model, tok, "Pick one:", target, top)
+    trainer.train()
+    after = _share(trainer.model, tok, "Pick one:", target, top)
+    rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+    assert after > before + 0.2, (before, after)
+    assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.2, rewards
+
+
+def test_groups_without_signal_are_dropped_from_the_step(env, tmp_path):
+    """A constant reward gives no group a signal: with 'drop' nothing trains (the weights stay as they were)
+    and the share logged is 1; 'fill' samples more before giving up."""
+    def constant(completions, **kw):
+        return [0.5] * len(completions)
+
+    trainer = _toy(env, tmp_path, constant, "drop", steps=2)
+    w0 = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.train()
+    assert all(torch.equal(a, b) for a, b in zip(w0, trainer.model.parameters()))
+    logged = [h for h in trainer.state.log_history if "groups/zero_signal" in h]
+    assert logged and all(h["groups/zero_signal"] == 1.0 and h["groups/masked_out"] == 1.0 for h in logged)
+
+    trainer = _toy(env, tmp_path, constant, "fill", steps=1)
+    trainer.fill_rounds = 2
+    trainer.train()
+    assert trainer.group_pool.seen == 3 and trainer.group_pool.dropped == 3  # 1 + 2 rounds, all flat
+
+
+# ---- the verb --------------------------------------------------------------------------------------
+
+
+def test_rl_verb_trains_and_writes_its_summary(env, tmp_path):
+    from tinytool.cli import app
+
+    out = tmp_path / "run"
+    runner = CliRunner()
+    res = runner.invoke(app, ["rl", "--help"])
+    assert res.exit_code == 0 and "tinytool rl -m" in res.output and "--group-filter" in res.output
+    args = ["rl", "-m", str(env["model"]), "-d", str(env["train"]), "-f", "hermes-nothink", "--reward", "simrl",
+            "-G", "4", "--max-completion-length", "8", "--max-steps", "2", "--fill-rounds", "0", "-o", str(out)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "rl_summary.json").read_text())
+    assert summary["global_step"] == 2 and summary["reward"] == {"simrl": 1.0}
+    assert summary["group_filter"]["groups_seen"] == 2
+    assert (out / "model.safetensors").is_file() and (out / "config.yaml").is_file()
+    res = runner.invoke(app, [*args[:-2], "--reward", "simrl=1,nope", "-o", str(tmp_path / "r2")])
+    assert res.exit_code == 2 and "unknown reward 'nope'" in res.output
+
+
+def test_group_rollouts_prefill_each_prompt_once_and_return_one_completion_per_rollout(env, tmp_path):
+    """Rollouts for TRL: prompts encoded as TRL encodes them, G completions per group, each ending at the end
+    of its turn or at the length limit; settings tinytool's sampling lacks fall back to TRL's."""
+    from tinytool.rl.rollouts import group_rollouts, runs, unsupported
+
+    assert runs(["a", "a", "b", "b", "b", "a"]) == [("a", 2), ("b", 3), ("a", 1)]
+    trainer = _toy(env, tmp_path, lambda completions, **kw: [0.0] * len(completions), "off", steps=1)
+    assert unsupported(trainer.args) == ["top_k=4"]
+    trainer.args.top_k = 0
+    tok = trainer.processing_class
+    prompts = ["Pick one:"] * 3 + ["Another prompt"] * 3
+    trainer.model.train()
+    out = group_rollouts()(prompts, trainer)
+    assert out["prompt_ids"] == [tok(p)["input_ids"] for p in prompts] and out["logprobs"] is None
+    assert len(out["completion_ids"]) == 6 and all(1 <= len(c) <= 1 for c in out["completion_ids"])
+    assert trainer.model.training  # sampled in eval mode, then put back
+
+
+def test_shared_prompt_forward_matches_trl_in_values_and_gradients(env, tmp_path):
+    """A group's prompt run once gives the same completion log-probabilities, entropies and gradients as TRL's
+    row-by-row forward (left-padded prompts and a padded completion included), with activation checkpointing
+    on or off."""
+    trainer = _toy(env, tmp_path, lambda completions, **kw: [0.0] * len(completions), "off", steps=1)
+    model, tok = trainer.model, trainer.processing_class
+    model.train()
+    p = tok(["a longer prompt for this group", "short one"], padding=True, return_tensors="pt")
+    rows = torch.tensor([0, 0, 1, 1, 0, 1])
+    torch.manual_seed(0)
+    comp = torch.randint(0, 1000, (6, 5))
+    cmask = torch.ones(6, 5, dtype=torch.long)
+    cmask[1, 3:] = 0
+    ids = torch.cat([p.input_ids[rows], comp], 1)
+    mask = torch.cat([p.attention_mask[rows], cmask], 1)
+    results = []
+    for share, checkpointing in ((False, False), (True, False), (True, True)):
+        trainer.share_prompts = share
+        if checkpointing:
+            model.gradient_checkpointing_enable({"use_reentrant": False})
+        model.zero_grad()
+        logps, entropy, _ = trainer._get_per_token_logps_and_entropies(model, ids, mask, 5, compute_entropy=True)
+        (logps * cmask).sum().backward()
+        grads = torch.cat([q.grad.flatten() for q in model.parameters() if q.grad is not None])
+        results.append((logps.detach(), entropy.detach(), grads))
+    (lp0, en0, g0), *shared = results
+    for lp1, en1, g1 in shared:  # activation checkpointing on or off
+        assert torch.allclose(lp0, lp1, atol=1e-5) and torch.allclose(en0, en1, atol=1e-5)
+        assert torch.allclose(g0, g1, atol=1e-5, rtol=1e-4)
+    assert model.is_gradient_checkpointing  # put back as it was
+
+
+def test_multi_turn_rollouts_mask_observations_and_count_solved_subtasks(env):
+    """A scripted policy replays a demo multi-step trajectory in the demo environment: the completion holds
+    the model's turns (mask 1) and the rendered observations between them (mask 0), and the environment's
+    counts reach the rewards (every sub-answer found)."""
+    from types import SimpleNamespace
+
+    from tinytool.envs import DemoEnv
+    from tinytool.llm.base import Completion
+    from tinytool.rl.multiturn import env_rollouts
+
+    fmt = get_format("hermes-nothink")
+    tok = load_tokenizer(env["model"])
+    conv = next(c for c in read_jsonl(env["train"]) if c.meta["category"] == "multi_step")
+    row = rl_row(conv, fmt, tok)
+    turns = [m for m in conv.messages if m.role == "assistant"]
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+
+    class Scripted:
+        def __init__(self):
+            self.k, self.eos_ids = 0, [end]
+
+        def generate_ids(self, token_ids, cfg):
+            out = []
+            for _ in token_ids:
+                text = fmt.render_assistant(turns[self.k])
+                ids = tok(text, add_special_tokens=False)["input_ids"] + [end]
+                out.append([Completion(text=text, n_tokens=len(ids), meta={"token_ids": ids})])
+            self.k += 1
+            return out
+
+    script = Scripted()
+    rollout = env_rollouts(lambda: DemoEnv(max_turns=8), {row["prompt"]: row}, fmt, lambda *a: script)
+    args = SimpleNamespace(max_completion_length=2048, temperature=1.0, top_p=1.0, bf16=False)
+    trainer = SimpleNamespace(args=args, processing_class=tok, model=torch.nn.Linear(1, 1),
+                              accelerator=SimpleNamespace(unwrap_model=lambda m: m))
+    out = rollout([row["prompt"]], trainer)
+    ids, mask = out["completion_ids"][0], out["env_mask"][0]
+    assert len(ids) == len(mask) and script.k == len(turns)
+    model_text = tok.decode([t for t, m in zip(ids, mask) if m])
+    env_text = tok.decode([t for t, m in zip(ids, mask) if not m])
+    assert model_text.count("<tool_call>") == sum(len(t.tool_calls) for t in turns)
+    assert "<tool_response>" in env_text and "<tool_call>" not in env_text
+    assert all(m.content in env_text for m in conv.messages if m.role == "tool")  # the generated observations
+    assert out["n_subtasks"] == [len(conv.meta["sub_answers"])] and out["n_solved"] == out["n_subtasks"]
+    assert out["n_calls"] == [sum(len(t.tool_calls) for t in turns)]
+    score = score_row("astra-f1", {"completion": "", "n_solved": out["n_solved"][0],
+                                   "n_subtasks": out["n_subtasks"][0], "n_calls": out["n_calls"][0]})
+    assert score.score > 0.5
