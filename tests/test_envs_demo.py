@@ -10,6 +10,7 @@ import pytest
 
 from tinytool.data.demo import generate_demo
 from tinytool.envs import DemoEnv, run_tool
+from tinytool.rewards.astra import astra_f1
 from tinytool.schema import SchemaError, ToolCall
 
 
@@ -38,7 +39,8 @@ def test_replaying_a_generated_trajectory_gives_its_observations_and_full_reward
                 assert [json.loads(g) for g in got] == [json.loads(e) for e in expected], conv.meta["id"]
         final = msgs[-1].content
         env.step([])
-        assert env.done and env.reward(final) == pytest.approx(1.0, abs=1e-6) or env.n_calls > len(env.sub_answers)
+        subs = len(env.sub_answers)
+        assert env.done and env.reward(final) == pytest.approx(astra_f1(subs, subs, env.n_calls).score)
 
 
 def test_mistakes_are_observations_and_the_episode_ends(multi_step):
@@ -70,3 +72,93 @@ def test_reset_refuses_tasks_it_cannot_run():
         env.reset({"tools": [{"type": "function", "function": {"name": "no.such_tool", "parameters": {}}}]})
     with pytest.raises(SchemaError, match="world_seed"):
         env.reset({"tools": [], "world_seed": "x"})
+
+
+def _replay(convs, fmt):
+    """A scripted model that replays each conversation's own assistant turns, in order."""
+    from tinytool.llm import ScriptedClient
+
+    turns = {next(m.content for m in c.messages if m.role == "user"): [m for m in c.messages if m.role == "assistant"]
+             for c in convs}
+
+    def respond(request, i):
+        user = next(m["content"] for m in request.messages if m["role"] == "user")
+        k = sum(m["role"] == "assistant" for m in request.messages)
+        return fmt.render_assistant(turns[user][k])
+
+    return ScriptedClient(respond)
+
+
+def test_episodes_with_any_backend_replay_a_trajectory_and_score_it(multi_step):
+    from tinytool.envs.episodes import run_episodes
+    from tinytool.formats import get_format
+    from tinytool.llm import GenerationConfig
+
+    fmt = get_format("hermes-nothink")
+    convs = multi_step[:6]
+    tasks = []
+    for c in convs:
+        first = next(i for i, m in enumerate(c.messages) if m.role == "assistant")
+        tasks.append((type(c)(c.messages[:first], c.tools, c.meta), _task(c)))
+    episodes = run_episodes(_replay(convs, fmt), fmt, tasks, lambda: DemoEnv(max_turns=8), GenerationConfig())
+    for c, ep in zip(convs, episodes):
+        calls = sum(len(m.tool_calls) for m in c.messages if m.role == "assistant")
+        assert ep.n_calls == calls and not ep.cut and ep.final == c.messages[-1].content
+        subs = len(c.meta["sub_answers"])
+        assert ep.reward == pytest.approx(astra_f1(subs, subs, calls).score)
+        traj = ep.trajectory()
+        assert [m["role"] for m in traj] == [m.role for m in c.messages[ep.start:]]
+        assert [json.loads(m["content"]) for m in traj if m["role"] == "tool"] == \
+            [json.loads(m.content) for m in c.messages if m.role == "tool"]
+
+
+def test_teacher_env_rollouts_write_reference_trajectories_and_resume(multi_step, tmp_path):
+    from tinytool.distill.env_teacher import teacher_env_rollouts
+    from tinytool.formats import get_format
+    from tinytool.llm import GenerationConfig
+    from tinytool.rewards import score_row
+    from tinytool.schema import read_jsonl
+
+    fmt = get_format("hermes-nothink")
+    convs = multi_step[:5]
+    out = tmp_path / "teacher.jsonl"
+    stats = teacher_env_rollouts(_replay(convs, fmt), convs, out, "demo", fmt, GenerationConfig(), batch_size=2,
+                                 progress=False)
+    assert stats["written"] == 5 and stats["skipped"] == 0 and stats["mean_teacher_reward"] > 0.5
+    again = teacher_env_rollouts(_replay(convs, fmt), convs, out, "demo", fmt, GenerationConfig(), progress=False)
+    assert again["written"] == 0 and again["done_before"] == 5
+    rows = read_jsonl(out)
+    assert [r.meta["id"] for r in rows] == [c.meta["id"] for c in convs]
+    row = rows[0]
+    teacher = row.meta["teacher"]
+    assert teacher[0]["role"] == "assistant" and any(m["role"] == "tool" for m in teacher)
+    # MENTOR: the student's trajectory scored against the teacher's; the same trajectory scores the maximum
+    tools = json.dumps([t.to_dict() for t in row.tools])
+    same = score_row("mentor", {"trajectory": teacher, "teacher": teacher, "tools": tools, "completion": ""}, fmt)
+    none = score_row("mentor", {"trajectory": [{"role": "assistant", "content": "I can't."}], "teacher": teacher,
+                                "tools": tools, "completion": ""}, fmt)
+    assert same.error is None and none.error is None and same.score > none.score
+
+
+def test_teacher_rollout_verb_with_an_environment_and_a_real_model(tmp_path):
+    """The verb end to end with a (tiny, random) local model: every runnable task is written with the teacher's
+    trajectory; a rerun resumes."""
+    pytest.importorskip("torch")
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+    from tinytool.data.demo import write_demo
+    from tinytool.models.students import save_tiny_model
+    from tinytool.schema import read_jsonl
+
+    model = save_tiny_model("smollm2-135m-instruct", tmp_path / "m", layers=1)
+    write_demo(30, 0, tmp_path / "d")
+    out = tmp_path / "teacher.jsonl"
+    args = ["teacher", "rollout", "-t", str(model), "-d", str(tmp_path / "d" / "train.jsonl"), "--env", "demo",
+            "-f", "hermes-nothink", "--max-new-tokens", "8", "--temperature", "0", "-o", str(out)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    rows = read_jsonl(out)
+    assert rows and all(r.meta["teacher"][0]["role"] == "assistant" for r in rows)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0 and "written: 0" in res.output and f"{len(rows)} done before" in res.output

@@ -41,6 +41,10 @@ def rollout_command(
                                    "directory hold."),
     resume: bool = typer.Option(False, "--resume", help="Accepted for old scripts and ignored: a rerun with the "
                                 "same settings always resumes."),
+    env: str | None = typer.Option(None, "--env", help="MENTOR reference trajectories: run the teacher on each task "
+                                   "in this environment (demo) and write the task with meta.teacher (its messages) "
+                                   "and meta.teacher_reward; one episode per task, --n is ignored."),
+    max_turns: int = typer.Option(8, "--max-turns", help="With --env: assistant turns per episode at most."),
 ) -> None:
     """Sample teacher rollouts (STAR §3.3, D_T): n samples per assistant turn, kept when they pass the
     format reward (§3.2.1) and the optional similarity / duplicate / cap filters, written as conversations
@@ -54,6 +58,10 @@ def rollout_command(
     for p in data:
         if not p.is_file():
             fail(f"{p}: no such data file")
+    if env is not None:
+        _env_rollouts(teacher, data, out, env, format, temperature, top_p, max_new_tokens, seed, batch_size,
+                      max_turns, overwrite)
+        return
     try:
         gen = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, n=n, seed=seed)
         job = RolloutJob.create(
@@ -90,3 +98,29 @@ def rollout_command(
     if stats["kept"] == 0 and stats["samples"] > 0:
         raise nothing_kept_error(stats, out)
     err.print(f"wrote {out} (stats: {job.paths['stats']})")
+
+
+def _env_rollouts(teacher: str, data: list[Path], out: Path, env: str, fmt: str, temperature: float, top_p: float,
+                  max_new_tokens: int, seed: int, batch_size: int, max_turns: int, overwrite: bool) -> None:
+    """``teacher rollout --env``: the teacher's reference trajectory per task (MENTOR §3.1)."""
+    from tinytool.distill.env_teacher import teacher_env_rollouts
+    from tinytool.formats import get_format
+    from tinytool.llm import GenerationConfig, get_client
+    from tinytool.train.common import read_conversations
+
+    convs = read_conversations([str(p) for p in data])
+    if out.exists() and overwrite:
+        out.unlink()
+    gen = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, n=1, seed=seed)
+    client = get_client(teacher)
+    try:
+        stats = teacher_env_rollouts(client, convs, out, env, get_format(fmt), gen, max_turns=max_turns,
+                                     batch_size=batch_size)
+    finally:
+        client.close()
+    err.print(f"tasks: {stats['tasks']} ({stats['skipped']} not runnable in {env}, {stats['done_before']} done "
+              f"before), written: {stats['written']}, mean teacher reward: {stats['mean_teacher_reward']}")
+    if stats["written"] == 0 and stats["done_before"] == 0:
+        fail(f"no task of {', '.join(map(str, data))} runs in the {env} environment")
+    err.print(f"wrote {out}")
+

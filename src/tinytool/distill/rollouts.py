@@ -63,7 +63,7 @@ from typing import Any
 
 from tinytool import __version__
 from tinytool.errors import MissingInputError, OutputExistsError, TinytoolError, UserInputError
-from tinytool.formats import PromptFormat, get_format, template_supports_tools
+from tinytool.formats import PromptFormat, get_format
 from tinytool.io import (
     RunDir,
     append_jsonl,
@@ -74,7 +74,7 @@ from tinytool.io import (
     write_json,
 )
 from tinytool.io.rundir import MANIFEST
-from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
+from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request, chat_request
 from tinytool.progress import ProgressBar
 from tinytool.rewards.inputs import Answer
 from tinytool.rewards.simrl import format_violations, requires_think, sim_rl
@@ -179,11 +179,7 @@ def build_request(fmt: PromptFormat, prompt: Prompt, tokenizer: Any = None) -> R
     """The request for one prompt. With a tokenizer (local backends) ``Request.prompt`` is exactly the
     prompt `tinytool sft` trains on (`PromptFormat.render`); HTTP backends send the messages, with
     the tools in the format's system prompt."""
-    prefix = prompt.prefix()
-    native = fmt.uses_native_tool_block and bool(prefix.tools) and template_supports_tools(tokenizer)
-    messages = fmt.to_chat(prefix, native_tools=native)
-    tools = [t.to_dict() for t in prefix.tools] if native else None
-    return Request(messages=messages, tools=tools, prompt=fmt.render(prefix, tokenizer).prompt)
+    return chat_request(fmt, prompt.prefix(), tokenizer)
 
 
 # ---- settings ----------------------------------------------------------------------------------

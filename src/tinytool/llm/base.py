@@ -105,3 +105,16 @@ class ScriptedClient(LLMClient):
             texts = [self.respond(r, i) for i in range(config.n)]
             out.append([Completion(text=t, n_tokens=len(t.split())) for t in texts])
         return out
+
+
+def chat_request(fmt: Any, conv: Any, tokenizer: Any = None, seed: int | None = None) -> Request:
+    """The request that asks for ``conv``'s next assistant turn. With a tokenizer (local backends)
+    ``Request.prompt`` is exactly the prompt `tinytool sft` trains on (``fmt.render``); HTTP backends send the
+    messages, with the tools in the format's system prompt or the template's own tool block."""
+    from tinytool.formats.base import template_supports_tools
+
+    native = fmt.uses_native_tool_block and bool(conv.tools) and template_supports_tools(tokenizer)
+    messages = fmt.to_chat(conv, native_tools=native)
+    tools = [t.to_dict() for t in conv.tools] if native else None
+    return Request(messages=messages, tools=tools, prompt=fmt.render(conv, tokenizer).prompt, seed=seed)
+

@@ -116,7 +116,12 @@ def _exact(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
 
 
 def _mentor(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
-    student = read_trajectory(_need(row, "completion"), fmt, "completion")
+    # a multi-turn rollout gives its trajectory as messages (the completion text runs turns and observations
+    # together); a single turn is its completion
+    if row.get("trajectory"):
+        student = read_trajectory(row["trajectory"], fmt, "trajectory")
+    else:
+        student = read_trajectory(_need(row, "completion"), fmt, "completion")
     # the first of the two columns that holds a value (JSON null text, as a dataset column holds it, is none)
     teacher_value = next((v for v in (row.get("teacher"), row.get("teacher_trajectory"))
                           if v is not None and not (isinstance(v, str) and v.strip() == "null")), None)

@@ -6,7 +6,8 @@ without a call, an unfinished turn (the token budget ran out mid-turn), the envi
 ``max_completion_length`` budget. The completion TRL trains on is the whole trajectory after the prompt, and
 observation tokens are masked out of the loss (``env_mask``, MENTOR §3.2 Eq. 3: the indicator I(τ) is 1 on
 tokens the model generated). The environment's counts go to the rewards as extra columns (``n_solved``,
-``n_subtasks``, ``n_calls`` for ASTRA-F1, Eq. 29–31).
+``n_subtasks``, ``n_calls`` for ASTRA-F1, Eq. 29–31), and so does the trajectory as messages (``trajectory``:
+the model's turns and the observations, which MENTOR's reward compares with the teacher's, Eq. 4–7).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Rollout:
     env: ToolEnv
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)  # the model's turns and the observations
     last_text: str = ""
     done: bool = False
 
@@ -95,6 +97,7 @@ def env_rollouts(env_factory: Callable[[], ToolEnv], tasks: dict[str, dict[str, 
                     r.completion_ids += gen
                     r.env_mask += [1] * len(gen)
                     r.last_text = c.text
+                    r.messages.append({"role": "assistant", "content": c.text})
                     finished = bool(gen) and gen[-1] in eos
                     calls = fmt.parse(c.text).calls if finished else []
                     if not calls:
@@ -108,9 +111,11 @@ def env_rollouts(env_factory: Callable[[], ToolEnv], tasks: dict[str, dict[str, 
                         continue
                     r.completion_ids += seg
                     r.env_mask += [0] * len(seg)
+                    r.messages += [{"role": "tool", "content": o} for o in observations]
         finally:
             model.train(was_training)
-        extra: dict[str, list[Any]] = {"n_calls": [], "n_solved": [], "n_subtasks": []}
+        extra: dict[str, list[Any]] = {"n_calls": [], "n_solved": [], "n_subtasks": [],
+                                       "trajectory": [r.messages for r in rollouts]}
         for r in rollouts:
             subs = getattr(r.env, "sub_answers", []) or []
             evidence = "\n".join([*r.env.observations, r.last_text])
