@@ -162,3 +162,27 @@ def test_teacher_rollout_verb_with_an_environment_and_a_real_model(tmp_path):
     assert rows and all(r.meta["teacher"][0]["role"] == "assistant" for r in rows)
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0 and "written: 0" in res.output and f"{len(rows)} done before" in res.output
+
+
+def test_bfcl_multi_turn_apis_behind_the_protocol_for_evaluation_only(tmp_path):
+    """BFCL's APIs answer the protocol (the item's first ground-truth call runs, an unknown one is an error
+    observation); training in them is refused."""
+    from tinytool.bfcl import bfcl_data
+    from tinytool.envs import BFCLToolEnv
+    from tinytool.envs.bfcl import parse_call
+    from tinytool.errors import UserInputError
+    from tinytool.rl.config import RLRunConfig
+
+    item = bfcl_data().items("multi_turn_base", limit=1)[0]
+    env = BFCLToolEnv()
+    tools = env.reset({"involved_classes": item.involved_classes, "initial_config": item.initial_config,
+                       "functions": item.functions})
+    assert {t.name for t in tools} >= {parse_call(item.answer[0][0])[0]}
+    name, _, kwargs = parse_call(item.answer[0][0])
+    ok, bad = env.step([ToolCall(name, kwargs), ToolCall("no_such_function", {})])
+    assert "error" not in ok.lower()[:40]
+    assert "error" in bad.lower()
+    data = tmp_path / "d.jsonl"
+    data.write_text("{}\n")
+    with pytest.raises(UserInputError, match="measuring only"):
+        RLRunConfig(model="x", data=[str(data)], output_dir=str(tmp_path / "o"), env="bfcl")

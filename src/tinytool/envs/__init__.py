@@ -17,13 +17,15 @@ from tinytool.envs.bfcl import (
     load_api_classes,
     parse_call,
 )
-from tinytool.envs.demo import ENVS, DemoEnv
+from tinytool.envs.demo import ENVS, EVAL_ENVS, BFCLToolEnv, DemoEnv
 
 __all__ = [
     "API_CLASSES",
     "ENVS",
+    "EVAL_ENVS",
     "BFCLEnv",
     "BFCLEnvError",
+    "BFCLToolEnv",
     "CallSyntaxError",
     "DemoEnv",
     "ToolEnv",

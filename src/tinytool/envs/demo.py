@@ -58,7 +58,26 @@ class DemoEnv(ToolEnv):
         return astra_f1_from_text(self.sub_answers, evidence, self.n_calls).score
 
 
-#: environments by name (``tinytool rl --env NAME``)
-ENVS = {"demo": DemoEnv}
+class BFCLToolEnv(ToolEnv):
+    """BFCL's multi-turn API classes behind the same protocol, for evaluation only (BFCL is never trained on).
+    A task gives ``involved_classes``, ``initial_config``, the offered ``functions`` (BFCL function docs) and
+    optionally ``long_context``."""
 
-__all__ = ["ENVS", "DemoEnv"]
+    def _reset(self, task: Mapping[str, Any]) -> list[Tool]:
+        from tinytool.envs.bfcl import BFCLEnv
+
+        classes = _json(task.get("involved_classes") or [], "involved_classes")
+        config = _json(task.get("initial_config") or {}, "initial_config")
+        self.env = BFCLEnv(classes, config, long_context=bool(task.get("long_context", False)))
+        return [Tool.from_dict(f) for f in _json(task.get("functions") or [], "functions")]
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> Any:
+        return self.env.execute((name, arguments))
+
+
+#: environments a policy may train in (``tinytool rl --env NAME``)
+ENVS = {"demo": DemoEnv}
+#: environments for evaluation: the training ones and BFCL's
+EVAL_ENVS = {**ENVS, "bfcl": BFCLToolEnv}
+
+__all__ = ["ENVS", "EVAL_ENVS", "BFCLToolEnv", "DemoEnv"]

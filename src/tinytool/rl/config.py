@@ -121,6 +121,9 @@ class RLRunConfig(RunOptions, GRPOConfig):
         if self.env is not None:
             from tinytool.envs import ENVS
 
+            if self.env == "bfcl":
+                raise UserInputError("--env bfcl: BFCL is for measuring only, never for training",
+                                     fix=f"train in {', '.join(ENVS)}; score BFCL with tinytool eval bfcl")
             if self.env not in ENVS:
                 raise UserInputError(f"--env: unknown environment {self.env!r}", fix=f"choose from {', '.join(ENVS)}")
         if self.require_think is None:
