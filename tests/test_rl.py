@@ -208,6 +208,8 @@ def test_rl_verb_trains_and_writes_its_summary(env, tmp_path):
     summary = json.loads((out / "rl_summary.json").read_text())
     assert summary["global_step"] == 2 and summary["reward"] == {"simrl": 1.0}
     assert summary["group_filter"]["groups_seen"] == 2
+    assert all(0 <= v <= 1 for _, v in summary["curves"]["tools/format_ok"])  # parts of the logged curves
+    assert all(v >= 0 for _, v in summary["curves"]["tools/calls_per_rollout"])
     assert (out / "model.safetensors").is_file() and (out / "config.yaml").is_file()
     res = runner.invoke(app, [*args[:-2], "--reward", "simrl=1,nope", "-o", str(tmp_path / "r2")])
     assert res.exit_code == 2 and "unknown reward 'nope'" in res.output

@@ -48,8 +48,9 @@ class ToolGRPOTrainer(GRPOTrainer):
     """
 
     def __init__(self, *args: Any, group_filter: str = "fill", group_delta: float = 0.0, fill_rounds: int = 4,
-                 share_prompts: bool = True, **kwargs: Any):
+                 share_prompts: bool = True, tool_format: Any = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.tool_format = tool_format
         self.share_prompts = share_prompts
         self.group_filter = group_filter
         self.group_delta = group_delta
@@ -103,9 +104,21 @@ class ToolGRPOTrainer(GRPOTrainer):
     # -- rewards: remember the weighted reward of each rollout of the last scored batch --
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        if self.tool_format is not None:
+            self._log_tool_use(inputs, completions)
         weights = self.reward_weights.to(per_func.device).unsqueeze(0)
         self._last_rewards = (per_func * weights).nansum(dim=1)
         return per_func
+
+    def _log_tool_use(self, inputs: list[dict[str, Any]], completions: list[Any]) -> None:
+        """The share of completions the format reads without an error, and the tool calls per rollout (the
+        environment's count in multi-turn rollouts)."""
+        texts = [c if isinstance(c, str) else " ".join(str(m.get("content") or "") for m in c) for c in completions]
+        parsed = [self.tool_format.parse(t) for t in texts]
+        calls = [x["n_calls"] if "n_calls" in x else len(p.calls) for x, p in zip(inputs, parsed)]
+        mode = "train" if self.model.training else "eval"
+        self._metrics[mode]["tools/format_ok"].append(sum(p.ok for p in parsed) / max(1, len(parsed)))
+        self._metrics[mode]["tools/calls_per_rollout"].append(sum(calls) / max(1, len(calls)))
 
     def _scored(self, inputs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[float]]:
         batch = super()._generate_and_score_completions(inputs)
@@ -277,13 +290,14 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
         model=model, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tokenizer,
         rollout_func=rollout_func,
         peft_config=cfg.lora_spec.to_peft() if cfg.lora is not None else None, callbacks=callbacks,
-        group_filter=cfg.group_filter, group_delta=cfg.group_delta, fill_rounds=cfg.fill_rounds)
+        group_filter=cfg.group_filter, group_delta=cfg.group_delta, fill_rounds=cfg.fill_rounds, tool_format=fmt)
     return trainer, report
 
 
 #: logged values kept per step in the summary
 CURVES = ("reward", "reward_std", "frac_reward_zero_std", "groups/zero_signal", "groups/fill_rounds",
-          "groups/masked_out", "completions/mean_length", "entropy", "kl", "step_time")
+          "groups/masked_out", "tools/format_ok", "tools/calls_per_rollout", "completions/mean_length", "entropy",
+          "kl", "step_time")
 
 
 def train_rl(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
