@@ -123,3 +123,17 @@ def test_judge_names_the_broken_line(tmp_path):
     (tmp_path / "results.jsonl").write_text('{"id": "a", "raw": "x"}\n{"id": \n')
     with pytest.raises(TinytoolError, match=r"results\.jsonl:2: not valid JSON"):
         judge_run(tmp_path, ScriptedClient(lambda r, i: "{}"))
+
+
+def test_the_format_defaults_to_the_one_the_model_was_trained_in(tmp_path):
+    from tinytool.eval.cli_eval import trained_format
+
+    run = tmp_path / "run"
+    (run / "checkpoint-10").mkdir(parents=True)
+    assert trained_format(str(run)) is None
+    (run / "config.yaml").write_text("model: x\nformat: hermes-nothink\n")
+    assert trained_format(str(run)) == "hermes-nothink"
+    assert trained_format(str(run / "checkpoint-10")) == "hermes-nothink"  # a checkpoint: its run's config
+    (run / "config.yaml").write_text(": not: yaml: [")
+    assert trained_format(str(run)) is None
+    assert trained_format("smollm2-135m-instruct") is None

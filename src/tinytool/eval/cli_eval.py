@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from tinytool.clikit import fail, make_app
+from tinytool.clikit import err, fail, make_app
 
 eval_app = make_app(help="Score models: BFCL v4, the demo dev split, an LLM judge.")
 
@@ -23,11 +23,34 @@ def _client(model: str, batch_size: int):
     return get_client(model, batch_size=batch_size)
 
 
-def _check_format(fmt: str) -> None:
+def _check_format(fmt: str | None, model: str) -> str:
+    """``--format``, or the format the model was trained in (its ``config.yaml``), or hermes."""
     from tinytool.formats import FORMATS
 
+    if fmt is None:
+        fmt = trained_format(model) or "hermes"
+        err.print(f"format: {fmt}")
     if fmt not in FORMATS:
         fail(f"--format: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def trained_format(model: str) -> str | None:
+    """The prompt format a tinytool training run wrote in the model directory's ``config.yaml`` (a checkpoint's
+    parent holds it), None when there is none."""
+    import yaml
+
+    path = Path(model)
+    for d in (path, path.parent):
+        cfg = d / "config.yaml"
+        if cfg.is_file():
+            try:
+                data = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+            except (yaml.YAMLError, UnicodeDecodeError, OSError):
+                return None
+            fmt = data.get("format") if isinstance(data, dict) else None
+            return fmt if isinstance(fmt, str) else None
+    return None
 
 
 def _table(summary: dict) -> None:
@@ -56,7 +79,7 @@ def _table(summary: dict) -> None:
 def bfcl(
     model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory (resumed if it exists)."),
-    fmt: str = typer.Option("hermes", "--format", help="Prompt format: hermes, hermes-nothink, toolrl, python."),
+    fmt: str = typer.Option(None, "--format", help="Prompt format: hermes, hermes-nothink, toolrl, python [default: the one the model was trained in, else hermes]."),
     categories: str = typer.Option(
         "ast", "--categories", "-c",
         help="Comma-separated categories or groups: all, ast, non_live, live, multi_turn, simple_python, ..."),
@@ -80,7 +103,7 @@ def bfcl(
     if rescore:
         summary = score(out)
     else:
-        _check_format(fmt)
+        fmt = _check_format(fmt, model)
         if samples > 1 and temperature == 0:
             fail("--samples > 1 needs --temperature > 0")
         cfg = BFCLRunConfig(
@@ -97,7 +120,7 @@ def demo(
     model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
     data: Path = typer.Option(..., "--data", "-d", exists=True, dir_okay=False, help="Demo dev split (JSONL)."),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory."),
-    fmt: str = typer.Option("hermes", "--format"),
+    fmt: str = typer.Option(None, "--format", help="Prompt format: hermes, hermes-nothink, toolrl, python [default: the one the model was trained in, else hermes]."),
     limit: int = typer.Option(None, "--limit", min=1),
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1),
     batch_size: int = typer.Option(8, "--batch-size", min=1),
@@ -108,7 +131,7 @@ def demo(
     (resumable: a rerun with the same settings continues, other settings are refused)."""
     from tinytool.eval.demo_eval import run_demo_eval
 
-    _check_format(fmt)
+    fmt = _check_format(fmt, model)
     summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
                             max_new_tokens=max_new_tokens, batch_size=batch_size,
                             client=_client(model, batch_size), label=label, overwrite=overwrite)
