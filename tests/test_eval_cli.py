@@ -126,7 +126,7 @@ def test_judge_names_the_broken_line(tmp_path):
 
 
 def test_the_format_defaults_to_the_one_the_model_was_trained_in(tmp_path):
-    from tinytool.eval.cli_eval import trained_format
+    from tinytool.models.loading import trained_format
 
     run = tmp_path / "run"
     (run / "checkpoint-10").mkdir(parents=True)

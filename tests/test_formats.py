@@ -350,3 +350,22 @@ def test_template_support_follows_a_changed_template():
     assert template_supports_tools(None) is False
     broken = make_tokenizer("{{ raise_exception('no tools') if tools else '' }}")
     assert template_supports_tools(broken) is False
+
+
+@pytest.mark.parametrize("name", ["hermes", "hermes-nothink", "toolrl", "python"])
+def test_a_call_prefix_continued_by_the_call_parses_to_that_call(name):
+    """The start of a forced call (to any tool, or to a named one), followed by what a model would write next,
+    reads back as the call."""
+    from tinytool.schema import Message, ToolCall
+
+    fmt = get_format(name)
+    full = fmt.render_assistant(Message(role="assistant", tool_calls=[ToolCall("math.hypot", {"x": 3, "y": 4})]))
+    for prefix in (fmt.call_prefix(), fmt.call_prefix("math.hypot")):
+        assert full.startswith(prefix) and len(prefix) < len(full)
+        parsed = fmt.parse(full)
+        assert [(c.name, c.arguments) for c in parsed.calls] == [("math.hypot", {"x": 3, "y": 4})]
+    assert fmt.call_prefix("math.hypot").rstrip().endswith(("math.hypot(", '"arguments":', '"parameters":'))
+
+
+def test_a_named_call_prefix_escapes_the_name_inside_json():
+    assert get_format("hermes-nothink").call_prefix('a"b') == '<tool_call>\n{"name": "a\\"b", "arguments": '

@@ -219,6 +219,16 @@ def _train_commands() -> None:
 _train_commands()
 
 
+def _serve_command() -> None:
+    """``tinytool serve``."""
+    from tinytool.serve.cli_serve import serve_command
+
+    app.command("serve")(serve_command)
+
+
+_serve_command()
+
+
 _eval_commands()
 
 

@@ -26,6 +26,7 @@ def _client(model: str, batch_size: int):
 def _check_format(fmt: str | None, model: str) -> str:
     """``--format``, or the format the model was trained in (its ``config.yaml``), or hermes."""
     from tinytool.formats import FORMATS
+    from tinytool.models.loading import trained_format
 
     if fmt is None:
         fmt = trained_format(model) or "hermes"
@@ -33,24 +34,6 @@ def _check_format(fmt: str | None, model: str) -> str:
     if fmt not in FORMATS:
         fail(f"--format: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return fmt
-
-
-def trained_format(model: str) -> str | None:
-    """The prompt format a tinytool training run wrote in the model directory's ``config.yaml`` (a checkpoint's
-    parent holds it), None when there is none."""
-    import yaml
-
-    path = Path(model)
-    for d in (path, path.parent):
-        cfg = d / "config.yaml"
-        if cfg.is_file():
-            try:
-                data = yaml.safe_load(cfg.read_text(encoding="utf-8"))
-            except (yaml.YAMLError, UnicodeDecodeError, OSError):
-                return None
-            fmt = data.get("format") if isinstance(data, dict) else None
-            return fmt if isinstance(fmt, str) else None
-    return None
 
 
 def _table(summary: dict) -> None:

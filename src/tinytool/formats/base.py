@@ -221,6 +221,23 @@ class PromptFormat(ABC):
         twin.strict = True
         return twin
 
+    def call_prefix(self, name: str | None = None) -> str:
+        """The start of an assistant turn that makes a call: to any tool (``name`` None: the text stops where
+        the function name begins) or to ``name`` (the text stops where its arguments begin). A server that
+        must answer with a call (OpenAI ``tool_choice``) writes this and lets the model go on from there."""
+        sentinel, arg = "tinytoolfn", "tinytoolarg"
+        text = self.render_assistant(Message(role="assistant", tool_calls=[ToolCall(sentinel, {arg: 1})]))
+        at = text.index(sentinel)
+        if name is None:
+            return text[:at]
+        # the arguments begin at the object (JSON) or the first keyword (Python) that holds the sentinel argument
+        args_at = text.index(arg)
+        opener = text.rfind("{", at, args_at)
+        cut = opener if opener != -1 else args_at
+        quoted = text[at - 1:at] == '"'  # a JSON string: the name escaped as JSON writes it
+        return text[:at] + (json.dumps(name, ensure_ascii=False)[1:-1] if quoted else name) + \
+            text[at + len(sentinel):cut]
+
     def attempts_call(self, text: str) -> bool:
         """Whether ``text`` tries to call a tool at all, readable or not: a call read back, a call tag
         outside the reasoning (even unclosed or stray), or a call object written without its tags.

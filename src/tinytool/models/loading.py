@@ -256,3 +256,21 @@ def autocast(device: str = "cpu", enabled: bool | None = None):
     if not use_bf16(enabled, device):
         return nullcontext()
     return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16)
+
+
+def trained_format(model: str) -> str | None:
+    """The prompt format a tinytool training run wrote in the model directory's ``config.yaml`` (a checkpoint's
+    parent holds it), None when there is none."""
+    import yaml
+
+    path = Path(model)
+    for d in (path, path.parent):
+        cfg = d / "config.yaml"
+        if cfg.is_file():
+            try:
+                data = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+            except (yaml.YAMLError, UnicodeDecodeError, OSError):
+                return None
+            fmt = data.get("format") if isinstance(data, dict) else None
+            return fmt if isinstance(fmt, str) else None
+    return None

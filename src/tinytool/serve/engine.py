@@ -1,0 +1,147 @@
+"""The model behind the server: requests from many clients batched into one ``generate``, and streaming.
+
+Requests wait in a queue; a worker thread takes the first one, gathers those that arrive within a short
+window and share its sampling settings (up to the batch size), and runs them as one batch through tinytool's
+batched generation (`tinytool.llm.hf.HFClient`). A streamed request is generated alone, token by token, while
+the batch worker waits: one generation runs at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinytool.llm.base import Completion, GenerationConfig, chat_request
+from tinytool.serve.protocol import ChatRequest, ServeError, conversation
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """One request ready to generate: its prompt (ending with a forced call's start where asked)."""
+
+    prompt: str
+    prefix: str  # text the answer starts with (a forced call), already in the prompt
+    gen: GenerationConfig
+    allow_calls: bool
+    prompt_tokens: int
+    future: Future = field(default_factory=Future)
+
+    def key(self) -> tuple[Any, ...]:
+        g = self.gen
+        return g.max_new_tokens, g.temperature, g.top_p, g.stop, g.seed
+
+
+class Engine:
+    """A loaded model answering chat requests in ``fmt``, batched across callers."""
+
+    def __init__(self, client: Any, fmt: Any, name: str, *, batch_size: int = 8, window_s: float = 0.01,
+                 max_tokens: int = 512):
+        self.client, self.fmt, self.name = client, fmt, name
+        self.tokenizer = client.tokenizer
+        self.batch_size, self.window_s, self.max_tokens = batch_size, window_s, max_tokens
+        self.lock = threading.Lock()
+        self.queue: queue.Queue[Job | None] = queue.Queue()
+        self.batches: list[int] = []  # sizes of the batches run, for the curious (and the tests)
+        self.worker = threading.Thread(target=self._work, name="tinytool-batcher", daemon=True)
+        self.worker.start()
+
+    # -- requests --------------------------------------------------------------------------------------
+    def job(self, req: ChatRequest) -> Job:
+        conv = conversation(req)
+        mode, name = req.choice()
+        prefix = self.fmt.call_prefix(name) if mode in ("required", "named") else ""
+        prompt = chat_request(self.fmt, conv, self.tokenizer).prompt + prefix
+        limit = req.limit(self.max_tokens)
+        gen = GenerationConfig(max_new_tokens=limit, temperature=req.temperature, top_p=req.top_p, n=1,
+                               seed=req.seed if req.seed is not None else 0, stop=req.stops())
+        tokens = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        return Job(prompt, prefix, gen, mode != "none", tokens)
+
+    def complete(self, job: Job, timeout: float | None = None) -> Completion:
+        """Queue ``job`` for the next batch and wait for its completion (text without the forced prefix)."""
+        self.queue.put(job)
+        return job.future.result(timeout=timeout)
+
+    # -- the batch worker ------------------------------------------------------------------------------
+    def _work(self) -> None:
+        import time
+
+        from tinytool.llm.base import Request
+
+        while True:
+            first = self.queue.get()
+            if first is None:
+                return
+            batch, deadline, later = [first], time.monotonic() + self.window_s, []
+            while len(batch) < self.batch_size:
+                try:
+                    nxt = self.queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self.queue.put(None)
+                    break
+                (batch if nxt.key() == first.key() else later).append(nxt)
+            for job in later:  # other settings: the next batch
+                self.queue.put(job)
+            try:
+                with self.lock:
+                    outs = self.client.generate([Request([], prompt=j.prompt) for j in batch], first.gen)
+                self.batches.append(len(batch))
+                for j, (c, *_) in zip(batch, outs):
+                    j.future.set_result(c)
+            except Exception as e:  # a failure fails its batch's requests, not the server
+                log.exception("generation failed")
+                for j in batch:
+                    if not j.future.done():
+                        j.future.set_exception(e)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.worker.join(timeout=5)
+
+    # -- streaming -------------------------------------------------------------------------------------
+    def stream(self, job: Job) -> Iterator[str]:
+        """The completion's text piece by piece as it is generated (without the forced prefix)."""
+        import torch
+        from transformers import TextIteratorStreamer
+
+        model, tok = self.client.model, self.tokenizer
+        streamer = TextIteratorStreamer(tok, skip_prompt=True, skip_special_tokens=True)
+        ids = tok(job.prompt, add_special_tokens=False, return_tensors="pt")["input_ids"].to(self.client.device)
+        g = job.gen
+        kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "streamer": streamer,
+                                  "max_new_tokens": g.max_new_tokens, "eos_token_id": self.client.eos_ids,
+                                  "pad_token_id": tok.pad_token_id}
+        kwargs.update({"do_sample": True, "temperature": g.temperature, "top_p": g.top_p} if g.temperature > 0
+                      else {"do_sample": False})
+        if g.stop:
+            kwargs.update({"stop_strings": list(g.stop), "tokenizer": tok})
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                with self.lock, torch.inference_mode():
+                    if g.temperature > 0:
+                        torch.manual_seed(g.seed or 0)
+                    model.generate(**kwargs)
+            except BaseException as e:  # surfaced to the reader below
+                failure.append(e)
+                streamer.end()
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        yield from streamer
+        thread.join()
+        if failure:
+            raise ServeError(f"generation failed: {failure[0]}", status=500)
+
+
+__all__ = ["Engine", "Job"]

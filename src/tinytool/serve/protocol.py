@@ -1,0 +1,153 @@
+"""The OpenAI chat-completions wire format on tinytool's side: requests read into conversations, model text
+written back as an assistant message (``tool_calls`` in the OpenAI shape, or plain content) and as stream
+chunks.
+
+A request's tools may come as the ``tools`` parameter (the format renders them) or already written in the
+system message by a client that renders prompts itself (tinytool's own HTTP backend): both give the model the
+prompt it was trained on. ``tool_choice`` is ``"auto"`` (the model decides), ``"none"`` (no tools offered),
+``"required"`` or a named function (the answer is started as a call, to any tool or to that one).
+
+Model text is read strictly, as BFCL and vLLM's tool parsers read it: a call block that is not valid JSON is
+returned as content, never repaired into a call.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tinytool.schema import Conversation, SchemaError
+
+
+class ServeError(Exception):
+    """A request the server refuses, with its HTTP status and the parameter at fault."""
+
+    def __init__(self, message: str, status: int = 400, param: str | None = None):
+        super().__init__(message)
+        self.status, self.param = status, param
+
+    def body(self) -> dict[str, Any]:
+        kind = "invalid_request_error" if self.status < 500 else "server_error"
+        return {"error": {"message": str(self), "type": kind, "param": self.param, "code": None}}
+
+
+class ChatRequest(BaseModel):
+    """The fields of ``POST /v1/chat/completions`` the server reads (others are accepted and ignored)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    n: int = Field(default=1, ge=1, le=1)
+    stream: bool = False
+    stop: str | list[str] | None = None
+    seed: int | None = None
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _choice(cls, v: Any) -> Any:
+        if v is None or v in ("auto", "none", "required"):
+            return v
+        if isinstance(v, dict) and v.get("type") == "function" and isinstance((v.get("function") or {}).get("name"),
+                                                                                  str):
+            return v
+        raise ValueError("tool_choice must be 'auto', 'none', 'required' or {'type': 'function', 'function': "
+                         "{'name': ...}}")
+
+    def limit(self, default: int) -> int:
+        return self.max_completion_tokens or self.max_tokens or default
+
+    def stops(self) -> tuple[str, ...]:
+        if self.stop is None:
+            return ()
+        return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
+
+    def choice(self) -> tuple[Literal["auto", "none", "required", "named"], str | None]:
+        """(mode, function name for a named choice); no tools means ``none``."""
+        c = self.tool_choice
+        if isinstance(c, dict):
+            return "named", c["function"]["name"]
+        if c in ("none", "required"):
+            return c, None  # type: ignore[return-value]
+        return "auto", None
+
+
+def _content(value: Any) -> Any:
+    if isinstance(value, list):  # content parts: the text ones, joined
+        return "".join(p.get("text", "") for p in value if isinstance(p, dict) and p.get("type", "text") == "text")
+    return value
+
+
+def conversation(req: ChatRequest) -> Conversation:
+    """The request's messages and tools as a `Conversation`; a malformed message or tool is a 400 naming it."""
+    messages = []
+    for m in req.messages:
+        m = dict(m)
+        if "content" in m:
+            m["content"] = _content(m["content"])
+        messages.append(m)
+    try:
+        conv = Conversation.from_dict({"messages": messages, "tools": req.tools or []})
+    except SchemaError as e:
+        raise ServeError(f"messages/tools: {e}", param=str(e).split(":")[0] or None) from None
+    mode, name = req.choice()
+    if mode == "named" and name not in {t.name for t in conv.tools}:
+        raise ServeError(f"tool_choice names {name!r}, which is not among the tools", param="tool_choice")
+    if mode == "required" and not conv.tools:
+        raise ServeError("tool_choice 'required' needs tools", param="tool_choice")
+    if mode == "none":
+        conv = Conversation(conv.messages, [], conv.meta)
+    return conv
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:24]}"
+
+
+def assistant_message(fmt: Any, text: str, allow_calls: bool) -> tuple[dict[str, Any], str]:
+    """(OpenAI assistant message, finish reason) of model text read strictly; ``allow_calls`` False gives the
+    text as content whatever it holds."""
+    parsed = fmt.strict_copy().parse(text)
+    if allow_calls and parsed.calls and not parsed.strict_problems:
+        calls = [{"id": new_id("call"), "type": "function",
+                  "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                 for c in parsed.calls]
+        return {"role": "assistant", "content": parsed.response or None, "tool_calls": calls}, "tool_calls"
+    body = parsed.response if parsed.ok else _strip_think(text)
+    return {"role": "assistant", "content": body}, "stop"
+
+
+def _strip_think(text: str) -> str:
+    if "</think>" in text:
+        return text.split("</think>", 1)[1].strip()
+    return text.strip()
+
+
+def completion_body(model: str, message: dict[str, Any], finish: str, prompt_tokens: int,
+                    completion_tokens: int) -> dict[str, Any]:
+    return {
+        "id": new_id("chatcmpl"), "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+def chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None) -> str:
+    """One server-sent event of a streamed completion."""
+    body = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+__all__ = ["ChatRequest", "ServeError", "assistant_message", "chunk", "completion_body", "conversation", "new_id"]
