@@ -151,6 +151,8 @@ def test_requests_from_many_clients_share_batches(scripted):
     ({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}, 400, "needs tools"),
     ({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}, 400, "tools"),
     ({"model": "other", "messages": [{"role": "user", "content": "x"}]}, 404, "not served here"),
+    ({"messages": [{"role": "user", "content": [["x"]]}]}, 400, "content part"),
+    ({"messages": [{"role": "user", "content": 5}]}, 400, "content"),
 ])
 def test_malformed_requests_get_a_4xx_with_a_message(scripted, body, status, words):
     _, url, _ = scripted
@@ -158,6 +160,15 @@ def test_malformed_requests_get_a_4xx_with_a_message(scripted, body, status, wor
     r = httpx.post(f"{url}/chat/completions", content=data, headers={"content-type": "application/json"})
     assert r.status_code == status, r.text
     assert words in r.json()["error"]["message"]
+
+
+def test_an_oversized_body_is_refused_and_the_server_goes_on(scripted):
+    client, url, _ = scripted
+    big = json.dumps({"messages": [{"role": "user", "content": "x" * (9 * 2**20)}]})
+    r = httpx.post(f"{url}/chat/completions", content=big, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "at most" in r.json()["error"]["message"]
+    ok = client.chat.completions.create(model="demo-model", messages=[{"role": "user", "content": "hi"}])
+    assert ok.choices[0].message.content == "Hello there."
 
 
 def test_models_and_health(scripted):

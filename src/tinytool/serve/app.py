@@ -30,7 +30,11 @@ from tinytool.serve.protocol import ChatRequest, ServeError, assistant_message, 
 _HOLD = 16
 
 
-def create_app(engine: Engine) -> FastAPI:
+#: the largest request body read (a longer one is a 413)
+MAX_BODY_BYTES = 8 * 2**20
+
+
+def create_app(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     app = FastAPI(title="tinytool", version="1")
     started = int(time.time())
 
@@ -60,8 +64,17 @@ def create_app(engine: Engine) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_body_bytes:
+            raise ServeError(f"the request body is {int(declared)} bytes; at most {max_body_bytes} are read",
+                             status=413)
+        raw = b""
+        async for part in request.stream():
+            raw += part
+            if len(raw) > max_body_bytes:
+                raise ServeError(f"the request body is over {max_body_bytes} bytes", status=413)
         try:
-            body = json.loads(await request.body())
+            body = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
             raise ServeError(f"the request body is not JSON: {e}") from None
         if not isinstance(body, dict):

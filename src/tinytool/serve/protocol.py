@@ -82,19 +82,28 @@ class ChatRequest(BaseModel):
         return "auto", None
 
 
-def _content(value: Any) -> Any:
-    if isinstance(value, list):  # content parts: the text ones, joined
-        return "".join(p.get("text", "") for p in value if isinstance(p, dict) and p.get("type", "text") == "text")
-    return value
+def _content(value: Any, where: str) -> Any:
+    """Message content: a string, or OpenAI content parts whose text parts are joined."""
+    if not isinstance(value, list):
+        return value
+    texts = []
+    for i, part in enumerate(value):
+        if not isinstance(part, dict) or not isinstance(part.get("type", "text"), str):
+            raise ServeError(f"{where}.content[{i}]: a content part is an object with a 'type'", param=where)
+        if part.get("type", "text") == "text":
+            if not isinstance(part.get("text"), str):
+                raise ServeError(f"{where}.content[{i}]: a text part needs a 'text' string", param=where)
+            texts.append(part["text"])
+    return "".join(texts)
 
 
 def conversation(req: ChatRequest) -> Conversation:
     """The request's messages and tools as a `Conversation`; a malformed message or tool is a 400 naming it."""
     messages = []
-    for m in req.messages:
+    for i, m in enumerate(req.messages):
         m = dict(m)
         if "content" in m:
-            m["content"] = _content(m["content"])
+            m["content"] = _content(m["content"], f"messages[{i}]")
         messages.append(m)
     try:
         conv = Conversation.from_dict({"messages": messages, "tools": req.tools or []})
