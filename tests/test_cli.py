@@ -452,3 +452,15 @@ def test_student_interrupted_leaves_no_half_model(tmp_path, fake_build):
     assert r.exit_code == 130 and f"{out} unchanged" in r.stderr
     assert json.loads((out / "config.json").read_text()) == {"num_hidden_layers": 2}
     assert list(tmp_path.iterdir()) == [out]
+
+
+def test_doctor_reports_the_machine_and_what_is_missing(monkeypatch):
+    from tinytool.doctor import report
+
+    r = report()
+    assert r["versions"]["torch"] and r["cpu"]["cores"] >= 1 and isinstance(r["cpu"]["bf16"], bool)
+    assert r["bundled_model"].endswith(".gguf")
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    assert "vllm" in report()["missing_extras"]
+    res = CliRunner().invoke(app, ["doctor"])
+    assert res.exit_code == 0 and "bfcl wheel:" in res.output and "cpu:" in res.output

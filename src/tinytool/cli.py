@@ -226,6 +226,28 @@ def _serve_command() -> None:
     app.command("serve")(serve_command)
 
 
+@app.command("doctor")
+def doctor() -> None:
+    """What this machine offers tinytool: versions, CPU bf16, GPU, where the bundled model, the BFCL wheel and the
+    caches live, and the optional extras that are missing.
+
+    Example: tinytool doctor
+    """
+    from tinytool.doctor import report
+
+    r = report()
+    typer.echo("versions:   " + ", ".join(f"{k} {v or 'MISSING'}" for k, v in r["versions"].items()))
+    typer.echo(f"cpu:        {r['cpu']['cores']} cores, bf16 {'yes (autocast is fast)' if r['cpu']['bf16'] else 'no (training runs in fp32)'}")
+    gpu = r["gpu"]
+    typer.echo(f"gpu:        {', '.join(gpu) if isinstance(gpu, list) and gpu else gpu or 'none'}")
+    typer.echo(f"model:      {r['bundled_model']}")
+    typer.echo(f"bfcl wheel: {r['bfcl_wheel']}")
+    typer.echo(f"cache:      {r['cache']}")
+    missing = r["missing_extras"]
+    typer.echo("extras:     " + ("all present" if not missing else "missing " + "; ".join(
+        f"{k} ({v})" for k, v in missing.items())))
+
+
 _serve_command()
 
 

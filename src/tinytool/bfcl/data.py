@@ -30,7 +30,7 @@ from tinytool.errors import TinytoolError
 from tinytool.models.loading import cache_dir
 
 BFCL_VERSION = "2026.3.23"
-_WHEEL = f"bfcl_eval-{BFCL_VERSION}-py3-none-any.whl"
+WHEEL_FILE = f"bfcl_eval-{BFCL_VERSION}-py3-none-any.whl"
 _DATA = "bfcl_eval/data"
 _VERSION_PREFIX = "BFCL_v4"
 PYTHON_HINT = " Note that the provided function is in Python 3 syntax."
@@ -111,7 +111,7 @@ def wheel_path(cache: str | os.PathLike | None = None) -> Path:
             raise BFCLDataError(f"TINYTOOL_BFCL_WHEEL={env}: no such file")
         return p
     target_dir = cache_dir(cache) / "wheels"
-    target = target_dir / _WHEEL
+    target = target_dir / WHEEL_FILE
     if target.is_file():
         return target
     target_dir.mkdir(parents=True, exist_ok=True)
@@ -120,7 +120,7 @@ def wheel_path(cache: str | os.PathLike | None = None) -> Path:
         cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", f"bfcl-eval=={BFCL_VERSION}",
                "-d", tmp]
         proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-        fetched = Path(tmp) / _WHEEL
+        fetched = Path(tmp) / WHEEL_FILE
         if proc.returncode == 0 and fetched.is_file():
             os.replace(fetched, target)
     if not target.is_file():
