@@ -220,10 +220,12 @@ _train_commands()
 
 
 def _serve_command() -> None:
-    """``tinytool serve``."""
+    """``tinytool serve`` and ``tinytool run``."""
+    from tinytool.recipes.cli_run import run_command
     from tinytool.serve.cli_serve import serve_command
 
     app.command("serve")(serve_command)
+    app.command("run")(run_command)
 
 
 @app.command("doctor")

@@ -1,0 +1,162 @@
+"""A recipe: a list of stages, each one tinytool verb with its arguments, read from YAML.
+
+.. code-block:: yaml
+
+    name: star
+    vars: {model: smollm2-135m-instruct, format: hermes-nothink}
+    stages:
+      - name: data
+        run: data demo
+        args: {n: 400, out: "{out}"}
+      - name: sft
+        run: sft
+        args: {model: "{model}", data: ["{data}/train.jsonl"], format: "{format}", output_dir: "{out}"}
+
+In argument values, ``{out}`` is the stage's own output folder, ``{NAME}`` a variable of ``vars`` (overridable
+with ``--set NAME=VALUE``) or the output folder of an earlier stage named NAME, and ``{run}`` the run directory.
+A value that is exactly one reference keeps the referenced value's type (a number stays a number).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tinytool.errors import MissingInputError, UserInputError
+
+#: verbs a stage may run, and whether their options come from a training config (a YAML file is written for
+#: them) or from typer flags
+VERBS = {
+    "data demo": "flags", "data convert": "flags", "sft": "config", "rl": "config", "distill": "config",
+    "teacher rollout": "flags", "teacher cache": "flags", "eval bfcl": "flags", "eval demo": "flags",
+    "report": "flags",
+}
+_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+_REF = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+
+
+@dataclass
+class Stage:
+    name: str
+    run: str
+    args: dict[str, Any] = field(default_factory=dict)
+    positional: list[Any] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return VERBS[self.run]
+
+
+@dataclass
+class Recipe:
+    name: str
+    path: Path
+    vars: dict[str, Any]
+    stages: list[Stage]
+
+    def stage(self, name: str) -> Stage:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise UserInputError(f"{self.path}: no stage named {name!r}",
+                             fix=f"stages: {', '.join(s.name for s in self.stages)}")
+
+
+def _fail(path: Path, where: str, msg: str) -> UserInputError:
+    return UserInputError(f"{path}: {where}: {msg}")
+
+
+def load_recipe(path: str | Path, overrides: dict[str, str] | None = None) -> Recipe:
+    """Read and check a recipe; ``overrides`` replace ``vars`` (values given as YAML scalars)."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise MissingInputError(f"{path}: no such recipe file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise UserInputError(f"{path}: not UTF-8 text") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise UserInputError(f"{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(data, dict):
+        raise UserInputError(f"{path}: a recipe is a mapping with 'stages' (and optionally 'name', 'vars')")
+    unknown = set(data) - {"name", "vars", "stages", "description"}
+    if unknown:
+        raise _fail(path, "top level", f"unknown key(s) {', '.join(sorted(unknown))}")
+    variables = dict(data.get("vars") or {})
+    if not isinstance(data.get("vars") or {}, dict):
+        raise _fail(path, "vars", "expected a mapping of name: value")
+    for key, value in (overrides or {}).items():
+        if key not in variables:
+            raise UserInputError(f"--set {key}=…: the recipe has no variable {key!r}",
+                                 fix=f"variables: {', '.join(variables) or 'none'}")
+        variables[key] = yaml.safe_load(value) if isinstance(value, str) else value
+    raw = data.get("stages")
+    if not isinstance(raw, list) or not raw:
+        raise _fail(path, "stages", "expected a non-empty list of stages")
+    stages: list[Stage] = []
+    for i, s in enumerate(raw):
+        where = f"stages[{i}]"
+        if not isinstance(s, dict):
+            raise _fail(path, where, "expected a mapping with 'name', 'run' and 'args'")
+        extra = set(s) - {"name", "run", "args", "positional"}
+        if extra:
+            raise _fail(path, where, f"unknown key(s) {', '.join(sorted(extra))}")
+        name, run = s.get("name"), s.get("run")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise _fail(path, f"{where}.name", f"expected a lower-case name (letters, digits, - and _), got {name!r}")
+        if name in {st.name for st in stages} or name in variables or name in ("out", "run"):
+            raise _fail(path, f"{where}.name", f"{name!r} is already a stage or variable name")
+        if run not in VERBS:
+            raise _fail(path, f"{where}.run", f"unknown verb {run!r}; one of: {', '.join(VERBS)}")
+        args = s.get("args") or {}
+        if not isinstance(args, dict):
+            raise _fail(path, f"{where}.args", "expected a mapping of option: value")
+        positional = s.get("positional") or []
+        if not isinstance(positional, list):
+            raise _fail(path, f"{where}.positional", "expected a list")
+        stage = Stage(name, run, dict(args), list(positional))
+        known = set(variables) | {st.name for st in stages} | {"out", "run"}
+        for ref in _refs([stage.args, stage.positional]):
+            if ref not in known:
+                raise _fail(path, where, f"{{{ref}}} names no variable or earlier stage")
+        stages.append(stage)
+    return Recipe(str(data.get("name") or path.stem), path, variables, stages)
+
+
+def _refs(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return set(_REF.findall(value))
+    if isinstance(value, dict):
+        return set().union(*(_refs(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_refs(v) for v in value)) if value else set()
+    return set()
+
+
+def resolve(value: Any, context: dict[str, Any]) -> Any:
+    """``value`` with its ``{name}`` references replaced from ``context``."""
+    if isinstance(value, str):
+        whole = _REF.fullmatch(value)
+        if whole:
+            return context[whole.group(1)]
+        return _REF.sub(lambda m: str(context[m.group(1)]), value)
+    if isinstance(value, dict):
+        return {k: resolve(v, context) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, context) for v in value]
+    return value
+
+
+def upstream(stage: Stage, recipe: Recipe) -> list[str]:
+    """The earlier stages whose outputs ``stage`` reads."""
+    names = {s.name for s in recipe.stages}
+    return sorted(r for r in _refs([stage.args, stage.positional]) if r in names)
+
+
+__all__ = ["VERBS", "Recipe", "Stage", "load_recipe", "resolve", "upstream"]

@@ -1,0 +1,211 @@
+"""Running a recipe: each stage in its own folder of the run directory, skipped when nothing it depends on
+changed, resumed where a killed run stopped.
+
+A stage's folder ``NN-name/`` holds ``out/`` (what the verb writes), ``log.txt`` (its console output),
+``command.txt`` and ``stage.json``: the verb, the resolved arguments, the fingerprint, the status, the wall time
+and the figures read from the verb's summary. The fingerprint covers the verb, the resolved arguments, the
+fingerprints of the stages it reads and the content of the input files it names. On a rerun a finished stage
+with the same fingerprint is skipped; one whose fingerprint changed starts again from scratch; an unfinished
+one runs again, and the verb resumes from its own run directory (the newest complete checkpoint, the
+generations done). The run directory's ``recipe.json`` lists every stage's state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tinytool.errors import TinytoolError
+from tinytool.io import write_json
+from tinytool.recipes.recipe import Recipe, Stage, resolve, upstream
+
+STAGE_FILE = "stage.json"
+RUN_FILE = "recipe.json"
+
+
+class StageFailed(TinytoolError):
+    """A stage's verb exited with an error."""
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def stage_command(stage: Stage, args: dict[str, Any], positional: list[Any], folder: Path) -> list[str]:
+    """The ``tinytool`` arguments that run ``stage``: a training verb reads a config YAML written beside it,
+    other verbs get flags (``True`` → ``--name``, ``False`` → ``--no-name``, a list → the flag repeated)."""
+    words = stage.run.split()
+    if stage.kind == "config":
+        import yaml
+
+        config = folder / "config.input.yaml"
+        config.write_text(yaml.safe_dump(args, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        return [*words, "--config", str(config)]
+    out = [*words, *(str(p) for p in positional)]
+    for key, value in args.items():
+        if value is None:
+            continue
+        if value is True:
+            out.append(_flag(key))
+        elif value is False:
+            out.append("--no-" + key.replace("_", "-"))
+        elif isinstance(value, list):
+            for v in value:
+                out += [_flag(key), str(v)]
+        else:
+            out += [_flag(key), str(value)]
+    return out
+
+
+def _hash_path(path: Path, h: Any) -> None:
+    if path.is_file():
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    elif path.is_dir():
+        for p in sorted(path.rglob("*")):
+            if p.is_file():
+                st = p.stat()
+                h.update(f"{p.relative_to(path)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+
+
+def fingerprint(stage: Stage, args: Any, positional: Any, upstream_prints: dict[str, str], run_dir: Path) -> str:
+    """The fingerprint of a stage's inputs (see the module docstring). Paths inside the run directory are
+    covered by the fingerprints of the stages that wrote them."""
+    h = hashlib.sha256()
+    h.update(json.dumps([stage.run, args, positional, upstream_prints], sort_keys=True, default=str).encode())
+    run_dir = run_dir.resolve()
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, str) and ("/" in v or v.endswith((".jsonl", ".json", ".yaml"))):
+            p = Path(v)
+            if p.exists() and run_dir not in p.resolve().parents and p.resolve() != run_dir:
+                h.update(v.encode())
+                _hash_path(p, h)
+
+    walk([args, positional])
+    return h.hexdigest()[:16]
+
+
+def _figures(out: Path) -> dict[str, Any]:
+    """The headline figures of a stage's output (its verb's summary), for the run's table."""
+    figs: dict[str, Any] = {}
+    for name in ("sft_summary.json", "rl_summary.json", "distill_summary.json"):
+        p = out / name
+        if p.is_file():
+            s = json.loads(p.read_text())
+            figs.update({k: s.get(k) for k in ("global_step", "final_loss", "seconds", "tokens_per_second")
+                         if s.get(k) is not None})
+            reward = (s.get("curves") or {}).get("reward")
+            if reward:
+                figs["reward_first"], figs["reward_last"] = reward[0][1], reward[-1][1]
+    p = out / "summary.json"
+    if p.is_file():
+        s = json.loads(p.read_text())
+        for cat, v in (s.get("categories") or {}).items():
+            if isinstance(v, dict) and "accuracy" in v:
+                figs[cat] = v["accuracy"]
+        for g, v in (s.get("groups") or {}).items():
+            figs[g] = v
+    return figs
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (),
+               echo: Callable[[str], None] = print, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
+    to run again even when unchanged (and every stage after them)."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    prints: dict[str, str] = {}
+    outs: dict[str, str] = {}
+    states: list[dict[str, Any]] = []
+    forced = False
+    t_run = time.perf_counter()
+    for i, stage in enumerate(recipe.stages):
+        folder = run_dir / f"{i + 1:02d}-{stage.name}"
+        out = folder / "out"
+        context = {**recipe.vars, **outs, "out": str(out), "run": str(run_dir)}
+        args, positional = resolve(stage.args, context), resolve(stage.positional, context)
+        fp = fingerprint(stage, args, positional, {u: prints[u] for u in upstream(stage, recipe)}, run_dir)
+        prints[stage.name], outs[stage.name] = fp, str(out)
+        forced = forced or stage.name in force
+        old = _read(folder / STAGE_FILE)
+        state = {"name": stage.name, "run": stage.run, "folder": folder.name, "fingerprint": fp, "args": args}
+        if old.get("status") == "done" and old.get("fingerprint") == fp and not forced:
+            state.update(status="skipped (unchanged)", seconds=old.get("seconds"), figures=old.get("figures", {}))
+            states.append(state)
+            echo(f"[{stage.name}] unchanged: skipped ({folder.name})")
+            continue
+        if old and (old.get("fingerprint") != fp or forced) and folder.exists():
+            shutil.rmtree(folder)  # its inputs changed: what it wrote no longer holds
+        folder.mkdir(parents=True, exist_ok=True)
+        cmd = stage_command(stage, args, positional, folder)
+        (folder / "command.txt").write_text("tinytool " + " ".join(cmd) + "\n", encoding="utf-8")
+        write_json(folder / STAGE_FILE, {**state, "status": "running", "command": cmd})
+        echo(f"[{stage.name}] tinytool {' '.join(cmd)}")
+        t0 = time.perf_counter()
+        status = _run(cmd, folder / "log.txt", echo, env)
+        seconds = round(time.perf_counter() - t0, 1)
+        state.update(status="done" if status == 0 else ("interrupted" if status < 0 else f"failed (exit {status})"),
+                     seconds=seconds, figures=_figures(out) if status == 0 else {}, command=cmd)
+        write_json(folder / STAGE_FILE, state)
+        states.append(state)
+        _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
+        if status != 0:
+            tail = (folder / "log.txt").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+            raise StageFailed(f"stage {stage.name!r} ({stage.run}) {state['status']}; its log: "
+                              f"{folder / 'log.txt'}\n" + "\n".join(tail),
+                              fix="fix the cause and rerun the same command: finished stages are skipped")
+        echo(f"[{stage.name}] done in {seconds:.0f}s")
+    return _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
+
+
+def _run(cmd: list[str], log: Path, echo: Callable[[str], None], env: dict[str, str] | None) -> int:
+    """Run ``tinytool CMD`` with its output teed to ``log``; a negative status: interrupted."""
+    full = [sys.executable, "-m", "tinytool.cli", *cmd]
+    with log.open("w", encoding="utf-8") as fh:
+        proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, **(env or {})}, bufsize=1)
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                fh.write(line)
+                fh.flush()
+                echo("    " + line.rstrip())
+        except KeyboardInterrupt:
+            proc.terminate()
+            proc.wait()
+            fh.write("\ninterrupted\n")
+            raise
+        return proc.wait()
+
+
+def _write_run(run_dir: Path, recipe: Recipe, states: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    state = {"recipe": recipe.name, "recipe_file": str(recipe.path), "vars": recipe.vars,
+             "wall_seconds": round(seconds, 1), "stages": states}
+    write_json(run_dir / RUN_FILE, state)
+    return state
+
+
+__all__ = ["RUN_FILE", "STAGE_FILE", "StageFailed", "fingerprint", "run_recipe", "stage_command"]
