@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tinytool.errors import UserInputError
+from tinytool.errors import TinytoolError, UserInputError
 from tinytool.models.students import save_tiny_model
 from tinytool.recipes.recipe import load_recipe
 from tinytool.recipes.runner import StageFailed, run_recipe
@@ -85,7 +85,7 @@ def test_a_failing_stage_names_its_log_and_a_rerun_goes_on_from_it(tmp_path, mod
 def test_a_malformed_recipe_names_the_file_and_the_stage(tmp_path, text, words):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
-    with pytest.raises(UserInputError) as e:
+    with pytest.raises(TinytoolError) as e:  # a user error, or a file that does not read as YAML
         load_recipe(path)
     assert str(path) in str(e.value) and words in str(e.value)
 

@@ -111,6 +111,24 @@ def read_json(path: PathLike) -> Any:
         raise FileFormatError(f"{_where(path, line)}: {_json_problem(e)}") from None
 
 
+def read_yaml(path: PathLike, what: str = "file") -> Any:
+    """A YAML file's value (None when empty); a missing, non-UTF-8 or malformed file raises an error naming it
+    (``what`` says what the file is meant to be) and, for a syntax error, the line."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise MissingInputError(f"{path}: no such {what}")
+    try:
+        return yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise FileFormatError(f"{path}: not UTF-8 text") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise FileFormatError(f"{_where(path, mark.line + 1 if mark is not None else None)}: not valid YAML "
+                              f"({getattr(e, 'problem', e)})") from None
+
+
 def _dump(row: Any) -> str:
     d = row.to_dict() if hasattr(row, "to_dict") else row
     return json.dumps(d, ensure_ascii=False, default=str)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tinytool.errors import MissingInputError, UserInputError
+from tinytool.errors import UserInputError
 
 #: verbs a stage may run, and whether their options come from a training config (a YAML file is written for
 #: them) or from typer flags
@@ -72,17 +72,10 @@ def load_recipe(path: str | Path, overrides: dict[str, str] | None = None) -> Re
     """Read and check a recipe; ``overrides`` replace ``vars`` (values given as YAML scalars)."""
     import yaml
 
+    from tinytool.io import read_yaml
+
     path = Path(path)
-    if not path.is_file():
-        raise MissingInputError(f"{path}: no such recipe file")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise UserInputError(f"{path}: not UTF-8 text") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise UserInputError(f"{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    data = read_yaml(path, "recipe file")
     if not isinstance(data, dict):
         raise UserInputError(f"{path}: a recipe is a mapping with 'stages' (and optionally 'name', 'vars')")
     unknown = set(data) - {"name", "vars", "stages", "description"}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from tinytool.errors import MissingInputError, UserInputError
+from tinytool.errors import UserInputError
 
 C = TypeVar("C")
 
@@ -240,19 +240,9 @@ def describe_config(cfg: Any) -> str:
 
 
 def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
-    import yaml
+    from tinytool.io import read_yaml
 
-    p = Path(path)
-    if not p.is_file():
-        raise MissingInputError(f"{path}: no such config file")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise UserInputError(f"{path}: not UTF-8 text") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise UserInputError(f"{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    data = read_yaml(path, "config file")
     if data is None:
         return {}
     if not isinstance(data, dict):
