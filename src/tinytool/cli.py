@@ -63,6 +63,8 @@ def reward(
     An unreadable row (not UTF-8, not JSON, missing fields) scores the reward's floor and gets an
     ``error`` field naming its line; when no row at all can be read nothing is written. A readable
     completion that scores Sim-RL's format floor gets a ``reason`` (the rules it breaks).
+
+    Example: tinytool reward simrl --input rows.jsonl --output scores.jsonl
     """
     from tinytool.formats import get_format
     from tinytool.io import atomic_file, check_not_input, check_output_file, iter_jsonl_rows
@@ -154,6 +156,8 @@ def student(
     """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint.
 
     ``--out`` is written as a whole: an interrupted or failed build leaves it as it was.
+
+    Example: tinytool student --from smollm2-135m-instruct --keep-layers 20 --method importance --samples s.txt -o students/smol20
     """
     from tinytool.io import atomic_dir, check_not_input
     from tinytool.models import build_student

@@ -51,6 +51,8 @@ def convert_cmd(
     A bad record stops the conversion with FILE:LINE: FIELD: REASON (exit code 2); with --skip-bad
     it is dropped and counted by reason (every record dropped is an error too, and nothing is
     written). Records, rows and lines are counted from 1.
+
+    Example: tinytool data convert xlam60k.json --from xlam --out xlam.jsonl --skip-bad
     """
     from tinytool.data.convert import convert, get_converter
     from tinytool.io import check_not_input, check_output_file
@@ -127,7 +129,10 @@ def stats_cmd(
     format: Annotated[str, typer.Option("--format", "-f", help="Prompt format the lengths are measured on.")] = (
         "hermes-nothink"),
 ) -> None:
-    """Counts by category, calls and tools per sample, messages per sample, lengths."""
+    """Counts by category, calls and tools per sample, messages per sample, lengths.
+
+    Example: tinytool data stats data/demo/train.jsonl --tokenizer smollm2-135m-instruct
+    """
     from tinytool.data.stats import dataset_stats
     from tinytool.formats import get_format
 

@@ -32,7 +32,10 @@ def demo(
 ) -> None:
     """Write train/dev JSONL of demo tasks: simple, multiple, parallel, parallel_multiple, irrelevance,
     missing_parameter and multi_step (with sub-questions/sub-answers). Held-out tools appear only in dev.
-    Both files are replaced together: an interrupted run leaves --out as it was."""
+    Both files are replaced together: an interrupted run leaves --out as it was.
+
+    Example: tinytool data demo --n 2000 --seed 0 --out data/demo
+    """
     from tinytool.data.demo import SPLIT_FILES, generate_demo, parse_mix, write_split
     from tinytool.io import check_output_file, check_writable
     from tinytool.progress import ProgressBar

@@ -49,7 +49,10 @@ def rollout_command(
     """Sample teacher rollouts (STAR §3.3, D_T): n samples per assistant turn, kept when they pass the
     format reward (§3.2.1) and the optional similarity / duplicate / cap filters, written as conversations
     that `tinytool sft` and the teacher cache train on directly. A run that keeps no sample at all
-    ends with an error saying how many were dropped for what (exit code 2)."""
+    ends with an error saying how many were dropped for what (exit code 2).
+
+    Example: tinytool teacher rollout -t runs/teacher -d data/demo/train.jsonl --n 8 --min-similarity 0.8 -o dt.jsonl
+    """
     from tinytool.distill.rollouts import RolloutJob, nothing_kept_error
     from tinytool.errors import TinytoolError
     from tinytool.llm import GenerationConfig, get_client

@@ -79,7 +79,10 @@ def bfcl(
     rescore: bool = typer.Option(False, "--rescore", help="Only re-check the stored generations."),
 ) -> None:
     """Score a model on BFCL v4 with tinytool's own checkers (resumable; writes generations,
-    per-item verdicts with reasons, and a summary weighted as BFCL's leaderboard)."""
+    per-item verdicts with reasons, and a summary weighted as BFCL's leaderboard).
+
+    Example: tinytool eval bfcl -m runs/sft -c simple_python,multiple,irrelevance --limit 100 -o runs/sft-bfcl
+    """
     from tinytool.bfcl import expand_categories
     from tinytool.eval.bfcl_runner import BFCLRunConfig, run_bfcl, score
 
@@ -111,7 +114,10 @@ def demo(
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
 ) -> None:
     """Score a model on the demo dev split: exact call match and STAR's Sim-RL score per category
-    (resumable: a rerun with the same settings continues, other settings are refused)."""
+    (resumable: a rerun with the same settings continues, other settings are refused).
+
+    Example: tinytool eval demo -m runs/sft -d data/demo/dev.jsonl -o runs/sft-demo
+    """
     from tinytool.eval.demo_eval import run_demo_eval
 
     fmt = _check_format(fmt, model)
@@ -127,7 +133,10 @@ def judge_cmd(
     judge: str = typer.Option(..., "--judge", help="Judge model (OpenAI-compatible 'URL@MODEL' or a local spec)."),
     limit: int = typer.Option(None, "--limit", min=1),
 ) -> None:
-    """Score a run's answers with an LLM judge on EfficientTool's five dimensions (App. C.2)."""
+    """Score a run's answers with an LLM judge on EfficientTool's five dimensions (App. C.2).
+
+    Example: tinytool eval judge --run runs/sft-demo --judge http://127.0.0.1:8000/v1@teacher
+    """
     from tinytool.eval.judge_run import judge_run
 
     out = judge_run(run, _client(judge, 4), limit=limit)
@@ -143,6 +152,8 @@ def report(
                                    help="Replace a previous report at --out (never another kind of folder)."),
 ) -> None:
     """Write a Markdown + HTML report with per-category tables, charts and the worst failures.
+
+    Example: tinytool report runs/base-bfcl runs/sft-bfcl -o report/
 
     ``--out`` is written as a whole: no chart of an older report stays beside the new one, and an
     interrupted run leaves the old report as it was.
