@@ -232,6 +232,16 @@ def _serve_command() -> None:
     app.command("run")(run_command)
 
 
+def _sandbox_commands() -> None:
+    """``tinytool sandbox run``."""
+    from tinytool.sandbox.cli_sandbox import sandbox_app
+
+    app.add_typer(sandbox_app, name="sandbox")
+
+
+_sandbox_commands()
+
+
 @app.command("doctor")
 def doctor() -> None:
     """What this machine offers tinytool: versions, CPU bf16, GPU, where the bundled model, the BFCL wheel and the
