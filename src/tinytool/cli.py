@@ -187,10 +187,11 @@ def _data_app() -> typer.Typer:
     """``tinytool data``: convert, stats (converters) and demo (the bundled catalog's tasks)."""
     from tinytool.data.cli_convert import convert_app
     from tinytool.data.cli_demo import demo_app
+    from tinytool.data.cli_mix import mix_app
 
-    data = make_app(help="Datasets: convert public formats, describe a file, generate the demo tasks.",
-                    no_args_is_help=True)
-    for sub in (convert_app, demo_app):
+    data = make_app(help="Datasets: convert public formats, describe a file, generate the demo tasks, add "
+                         "irrelevant tools.", no_args_is_help=True)
+    for sub in (convert_app, demo_app, mix_app):
         data.registered_commands.extend(sub.registered_commands)
     return data
 
