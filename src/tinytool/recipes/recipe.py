@@ -29,7 +29,7 @@ from tinytool.errors import UserInputError
 #: verbs a stage may run, and whether their options come from a training config (a YAML file is written for
 #: them) or from typer flags
 VERBS = {
-    "data demo": "flags", "data convert": "flags", "sft": "config", "rl": "config", "distill": "config",
+    "data demo": "flags", "data convert": "flags", "data mix-irrelevant": "flags", "sft": "config", "rl": "config", "distill": "config",
     "teacher rollout": "flags", "teacher cache": "flags", "eval bfcl": "flags", "eval demo": "flags",
     "report": "flags",
 }
