@@ -162,9 +162,11 @@ class ToolGRPOTrainer(GRPOTrainer):
                 filler["completion_mask"] = filler["completion_mask"] * 0
                 groups.append(filler)
         out = concat(groups, self.processing_class.pad_token_id)
-        if len(groups) == 1:  # concat leaves a single batch as is: count its trained tokens all the same
-            mask = out["completion_mask"]
-            out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
+        # the tokens the step trains on, over every process (TRL's token-mean losses divide by it)
+        mask = out["completion_mask"]
+        if out.get("tool_mask") is not None:
+            mask = mask * out["tool_mask"]
+        out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
         metrics = self._metrics["train"]
         metrics["groups/zero_signal"].append((pool.dropped - dropped) / max(1, pool.seen - seen))
         metrics["groups/fill_rounds"].append(float(rounds))
