@@ -234,10 +234,12 @@ def _serve_command() -> None:
 
 
 def _sandbox_commands() -> None:
-    """``tinytool sandbox run``."""
+    """``tinytool sandbox run`` and ``tinytool synth …``."""
     from tinytool.sandbox.cli_sandbox import sandbox_app
+    from tinytool.synth.cli_synth import synth_app
 
     app.add_typer(sandbox_app, name="sandbox")
+    app.add_typer(synth_app, name="synth")
 
 
 _sandbox_commands()
