@@ -37,3 +37,42 @@ def tools_cmd(
     dropped = ", ".join(f"{k} {v}" for k, v in r["dropped"].items()) or "none"
     err.print(f"read {r['tools_read']} tools ({bad} lines not JSON); kept {r['tools']} tools in {r['servers']} "
               f"servers; dropped: {dropped} -> {out}")
+
+
+@synth_app.command("chains")
+def chains_cmd(
+    catalog: Path = typer.Option(..., "--catalog", "-c", exists=True, dir_okay=False,
+                                 help="Servers with their tools (tinytool synth tools)."),
+    llm: str = typer.Option(..., "--llm", help="The LLM: URL@MODEL (OpenAI-compatible), vllm:MODEL or a local model."),
+    out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="JSONL of verified chains with their tasks."),
+    proposals: int = typer.Option(8, "--proposals", min=1, help="(task, chain) proposals per server."),
+    walks: int = typer.Option(10, "--walks", min=1, help="Random walks per server."),
+    max_len: int = typer.Option(4, "--max-len", min=2, help="Longest chain."),
+    allow_cycles: bool = typer.Option(False, "--allow-cycles", help="Let a walk call a tool again."),
+    seed: int = typer.Option(0, "--seed"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
+) -> None:
+    """Tool chains per server (ASTRA §2.1.2): LLM-proposed (task, chain) pairs → a weighted transition graph →
+    length-bounded random walks → LLM verification of dependencies and coherence.
+
+    Example: tinytool synth chains -c catalog.jsonl --llm http://127.0.0.1:8000/v1@teacher -o chains.jsonl
+    """
+    from tinytool.io import check_not_input, check_output_file, read_jsonl_rows, write_jsonl
+    from tinytool.llm import get_client
+    from tinytool.schema import Tool
+    from tinytool.synth.chains import build_chains
+
+    check_not_input(out, catalog)
+    check_output_file(out, overwrite)
+    servers = {str(row["server"]): [Tool.from_dict(t) for t in row["tools"]] for row in read_jsonl_rows(catalog)}
+    client = get_client(llm)
+    try:
+        chains, stats = build_chains(client, servers, proposals=proposals, walks=walks, max_len=max_len,
+                                     acyclic=not allow_cycles, seed=seed)
+    finally:
+        client.close()
+    write_jsonl(out, chains)
+    s = stats.as_dict()
+    dropped = ", ".join(f"{k} {v}" for k, v in s["dropped"].items()) or "none"
+    err.print(f"{len(servers)} servers: {s['proposals']} proposals, {s['walks']} walks, {s['kept']} chains kept; "
+              f"dropped: {dropped} -> {out}")
