@@ -76,3 +76,50 @@ def chains_cmd(
     dropped = ", ".join(f"{k} {v}" for k, v in s["dropped"].items()) or "none"
     err.print(f"{len(servers)} servers: {s['proposals']} proposals, {s['walks']} walks, {s['kept']} chains kept; "
               f"dropped: {dropped} -> {out}")
+
+
+@synth_app.command("tasks")
+def tasks_cmd(
+    catalog: Path = typer.Option(..., "--catalog", "-c", exists=True, dir_okay=False,
+                                 help="Servers with their tools (tinytool synth tools)."),
+    chains: Path = typer.Option(None, "--chains", exists=True, dir_okay=False,
+                                help="Verified chains (tinytool synth chains) for chain-conditioned tasks."),
+    llm: str = typer.Option(..., "--llm", help="The LLM: URL@MODEL (OpenAI-compatible), vllm:MODEL or a local model."),
+    out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="JSONL of kept tasks with their scores."),
+    per_server: int = typer.Option(4, "--per-server", min=0, help="Server-only tasks per server."),
+    axes: str = typer.Option("diversity,complexity,persona", "--augment",
+                             help="Augmentation axes, comma-separated (empty: none)."),
+    threshold: float = typer.Option(4.0, "--threshold", min=1, max=5, help="Minimum of each 1–5 score (Eq. 1)."),
+    seed: int = typer.Option(0, "--seed"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
+) -> None:
+    """User tasks per server (ASTRA §2.1.3): chain-conditioned and server-only construction, augmentation
+    (diversity, complexity, persona; the language kept), scoring on question quality, scenario realism and tool
+    necessity with thresholds.
+
+    Example: tinytool synth tasks -c catalog.jsonl --chains chains.jsonl --llm http://127.0.0.1:8000/v1@teacher -o tasks.jsonl
+    """
+    from tinytool.errors import UserInputError
+    from tinytool.io import check_not_input, check_output_file, read_jsonl_rows, write_jsonl
+    from tinytool.llm import get_client
+    from tinytool.schema import Tool
+    from tinytool.synth.tasks import AXES, DIMENSIONS, build_tasks
+
+    check_not_input(out, catalog, *([chains] if chains else []))
+    check_output_file(out, overwrite)
+    chosen = [a.strip() for a in axes.split(",") if a.strip()]
+    bad = [a for a in chosen if a not in AXES]
+    if bad:
+        raise UserInputError(f"--augment: unknown axis {bad[0]!r}", fix=f"choose from {', '.join(AXES)}")
+    servers = {str(row["server"]): [Tool.from_dict(t) for t in row["tools"]] for row in read_jsonl_rows(catalog)}
+    chain_rows = read_jsonl_rows(chains) if chains else []
+    client = get_client(llm)
+    try:
+        tasks, stats = build_tasks(client, servers, chain_rows, per_server=per_server, axes=chosen,
+                                   thresholds=dict.fromkeys(DIMENSIONS, threshold), seed=seed)
+    finally:
+        client.close()
+    write_jsonl(out, tasks)
+    s = stats.as_dict()
+    dropped = ", ".join(f"{k} {v}" for k, v in s["dropped"].items()) or "none"
+    err.print(f"built {s['built']}, augmented {s['augmented']}, kept {s['kept']}; dropped: {dropped} -> {out}")
