@@ -123,3 +123,59 @@ def tasks_cmd(
     s = stats.as_dict()
     dropped = ", ".join(f"{k} {v}" for k, v in s["dropped"].items()) or "none"
     err.print(f"built {s['built']}, augmented {s['augmented']}, kept {s['kept']}; dropped: {dropped} -> {out}")
+
+
+@synth_app.command("trajectories")
+def trajectories_cmd(
+    catalog: Path = typer.Option(..., "--catalog", "-c", exists=True, dir_okay=False,
+                                 help="Servers with their tools (tinytool synth tools)."),
+    tasks: Path = typer.Option(..., "--tasks", exists=True, dir_okay=False, help="Tasks (tinytool synth tasks)."),
+    teacher: str = typer.Option(..., "--teacher", "-t", help="The model that works the tasks (URL@MODEL, vllm:, local)."),
+    judge: str = typer.Option(None, "--judge", help="The scoring LLM [default: the teacher]."),
+    emulator: str = typer.Option(None, "--emulator", help="The LLM that emulates document-only tools [default: the "
+                                 "judge]."),
+    out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="Conversation JSONL (SFT data) with scores."),
+    fmt: str = typer.Option("hermes", "--format", "-f", help="Prompt format the teacher answers in."),
+    failure_rate: float = typer.Option(0.2, "--failure-rate", min=0.0, max=1.0,
+                                       help="Share of emulated calls that fail (ASTRA §2.1.4: 0.2)."),
+    max_turns: int = typer.Option(8, "--max-turns", min=1),
+    min_reward: float = typer.Option(0.0, "--min-reward", min=0.0, max=1.0,
+                                     help="Keep trajectories whose mean score reaches this."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
+) -> None:
+    """Trajectories for SFT (ASTRA §2.1.4–2.1.5): the teacher works each task against the demo catalog's real tools
+    or the stateful emulator (failures injected), and a judge gives the seven scores (QU, QP, TCU, TCP, TCS, TC,
+    FA); the kept conversations train directly with tinytool sft.
+
+    Example: tinytool synth trajectories -c catalog.jsonl --tasks tasks.jsonl -t http://127.0.0.1:8000/v1@teacher -o traj.jsonl
+    """
+    from tinytool.data.catalog import CATALOG
+    from tinytool.envs import DemoEnv
+    from tinytool.formats import get_format
+    from tinytool.io import check_not_input, check_output_file, read_jsonl_rows, write_jsonl
+    from tinytool.llm import get_client
+    from tinytool.schema import Tool
+    from tinytool.synth.emulator import EmulatedEnv
+    from tinytool.synth.trajectories import collect
+
+    check_not_input(out, catalog, tasks)
+    check_output_file(out, overwrite)
+    servers = {str(row["server"]): [Tool.from_dict(t) for t in row["tools"]] for row in read_jsonl_rows(catalog)}
+    rows = [t for t in read_jsonl_rows(tasks) if t.get("server") in servers]
+    clients = {spec: get_client(spec) for spec in dict.fromkeys([teacher, judge or teacher,
+                                                                 emulator or judge or teacher])}
+    try:
+        emu = clients[emulator or judge or teacher]
+
+        def env_for(task: dict) -> object:
+            if all(t.name in CATALOG for t in servers[task["server"]]):
+                return DemoEnv(max_turns=max_turns)
+            return EmulatedEnv(emu, failure_rate=failure_rate, max_turns=max_turns)
+
+        kept, report = collect(clients[teacher], clients[judge or teacher], rows, servers, env_for, get_format(fmt))
+    finally:
+        for c in clients.values():
+            c.close()
+    write_jsonl(out, [c.to_dict() for c in kept])
+    err.print(f"{report['tasks']} tasks, {report['kept']} trajectories kept, mean reward {report['mean_reward']}; "
+              f"judge replies unread: {report['judge_unread'] or 'none'} -> {out}")
