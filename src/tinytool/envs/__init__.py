@@ -18,6 +18,7 @@ from tinytool.envs.bfcl import (
     parse_call,
 )
 from tinytool.envs.demo import ENVS, EVAL_ENVS, BFCLToolEnv, DemoEnv
+from tinytool.envs.synth import SynthEnv
 
 __all__ = [
     "API_CLASSES",
@@ -28,6 +29,7 @@ __all__ = [
     "BFCLToolEnv",
     "CallSyntaxError",
     "DemoEnv",
+    "SynthEnv",
     "ToolEnv",
     "load_api_classes",
     "parse_call",

@@ -5,7 +5,7 @@ rendered in the chosen format (tool listing included), ``ground_truth`` is the t
 assistant message (its calls, or its text when no tool fits), ``tools`` the offered tools; the rewards of
 `tinytool.rewards` read those columns (STAR §3.2.1, ToolRL §3.3 score one turn against its label). Columns that
 vary in shape are JSON strings, so any mix of tasks fits one `datasets.Dataset`. ``sub_answers`` (ASTRA-F1),
-``teacher`` (MENTOR) and ``world_seed`` (the demo environment) are carried when a conversation's ``meta`` has
+``teacher`` (MENTOR), ``world_seed`` (the demo environment) and ``environment`` (a synthesized one) are carried when a conversation's ``meta`` has
 them.
 """
 
@@ -40,7 +40,7 @@ def rl_row(conv: Conversation, fmt: Any, tokenizer: Any, index: int = 0) -> dict
         "task_id": str(conv.meta.get("id", index)),
         "category": str(conv.meta.get("category", "")),
     }
-    for key in ("sub_answers", "teacher", "world_seed"):
+    for key in ("sub_answers", "teacher", "world_seed", "environment"):
         if key in conv.meta:
             row[key] = json.dumps(conv.meta[key], ensure_ascii=False)
     return row

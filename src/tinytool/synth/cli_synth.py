@@ -179,3 +179,50 @@ def trajectories_cmd(
     write_jsonl(out, [c.to_dict() for c in kept])
     err.print(f"{report['tasks']} tasks, {report['kept']} trajectories kept, mean reward {report['mean_reward']}; "
               f"judge replies unread: {report['judge_unread'] or 'none'} -> {out}")
+
+
+@synth_app.command("envs")
+def envs_cmd(
+    knowledge: Path = typer.Option(..., "--knowledge", "-k", exists=True, dir_okay=False,
+                                   help="JSONL of {text, question?}: the knowledge each instance is grounded in, and "
+                                        "optionally the question to decompose."),
+    llm: str = typer.Option(..., "--llm", help="The LLM: URL@MODEL (OpenAI-compatible), vllm:MODEL or a local model."),
+    out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="Conversation JSONL, one task per environment, "
+                             "for tinytool rl --env synth."),
+    hops: int = typer.Option(3, "--hops", min=1, help="Lookup steps a generated question takes."),
+    threshold: float = typer.Option(0.75, "--threshold", min=0.0, max=1.0, help="Minimum quality score QS (Eq. 21)."),
+    retries: int = typer.Option(3, "--retries", min=1, help="Attempts per step to write code that verifies."),
+    no_merge: bool = typer.Option(False, "--no-merge", help="Keep one tool per step (no homogeneous merging)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
+) -> None:
+    """Executable environments (ASTRA §2.2): Q–A instances with sub-questions → quality validation (DC, SA, SR, TC)
+    → a tool specification, call and Python implementation per step, verified in the sandbox → homogeneous steps
+    merged → tasks that tinytool rl --env synth trains on with ASTRA-F1.
+
+    Example: tinytool synth envs -k knowledge.jsonl --llm http://127.0.0.1:8000/v1@teacher -o envs.jsonl
+    """
+    from tinytool.io import check_not_input, check_output_file, read_jsonl_rows, write_jsonl
+    from tinytool.llm import GenerationConfig, get_client
+    from tinytool.synth.envgen import EnvStats, build_environment, environment_task
+    from tinytool.synth.qa import QAStats, generate_instances, validate
+
+    check_not_input(out, knowledge)
+    check_output_file(out, overwrite)
+    rows = [r for r in read_jsonl_rows(knowledge) if isinstance(r, dict) and isinstance(r.get("text"), str)]
+    client = get_client(llm)
+    qa_stats, env_stats, tasks = QAStats(), EnvStats(), []
+    try:
+        instances = generate_instances(client, [r["text"] for r in rows], hops,
+                                       GenerationConfig(max_new_tokens=1024, temperature=0.7), qa_stats,
+                                       [r.get("question") for r in rows])
+        for inst in validate(client, instances, qa_stats, threshold):
+            env = build_environment(client, inst, env_stats, retries, do_merge=not no_merge)
+            if env is not None:
+                tasks.append(environment_task(env, len(tasks)))
+    finally:
+        client.close()
+    write_jsonl(out, tasks)
+    dropped = {**qa_stats.dropped, **env_stats.dropped}
+    err.print(f"{qa_stats.generated} instances, {qa_stats.kept} valid; {env_stats.verified} of {env_stats.steps} steps "
+              f"verified in {env_stats.attempts} attempts, {env_stats.merged} merged; {env_stats.environments} "
+              f"environments; dropped: {', '.join(f'{k} {v}' for k, v in dropped.items()) or 'none'} -> {out}")
