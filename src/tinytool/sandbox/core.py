@@ -6,6 +6,11 @@ in a separate Python process with
   namespace), otherwise every socket refused by an audit hook; `isolation()` says which is in force;
 - a private temporary directory as its working directory and home, removed afterwards;
 - a clean environment (no inherited variables, so no secrets);
+- an audit hook, installed before the program runs, that allows reading only its directory and the standard
+  library, writing only in its directory (a bounded number of files, no native libraries), and refuses native
+  code (``ctypes``), sockets, subprocesses, forks and signals;
+- started as root, it drops to ``nobody`` where the standard library is readable by others (``Result.user``
+  says who it ran as);
 - a wall-clock limit that kills its whole process group (children included).
 
 `SandboxPool` keeps processes started ahead of time, limits applied, each waiting for one program: a program
@@ -43,10 +48,6 @@ if not cfg["network"]:
     except Exception:
         pass
     if net != "namespace":
-        def _no_network(event, args):
-            if event.startswith(("socket.", "http.", "urllib.")) and event != "socket.gethostname":
-                raise PermissionError("network access is blocked in the tinytool sandbox")
-        sys.addaudithook(_no_network)
         net = "blocked-sockets"
 def _limit(kind, value, hard=None):
     if value:
@@ -58,13 +59,97 @@ _limit(resource.RLIMIT_AS, cfg["memory_bytes"])
 _limit(resource.RLIMIT_CPU, cfg["cpu_s"], cfg["cpu_s"] + 1)  # SIGXCPU first, SIGKILL a second later
 _limit(resource.RLIMIT_FSIZE, cfg["file_bytes"])
 _limit(resource.RLIMIT_NPROC, cfg["max_procs"])
-sys.stderr.write("\x00tinytool-sandbox " + json.dumps({"network": net}) + "\n")
+def _others_can_read(path):
+    # every directory on the way is searchable by others, and the path itself readable
+    import stat
+    path = os.path.realpath(path)
+    while True:
+        if not os.stat(path).st_mode & stat.S_IXOTH:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+user = "same"
+if os.getuid() == 0 and _others_can_read(os.path.dirname(os.__file__)):
+    # as root, with a standard library others may read: become nobody, so other users' files and processes are
+    # out of reach and the process-count limit holds (with the library under a private home, stay and rely on
+    # the audit hook below)
+    try:
+        os.chown(".", 65534, 65534)
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+        user = "nobody"
+    except OSError:
+        user = "root"
+elif os.getuid() == 0:
+    user = "root"
+def _guard():
+    # one audit hook, installed before the program runs and impossible to remove: reads only from the program's
+    # directory and the standard library, writes only in its directory (a bounded number of files), no native
+    # code, no sockets (unless allowed), no processes or signals (unless allowed)
+    home = os.path.realpath(os.getcwd())
+    stdlib = os.path.realpath(os.path.dirname(os.__file__))
+    readable = (home, stdlib, os.path.realpath(sys.base_exec_prefix), "/dev/null", "/dev/urandom", "/dev/zero",
+                "/proc/self")
+    writes = [0]
+    max_files = cfg["max_files"]
+    processes = cfg["processes"]
+    network = cfg["network"]
+    join, realpath, sep = os.path.join, os.path.realpath, os.sep
+    def inside(path, roots):
+        return any(path == r or path.startswith(r.rstrip(sep) + sep) for r in roots)
+    def where(path):
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "replace")
+        return realpath(join(os.getcwd(), path)) if isinstance(path, str) else None
+    def deny(what):
+        raise PermissionError(what + " is blocked in the tinytool sandbox")
+    def hook(event, args):
+        if event == "open":
+            path, mode, flags = args
+            p = where(path)
+            if p is None:
+                return
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool(flags & 0o3 or flags & 0o100)
+            if writing:
+                if not inside(p, (home,)):
+                    deny("writing " + p)
+                if p.endswith((".so", ".pyd", ".dylib")) or ".so." in os.path.basename(p):
+                    deny("writing native code " + p)
+                writes[0] += 1
+                if writes[0] > max_files:
+                    deny("opening more than %d files for writing" % max_files)
+            elif not inside(p, readable):
+                deny("reading " + p)
+        elif event in ("os.remove", "os.rmdir", "os.mkdir", "os.rename", "os.replace", "os.chmod", "os.chown",
+                       "os.link", "os.symlink", "os.truncate", "os.utime", "shutil.rmtree", "shutil.move",
+                       "shutil.copyfile", "os.chdir", "os.listdir", "os.scandir"):
+            for a in args[:2]:
+                p = where(a) if isinstance(a, (str, bytes)) else None
+                if p is not None and not inside(p, (home,) if event not in ("os.listdir", "os.scandir")
+                                                else readable):
+                    deny(event + " on " + p)
+        elif event.startswith("ctypes."):
+            deny("native code")
+        elif event.startswith("socket.") and not network:
+            deny("network access")
+        elif not processes and (event in ("os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn",
+                                          "os.spawn", "subprocess.Popen", "pty.spawn", "os.kill", "os.killpg")):
+            deny(event)
+    sys.addaudithook(hook)
+_guard()
+sys.stderr.write("\x00tinytool-sandbox " + json.dumps({"network": net, "user": user}) + "\n")
 sys.stderr.flush()
 size = int(sys.stdin.buffer.readline() or b"0")
 source = sys.stdin.buffer.read(size).decode("utf-8", "replace")
 sys.argv = [cfg["name"]]
-code = compile(source, cfg["name"], "exec")
-del cfg, size, _limit
+sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(os.getcwd())]  # nothing imports
+code = compile(source, cfg["name"], "exec")                                                     # from its own dir
+for _name in ("libc", "ctypes", "resource", "cfg", "size", "_limit", "net", "user", "source", "_guard",
+              "_others_can_read"):
+    globals().pop(_name, None)
 exec(code, {"__name__": "__main__", "__file__": sys.argv[0], "__builtins__": __builtins__})
 '''
 
@@ -80,13 +165,16 @@ class Limits:
     memory_mb: int = 512
     file_mb: int = 16
     max_procs: int = 64
+    max_files: int = 64  # files opened for writing, at most
     output_bytes: int = 64 * 1024
     network: bool = False
+    processes: bool = False  # allow subprocesses, forks and signals
 
     def config(self, name: str) -> str:
         return json.dumps({"network": self.network, "memory_bytes": self.memory_mb * 2**20,
                            "cpu_s": int(self.cpu_s or max(1, round(self.timeout_s))),
-                           "file_bytes": self.file_mb * 2**20, "max_procs": self.max_procs, "name": name})
+                           "file_bytes": self.file_mb * 2**20, "max_procs": self.max_procs, "name": name,
+                           "max_files": self.max_files, "processes": self.processes})
 
 
 @dataclass
@@ -100,6 +188,7 @@ class Result:
     seconds: float
     network: str  # how the network was cut: namespace, blocked-sockets, or none (allowed)
     truncated: bool = False
+    user: str = "same"  # who the program ran as: nobody (dropped from root), same, or root (could not drop)
 
     @property
     def ok(self) -> bool:
@@ -157,10 +246,11 @@ class _Process:
         cap = self.limits.output_bytes
         stdout, out_more = _read(self.out_path, cap)
         stderr, err_more = _read(self.err_path, cap + 256)
-        network = "none"
+        network, user = "none", "same"
         if stderr.startswith(MARK):
             head, _, stderr = stderr.partition("\n")
-            network = json.loads(head[len(MARK):]).get("network", "none")
+            info = json.loads(head[len(MARK):])
+            network, user = info.get("network", "none"), info.get("user", "same")
         code = self.proc.returncode
         if timed_out:
             status = "timeout"
@@ -178,7 +268,7 @@ class _Process:
             status = "error"
         shutil.rmtree(self.home, ignore_errors=True)
         return Result(status, None if timed_out else code, stdout, stderr, round(seconds, 3), network,
-                      out_more or err_more)
+                      out_more or err_more, user)
 
     def discard(self) -> None:
         self._kill_group()
