@@ -234,12 +234,15 @@ def _serve_command() -> None:
 
 
 def _sandbox_commands() -> None:
-    """``tinytool sandbox run`` and ``tinytool synth …``."""
+    """``tinytool sandbox run``, ``tinytool synth …`` and ``tinytool mcp serve``."""
     from tinytool.sandbox.cli_sandbox import sandbox_app
     from tinytool.synth.cli_synth import synth_app
 
     app.add_typer(sandbox_app, name="sandbox")
     app.add_typer(synth_app, name="synth")
+    from tinytool.envs.cli_mcp import mcp_app_cli
+
+    app.add_typer(mcp_app_cli, name="mcp")
 
 
 _sandbox_commands()

@@ -18,6 +18,7 @@ from tinytool.envs.bfcl import (
     parse_call,
 )
 from tinytool.envs.demo import ENVS, EVAL_ENVS, BFCLToolEnv, DemoEnv
+from tinytool.envs.mcp import MCPClient, MCPEnv, MCPError, mcp_app
 from tinytool.envs.synth import SynthEnv
 
 __all__ = [
@@ -29,9 +30,13 @@ __all__ = [
     "BFCLToolEnv",
     "CallSyntaxError",
     "DemoEnv",
+    "MCPClient",
+    "MCPEnv",
+    "MCPError",
     "SynthEnv",
     "ToolEnv",
     "load_api_classes",
+    "mcp_app",
     "parse_call",
     "run_tool",
 ]

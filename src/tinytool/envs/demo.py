@@ -16,6 +16,7 @@ from typing import Any
 from tinytool.data.catalog import CATALOG
 from tinytool.data.catalog.world import fresh_world
 from tinytool.envs.base import ToolEnv
+from tinytool.envs.mcp import MCPEnv
 from tinytool.envs.synth import SynthEnv
 from tinytool.rewards.astra import astra_f1_from_text
 from tinytool.schema import SchemaError, Tool
@@ -77,7 +78,7 @@ class BFCLToolEnv(ToolEnv):
 
 
 #: environments a policy may train in (``tinytool rl --env NAME``)
-ENVS: dict[str, type[ToolEnv]] = {"demo": DemoEnv, "synth": SynthEnv}
+ENVS: dict[str, type[ToolEnv]] = {"demo": DemoEnv, "synth": SynthEnv, "mcp": MCPEnv}
 #: environments for evaluation: the training ones and BFCL's
 EVAL_ENVS = {**ENVS, "bfcl": BFCLToolEnv}
 

@@ -13,8 +13,10 @@ synth_app = make_app(help="Synthesize data and environments from tool documents 
 
 @synth_app.command("tools")
 def tools_cmd(
-    files: list[Path] = typer.Argument(..., help="Tool documents: JSON or JSONL of OpenAI, MCP, xLAM or BFCL tools, "
+    files: list[Path] = typer.Argument(None, help="Tool documents: JSON or JSONL of OpenAI, MCP, xLAM or BFCL tools, "
                                        "or servers {server, tools: [...]}."),
+    mcp: list[str] = typer.Option([], "--mcp", help="An MCP server to import: its URL (streamable HTTP) or the command "
+                                  "that starts it over stdio, optionally NAME=TARGET (repeatable)."),
     out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="JSONL of servers with their tools."),
     min_tools: int = typer.Option(3, "--min-tools", min=1, help="Drop servers with fewer tools (ASTRA §2.1.1: 3)."),
     min_words: int = typer.Option(3, "--min-words", min=0, help="Drop tools whose description has fewer words."),
@@ -23,14 +25,21 @@ def tools_cmd(
     """Normalise tool documents to the OpenAI tool shape, group them by server and keep the servers that can
     support multi-step work (ASTRA §2.1.1); prints what each filter dropped.
 
-    Example: tinytool synth tools mcp_servers.json xlam_tools.jsonl -o catalog.jsonl
+    Example: tinytool synth tools mcp_servers.json xlam_tools.jsonl --mcp shop=http://127.0.0.1:8765/mcp -o catalog.jsonl
     """
     from tinytool.io import check_not_input, check_output_file, write_jsonl
-    from tinytool.synth.tools import build_catalog, read_tool_documents
+    from tinytool.synth.tools import build_catalog, mcp_entries, read_tool_documents
 
+    files = files or []
+    if not files and not mcp:
+        from tinytool.errors import UserInputError
+
+        raise UserInputError("no tool documents given", fix="name files of tool documents, or --mcp URL")
     check_not_input(out, *files)
     check_output_file(out, overwrite)
     entries, bad = read_tool_documents(files)
+    for spec in mcp:
+        entries += mcp_entries(spec)
     catalog = build_catalog(entries, min_tools=min_tools, min_words=min_words)
     write_jsonl(out, catalog.to_rows())
     r = catalog.report()

@@ -120,6 +120,24 @@ def read_tool_documents(paths: Sequence[str | os.PathLike]) -> tuple[list[tuple[
     return out, bad
 
 
+def mcp_entries(spec: str) -> list[tuple[str | None, Any, str]]:
+    """``(server, tool, source)`` of every tool an MCP server lists; ``spec`` is a URL or a stdio command,
+    optionally ``NAME=TARGET``."""
+    from urllib.parse import urlparse
+
+    from tinytool.envs.mcp import MCPClient
+
+    name, sep, target = spec.partition("=")
+    if not sep or "://" in name or " " in name:
+        name, target = "", spec
+    server = name or (urlparse(target).hostname or "mcp") if "://" in target else name or target.split()[0]
+    client = MCPClient(target)
+    try:
+        return [(server, t.to_dict(), f"mcp:{target}") for t in client.list_tools()]
+    finally:
+        client.close()
+
+
 def _server_of(name: str, source: str) -> str:
     return name.split(".", 1)[0] if "." in name else Path(source.rsplit(":", 1)[0]).stem
 
@@ -155,5 +173,12 @@ def build_catalog(entries: Iterable[tuple[str | None, Any, str]], *, min_tools: 
     return Catalog(servers, dropped, read)
 
 
-__all__ = ["Catalog", "build_catalog", "check_schema", "normalize_tool", "read_tool_documents",
-           "vague"]
+__all__ = [
+    "Catalog",
+    "build_catalog",
+    "check_schema",
+    "mcp_entries",
+    "normalize_tool",
+    "read_tool_documents",
+    "vague",
+]
