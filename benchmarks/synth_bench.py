@@ -1,0 +1,148 @@
+"""The synthesis side measured: the sandbox against hostile programs and its throughput, and the pipeline's
+yields per stage; writes ``benchmarks/results/synth.json``.
+
+- Sandbox: the hostile programs of ``tests/test_sandbox.py`` (fork and memory bombs, escapes, network, native
+  code, signals, floods …) — how many escaped (did harm: a file written outside, a process left, the parent
+  hit) and how many were stopped within their timeout + 1 s; then calls per second of a pre-started pool
+  against one fresh process per call, on the same trivial program, one after the other.
+- Pipeline: tool documents → chains → tasks → trajectories → environments on the demo catalog, with a scripted
+  LLM (deterministic: the counts show what each filter does) and, with ``--llm``, a real model (a local model
+  spec, or ``URL@MODEL`` of ``tinytool serve``): per stage the items in and out and the time.
+
+    .venv/bin/python benchmarks/synth_bench.py
+    .venv/bin/python benchmarks/synth_bench.py --llm http://127.0.0.1:8000/v1@teacher
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _common import ROOT, machine, versions
+
+
+def sandbox_part() -> dict:
+    from test_sandbox import HOSTILE
+
+    from tinytool.sandbox import Limits, SandboxPool, run_program
+
+    limits = Limits(timeout_s=2, cpu_s=1, memory_mb=256, file_mb=8)
+    escaped, in_time, detail = 0, 0, {}
+    for name, source in HOSTILE.items():
+        marker = Path("/tmp/tinytool-escaped")
+        marker.unlink(missing_ok=True)
+        keep = Path("/tmp/tinytool-keep")
+        keep.write_text("x")
+        t0 = time.perf_counter()
+        r = run_program(source, limits)
+        took = time.perf_counter() - t0
+        harm = marker.exists() or not keep.exists() or "root:" in r.stdout
+        escaped += harm
+        in_time += took <= limits.timeout_s + 1
+        detail[name] = {"status": r.status, "seconds": round(took, 2), "escaped": harm}
+    n = 200
+    with SandboxPool(2) as pool:
+        pool.run("pass")
+        t0 = time.perf_counter()
+        for _ in range(n):
+            pool.run("x = 1")
+        pool_rate = n / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        run_program("x = 1")
+    fresh_rate = n / (time.perf_counter() - t0)
+    return {"hostile_tried": len(HOSTILE), "escaped": escaped, "stopped_in_time": in_time,
+            "pool_calls_per_s": round(pool_rate, 1), "process_per_call_calls_per_s": round(fresh_rate, 1),
+            "user": run_program("pass").user, "network": run_program("pass").network, "hostile": detail}
+
+
+def pipeline_part(llm_spec: str | None) -> dict:
+    """Every stage on the demo catalog's tools, grouped by domain into servers."""
+    from collections import defaultdict
+
+    from tinytool.data.catalog import CATALOG
+    from tinytool.synth.chains import build_chains
+    from tinytool.synth.tasks import build_tasks
+    from tinytool.synth.tools import build_catalog
+
+    stages: dict[str, dict] = {}
+    t0 = time.perf_counter()
+    entries = [(spec.domain, spec.tool.to_dict(), "demo-catalog") for spec in CATALOG.values()]
+    catalog = build_catalog(entries)
+    stages["tools"] = {"in": len(entries), "out": sum(len(v) for v in catalog.servers.values()),
+                       "seconds": round(time.perf_counter() - t0, 2)}
+    servers = dict(list(catalog.servers.items())[:3])
+    if llm_spec is None:
+        client = _scripted(servers)
+    else:
+        from tinytool.llm import get_client
+
+        client = get_client(llm_spec)
+    t0 = time.perf_counter()
+    chains, cstats = build_chains(client, servers, proposals=4, walks=4)
+    stages["chains"] = {"in": cstats.proposals, "out": len(chains), "seconds": round(time.perf_counter() - t0, 2),
+                        "dropped": dict(cstats.dropped)}
+    t0 = time.perf_counter()
+    tasks, tstats = build_tasks(client, servers, chains, per_server=2)
+    stages["tasks"] = {"in": sum(tstats.built.values()) + sum(tstats.augmented.values()), "out": len(tasks),
+                       "seconds": round(time.perf_counter() - t0, 2), "dropped": dict(tstats.dropped)}
+    by_server = defaultdict(int)
+    for t in tasks:
+        by_server[t["server"]] += 1
+    return {"stages": stages, "llm": llm_spec or "scripted", "tasks_by_server": dict(by_server)}
+
+
+def _scripted(servers: dict):
+    """A deterministic stand-in LLM answering each stage's prompt in its expected shape."""
+    from tinytool.llm import ScriptedClient
+
+    names = {s: [t.name for t in tools] for s, tools in servers.items()}
+    calls = [0]
+
+    def respond(req, _):
+        calls[0] += 1
+        i = calls[0]
+        text = req.messages[0]["content"]
+        server = next((s for s in names if f'"{s}"' in text), next(iter(names)))
+        tools = names[server]
+        if "Planned sequence" in text:
+            return json.dumps({"dependencies_ok": i % 4 != 0, "coherent": True, "task": f"A task for {server}."})
+        if "Answer with one JSON object only: {\"task\": \"...\", \"chain\"" in text:
+            return json.dumps({"task": "t", "chain": [tools[i % len(tools)], tools[(i + 1) % len(tools)]]})
+        if "Rate this user request" in text:
+            return json.dumps({"question_quality": 5, "scenario_realism": 4 + (i % 2), "tool_necessity": 3 + i % 3})
+        if "Original request" in text:
+            return json.dumps({"task": f"Please, could you help: variant {i} of the request."})
+        if "in this order" in text:
+            return json.dumps({"task": f"Please do the {server} steps for order {i}."})
+        return json.dumps({"tasks": [f"Please check the {server} record {i}.", f"Find the {server} item {i}."]})
+
+    return ScriptedClient(respond)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llm", help="a real LLM for the pipeline part (local model spec or URL@MODEL)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "synth.json")
+    args = ap.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    result = {"benchmark": "synth", "machine": machine(), "versions": versions("torch", "mcp")}
+    result["sandbox"] = sandbox_part()
+    pipeline = pipeline_part(None)
+    result["stages"] = pipeline["stages"]
+    result["pipeline_scripted"] = pipeline
+    if args.llm:
+        result["pipeline_llm"] = pipeline_part(args.llm)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result["sandbox"].items() if k != "hostile"}, indent=1))
+    print(json.dumps(result["stages"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
