@@ -470,7 +470,7 @@ def test_doctor_reports_the_machine_and_what_is_missing(monkeypatch):
                                   "report", "teacher rollout", "teacher cache", "distill", "student", "reward",
                                   "sft", "rl", "serve", "run", "doctor", "sandbox run", "data mix-irrelevant",
                                   "synth tools", "synth chains", "synth tasks", "synth trajectories",
-                                  "synth envs", "mcp serve"])
+                                  "synth envs", "mcp serve", "retrieve"])
 def test_every_verb_shows_an_example_in_its_help(verb):
     res = CliRunner().invoke(app, [*verb.split(), "--help"])
     assert res.exit_code == 0 and "Example" in res.output and "tinytool " in res.output

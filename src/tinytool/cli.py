@@ -241,8 +241,10 @@ def _sandbox_commands() -> None:
     app.add_typer(sandbox_app, name="sandbox")
     app.add_typer(synth_app, name="synth")
     from tinytool.envs.cli_mcp import mcp_app_cli
+    from tinytool.retrieval.cli_retrieve import retrieve_command
 
     app.add_typer(mcp_app_cli, name="mcp")
+    app.command("retrieve")(retrieve_command)
 
 
 _sandbox_commands()

@@ -1,0 +1,172 @@
+"""Tool retrieval (EfficientTool §3.3.2, App. A.6–A.8, C.4): from a large catalog, the few tools a request needs.
+
+Methods (``method=``):
+
+- ``cosine``: dense similarity of the request and each tool's documentation (offline MiniLM embeddings);
+- ``bm25``: lexical BM25 (``bm25s``) over the same documents;
+- ``weighted``: W-BC, α·cosine + (1 − α)·BM25 after per-query min-max scaling (α = 0.8 on the cosine);
+- ``cascade``: C-BC, the dense top ``cascade_n`` re-ranked by BM25;
+- ``cosine-max``: the larger of the request's and the refined intent's cosine (Cosine-Max);
+- ``rrf``: Reciprocal Rank Fusion (k = 60) of the request's and the refined intent's rankings (RRF-CCLI).
+
+Intent refinement rewrites a long request (over ``refine_words`` words; EfficientTool invokes it above a length
+threshold) into the intent that needs a tool, with an LLM; below the threshold, or without an LLM, the intent is
+the request itself. `knee_cutoff` returns the head of a ranking up to its knee (Kneedle, ``kneed``), the dynamic
+cut-off EfficientTool pairs with Cosine-Max.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tinytool.schema import Tool
+
+METHODS = ("cosine", "bm25", "weighted", "cascade", "cosine-max", "rrf")
+RRF_K = 60
+ALPHA = 0.8  # W-BC's weight on the cosine (EfficientTool Table 12)
+
+_REFINE = """A user wrote to an assistant that can call tools:
+{query}
+
+In one short sentence, state the single action the user needs a tool for (what to look up or do, with its key \
+values). Write only that sentence."""
+
+
+def tool_text(tool: Tool) -> str:
+    """The text a tool is found by: its name (split into words), description and parameter names."""
+    words = re.sub(r"[._]", " ", re.sub(r"([a-z])([A-Z])", r"\1 \2", tool.name))
+    params = " ".join(f"{k} {v.get('description', '')}" for k, v in tool.parameters.get("properties", {}).items()
+                      if isinstance(v, dict))
+    return f"{words}. {tool.description} {params}".strip()
+
+
+def llm_refiner(client: Any) -> Callable[[str], str]:
+    """An intent refiner backed by a `tinytool.llm` client."""
+    from tinytool.llm.base import GenerationConfig, Request
+
+    def refine(query: str) -> str:
+        (c, *_), = client.generate([Request([{"role": "user", "content": _REFINE.format(query=query)}])],
+                                   GenerationConfig(max_new_tokens=48, temperature=0.0))
+        return c.text.strip() or query
+
+    return refine
+
+
+class ToolRetriever:
+    """An index over ``tools`` answering `search` with each method of the module docstring."""
+
+    def __init__(self, tools: Sequence[Tool], embed: Callable[[list[str]], Any] | None = None,
+                 refine: Callable[[str], str] | None = None, refine_words: int = 40, cascade_n: int = 20):
+        import bm25s
+        import numpy as np
+
+        from tinytool.data.mixing import default_embedder
+
+        if not tools:
+            raise ValueError("no tools to index")
+        self.tools = list(tools)
+        self.names = [t.name for t in self.tools]
+        self.embed = embed or default_embedder()
+        self.refine, self.refine_words, self.cascade_n = refine, refine_words, cascade_n
+        texts = [tool_text(t) for t in self.tools]
+        vectors = np.asarray(self.embed(texts), dtype=np.float32)
+        self.vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=1e-12)
+        self.bm25 = bm25s.BM25()
+        self.bm25.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
+
+    # -- scores -----------------------------------------------------------------------------------
+    def _cosine(self, text: str) -> Any:
+        import numpy as np
+
+        v = np.asarray(self.embed([text]), dtype=np.float32)[0]
+        return self.vectors @ (v / max(float(np.linalg.norm(v)), 1e-12))
+
+    def _bm25(self, text: str) -> Any:
+        import bm25s
+        import numpy as np
+
+        scores = self.bm25.get_scores(bm25s.tokenize([text], show_progress=False, return_ids=False)[0])
+        return np.asarray(scores, dtype=np.float32)
+
+    def intent(self, query: str) -> str:
+        """The refined intent of a long request (the request itself when short or without a refiner)."""
+        if self.refine is None or len(query.split()) <= self.refine_words:
+            return query
+        return self.refine(query)
+
+    def scores(self, query: str, method: str = "rrf") -> Any:
+        """One score per tool (higher is better)."""
+        import numpy as np
+
+        def scaled(x: Any) -> Any:
+            lo, hi = float(x.min()), float(x.max())
+            return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+
+        if method == "cosine":
+            return self._cosine(query)
+        if method == "bm25":
+            return self._bm25(query)
+        if method == "weighted":
+            return ALPHA * scaled(self._cosine(query)) + (1 - ALPHA) * scaled(self._bm25(query))
+        if method == "cascade":
+            dense = self._cosine(query)
+            head = np.argsort(-dense)[:self.cascade_n]
+            out = np.full(len(self.tools), -np.inf, dtype=np.float32)
+            out[head] = self._bm25(query)[head] + 1e-6 * dense[head]  # BM25 orders the dense head
+            return out
+        intent = self.intent(query)
+        if method == "cosine-max":
+            return np.maximum(self._cosine(query), self._cosine(intent)) if intent != query else self._cosine(query)
+        if method == "rrf":
+            paths = [self._cosine(query)] + ([self._cosine(intent)] if intent != query else [])
+            fused = np.zeros(len(self.tools), dtype=np.float32)
+            for s in paths:
+                ranks = np.empty(len(s), dtype=np.int64)
+                ranks[np.argsort(-s)] = np.arange(1, len(s) + 1)
+                fused += 1.0 / (RRF_K + ranks)
+            return fused
+        raise ValueError(f"unknown retrieval method {method!r}; choose from {', '.join(METHODS)}")
+
+    def search(self, query: str, k: int = 5, method: str = "rrf") -> list[tuple[Tool, float]]:
+        """The ``k`` best tools for ``query`` with their scores, best first."""
+        import numpy as np
+
+        s = self.scores(query, method)
+        order = [int(i) for i in np.argsort(-s)[:k] if np.isfinite(s[int(i)])]
+        return [(self.tools[i], float(s[i])) for i in order]
+
+
+def knee_cutoff(results: Sequence[tuple[Tool, float]], min_keep: int = 1) -> list[tuple[Tool, float]]:
+    """The head of a ranking up to its knee (Kneedle on the decreasing scores); the whole ranking when no knee
+    shows."""
+    from kneed import KneeLocator
+
+    if len(results) < 3:
+        return list(results)
+    y = [s for _, s in results]
+    knee = KneeLocator(list(range(len(y))), y, curve="convex", direction="decreasing").knee
+    return list(results[:max(min_keep, knee if knee is not None else len(results))])
+
+
+def offer_retrieved(conversations: Sequence[Any], retriever: ToolRetriever, k: int = 5, method: str = "rrf",
+                    keep_gold: bool = True) -> tuple[list[Any], dict[str, int]]:
+    """Each conversation offered the ``k`` tools retrieved for its first user message (the data transform);
+    ``keep_gold`` adds the tools its assistant turns call when retrieval missed them."""
+    from tinytool.schema import Conversation
+
+    out, missed = [], 0
+    for conv in conversations:
+        query = next((m.content for m in conv.messages if m.role == "user" and m.content), "")
+        found = [t for t, _ in retriever.search(query, k, method)] if query else []
+        names = {t.name for t in found}
+        called = {c.name for m in conv.messages if m.role == "assistant" for c in m.tool_calls}
+        gold = [t for t in conv.tools if t.name in called and t.name not in names]
+        missed += bool(gold)
+        tools = found + (gold if keep_gold else [])
+        out.append(Conversation(conv.messages, tools, {**conv.meta, "retrieved": [t.name for t in found]}))
+    return out, {"conversations": len(out), "gold_missed": missed}
+
+
+__all__ = ["METHODS", "ToolRetriever", "knee_cutoff", "llm_refiner", "offer_retrieved", "tool_text"]

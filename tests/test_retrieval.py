@@ -1,0 +1,63 @@
+"""Tool retrieval (EfficientTool §3.3.2) on a small catalog with known answers: every method finds the right tool
+in its top 5, RRF and Cosine-Max use the refined intent of a long request, the knee cuts the ranking, and the data
+transform offers the retrieved tools."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tinytool.data.catalog import CATALOG
+from tinytool.retrieval import METHODS, ToolRetriever, knee_cutoff, offer_retrieved
+from tinytool.schema import Conversation, Message, ToolCall
+
+QUERIES = {
+    "What's the weather going to be in Oslo tomorrow?": "get_weather_forecast",
+    "Convert 250 US dollars into euros": "convert_currency",
+    "Send an SMS to +1-555-0100 saying I'm late": "send_sms",
+    "Find me a recipe with chicken and rice": "search_recipes",
+}
+
+
+@pytest.fixture(scope="module")
+def retriever():
+    return ToolRetriever([s.tool for s in CATALOG.values()], refine=lambda q: "Send a text message to a phone number")
+
+
+def test_every_method_finds_the_tool_in_its_top_five(retriever):
+    for method in METHODS:
+        for query, gold in QUERIES.items():
+            assert gold in CATALOG, gold
+            names = [t.name for t, _ in retriever.search(query, 5, method)]
+            assert gold in names, (method, query, names)
+
+
+def test_long_requests_use_the_refined_intent(retriever):
+    chatter = ("so I was at the station this morning and the train was delayed again, honestly it happens every "
+               "week, and my boss will be annoyed, anyway I need to let my colleague know somehow, her number is "
+               "+1-555-0100 and she prefers texts")
+    assert len(chatter.split()) > retriever.refine_words
+    assert retriever.intent(chatter) == "Send a text message to a phone number"
+    assert retriever.intent("short question") == "short question"
+    for method in ("rrf", "cosine-max"):
+        assert "send_sms" in [t.name for t, _ in retriever.search(chatter, 3, method)]
+
+
+def test_the_knee_cuts_a_ranking_after_its_drop():
+    tools = [s.tool for s in list(CATALOG.values())[:8]]
+    scores = [0.95, 0.93, 0.4, 0.38, 0.37, 0.36, 0.35, 0.34]
+    cut = knee_cutoff(list(zip(tools, scores)))
+    assert [s for _, s in cut] == [0.95, 0.93]
+
+
+def test_data_transform_offers_retrieved_tools_and_keeps_the_called_one(retriever):
+    conv = Conversation([Message(role="user", content="Convert 250 US dollars into euros"),
+                         Message(role="assistant", tool_calls=[ToolCall("convert_currency", {"amount": 250})])],
+                        [CATALOG["convert_currency"].tool])
+    (out,), stats = offer_retrieved([conv], retriever, k=3, method="weighted")
+    assert "convert_currency" in [t.name for t in out.tools] and len(out.meta["retrieved"]) == 3
+    assert stats == {"conversations": 1, "gold_missed": 0}
+    with pytest.raises(ValueError):
+        retriever.scores("x", "nope")
+    assert json.dumps(out.to_dict())
