@@ -15,6 +15,7 @@ TRL's. What is added here:
 from __future__ import annotations
 
 import logging
+import os
 import random
 from typing import Any
 
@@ -288,6 +289,8 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
         else:
             rollout_func = group_rollouts()
     report["rollouts"] = f"env:{cfg.env}" if cfg.env else ("tinytool" if rollout_func is not None else "trl")
+    if rollout_func is not None:  # TRL marks rollout_func experimental; it is used here on purpose, and tested
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     trainer = ToolGRPOTrainer(
         model=model, reward_funcs=funcs, args=cfg, train_dataset=dataset, processing_class=tokenizer,
         rollout_func=rollout_func,
