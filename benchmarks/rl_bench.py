@@ -62,7 +62,7 @@ class TimedReward:
 
 
 def _trainer(model: str, train: Path, out: Path, *, prompts: int, steps: int, tinytool: bool, group_filter: str,
-             max_len: int = 64):
+             max_len: int = 64, checkpointing: bool = False):
     """A `ToolGRPOTrainer` on the first ``prompts`` x ``steps`` demo prompts (two per step)."""
     from tinytool.rl.config import RLRunConfig
     from tinytool.rl.trainer import build_rl_trainer
@@ -71,7 +71,7 @@ def _trainer(model: str, train: Path, out: Path, *, prompts: int, steps: int, ti
                       reward="simrl", max_steps=steps, num_generations=8, per_device_train_batch_size=8 * prompts,
                       max_completion_length=max_len, rollouts="tinytool" if tinytool else "trl",
                       group_filter=group_filter, fill_rounds=2, logging_steps=1, save_steps=0, seed=0,
-                      learning_rate=1e-6, shuffle_dataset=False)
+                      learning_rate=1e-6, shuffle_dataset=False, activation_checkpointing=checkpointing)
     trainer, _ = build_rl_trainer(cfg)
     trainer.share_prompts = tinytool
     trainer.reward_funcs = [TimedReward(f) for f in trainer.reward_funcs]
@@ -82,8 +82,10 @@ def part_steps(args, result: dict) -> None:
     data = _demo(args.work)
     out: dict = {}
     for name, fast in (("trl_default", False), ("tinytool", True)):
+        # each side with its own defaults: TRL's GRPOConfig checkpoints activations (without it, 16 rows of ~500
+        # tokens ran out of 24 GB here); tinytool runs each group's prompt once and needs no checkpointing
         trainer = _trainer(args.model, data / "train.jsonl", args.work / f"steps-{name}", prompts=2,
-                           steps=args.steps + 1, tinytool=fast, group_filter="off")
+                           steps=args.steps + 1, tinytool=fast, group_filter="off", checkpointing=not fast)
         trainer.train()
         times = [h["step_time"] for h in trainer.state.log_history if "step_time" in h][1:]  # first: warm-up
         reward_s = sum(f.seconds for f in trainer.reward_funcs)
