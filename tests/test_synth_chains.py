@@ -11,12 +11,12 @@ from typer.testing import CliRunner
 
 from tinytool.llm import GenerationConfig, ScriptedClient
 from tinytool.schema import Tool
+from tinytool.synth.ask import read_json_object
 from tinytool.synth.chains import (
     ChainStats,
     build_chains,
     propose_chains,
     random_walks,
-    read_json_object,
     transition_graph,
 )
 

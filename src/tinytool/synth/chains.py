@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.schema import Tool
+from tinytool.synth.ask import ask_json
 
 _PROPOSE = """You design realistic multi-step tasks for a tool-using assistant.
 The tools of the service "{server}" are listed below, one JSON object per line:
@@ -47,26 +47,6 @@ the earlier calls in the sequence return?
 2. coherent: is there a sensible, realistic user task that this exact sequence solves?
 If both hold, write that task.
 Answer with one JSON object only: {{"dependencies_ok": true or false, "coherent": true or false, "task": "..."}}"""
-
-_JSON = re.compile(r"\{.*\}", re.DOTALL)
-
-
-def read_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in an LLM reply (code fences and prose around it allowed), None if there is none."""
-    m = _JSON.search(text or "")
-    if not m:
-        return None
-    blob = m.group(0)
-    for end in range(len(blob), 0, -1):  # a reply may run on after the object: take the longest that reads
-        if blob[end - 1] != "}":
-            continue
-        try:
-            value = json.loads(blob[:end])
-        except ValueError:
-            continue
-        return value if isinstance(value, dict) else None
-    return None
-
 
 def _listing(tools: Sequence[Tool]) -> str:
     return "\n".join(json.dumps(t.function_dict(), ensure_ascii=False) for t in tools)
@@ -90,12 +70,9 @@ def propose_chains(client: LLMClient, server: str, tools: Sequence[Tool], n: int
     listing = _listing(tools)
     names = {t.name for t in tools}
     prompts = [_PROPOSE.format(server=server, tools=listing, length=r.choice((2, 3, 3, 4))) for _ in range(n)]
-    outs = client.generate([Request([{"role": "user", "content": p}], seed=seed + i) for i, p in enumerate(prompts)],
-                           gen)
     pairs = []
-    for (c, *_) in outs:
+    for obj in ask_json(client, prompts, gen, [seed + i for i in range(len(prompts))]):
         stats.proposals += 1
-        obj = read_json_object(c.text)
         chain = obj.get("chain") if obj else None
         if not obj or not isinstance(obj.get("task"), str) or not isinstance(chain, list) or len(chain) < 2:
             stats.dropped["proposal not read"] += 1
@@ -156,10 +133,8 @@ def verify_chains(client: LLMClient, server: str, tools: Sequence[Tool], chains:
     """The chains the LLM judges well-formed (dependencies) and coherent, each with the task it wrote."""
     listing = _listing(tools)
     prompts = [_VERIFY.format(server=server, tools=listing, chain=" -> ".join(c)) for c in chains]
-    outs = client.generate([Request([{"role": "user", "content": p}]) for p in prompts], gen) if prompts else []
     kept = []
-    for chain, (c, *_) in zip(chains, outs):
-        obj = read_json_object(c.text)
+    for chain, obj in zip(chains, ask_json(client, prompts, gen)):
         if obj is None:
             stats.dropped["verdict not read"] += 1
         elif obj.get("dependencies_ok") is not True:
@@ -190,5 +165,5 @@ def build_chains(client: LLMClient, servers: dict[str, list[Tool]], *, proposals
     return out, stats
 
 
-__all__ = ["ChainStats", "build_chains", "propose_chains", "random_walks", "read_json_object", "transition_graph",
+__all__ = ["ChainStats", "build_chains", "propose_chains", "random_walks", "transition_graph",
            "verify_chains"]

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from tinytool.envs.base import ToolEnv, error_observation
-from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.schema import SchemaError, Tool
 from tinytool.schema.types import value_problem
+from tinytool.synth.ask import ask
 
 FAILURES = ("the service timed out", "the service is unreachable", "upstream error 503: try again later")
 
@@ -78,8 +79,7 @@ class EmulatedEnv(ToolEnv):
         history = "\n".join(json.dumps(h, ensure_ascii=False) for h in self.history[-self.history_calls:]) or "(none)"
         prompt = _EMULATE.format(tool=json.dumps(tool.function_dict(), ensure_ascii=False), history=history,
                                  arguments=json.dumps(arguments, ensure_ascii=False))
-        (out, *_), = self.client.generate([Request([{"role": "user", "content": prompt}])], self.gen)
-        text = out.text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+        text = ask(self.client, [prompt], self.gen)[0].strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
         try:
             value: Any = json.loads(text)
         except ValueError:

@@ -26,10 +26,10 @@ from typing import Any
 
 from tinytool.envs.bfcl import CallSyntaxError, parse_call
 from tinytool.envs.synth import run_call
-from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.rewards.astra import answer_found
 from tinytool.schema import SchemaError, Tool
-from tinytool.synth.chains import read_json_object
+from tinytool.synth.ask import ask, ask_json
 from tinytool.synth.qa import QAInstance
 
 _SPEC = """Design one tool an assistant would call to answer this step of a task.
@@ -101,11 +101,6 @@ class EnvStats:
     environments: int = 0
 
 
-def _ask(client: LLMClient, prompt: str, gen: GenerationConfig) -> str:
-    (c, *_), = client.generate([Request([{"role": "user", "content": prompt}])], gen)
-    return c.text
-
-
 def _verify(code: str, call: str, answer: str) -> bool:
     try:
         name, args, kwargs = parse_call(call)
@@ -125,7 +120,7 @@ def synthesize_step(client: LLMClient, inst: QAInstance, i: int, stats: EnvStats
     gen = gen or GenerationConfig(max_new_tokens=768, temperature=0.7, seed=i)
     sub = inst.subs[i]
     deps = "; ".join(f"{inst.subs[d].q} -> {inst.subs[d].a}" for d in sub.deps) or "none"
-    spec_obj = read_json_object(_ask(client, _SPEC.format(q=sub.q, a=sub.a, deps=deps), gen))
+    spec_obj = ask_json(client, [_SPEC.format(q=sub.q, a=sub.a, deps=deps)], gen)[0]
     try:
         tool = Tool.from_dict(spec_obj or {})
     except SchemaError:
@@ -137,11 +132,11 @@ def synthesize_step(client: LLMClient, inst: QAInstance, i: int, stats: EnvStats
     spec = json.dumps(tool.function_dict(), ensure_ascii=False)
     for _ in range(retries):
         stats.attempts += 1
-        call_obj = read_json_object(_ask(client, _CALL.format(spec=spec, q=sub.q), gen))
+        call_obj = ask_json(client, [_CALL.format(spec=spec, q=sub.q)], gen)[0]
         call = call_obj.get("call") if call_obj else None
         if not isinstance(call, str) or not call.startswith(tool.name + "("):
             continue
-        code = read_code(_ask(client, _CODE.format(spec=spec, call=call, a=sub.a, name=tool.name), gen))
+        code = read_code(ask(client, [_CODE.format(spec=spec, call=call, a=sub.a, name=tool.name)], gen)[0])
         if _verify(code, call, sub.a):
             stats.verified += 1
             return SubEnv(i, tool, code, call, sub.a)
@@ -156,7 +151,7 @@ def merge(client: LLMClient, inst: QAInstance, subs: Sequence[SubEnv], stats: En
         return list(subs)
     gen = gen or GenerationConfig(max_new_tokens=1024, temperature=0.0)
     numbered = "\n".join(f"{k}. {inst.subs[s.index].q}" for k, s in enumerate(subs))
-    obj = read_json_object(_ask(client, _GROUP.format(steps=numbered), gen))
+    obj = ask_json(client, [_GROUP.format(steps=numbered)], gen)[0]
     groups = obj.get("groups") if obj else None
     flat = sorted(k for g in groups for k in g) if isinstance(groups, list) and all(
         isinstance(g, list) and all(isinstance(k, int) for k in g) for g in groups) else None
@@ -169,7 +164,7 @@ def merge(client: LLMClient, inst: QAInstance, subs: Sequence[SubEnv], stats: En
         for k in group[1:]:
             other = subs[k]
             call = other.call.replace(other.tool.name + "(", base.tool.name + "(", 1)
-            extended = read_code(_ask(client, _EXTEND.format(code=code, call=call, a=other.answer), gen))
+            extended = read_code(ask(client, [_EXTEND.format(code=code, call=call, a=other.answer)], gen)[0])
             if all(_verify(extended, c, a) for c, a in [*calls, (call, other.answer)]):
                 code, calls = extended, [*calls, (call, other.answer)]
                 stats.merged += 1

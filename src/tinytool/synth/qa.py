@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinytool.llm.base import GenerationConfig, LLMClient, Request
-from tinytool.synth.chains import read_json_object
+from tinytool.llm.base import GenerationConfig, LLMClient
+from tinytool.synth.ask import ask_json
 
 _GENERATE = """Knowledge:
 {knowledge}
@@ -111,11 +111,10 @@ def generate_instances(client: LLMClient, knowledge: Sequence[str], hops: int, g
     questions = list(questions) if questions is not None else [None] * len(knowledge)
     prompts = [(_DECOMPOSE.format(knowledge=k, question=q) if q else _GENERATE.format(knowledge=k, hops=hops))
                for k, q in zip(knowledge, questions)]
-    outs = client.generate([Request([{"role": "user", "content": p}]) for p in prompts], gen) if prompts else []
     found = []
-    for (c, *_) in outs:
+    for obj in ask_json(client, prompts, gen):
         stats.generated += 1
-        inst = read_instance(read_json_object(c.text))
+        inst = read_instance(obj)
         if inst is None:
             stats.dropped["instance not read"] += 1
         else:
@@ -138,10 +137,8 @@ def validate(client: LLMClient, instances: Sequence[QAInstance], stats: QAStats,
     for inst in candidates:
         steps = "\n".join(f"{i}. {s.q} -> {s.a} (deps: {s.deps})" for i, s in enumerate(inst.subs))
         prompts.append(_JUDGE.format(q0=inst.question, a0=inst.answer, steps=steps))
-    outs = client.generate([Request([{"role": "user", "content": p}]) for p in prompts], gen) if prompts else []
     kept = []
-    for inst, (c, *_) in zip(candidates, outs):
-        obj = read_json_object(c.text)
+    for inst, obj in zip(candidates, ask_json(client, prompts, gen)):
         steps = obj.get("steps") if obj else None
         if not isinstance(steps, list) or len(steps) != len(inst.subs) or not all(isinstance(s, dict) for s in steps):
             stats.dropped["verdict not read"] += 1

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.schema import Tool
-from tinytool.synth.chains import read_json_object
+from tinytool.synth.ask import ask_json
 
 _CHAIN_TASK = """Tools of the service "{server}", one JSON object per line:
 {tools}
@@ -110,13 +110,6 @@ class TaskStats:
                 "kept": self.kept}
 
 
-def _ask(client: LLMClient, prompts: list[str], gen: GenerationConfig) -> list[dict[str, Any] | None]:
-    if not prompts:
-        return []
-    outs = client.generate([Request([{"role": "user", "content": p}]) for p in prompts], gen)
-    return [read_json_object(c.text) for (c, *_) in outs]
-
-
 def construct(client: LLMClient, servers: dict[str, list[Tool]], chains: Sequence[dict[str, Any]],
               per_server: int, gen: GenerationConfig, stats: TaskStats) -> list[dict[str, Any]]:
     """Chain-conditioned tasks (one per chain) and server-only ones (``per_server`` per server)."""
@@ -124,7 +117,7 @@ def construct(client: LLMClient, servers: dict[str, list[Tool]], chains: Sequenc
     usable = [c for c in chains if c.get("server") in servers]
     prompts = [_CHAIN_TASK.format(server=c["server"], tools=_listing(servers[c["server"]]),
                                   chain=" -> ".join(c["chain"])) for c in usable]
-    for c, obj in zip(usable, _ask(client, prompts, gen)):
+    for c, obj in zip(usable, ask_json(client, prompts, gen)):
         text = obj.get("task") if obj else None
         if isinstance(text, str) and text.strip():
             tasks.append({"server": c["server"], "task": text.strip(), "source": "chain", "chain": c["chain"]})
@@ -133,7 +126,7 @@ def construct(client: LLMClient, servers: dict[str, list[Tool]], chains: Sequenc
             stats.dropped["chain task not read"] += 1
     names = list(servers)
     prompts = [_SERVER_TASK.format(server=s, tools=_listing(servers[s]), k=per_server) for s in names]
-    for s, obj in zip(names, _ask(client, prompts, gen) if per_server else []):
+    for s, obj in zip(names, ask_json(client, prompts, gen) if per_server else []):
         items = obj.get("tasks") if obj else None
         if not isinstance(items, list):
             stats.dropped["server tasks not read"] += 1
@@ -154,7 +147,7 @@ def augment(client: LLMClient, tasks: Sequence[dict[str, Any]], axes: Sequence[s
             instruction = AXES[axis].format(persona=PERSONAS[(seed + i) % len(PERSONAS)])
             jobs.append((t, axis, _AUGMENT.format(instruction=instruction, task=t["task"])))
     out = []
-    for (t, axis, _), obj in zip(jobs, _ask(client, [p for _, _, p in jobs], gen)):
+    for (t, axis, _), obj in zip(jobs, ask_json(client, [p for _, _, p in jobs], gen)):
         text = obj.get("task") if obj else None
         if not isinstance(text, str) or not text.strip():
             stats.dropped["rewrite not read"] += 1
@@ -173,7 +166,7 @@ def score(client: LLMClient, servers: dict[str, list[Tool]], tasks: Sequence[dic
     """The tasks whose three scores all reach their thresholds (Eq. 1), each with its scores."""
     prompts = [_SCORE.format(server=t["server"], tools=_listing(servers[t["server"]]), task=t["task"]) for t in tasks]
     kept = []
-    for t, obj in zip(tasks, _ask(client, prompts, GenerationConfig(max_new_tokens=96, temperature=0.0))):
+    for t, obj in zip(tasks, ask_json(client, prompts, GenerationConfig(max_new_tokens=96, temperature=0.0))):
         scores = {d: obj.get(d) for d in DIMENSIONS} if obj else {}
         if not scores or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in scores.values()):
             stats.dropped["scores not read"] += 1

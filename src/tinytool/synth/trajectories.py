@@ -24,9 +24,9 @@ from typing import Any
 
 from tinytool.envs.base import ToolEnv
 from tinytool.envs.episodes import Episode, run_episodes
-from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.schema import Conversation, Message, Tool
-from tinytool.synth.chains import read_json_object
+from tinytool.synth.ask import ask_json
 
 SCORES = ("QU", "QP", "TCU", "TCP", "TCS", "TC", "FA")
 
@@ -120,8 +120,7 @@ def score_trajectory(judge: LLMClient, conv: Conversation, start: int, stats: Sc
                              for k, c in enumerate(calls))
         prompts.append(("concise", _CONCISE.format(dialogue=dialogue(msgs), calls=numbered)))
     prompts.append(("final", _FINAL.format(dialogue=dialogue(msgs))))
-    outs = judge.generate([Request([{"role": "user", "content": p}]) for _, p in prompts], gen)
-    replies = [(kind, read_json_object(c.text)) for (kind, _), (c, *_) in zip(prompts, outs)]
+    replies = list(zip([kind for kind, _ in prompts], ask_json(judge, [p for _, p in prompts], gen)))
 
     def pair(obj: dict | None, kind: str) -> tuple[float, float]:
         u, p = (_grade(obj.get("understanding")), _grade(obj.get("planning"))) if obj else (None, None)
