@@ -2,13 +2,48 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from tinytool.clikit import err, make_app
 
 synth_app = make_app(help="Synthesize data and environments from tool documents (ASTRA).", no_args_is_help=True)
+
+
+def _output(out: Path, overwrite: bool, *inputs: Path) -> None:
+    """Refuse an output that is an input, or a non-empty one without ``--overwrite``."""
+    from tinytool.io import check_not_input, check_output_file
+
+    check_not_input(out, *inputs)
+    check_output_file(out, overwrite)
+
+
+def _servers(catalog: Path) -> dict[str, list[Any]]:
+    """The servers of a catalog file (``tinytool synth tools``) with their tools."""
+    from tinytool.io import read_jsonl_rows
+    from tinytool.schema import Tool
+
+    return {str(row["server"]): [Tool.from_dict(t) for t in row["tools"]] for row in read_jsonl_rows(catalog)}
+
+
+@contextmanager
+def _llm(spec: str) -> Iterator[Any]:
+    """A `tinytool.llm` client for ``spec``, closed afterwards."""
+    from tinytool.llm import get_client
+
+    client = get_client(spec)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
 
 
 @synth_app.command("tools")
@@ -27,7 +62,7 @@ def tools_cmd(
 
     Example: tinytool synth tools mcp_servers.json xlam_tools.jsonl --mcp shop=http://127.0.0.1:8765/mcp -o catalog.jsonl
     """
-    from tinytool.io import check_not_input, check_output_file, write_jsonl
+    from tinytool.io import write_jsonl
     from tinytool.synth.tools import build_catalog, mcp_entries, read_tool_documents
 
     files = files or []
@@ -35,17 +70,15 @@ def tools_cmd(
         from tinytool.errors import UserInputError
 
         raise UserInputError("no tool documents given", fix="name files of tool documents, or --mcp URL")
-    check_not_input(out, *files)
-    check_output_file(out, overwrite)
+    _output(out, overwrite, *files)
     entries, bad = read_tool_documents(files)
     for spec in mcp:
         entries += mcp_entries(spec)
     catalog = build_catalog(entries, min_tools=min_tools, min_words=min_words)
     write_jsonl(out, catalog.to_rows())
     r = catalog.report()
-    dropped = ", ".join(f"{k} {v}" for k, v in r["dropped"].items()) or "none"
     err.print(f"read {r['tools_read']} tools ({bad} lines not JSON); kept {r['tools']} tools in {r['servers']} "
-              f"servers; dropped: {dropped} -> {out}")
+              f"servers; dropped: {_counts(r['dropped'])} -> {out}")
 
 
 @synth_app.command("chains")
@@ -66,25 +99,18 @@ def chains_cmd(
 
     Example: tinytool synth chains -c catalog.jsonl --llm http://127.0.0.1:8000/v1@teacher -o chains.jsonl
     """
-    from tinytool.io import check_not_input, check_output_file, read_jsonl_rows, write_jsonl
-    from tinytool.llm import get_client
-    from tinytool.schema import Tool
+    from tinytool.io import write_jsonl
     from tinytool.synth.chains import build_chains
 
-    check_not_input(out, catalog)
-    check_output_file(out, overwrite)
-    servers = {str(row["server"]): [Tool.from_dict(t) for t in row["tools"]] for row in read_jsonl_rows(catalog)}
-    client = get_client(llm)
-    try:
+    _output(out, overwrite, catalog)
+    servers = _servers(catalog)
+    with _llm(llm) as client:
         chains, stats = build_chains(client, servers, proposals=proposals, walks=walks, max_len=max_len,
                                      acyclic=not allow_cycles, seed=seed)
-    finally:
-        client.close()
     write_jsonl(out, chains)
     s = stats.as_dict()
-    dropped = ", ".join(f"{k} {v}" for k, v in s["dropped"].items()) or "none"
     err.print(f"{len(servers)} servers: {s['proposals']} proposals, {s['walks']} walks, {s['kept']} chains kept; "
-              f"dropped: {dropped} -> {out}")
+              f"dropped: {_counts(s['dropped'])} -> {out}")
 
 
 @synth_app.command("tasks")
@@ -109,29 +135,23 @@ def tasks_cmd(
     Example: tinytool synth tasks -c catalog.jsonl --chains chains.jsonl --llm http://127.0.0.1:8000/v1@teacher -o tasks.jsonl
     """
     from tinytool.errors import UserInputError
-    from tinytool.io import check_not_input, check_output_file, read_jsonl_rows, write_jsonl
-    from tinytool.llm import get_client
-    from tinytool.schema import Tool
+    from tinytool.io import read_jsonl_rows, write_jsonl
     from tinytool.synth.tasks import AXES, DIMENSIONS, build_tasks
 
-    check_not_input(out, catalog, *([chains] if chains else []))
-    check_output_file(out, overwrite)
+    _output(out, overwrite, catalog, *([chains] if chains else []))
     chosen = [a.strip() for a in axes.split(",") if a.strip()]
     bad = [a for a in chosen if a not in AXES]
     if bad:
         raise UserInputError(f"--augment: unknown axis {bad[0]!r}", fix=f"choose from {', '.join(AXES)}")
-    servers = {str(row["server"]): [Tool.from_dict(t) for t in row["tools"]] for row in read_jsonl_rows(catalog)}
+    servers = _servers(catalog)
     chain_rows = read_jsonl_rows(chains) if chains else []
-    client = get_client(llm)
-    try:
+    with _llm(llm) as client:
         tasks, stats = build_tasks(client, servers, chain_rows, per_server=per_server, axes=chosen,
                                    thresholds=dict.fromkeys(DIMENSIONS, threshold), seed=seed)
-    finally:
-        client.close()
     write_jsonl(out, tasks)
     s = stats.as_dict()
-    dropped = ", ".join(f"{k} {v}" for k, v in s["dropped"].items()) or "none"
-    err.print(f"built {s['built']}, augmented {s['augmented']}, kept {s['kept']}; dropped: {dropped} -> {out}")
+    err.print(f"built {s['built']}, augmented {s['augmented']}, kept {s['kept']}; dropped: {_counts(s['dropped'])} "
+              f"-> {out}")
 
 
 @synth_app.command("trajectories")
@@ -161,15 +181,13 @@ def trajectories_cmd(
     from tinytool.data.catalog import CATALOG
     from tinytool.envs import DemoEnv
     from tinytool.formats import get_format
-    from tinytool.io import check_not_input, check_output_file, read_jsonl_rows, write_jsonl
+    from tinytool.io import read_jsonl_rows, write_jsonl
     from tinytool.llm import get_client
-    from tinytool.schema import Tool
     from tinytool.synth.emulator import EmulatedEnv
     from tinytool.synth.trajectories import collect
 
-    check_not_input(out, catalog, tasks)
-    check_output_file(out, overwrite)
-    servers = {str(row["server"]): [Tool.from_dict(t) for t in row["tools"]] for row in read_jsonl_rows(catalog)}
+    _output(out, overwrite, catalog, tasks)
+    servers = _servers(catalog)
     rows = [t for t in read_jsonl_rows(tasks) if t.get("server") in servers]
     clients = {spec: get_client(spec) for spec in dict.fromkeys([teacher, judge or teacher,
                                                                  emulator or judge or teacher])}
@@ -210,17 +228,15 @@ def envs_cmd(
 
     Example: tinytool synth envs -k knowledge.jsonl --llm http://127.0.0.1:8000/v1@teacher -o envs.jsonl
     """
-    from tinytool.io import check_not_input, check_output_file, read_jsonl_rows, write_jsonl
-    from tinytool.llm import GenerationConfig, get_client
+    from tinytool.io import read_jsonl_rows, write_jsonl
+    from tinytool.llm import GenerationConfig
     from tinytool.synth.envgen import EnvStats, build_environment, environment_task
     from tinytool.synth.qa import QAStats, generate_instances, validate
 
-    check_not_input(out, knowledge)
-    check_output_file(out, overwrite)
+    _output(out, overwrite, knowledge)
     rows = [r for r in read_jsonl_rows(knowledge) if isinstance(r, dict) and isinstance(r.get("text"), str)]
-    client = get_client(llm)
     qa_stats, env_stats, tasks = QAStats(), EnvStats(), []
-    try:
+    with _llm(llm) as client:
         instances = generate_instances(client, [r["text"] for r in rows], hops,
                                        GenerationConfig(max_new_tokens=1024, temperature=0.7), qa_stats,
                                        [r.get("question") for r in rows])
@@ -228,10 +244,7 @@ def envs_cmd(
             env = build_environment(client, inst, env_stats, retries, do_merge=not no_merge)
             if env is not None:
                 tasks.append(environment_task(env, len(tasks)))
-    finally:
-        client.close()
     write_jsonl(out, tasks)
-    dropped = {**qa_stats.dropped, **env_stats.dropped}
     err.print(f"{qa_stats.generated} instances, {qa_stats.kept} valid; {env_stats.verified} of {env_stats.steps} steps "
               f"verified in {env_stats.attempts} attempts, {env_stats.merged} merged; {env_stats.environments} "
-              f"environments; dropped: {', '.join(f'{k} {v}' for k, v in dropped.items()) or 'none'} -> {out}")
+              f"environments; dropped: {_counts({**qa_stats.dropped, **env_stats.dropped})} -> {out}")
