@@ -10,6 +10,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the CLI of the interpreter running the benchmark (its virtual environment's)
+TINYTOOL = str(Path(sys.executable).with_name("tinytool"))
+
+
+def run_cli(cmd: list[str]) -> None:
+    """Run a command (a ``tinytool`` verb), echoing it first; a failure stops the benchmark."""
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
 
 
 def machine() -> dict:

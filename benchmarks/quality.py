@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, versions
+from _common import ROOT, TINYTOOL, machine, run_cli, versions
 
-TINYTOOL = str(Path(sys.executable).with_name("tinytool"))
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
 AST = CATEGORIES[:4]
 MODEL = "smollm2-135m-instruct"
@@ -54,11 +52,6 @@ DEV_ROW = "sft-v2"
 SFT_COMMON = ["-f", FORMAT, "--activation-checkpointing", "false", "--save-steps", "100", "--logging-steps", "10"]
 
 
-def _run(cmd: list[str]) -> None:
-    print("$", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
-
-
 def _data_dir(work: Path, row: str) -> Path:
     spec = ROWS[row] or ROWS[DEV_ROW]
     flags = spec["data"]
@@ -68,7 +61,7 @@ def _data_dir(work: Path, row: str) -> Path:
 def _ensure_data(work: Path, row: str) -> Path:
     data = _data_dir(work, row)
     if not (data / "train.jsonl").is_file():
-        _run([TINYTOOL, "data", "demo", *(ROWS[row] or ROWS[DEV_ROW])["data"], "--out", str(data)])
+        run_cli([TINYTOOL, "data", "demo", *(ROWS[row] or ROWS[DEV_ROW])["data"], "--out", str(data)])
     return data
 
 
@@ -79,7 +72,7 @@ def train(work: Path, row: str) -> tuple[str, dict | None]:
         return MODEL, None
     data = _ensure_data(work, row)
     out = work / "runs" / row
-    _run([TINYTOOL, "sft", "-m", MODEL, "-d", str(data / "train.jsonl"), *SFT_COMMON, *spec["sft"], "-o", str(out)])
+    run_cli([TINYTOOL, "sft", "-m", MODEL, "-d", str(data / "train.jsonl"), *SFT_COMMON, *spec["sft"], "-o", str(out)])
     return str(out), json.loads((out / "sft_summary.json").read_text())
 
 
@@ -89,11 +82,11 @@ def evaluate(work: Path, row: str, model: str, limit: int, batch_size: int) -> d
     bfcl_out = work / "runs" / row / tag
     cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "-c", ",".join(CATEGORIES),
            "--batch-size", str(batch_size), "-o", str(bfcl_out), "--label", row]
-    _run(cmd + (["--limit", str(limit)] if limit else []))
+    run_cli(cmd + (["--limit", str(limit)] if limit else []))
     summary = json.loads((bfcl_out / "summary.json").read_text())
     dev_data = _ensure_data(work, row) / "dev.jsonl"
     demo_out = work / "runs" / row / "demo-dev"
-    _run([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(dev_data), "-o", str(demo_out),
+    run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(dev_data), "-o", str(demo_out),
           "--batch-size", str(batch_size)])
     demo = json.loads((demo_out / "summary.json").read_text())
     return {"bfcl": summary, "demo": demo, "bfcl_dir": str(bfcl_out), "dev_data": dev_data.parent.name}

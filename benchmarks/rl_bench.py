@@ -28,22 +28,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, versions
+from _common import ROOT, TINYTOOL, machine, run_cli, versions
 
-TINYTOOL = str(Path(sys.executable).with_name("tinytool"))
 FORMAT = "hermes-nothink"
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
-
-
-def _run(cmd: list[str]) -> None:
-    print("$", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
 
 
 def _demo(work: Path) -> Path:
     data = work / "demo"
     if not (data / "train.jsonl").is_file():
-        _run([TINYTOOL, "data", "demo", "--n", "1900", "--out", str(data)])
+        run_cli([TINYTOOL, "data", "demo", "--n", "1900", "--out", str(data)])
     return data
 
 
@@ -122,9 +116,9 @@ def _scores(work: Path, model: str, tag: str, limit: int) -> dict:
     data = _demo(work)
     bfcl = work / f"bfcl-{tag}"
     cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "-c", ",".join(CATEGORIES), "-o", str(bfcl)]
-    _run(cmd + (["--limit", str(limit)] if limit else []))
+    run_cli(cmd + (["--limit", str(limit)] if limit else []))
     demo = work / f"demo-{tag}"
-    _run([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(data / "dev.jsonl"), "-o", str(demo)])
+    run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(data / "dev.jsonl"), "-o", str(demo)])
     cats = json.loads((bfcl / "summary.json").read_text())["categories"]
     table = {c: round(cats[c]["accuracy"], 4) for c in CATEGORIES}
     table["irrelevance_strict"] = round(cats["irrelevance"].get("accuracy_strict", table["irrelevance"]), 4)
@@ -191,7 +185,7 @@ def part_multiturn(args, result: dict) -> None:
     before = _astra_f1(args.sft, data / "dev.jsonl", args.mt_tasks)
     out = args.work / "multiturn"
     t0 = time.perf_counter()
-    _run([TINYTOOL, "rl", "-m", args.sft, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--env", "demo",
+    run_cli([TINYTOOL, "rl", "-m", args.sft, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--env", "demo",
           "--reward", "astra-f1", "--max-completion-length", "384", "--max-steps", str(args.mt_steps), "--lr",
           str(args.lr), "-G", "4", "--save-steps", "0", "-o", str(out)])
     after = _astra_f1(str(out), data / "dev.jsonl", args.mt_tasks)

@@ -21,9 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, versions
-
-TINYTOOL = str(Path(sys.executable).with_name("tinytool"))
+from _common import ROOT, TINYTOOL, machine, versions
 
 
 def _port() -> int:
