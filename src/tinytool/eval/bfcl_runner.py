@@ -10,7 +10,7 @@ A run directory holds:
   picks up where the first stopped;
 - ``results.jsonl`` — one line per item: decoded calls, verdict and its reason, per-sample verdicts;
 - ``summary.json`` — per category accuracy (and pass@k with several samples), error types,
-  call counts, throughput; the groups and the overall score weighted as BFCL's leaderboard does.
+  call counts, throughput; the groups and the overall score with BFCL v4's published group weights.
 
 The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, by BFCL v4's rule for
 Hermes-style output (each ``<tool_call>`` block is read as JSON, and a block that is not valid JSON is
@@ -101,7 +101,7 @@ class BFCLRunConfig:
 
 # ---- prompts and decoding ------------------------------------------------------------------------
 def item_conversation(item: BFCLItem, turn: int = 0) -> Conversation:
-    """The conversation a single-turn item asks the model to continue (BFCL's own messages; the
+    """The conversation a single-turn item asks the model to continue (the item's messages; its
     function docs become the tools the format presents)."""
     tools = [Tool.from_dict(f) for f in item.functions]
     messages = [Message.from_dict(m) for m in item.turns[turn]] if item.turns else []
