@@ -36,7 +36,10 @@ _POOL: SandboxPool | None = None
 def _pool() -> SandboxPool:
     global _POOL
     if _POOL is None:
+        import atexit
+
         _POOL = SandboxPool(2, Limits(timeout_s=10, memory_mb=512))
+        atexit.register(_POOL.close)  # the waiting processes and their directories go with the process
     return _POOL
 
 
