@@ -35,7 +35,7 @@ CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irr
 
 
 def _demo(work: Path) -> Path:
-    data = work / "demo"
+    data = work / "demo"  # --data links an existing demo split here
     if not (data / "train.jsonl").is_file():
         run_cli([TINYTOOL, "data", "demo", "--n", "1900", "--out", str(data)])
     return data
@@ -111,14 +111,23 @@ def part_zero(args, result: dict) -> None:
     result["zero_signal_fraction"] = {k: round(v, 4) for k, v in out.items()}
 
 
+def _done(folder: Path, model: str) -> bool:
+    summary = folder / "summary.json"
+    return summary.is_file() and Path(json.loads(summary.read_text())["model"]).resolve() == Path(model).resolve()
+
+
 def _scores(work: Path, model: str, tag: str, limit: int) -> dict:
-    """BFCL per category (strict) and demo dev overall for ``model``."""
+    """BFCL per category (strict) and demo dev overall for ``model``; an evaluation whose folder already holds a
+    summary of this model is read, not run again (a rerun after a crash resumes there)."""
     data = _demo(work)
     bfcl = work / f"bfcl-{tag}"
     cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "-c", ",".join(CATEGORIES), "-o", str(bfcl)]
-    run_cli(cmd + (["--limit", str(limit)] if limit else []))
+    if not _done(bfcl, model):
+        run_cli(cmd + (["--limit", str(limit)] if limit else []))
     demo = work / f"demo-{tag}"
-    run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(data / "dev.jsonl"), "-o", str(demo)])
+    if not _done(demo, model):
+        run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(data / "dev.jsonl"),
+                 "-o", str(demo)])
     cats = json.loads((bfcl / "summary.json").read_text())["categories"]
     table = {c: round(cats[c]["accuracy"], 4) for c in CATEGORIES}
     table["irrelevance_strict"] = round(cats["irrelevance"].get("accuracy_strict", table["irrelevance"]), 4)
@@ -134,6 +143,7 @@ def part_first_light(args, result: dict) -> None:
     t0 = time.perf_counter()
     cmd = [TINYTOOL, "rl", "-m", args.sft, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--reward", "simrl",
            "--max-completion-length", "128", "--max-steps", str(args.rl_steps), "--lr", str(args.lr),
+           "--per-device-train-batch-size", str(8 * args.rl_prompts),
            "--save-steps", "20", "-o", str(out)]
     proc = subprocess.Popen(cmd)
     try:
@@ -147,8 +157,17 @@ def part_first_light(args, result: dict) -> None:
         ckpts = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
         model = str(ckpts[-1]) if ckpts else args.sft
     after = _scores(args.work, model, "after", args.limit)
-    result["simrl_first_light"] = {"before": before, "after": after, "rl_seconds": round(seconds, 1),
-                                   "policy": model, "lr": args.lr, "budget_s": args.budget_s}
+    state, summary = Path(model) / "trainer_state.json", Path(model) / "rl_summary.json"
+    if summary.is_file():
+        rewards = [v for _, v in json.loads(summary.read_text())["curves"].get("reward", [])]
+    else:
+        hist = json.loads(state.read_text())["log_history"] if state.is_file() else []
+        rewards = [h["reward"] for h in hist if "reward" in h]
+    curve = {"first10": sum(rewards[:10]) / len(rewards[:10]), "last10": sum(rewards[-10:]) / len(rewards[-10:])} \
+        if rewards else None
+    result["simrl_first_light"] = {"steps": len(rewards), "train_reward": curve,"before": before, "after": after, "rl_seconds": round(seconds, 1),
+                                   "policy": model, "lr": args.lr, "budget_s": args.budget_s,
+                                   "prompts_per_step": args.rl_prompts}
 
 
 def _astra_f1(model_dir: str, dev: Path, limit: int) -> float:
@@ -202,10 +221,12 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m-instruct", help="policy for the step-time part")
     ap.add_argument("--sft", help="an SFT model directory (zero, first_light, multiturn)")
     ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--data", type=Path, help="an existing `data demo` folder to use instead of generating one")
     ap.add_argument("--steps", type=int, default=4, help="timed GRPO steps (steps, zero)")
     ap.add_argument("--limit", type=int, default=100, help="BFCL items per category (0: full)")
     ap.add_argument("--budget-s", type=float, default=3600, help="first_light: wall time for Sim-RL")
     ap.add_argument("--rl-steps", type=int, default=1000, help="first_light: step cap inside the budget")
+    ap.add_argument("--rl-prompts", type=int, default=2, help="first_light: prompts (groups of 8) per step")
     ap.add_argument("--lr", type=float, default=1e-6)
     ap.add_argument("--mt-steps", type=int, default=30)
     ap.add_argument("--mt-tasks", type=int, default=40)
@@ -218,6 +239,12 @@ def main() -> None:
     if any(p != "steps" for p in parts) and not args.sft:
         ap.error("--sft is needed for the zero, first_light and multiturn parts")
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.data:
+        if not (args.data / "train.jsonl").is_file():
+            ap.error(f"--data {args.data}: no train.jsonl there (make one with `tinytool data demo --out DIR`)")
+        link = args.work / "demo"
+        if not link.exists():
+            link.symlink_to(args.data.resolve())
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     eval_bench = json.loads((ROOT / "benchmarks" / "results" / "eval.json").read_text())
     for p in parts:
