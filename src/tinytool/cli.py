@@ -208,12 +208,15 @@ def _eval_commands() -> None:
 
 
 def _train_commands() -> None:
-    """``tinytool sft``, ``tinytool rl``, ``tinytool teacher rollout|cache`` and ``tinytool distill``."""
+    """``tinytool sft``, ``tinytool kto``, ``tinytool rl``, ``tinytool teacher rollout|cache`` and ``tinytool
+    distill``."""
     from tinytool.distill.cli_distill import distill_command, teacher_app
     from tinytool.rl.cli_rl import rl_app
+    from tinytool.train.cli_kto import kto_app
     from tinytool.train.cli_sft import sft_app
 
     app.registered_commands.extend(sft_app.registered_commands)
+    app.registered_commands.extend(kto_app.registered_commands)
     app.registered_commands.extend(rl_app.registered_commands)
     app.add_typer(teacher_app, name="teacher")
     from tinytool.clikit import passthrough

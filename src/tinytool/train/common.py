@@ -145,6 +145,14 @@ def _turn_pairs(conv: Any, fmt: Any, tokenizer: Any, strip_bos: str | None) -> l
     return pairs
 
 
+def turn_pairs(conv: Any, fmt: Any, tokenizer: Any) -> list[tuple[dict[str, str], str | None]]:
+    """The ``{"prompt", "completion"}`` pairs of one conversation, one per assistant turn, shaped as
+    `sft_examples` shapes them, each with the end-of-turn token its completion ends with (None if it has none)."""
+    from tinytool.formats import get_format
+
+    return _turn_pairs(conv, get_format(fmt), tokenizer, tokenizer.bos_token if adds_bos(tokenizer) else None)
+
+
 def sft_examples(conversations: list[Any], fmt: Any, tokenizer: Any) -> tuple[list[dict[str, str]], str | None]:
     """One ``{"prompt", "completion"}`` pair of strings per assistant turn, shaped so that TRL's tokenization
     adds no special token a second time. Returns the pairs and the end-of-turn token.
@@ -421,6 +429,7 @@ __all__ = [
     "save_final",
     "sft_examples",
     "start_training",
+    "turn_pairs",
     "versions",
     "whole_conversations",
 ]
