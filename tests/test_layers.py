@@ -18,7 +18,7 @@ LAYERS = {
     "rewards": 3, "llm": 3, "data": 3, "bfcl": 3, "sandbox": 3,
     "envs": 4, "train": 4, "retrieval": 4,
     "distill": 5, "eval": 5, "rl": 5, "synth": 5,
-    "serve": 6, "doctor": 6, "recipes": 6,
+    "serve": 6, "doctor": 6, "recipes": 6, "collect": 6,
     "cli": 7,
 }
 

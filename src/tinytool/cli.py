@@ -228,12 +228,14 @@ _train_commands()
 
 
 def _serve_command() -> None:
-    """``tinytool serve`` and ``tinytool run``."""
+    """``tinytool serve``, ``tinytool run`` and ``tinytool collect``."""
+    from tinytool.collect.cli_collect import collect_command
     from tinytool.recipes.cli_run import run_command
     from tinytool.serve.cli_serve import serve_command
 
     app.command("serve")(serve_command)
     app.command("run")(run_command)
+    app.command("collect")(collect_command)
 
 
 def _sandbox_commands() -> None:

@@ -75,7 +75,14 @@ def _usage_error(e: Any, name: str | None) -> NoReturn:
 
 class _Guarded:
     """Mixin for click commands: user errors (usage errors included) and Ctrl-C end the command
-    with one message."""
+    with one message. Option help is shown as written: a ``[default: …]`` in it is text, not Rich markup
+    (which would swallow it)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        for param in getattr(self, "params", []):
+            if getattr(param, "help", None) and "[" in param.help and "\\[" not in param.help:
+                param.help = param.help.replace("[", "\\[")
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:
