@@ -295,3 +295,24 @@ def test_option_help_keeps_its_default_text():
 
     res = CliRunner().invoke(app, ["collect", "--help"])
     assert "[default: 0.2]" in " ".join(res.output.split()).replace("│ ", "")
+
+
+def test_expert_majority_vote_ties_reject_and_bad_rows_name_their_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+    from tinytool.eval.expert import expert_summary, read_expert_verdicts
+
+    path = tmp_path / "v.jsonl"
+    rows = [{"id": "a", "verdicts": ["accept", "accept", "reject"]}, {"id": "b", "verdicts": ["accept", "reject"]},
+            {"id": "c", "expert": "x", "verdict": "Reject"}, {"id": "c", "expert": "y", "verdict": "reject"},
+            {"id": "d", "expert": "x", "verdict": True}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = expert_summary(read_expert_verdicts(path))
+    assert s["decisions"] == {"a": True, "b": False, "c": False, "d": True}
+    assert s["accept_ratio"] == 0.5 and s["unanimous"] == 0.5
+    res = CliRunner().invoke(app, ["eval", "expert", str(path), "-o", str(tmp_path / "s.json")])
+    assert res.exit_code == 0 and json.loads((tmp_path / "s.json").read_text())["accepted"] == 2
+    path.write_text(json.dumps({"id": "a", "verdict": "accept"}) + "\n" + json.dumps({"id": "b", "verdict": "ok"}))
+    res = CliRunner().invoke(app, ["eval", "expert", str(path)])
+    assert res.exit_code == 2 and "v.jsonl:2: verdict: 'ok' is not accept or reject" in res.output

@@ -209,3 +209,42 @@ def test_the_server_is_a_tinytool_llm_backend(real):
     (out,) = client.generate([Request([{"role": "user", "content": "hi"}])], GenerationConfig(max_new_tokens=8))
     assert isinstance(out[0].text, str)
     client.close()
+
+
+def test_a_request_without_tools_is_offered_the_tools_retrieved_from_the_catalog():
+    """EfficientTool §3.3.2 at serving time: the model sees only the top tools of a large catalog."""
+    from tinytool.data.catalog import CATALOG
+    from tinytool.retrieval import ToolRetriever
+    from tinytool.schema import Tool
+
+    tools = [Tool.from_dict(WEATHER), Tool.from_dict(TIME)] + [t.tool for t in CATALOG.values()][:60]
+    tok = load_tokenizer("smollm2-135m-instruct")
+    client = Scripted(tok)
+    seen = []
+    original = client.generate
+
+    def spy(requests, config):
+        seen.extend(r.prompt for r in requests)
+        return original(requests, config)
+
+    client.generate = spy
+    engine = Engine(client, get_format("hermes-nothink"), "m", retriever=ToolRetriever(tools), top_k=3)
+    server, url = _serve(engine)
+    try:
+        oa = openai.OpenAI(base_url=url, api_key="none")
+        r = oa.chat.completions.create(model="m", messages=[{"role": "user", "content": "what's the weather in Oslo"}])
+        (call,) = r.choices[0].message.tool_calls
+        assert call.function.name == "get_weather"
+        import re
+
+        block = re.search(r"<tools>\n(.*?)\n</tools>", seen[-1], re.DOTALL).group(1)
+        offered = [json.loads(line)["name"] for line in block.splitlines()]
+        assert len(offered) == 3 and "get_weather" in offered
+        # tools the client brings are used as they are; tool_choice none offers nothing
+        oa.chat.completions.create(model="m", messages=[{"role": "user", "content": "weather?"}], tools=[TIME])
+        assert '"get_weather"' not in seen[-1] and '"get_time"' in seen[-1]
+        oa.chat.completions.create(model="m", messages=[{"role": "user", "content": "weather?"}], tool_choice="none")
+        assert "<tools>" not in seen[-1]
+    finally:
+        server.should_exit = True
+        engine.close()

@@ -143,6 +143,27 @@ def judge_cmd(
     typer.echo(json.dumps(out, indent=2))
 
 
+@eval_app.command("expert")
+def expert_cmd(
+    verdicts: Path = typer.Argument(..., exists=True, dir_okay=False, help="JSONL of verdicts: {id, expert, verdict} "
+                                    "rows or {id, verdicts: [...]} rows; accept or reject."),
+    out: Path = typer.Option(None, "--out", "-o", dir_okay=False, help="Also write the summary here (JSON)."),
+) -> None:
+    """Expert-level evaluation (EfficientTool §3.3.1): the accept ratio of trajectories by the experts' majority
+    vote (a tie rejects).
+
+    Example: tinytool eval expert verdicts.jsonl -o runs/sft-demo/expert.json
+    """
+    from tinytool.eval.expert import expert_summary, read_expert_verdicts
+    from tinytool.io import write_json
+
+    summary = expert_summary(read_expert_verdicts(verdicts))
+    if out is not None:
+        write_json(out, summary)
+    shown = {k: v for k, v in summary.items() if k != "decisions"}
+    typer.echo(json.dumps(shown, indent=2))
+
+
 def report(
     runs: list[Path] = typer.Argument(..., exists=True, file_okay=False, help="Run directories to compare."),
     out: Path = typer.Option(Path("report"), "--out", "-o", file_okay=False),

@@ -7,7 +7,9 @@ from tinytool.retrieval.core import (
     knee_cutoff,
     llm_refiner,
     offer_retrieved,
+    read_catalog,
     tool_text,
 )
 
-__all__ = ["METHODS", "ToolRetriever", "knee_cutoff", "llm_refiner", "offer_retrieved", "tool_text"]
+__all__ = ["METHODS", "ToolRetriever", "knee_cutoff", "llm_refiner", "offer_retrieved", "read_catalog",
+           "tool_text"]

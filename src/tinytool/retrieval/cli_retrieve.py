@@ -10,21 +10,6 @@ import typer
 from tinytool.clikit import err
 
 
-def _catalog_tools(paths: list[Path]) -> list:
-    """Tools from JSONL of servers ({server, tools}), of conversations, or of tools."""
-    from tinytool.io import read_jsonl_rows
-    from tinytool.schema import Tool
-
-    tools: dict[str, Tool] = {}
-    for p in paths:
-        for row in read_jsonl_rows(p):
-            items = row.get("tools") if isinstance(row, dict) and isinstance(row.get("tools"), list) else [row]
-            for t in items:
-                tool = Tool.from_dict(t)
-                tools.setdefault(tool.name, tool)
-    return list(tools.values())
-
-
 def retrieve_command(
     catalog: list[Path] = typer.Option(..., "--catalog", "-c", exists=True, dir_okay=False,
                                        help="JSONL of servers ({server, tools}), conversations or tools (repeatable)."),
@@ -37,6 +22,8 @@ def retrieve_command(
     knee: bool = typer.Option(False, "--knee", help="Cut the ranking at its knee (Kneedle)."),
     refine_llm: str = typer.Option(None, "--refine-llm", help="LLM that refines long requests into their intent "
                                    "(URL@MODEL or a local model)."),
+    refine_words: int = typer.Option(40, "--refine-words", min=0, help="With --refine-llm: refine requests longer "
+                                     "than this many words (0: every request)."),
     keep_gold: bool = typer.Option(True, "--keep-gold/--no-keep-gold", help="With --data: also offer the tools a "
                                    "conversation calls when retrieval missed them."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
@@ -47,7 +34,14 @@ def retrieve_command(
     Example: tinytool retrieve -c catalog.jsonl -q "book a table for two in Rome tonight" -m rrf -k 5
     """
     from tinytool.errors import UserInputError
-    from tinytool.retrieval import METHODS, ToolRetriever, knee_cutoff, llm_refiner, offer_retrieved
+    from tinytool.retrieval import (
+        METHODS,
+        ToolRetriever,
+        knee_cutoff,
+        llm_refiner,
+        offer_retrieved,
+        read_catalog,
+    )
 
     if method not in METHODS:
         raise UserInputError(f"--method {method!r}: unknown", fix=f"choose from {', '.join(METHODS)}")
@@ -60,7 +54,7 @@ def retrieve_command(
         from tinytool.llm import get_client
 
         refine = llm_refiner(get_client(refine_llm))
-    retriever = ToolRetriever(_catalog_tools(catalog), refine=refine)
+    retriever = ToolRetriever(read_catalog(catalog), refine=refine, refine_words=refine_words)
     if query is not None:
         results = retriever.search(query, k, method)
         if knee:

@@ -36,10 +36,40 @@ values). Write only that sentence."""
 
 def tool_text(tool: Tool) -> str:
     """The text a tool is found by: its name (split into words), description and parameter names."""
-    words = re.sub(r"[._]", " ", re.sub(r"([a-z])([A-Z])", r"\1 \2", tool.name))
-    params = " ".join(f"{k} {v.get('description', '')}" for k, v in tool.parameters.get("properties", {}).items()
-                      if isinstance(v, dict))
+    def split(name: str) -> str:  # getWeather, stats.mean, from_currency → words
+        return re.sub(r"[._]", " ", re.sub(r"([a-z])([A-Z])", r"\1 \2", name))
+
+    words = split(tool.name)
+    params = " ".join(f"{split(k)} {v.get('description', '')}" for k, v in
+                      tool.parameters.get("properties", {}).items() if isinstance(v, dict))
     return f"{words}. {tool.description} {params}".strip()
+
+
+def read_catalog(paths: Sequence[Any]) -> list[Tool]:
+    """The tools of JSONL files of servers (``{server, tools}``), conversations (their ``tools``) or tools, in
+    order, once per name: a later tool of a name already read is left out, and a warning says how many of those
+    differed from the first. A row that does not read is an error naming its file and line."""
+    import logging
+
+    from tinytool.io import iter_jsonl_rows
+    from tinytool.schema import SchemaError
+
+    tools: dict[str, Tool] = {}
+    differing = 0
+    for p in paths:
+        for line, row in iter_jsonl_rows(p):
+            items = row.get("tools") if isinstance(row, dict) and isinstance(row.get("tools"), list) else [row]
+            for t in items:
+                try:
+                    tool = Tool.from_dict(t)
+                except SchemaError as e:
+                    raise e.located(str(p), line) from None
+                seen = tools.setdefault(tool.name, tool)
+                differing += seen is not tool and seen.to_dict() != tool.to_dict()
+    if differing:
+        logging.getLogger(__name__).warning("%d later definitions of an already-read tool name differed from the "
+                                            "first and were left out", differing)
+    return list(tools.values())
 
 
 def llm_refiner(client: Any) -> Callable[[str], str]:
@@ -70,6 +100,7 @@ class ToolRetriever:
         self.names = [t.name for t in self.tools]
         self.embed = embed or default_embedder()
         self.refine, self.refine_words, self.cascade_n = refine, refine_words, cascade_n
+        self._intents: dict[str, str] = {}  # one LLM call per request, however many methods ask
         texts = [tool_text(t) for t in self.tools]
         vectors = np.asarray(self.embed(texts), dtype=np.float32)
         self.vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=1e-12)
@@ -94,7 +125,11 @@ class ToolRetriever:
         """The refined intent of a long request (the request itself when short or without a refiner)."""
         if self.refine is None or len(query.split()) <= self.refine_words:
             return query
-        return self.refine(query)
+        if query not in self._intents:
+            if len(self._intents) >= 4096:
+                self._intents.clear()
+            self._intents[query] = self.refine(query)
+        return self._intents[query]
 
     def scores(self, query: str, method: str = "rrf") -> Any:
         """One score per tool (higher is better)."""
@@ -169,4 +204,4 @@ def offer_retrieved(conversations: Sequence[Any], retriever: ToolRetriever, k: i
     return out, {"conversations": len(out), "gold_missed": missed}
 
 
-__all__ = ["METHODS", "ToolRetriever", "knee_cutoff", "llm_refiner", "offer_retrieved", "tool_text"]
+__all__ = ["METHODS", "ToolRetriever", "knee_cutoff", "llm_refiner", "offer_retrieved", "read_catalog", "tool_text"]

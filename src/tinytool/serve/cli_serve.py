@@ -20,6 +20,12 @@ def serve_command(
                              "name]."),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Requests generated together at most."),
     max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Completion tokens when a request sets none."),
+    catalog: list[Path] = typer.Option(None, "--catalog", "-c", exists=True, dir_okay=False, help="JSONL of tools "
+                                       "(servers, conversations or tools): a request that brings no tools is offered "
+                                       "the ones retrieved from it for its last user message (repeatable)."),
+    top_k: int = typer.Option(5, "--top-k", min=1, help="With --catalog: tools offered."),
+    retrieval: str = typer.Option("weighted", "--retrieval", help="With --catalog: cosine, bm25, weighted, cascade, "
+                                  "cosine-max, rrf."),
 ) -> None:
     """Serve a model on /v1/chat/completions (tools, tool_choice, tool_calls, streaming), /v1/models and /health.
 
@@ -41,7 +47,17 @@ def serve_command(
         client = HFClient.from_spec(model, batch_size=batch_size)
     except (OSError, ValueError) as e:
         fail(f"--model {model}: {e}")
-    engine = Engine(client, get_format(fmt), served, batch_size=batch_size, max_tokens=max_tokens)
+    retriever = None
+    if catalog:
+        from tinytool.retrieval import METHODS, ToolRetriever, read_catalog
+
+        if retrieval not in METHODS:
+            fail(f"--retrieval {retrieval!r}: choose one of {', '.join(METHODS)}")
+        retriever = ToolRetriever(read_catalog(catalog))
+        err.print(f"retrieval: {len(retriever.tools)} tools indexed; requests without tools get the {top_k} best "
+                  f"({retrieval})")
+    engine = Engine(client, get_format(fmt), served, batch_size=batch_size, max_tokens=max_tokens,
+                    retriever=retriever, top_k=top_k, method=retrieval)
     err.print(f"serving {served!r} ({fmt}) on http://{host}:{port}/v1")
     try:
         uvicorn.run(create_app(engine), host=host, port=port, log_level="warning")

@@ -42,8 +42,11 @@ class Engine:
     """A loaded model answering chat requests in ``fmt``, batched across callers."""
 
     def __init__(self, client: Any, fmt: Any, name: str, *, batch_size: int = 8, window_s: float = 0.01,
-                 max_tokens: int = 512):
+                 max_tokens: int = 512, retriever: Any = None, top_k: int = 5, method: str = "weighted"):
         self.client, self.fmt, self.name = client, fmt, name
+        #: with a retriever (a `tinytool.retrieval.ToolRetriever` over a large catalog), a request that brings no
+        #: tools is offered the ``top_k`` the retriever finds for its last user message (EfficientTool §3.3.2)
+        self.retriever, self.top_k, self.method = retriever, top_k, method
         self.tokenizer = client.tokenizer
         self.batch_size, self.window_s, self.max_tokens = batch_size, window_s, max_tokens
         self.lock = threading.Lock()
@@ -56,6 +59,10 @@ class Engine:
     def job(self, req: ChatRequest) -> Job:
         conv = conversation(req)
         mode, name = req.choice()
+        if self.retriever is not None and not conv.tools and mode != "none":
+            query = next((m.content or "" for m in reversed(conv.messages) if m.role == "user"), "")
+            if query.strip():
+                conv.tools = [t for t, _ in self.retriever.search(query, self.top_k, self.method)]
         prefix = self.fmt.call_prefix(name) if mode in ("required", "named") else ""
         prompt = chat_request(self.fmt, conv, self.tokenizer).prompt + prefix
         limit = req.limit(self.max_tokens)
