@@ -103,6 +103,22 @@ def test_read_verdict_never_raises(text):
     assert isinstance(v.accept, bool) and all(isinstance(r, str) for r in v.reasons)
 
 
+def test_the_reference_judge_compares_calls_as_a_multiset_and_never_raises():
+    from tinytool.collect.filters import reference_verdict
+
+    ref = {"role": "assistant", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo", "days": 3}}]}
+    assert reference_verdict(_traj({"city": " oslo", "days": 3.0}), ref).accept
+    wrong = reference_verdict(_traj({"city": "Bergen", "days": 3}), ref)
+    assert not wrong.accept and wrong.readable and "reference makes get_weather" in wrong.reasons[0]
+    no_call = Conversation.from_dict({"messages": [{"role": "user", "content": "hi"},
+                                                   {"role": "assistant", "content": "Hello!"}]})
+    assert reference_verdict(no_call, {"role": "assistant", "content": "Hi."}).accept
+    assert not reference_verdict(no_call, ref).accept
+    for bad in (None, {"role": "nobody"}, {"tool_calls": "x"}, 3):
+        v = reference_verdict(no_call, bad)
+        assert not v.accept and not v.readable
+
+
 # ---- manual review ----------------------------------------------------------------------------------------------
 
 

@@ -18,7 +18,9 @@ def collect_command(
     out: Path = typer.Option(None, "--out", "-o", help="Run directory (a rerun resumes where it stopped)."),
     student: str = typer.Option(None, "--student", "-m", help="Student to start from [default: "
                                 "smollm2-135m-instruct]."),
-    judge: str = typer.Option(None, "--judge", help="Judge of the teacher layer [default: the teacher]."),
+    judge: str = typer.Option(None, "--judge", help="Judge of the teacher layer: a model spec, or 'reference' "
+                              "(a trajectory must make its seed's reference calls; for runs without a teacher "
+                              "strong enough to judge) [default: the teacher]."),
     env: str = typer.Option(None, "--env", help="Environment the trajectories run in [default: demo]."),
     fmt: str = typer.Option(None, "--format", "-f", help="Prompt format [default: hermes-nothink]."),
     iterations: int = typer.Option(None, "--iterations", "-n", help="Loop iterations [default: 1]."),

@@ -6,7 +6,9 @@
    ranges, checked with ``jsonschema``); a call the environment answered with an error fails too.
 2. **Teacher layer** (`judge_trajectories`): the teacher reviews each surviving trajectory with a strict prompt
    and answers a binary label with structured reasons. A reply that cannot be read counts as a rejection (the
-   layer is meant to have a low false-positive rate), and is counted apart.
+   layer is meant to have a low false-positive rate), and is counted apart. Where no teacher strong enough to
+   judge is at hand (a laptop with a 135M model), `reference_verdict` stands in for it on tasks that carry a
+   reference answer: the trajectory's first turn must make the reference's calls (or, like it, none).
 3. **Manual review layer** (`review_queue`, `apply_reviews`): a person inspects every negative and a
    proportional sample of the positives; the sampling rate is the share the automated layers rejected (a model
    at 0.9 accuracy gets 10% of its positives checked, EfficientTool App. A.4). The queue is a JSONL file the
@@ -121,6 +123,43 @@ def judge_trajectories(client: LLMClient, convs: Sequence[Conversation],
     return [read_verdict(text) for text in ask(client, prompts, gen)]
 
 
+def _canonical_calls(calls: Sequence[Any]) -> list[str]:
+    def norm(v: Any) -> Any:
+        if isinstance(v, bool) or v is None:
+            return v
+        if isinstance(v, (int, float)):
+            return float(v)
+        if isinstance(v, str):
+            return v.strip().lower()
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        if isinstance(v, dict):
+            return {str(k): norm(x) for k, x in v.items()}
+        return str(v)
+
+    return sorted(json.dumps([c.name, norm(c.arguments)], sort_keys=True) for c in calls)
+
+
+def reference_verdict(conv: Conversation, reference: dict[str, Any] | None) -> Verdict:
+    """Accept when the trajectory's first assistant turn makes exactly the reference turn's calls (a multiset;
+    numbers compared as numbers, strings without case or surrounding space), or, like it, no call. Without a
+    reference the verdict is an unreadable rejection."""
+    from tinytool.schema import Message, SchemaError
+
+    if not isinstance(reference, dict):
+        return Verdict(False, ["no reference answer to compare with"], readable=False)
+    try:
+        want = Message.from_dict(reference).tool_calls
+    except SchemaError:
+        return Verdict(False, ["the reference answer does not read"], readable=False)
+    first = next((m for m in conv.messages if m.role == "assistant"), None)
+    got = first.tool_calls if first is not None else []
+    if _canonical_calls(got) == _canonical_calls(want):
+        return Verdict(True, [])
+    said = ", ".join(c.name for c in got) or "no call"
+    return Verdict(False, [f"made {said}; the reference makes {', '.join(c.name for c in want) or 'no call'}"])
+
+
 REVIEWS = {"accept": True, "reject": False}
 
 
@@ -163,5 +202,16 @@ def apply_reviews(rows: list[dict[str, Any]], reviewed: Sequence[dict[str, Any]]
     return counts
 
 
-__all__ = ["JUDGE_PROMPT", "Verdict", "apply_reviews", "failed_observation", "judge_trajectories", "read_verdict", "render_trajectory",
-           "review_queue", "rule_problems", "user_query"]
+__all__ = [
+    "JUDGE_PROMPT",
+    "Verdict",
+    "apply_reviews",
+    "failed_observation",
+    "judge_trajectories",
+    "read_verdict",
+    "reference_verdict",
+    "render_trajectory",
+    "review_queue",
+    "rule_problems",
+    "user_query",
+]

@@ -42,6 +42,7 @@ from tinytool.collect.dedup import QueryDeduper
 from tinytool.collect.filters import (
     apply_reviews,
     judge_trajectories,
+    reference_verdict,
     review_queue,
     rule_problems,
     user_query,
@@ -66,7 +67,7 @@ class CollectConfig:
     out: str
     teacher: str  # tinytool.llm spec
     student: str = "smollm2-135m-instruct"
-    judge: str | None = None  # default: the teacher
+    judge: str | None = None  # default: the teacher; "reference": compare with the seeds' reference answers
     env: str = "demo"
     format: str = "hermes-nothink"
     iterations: int = 1
@@ -357,11 +358,15 @@ class Loop:
                     rule_fail += 1
                 else:
                     passed.append(row)
-            judge = self.client("judge", self.cfg.judge or self.cfg.teacher)
             verdicts = []
-            for start in range(0, len(passed), self.cfg.batch_size):
-                part = passed[start:start + self.cfg.batch_size]
-                verdicts += judge_trajectories(judge, [Conversation.from_dict(r["conversation"]) for r in part])
+            if self.cfg.judge == "reference":
+                verdicts = [reference_verdict(Conversation.from_dict(r["conversation"]),
+                                              r["conversation"].get("meta", {}).get("reference")) for r in passed]
+            else:
+                judge = self.client("judge", self.cfg.judge or self.cfg.teacher)
+                for start in range(0, len(passed), self.cfg.batch_size):
+                    part = passed[start:start + self.cfg.batch_size]
+                    verdicts += judge_trajectories(judge, [Conversation.from_dict(r["conversation"]) for r in part])
             for row, v in zip(passed, verdicts):
                 row.update(label=v.accept, reasons=v.reasons, judge_readable=v.readable)
             picks = review_queue(labelled, self.cfg.seed, self.cfg.review_rate)

@@ -34,12 +34,16 @@ HISTORY_SHOWN = 8  # earlier queries quoted in the prompt
 
 
 def seed_task(conv: Conversation) -> Conversation | None:
-    """The seed as a task: its messages up to the first assistant turn (None when it has no user request)."""
+    """The seed as a task: its messages up to the first assistant turn (None when it has no user request); that
+    turn, when there is one, is kept as ``meta["reference"]`` for the reference judge."""
     first = next((i for i, m in enumerate(conv.messages) if m.role == "assistant"), len(conv.messages))
     prefix = conv.messages[:first]
     if not any(m.role == "user" and (m.content or "").strip() for m in prefix):
         return None
-    return Conversation(list(prefix), conv.tools, dict(conv.meta))
+    meta = dict(conv.meta)
+    if first < len(conv.messages):
+        meta["reference"] = conv.messages[first].to_dict()
+    return Conversation(list(prefix), conv.tools, meta)
 
 
 def with_query(seed: Conversation, query: str, vid: str) -> Conversation:
@@ -47,7 +51,7 @@ def with_query(seed: Conversation, query: str, vid: str) -> Conversation:
     messages = list(seed.messages)
     last = max(i for i, m in enumerate(messages) if m.role == "user")
     messages[last] = Message(role="user", content=query)
-    meta = {k: v for k, v in seed.meta.items() if k not in ("sub_answers", "sub_questions", "teacher")}
+    meta = {k: v for k, v in seed.meta.items() if k not in ("sub_answers", "sub_questions", "teacher", "reference")}
     meta.update(id=vid, variant_of=seed.meta.get("id"), source="teacher-variant")
     return Conversation(messages, seed.tools, meta)
 
