@@ -332,3 +332,22 @@ def test_expert_majority_vote_ties_reject_and_bad_rows_name_their_line(tmp_path)
     path.write_text(json.dumps({"id": "a", "verdict": "accept"}) + "\n" + json.dumps({"id": "b", "verdict": "ok"}))
     res = CliRunner().invoke(app, ["eval", "expert", str(path)])
     assert res.exit_code == 2 and "v.jsonl:2: verdict: 'ok' is not accept or reject" in res.output
+
+
+def test_the_student_can_be_reached_through_tinytool_serve(loop_env):
+    """The deployed-student path: `tinytool serve` started on a free loopback port, answering tinytool's HTTP
+    backend, and stopped afterwards."""
+    from tinytool.collect.loop import served
+    from tinytool.llm import GenerationConfig, Request, get_client
+
+    with served(loop_env["student"], "hermes-nothink") as spec:
+        assert spec.startswith("http://127.0.0.1:") and spec.endswith("/v1@student")
+        client = get_client(spec)
+        ((c,),) = client.generate([Request(messages=[{"role": "user", "content": "hi"}])],
+                                  GenerationConfig(max_new_tokens=4))
+        client.close()
+        assert c.n_tokens >= 1
+    import httpx
+
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(spec.split("@")[0].replace("/v1", "/health"), timeout=2)
