@@ -31,15 +31,47 @@ def _servers(catalog: Path) -> dict[str, list[Any]]:
 
 
 @contextmanager
-def _llm(spec: str) -> Iterator[Any]:
-    """A `tinytool.llm` client for ``spec``, closed afterwards."""
-    from tinytool.llm import get_client
+def _llm(specs: list[str] | str) -> Iterator[Any]:
+    """One `tinytool.llm` client over ``specs`` (several endpoints share the work), closed afterwards."""
+    from tinytool.llm.pool import pooled
 
-    client = get_client(spec)
+    client = pooled([specs] if isinstance(specs, str) else list(specs))
     try:
         yield client
     finally:
         client.close()
+
+
+_LLM_HELP = ("The LLM: URL@MODEL (OpenAI-compatible), vllm:MODEL or a local model; repeat it to spread the work "
+             "over several endpoints.")
+_SHARD_HELP = "Items per shard: each finished shard is logged, and a rerun resumes after the last one."
+_WORKERS_HELP = "Shards worked at once (HTTP endpoints; a local model runs one at a time)."
+
+
+def _sharded(items: list[Any], key: Any, work: Any, out: Path, client: Any, shard_size: int, workers: int,
+             what: str) -> tuple[list[Any], dict[str, Any]]:
+    """`tinytool.synth.stage.run_sharded` with a progress bar; a local model gets one worker."""
+    from tinytool.llm.pool import thread_safe
+    from tinytool.progress import ProgressBar
+    from tinytool.synth.stage import run_sharded
+
+    if workers > 1 and not thread_safe(client):
+        err.print(f"--workers {workers}: a local model generates one shard at a time")
+        workers = 1
+    with ProgressBar(what, len(items), unit="item") as bar:
+        rows, counts, info = run_sharded(items, key, work, out, shard_size=shard_size, workers=workers,
+                                         progress=bar.advance)
+    if info["resumed"]:
+        err.print(f"resumed: {info['resumed']} of {info['shards']} shards were already done")
+    return rows, counts
+
+
+def _write(out: Path, rows: list[Any]) -> None:
+    from tinytool.io import write_jsonl
+    from tinytool.synth.stage import finish
+
+    write_jsonl(out, rows)
+    finish(out)
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -85,13 +117,15 @@ def tools_cmd(
 def chains_cmd(
     catalog: Path = typer.Option(..., "--catalog", "-c", exists=True, dir_okay=False,
                                  help="Servers with their tools (tinytool synth tools)."),
-    llm: str = typer.Option(..., "--llm", help="The LLM: URL@MODEL (OpenAI-compatible), vllm:MODEL or a local model."),
+    llm: list[str] = typer.Option(..., "--llm", help=_LLM_HELP),
     out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="JSONL of verified chains with their tasks."),
     proposals: int = typer.Option(8, "--proposals", min=1, help="(task, chain) proposals per server."),
     walks: int = typer.Option(10, "--walks", min=1, help="Random walks per server."),
     max_len: int = typer.Option(4, "--max-len", min=2, help="Longest chain."),
     allow_cycles: bool = typer.Option(False, "--allow-cycles", help="Let a walk call a tool again."),
     seed: int = typer.Option(0, "--seed"),
+    shard_size: int = typer.Option(4, "--shard-size", min=1, help=_SHARD_HELP),
+    workers: int = typer.Option(4, "--workers", min=1, help=_WORKERS_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
 ) -> None:
     """Tool chains per server (ASTRA §2.1.2): LLM-proposed (task, chain) pairs → a weighted transition graph →
@@ -99,18 +133,21 @@ def chains_cmd(
 
     Example: tinytool synth chains -c catalog.jsonl --llm http://127.0.0.1:8000/v1@teacher -o chains.jsonl
     """
-    from tinytool.io import write_jsonl
     from tinytool.synth.chains import build_chains
 
     _output(out, overwrite, catalog)
     servers = _servers(catalog)
+
+    def work(names: list[str], shard: int) -> tuple[list[Any], dict[str, Any]]:
+        chains, stats = build_chains(client, {n: servers[n] for n in names}, proposals=proposals, walks=walks,
+                                     max_len=max_len, acyclic=not allow_cycles, seed=seed * 1_000_003 + shard)
+        return chains, stats.as_dict()
+
     with _llm(llm) as client:
-        chains, stats = build_chains(client, servers, proposals=proposals, walks=walks, max_len=max_len,
-                                     acyclic=not allow_cycles, seed=seed)
-    write_jsonl(out, chains)
-    s = stats.as_dict()
-    err.print(f"{len(servers)} servers: {s['proposals']} proposals, {s['walks']} walks, {s['kept']} chains kept; "
-              f"dropped: {_counts(s['dropped'])} -> {out}")
+        chains, s = _sharded(list(servers), str, work, out, client, shard_size, workers, "chains")
+    _write(out, chains)
+    err.print(f"{len(servers)} servers: {s.get('proposals', 0)} proposals, {s.get('walks', 0)} walks, "
+              f"{s.get('kept', 0)} chains kept; dropped: {_counts(s.get('dropped', {}))} -> {out}")
 
 
 @synth_app.command("tasks")
@@ -119,13 +156,15 @@ def tasks_cmd(
                                  help="Servers with their tools (tinytool synth tools)."),
     chains: Path = typer.Option(None, "--chains", exists=True, dir_okay=False,
                                 help="Verified chains (tinytool synth chains) for chain-conditioned tasks."),
-    llm: str = typer.Option(..., "--llm", help="The LLM: URL@MODEL (OpenAI-compatible), vllm:MODEL or a local model."),
+    llm: list[str] = typer.Option(..., "--llm", help=_LLM_HELP),
     out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="JSONL of kept tasks with their scores."),
     per_server: int = typer.Option(4, "--per-server", min=0, help="Server-only tasks per server."),
     axes: str = typer.Option("diversity,complexity,persona", "--augment",
                              help="Augmentation axes, comma-separated (empty: none)."),
     threshold: float = typer.Option(4.0, "--threshold", min=1, max=5, help="Minimum of each 1–5 score (Eq. 1)."),
     seed: int = typer.Option(0, "--seed"),
+    shard_size: int = typer.Option(4, "--shard-size", min=1, help=_SHARD_HELP),
+    workers: int = typer.Option(4, "--workers", min=1, help=_WORKERS_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
 ) -> None:
     """User tasks per server (ASTRA §2.1.3): chain-conditioned and server-only construction, augmentation
@@ -135,7 +174,7 @@ def tasks_cmd(
     Example: tinytool synth tasks -c catalog.jsonl --chains chains.jsonl --llm http://127.0.0.1:8000/v1@teacher -o tasks.jsonl
     """
     from tinytool.errors import UserInputError
-    from tinytool.io import read_jsonl_rows, write_jsonl
+    from tinytool.io import read_jsonl_rows
     from tinytool.synth.tasks import AXES, DIMENSIONS, build_tasks
 
     _output(out, overwrite, catalog, *([chains] if chains else []))
@@ -145,12 +184,18 @@ def tasks_cmd(
         raise UserInputError(f"--augment: unknown axis {bad[0]!r}", fix=f"choose from {', '.join(AXES)}")
     servers = _servers(catalog)
     chain_rows = read_jsonl_rows(chains) if chains else []
+
+    def work(names: list[str], shard: int) -> tuple[list[Any], dict[str, Any]]:
+        mine = [c for c in chain_rows if c.get("server") in names]
+        tasks, stats = build_tasks(client, {n: servers[n] for n in names}, mine, per_server=per_server, axes=chosen,
+                                   thresholds=dict.fromkeys(DIMENSIONS, threshold), seed=seed * 1_000_003 + shard)
+        return tasks, stats.as_dict()
+
     with _llm(llm) as client:
-        tasks, stats = build_tasks(client, servers, chain_rows, per_server=per_server, axes=chosen,
-                                   thresholds=dict.fromkeys(DIMENSIONS, threshold), seed=seed)
-    write_jsonl(out, tasks)
-    s = stats.as_dict()
-    err.print(f"built {s['built']}, augmented {s['augmented']}, kept {s['kept']}; dropped: {_counts(s['dropped'])} "
+        tasks, s = _sharded(list(servers), str, work, out, client, shard_size, workers, "tasks")
+    _write(out, tasks)
+    err.print(f"built {s.get('built', {})}, augmented {s.get('augmented', {})}, kept {s.get('kept', 0)}; dropped: "
+              f"{_counts(s.get('dropped', {}))} "
               f"-> {out}")
 
 
@@ -170,6 +215,8 @@ def trajectories_cmd(
     max_turns: int = typer.Option(8, "--max-turns", min=1),
     min_reward: float = typer.Option(0.0, "--min-reward", min=0.0, max=1.0,
                                      help="Keep trajectories whose mean score reaches this."),
+    shard_size: int = typer.Option(8, "--shard-size", min=1, help=_SHARD_HELP),
+    workers: int = typer.Option(4, "--workers", min=1, help=_WORKERS_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
 ) -> None:
     """Trajectories for SFT (ASTRA §2.1.4–2.1.5): the teacher works each task against the demo catalog's real tools
@@ -181,16 +228,16 @@ def trajectories_cmd(
     from tinytool.data.catalog import CATALOG
     from tinytool.envs import DemoEnv
     from tinytool.formats import get_format
-    from tinytool.io import read_jsonl_rows, write_jsonl
-    from tinytool.llm import get_client
+    from tinytool.io import read_jsonl_rows
+    from tinytool.llm.pool import pooled, thread_safe
     from tinytool.synth.emulator import EmulatedEnv
     from tinytool.synth.trajectories import collect
 
     _output(out, overwrite, catalog, tasks)
     servers = _servers(catalog)
-    rows = [t for t in read_jsonl_rows(tasks) if t.get("server") in servers]
-    clients = {spec: get_client(spec) for spec in dict.fromkeys([teacher, judge or teacher,
-                                                                 emulator or judge or teacher])}
+    rows = [{**t, "id": t.get("id", f"synth-{i}"), "seed": t.get("seed", i)}
+            for i, t in enumerate(read_jsonl_rows(tasks)) if t.get("server") in servers]
+    clients = {spec: pooled([spec]) for spec in dict.fromkeys([teacher, judge or teacher, emulator or judge or teacher])}
     try:
         emu = clients[emulator or judge or teacher]
 
@@ -199,13 +246,21 @@ def trajectories_cmd(
                 return DemoEnv(max_turns=max_turns)
             return EmulatedEnv(emu, failure_rate=failure_rate, max_turns=max_turns)
 
-        kept, report = collect(clients[teacher], clients[judge or teacher], rows, servers, env_for, get_format(fmt))
+        def work(shard: list[dict], _: int) -> tuple[list[Any], dict[str, Any]]:
+            kept, report = collect(clients[teacher], clients[judge or teacher], shard, servers, env_for,
+                                   get_format(fmt), min_reward=min_reward)
+            report.pop("mean_reward")
+            return [c.to_dict() for c in kept], report
+
+        slowest = min(clients.values(), key=lambda c: thread_safe(c))
+        kept, report = _sharded(rows, lambda t: str(t["id"]), work, out, slowest, shard_size, workers, "trajectories")
     finally:
         for c in clients.values():
             c.close()
-    write_jsonl(out, [c.to_dict() for c in kept])
-    err.print(f"{report['tasks']} tasks, {report['kept']} trajectories kept, mean reward {report['mean_reward']}; "
-              f"judge replies unread: {report['judge_unread'] or 'none'} -> {out}")
+    _write(out, kept)
+    mean = round(report["reward_sum"] / report["tasks"], 4) if report.get("tasks") else None
+    err.print(f"{report.get('tasks', 0)} tasks, {report.get('kept', 0)} trajectories kept, mean reward {mean}; "
+              f"judge replies unread: {report.get('judge_unread') or 'none'} -> {out}")
 
 
 @synth_app.command("envs")
@@ -213,13 +268,15 @@ def envs_cmd(
     knowledge: Path = typer.Option(..., "--knowledge", "-k", exists=True, dir_okay=False,
                                    help="JSONL of {text, question?}: the knowledge each instance is grounded in, and "
                                         "optionally the question to decompose."),
-    llm: str = typer.Option(..., "--llm", help="The LLM: URL@MODEL (OpenAI-compatible), vllm:MODEL or a local model."),
+    llm: list[str] = typer.Option(..., "--llm", help=_LLM_HELP),
     out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="Conversation JSONL, one task per environment, "
                              "for tinytool rl --env synth."),
     hops: int = typer.Option(3, "--hops", min=1, help="Lookup steps a generated question takes."),
     threshold: float = typer.Option(0.75, "--threshold", min=0.0, max=1.0, help="Minimum quality score QS (Eq. 21)."),
     retries: int = typer.Option(3, "--retries", min=1, help="Attempts per step to write code that verifies."),
     no_merge: bool = typer.Option(False, "--no-merge", help="Keep one tool per step (no homogeneous merging)."),
+    shard_size: int = typer.Option(4, "--shard-size", min=1, help=_SHARD_HELP),
+    workers: int = typer.Option(4, "--workers", min=1, help=_WORKERS_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
 ) -> None:
     """Executable environments (ASTRA §2.2): Q–A instances with sub-questions → quality validation (DC, SA, SR, TC)
@@ -228,23 +285,39 @@ def envs_cmd(
 
     Example: tinytool synth envs -k knowledge.jsonl --llm http://127.0.0.1:8000/v1@teacher -o envs.jsonl
     """
-    from tinytool.io import read_jsonl_rows, write_jsonl
+    import dataclasses
+    import hashlib
+    import json
+
+    from tinytool.io import read_jsonl_rows
     from tinytool.llm import GenerationConfig
     from tinytool.synth.envgen import EnvStats, build_environment, environment_task
     from tinytool.synth.qa import QAStats, generate_instances, validate
 
     _output(out, overwrite, knowledge)
     rows = [r for r in read_jsonl_rows(knowledge) if isinstance(r, dict) and isinstance(r.get("text"), str)]
-    qa_stats, env_stats, tasks = QAStats(), EnvStats(), []
-    with _llm(llm) as client:
-        instances = generate_instances(client, [r["text"] for r in rows], hops,
+
+    def work(shard: list[dict], _: int) -> tuple[list[Any], dict[str, Any]]:
+        qa_stats, env_stats, tasks = QAStats(), EnvStats(), []
+        instances = generate_instances(client, [r["text"] for r in shard], hops,
                                        GenerationConfig(max_new_tokens=1024, temperature=0.7), qa_stats,
-                                       [r.get("question") for r in rows])
+                                       [r.get("question") for r in shard])
         for inst in validate(client, instances, qa_stats, threshold):
             env = build_environment(client, inst, env_stats, retries, do_merge=not no_merge)
             if env is not None:
-                tasks.append(environment_task(env, len(tasks)))
-    write_jsonl(out, tasks)
-    err.print(f"{qa_stats.generated} instances, {qa_stats.kept} valid; {env_stats.verified} of {env_stats.steps} steps "
-              f"verified in {env_stats.attempts} attempts, {env_stats.merged} merged; {env_stats.environments} "
-              f"environments; dropped: {_counts({**qa_stats.dropped, **env_stats.dropped})} -> {out}")
+                tasks.append(environment_task(env))
+        return tasks, {"qa": dataclasses.asdict(qa_stats), "env": dataclasses.asdict(env_stats)}
+
+    def key(row: dict) -> str:
+        return hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()[:16]
+
+    with _llm(llm) as client:
+        tasks, counts = _sharded(rows, key, work, out, client, shard_size, workers, "environments")
+    for i, t in enumerate(tasks):
+        t["meta"]["id"] = f"synth-env-{i}"
+    _write(out, tasks)
+    qa, env = counts.get("qa", {}), counts.get("env", {})
+    err.print(f"{qa.get('generated', 0)} instances, {qa.get('kept', 0)} valid; {env.get('verified', 0)} of "
+              f"{env.get('steps', 0)} steps verified in {env.get('attempts', 0)} attempts, {env.get('merged', 0)} "
+              f"merged; {env.get('environments', 0)} environments; dropped: "
+              f"{_counts({**qa.get('dropped', {}), **env.get('dropped', {})})} -> {out}")

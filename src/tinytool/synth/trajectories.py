@@ -164,10 +164,11 @@ def collect(teacher: LLMClient, judge: LLMClient, tasks: Sequence[dict[str, Any]
     prefixes, envs = [], []
     for i, t in enumerate(tasks):
         tools = servers[t["server"]]
+        seed = t.get("seed", i)  # set by the caller when the tasks are one shard of many
         meta = {"id": t.get("id", f"synth-{i}"), "server": t["server"], "source": "tinytool-synth",
-                "task_source": t.get("source"), "seed": i}
+                "task_source": t.get("source"), "seed": seed}
         prefixes.append((Conversation([Message(role="user", content=t["task"])], tools, meta),
-                         {"tools": [x.to_dict() for x in tools], "seed": i}))
+                         {"tools": [x.to_dict() for x in tools], "seed": seed}))
         envs.append(env_factory(t))
     it = iter(envs)
     episodes: list[Episode] = run_episodes(teacher, fmt, prefixes, lambda: next(it), gen, tokenizer)
@@ -181,7 +182,7 @@ def collect(teacher: LLMClient, judge: LLMClient, tasks: Sequence[dict[str, Any]
             conv = ep.conversation
             kept.append(Conversation(conv.messages, conv.tools, {**conv.meta, "scores": scores, "reward": r}))
     report = {"tasks": len(tasks), "kept": len(kept), "mean_reward": round(sum(rewards) / len(rewards), 4)
-              if rewards else None, "judge_unread": dict(stats.unread)}
+              if rewards else None, "reward_sum": sum(rewards), "judge_unread": dict(stats.unread)}
     return kept, report
 
 
