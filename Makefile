@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint clean bench-rewards bench-eval bench-agreement bench-distill
+.PHONY: install test test-browser lint clean bench-rewards bench-eval bench-agreement bench-distill
 
 install: $(STAMP)
 
@@ -22,6 +22,12 @@ $(STAMP): pyproject.toml Makefile
 
 test: install
 	$(PY) -m pytest -q -n 2 --dist loadfile
+
+# the HTML report in a real headless browser (Debian's chromium, installed here when missing)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+test-browser: install
+	command -v chromium >/dev/null || ($(SUDO) apt-get update && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends chromium)
+	$(PY) -m pytest -q tests/test_report_browser.py
 
 lint: install
 	$(PY) -m ruff check src tests benchmarks
