@@ -84,3 +84,24 @@ def test_distill_under_accelerate_two_processes(env):
                 "1", "--grad-accum", "1", "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-6000:]
     _check(json.loads((out / "distill_summary.json").read_text()), out, Path(env["model"]))
+
+
+def test_rl_under_accelerate_two_processes(env):
+    """GRPO with tinytool's rollouts (a group's prompt prefilled once) on two processes: each rank samples its
+    own groups, the gradients are averaged, both ranks end with the same moved weights. The policy is first
+    taught the data a little (a random model's samples would all score alike: no signal to train on)."""
+    from tinytool.train.sft import SFTRunConfig, train_sft
+
+    start = env["root"] / "rl-start"
+    if not (start / "sft_summary.json").is_file():
+        train_sft(SFTRunConfig(model=env["model"], data=[env["data"]], output_dir=str(start), max_steps=40,
+                               learning_rate=5e-3, per_device_train_batch_size=2, gradient_accumulation_steps=1,
+                               save_steps=0, bf16=False, activation_checkpointing=False))
+    out = env["root"] / "rl"
+    p = _launch("rl", "--model", str(start), "--data", env["data"], "--out", str(out), "--max-steps", "2",
+                "-G", "4", "--max-completion-length", "48", "--group-filter", "fill", "--reward", "simrl",
+                "--no-bf16", "--save-steps", "0", "--logging-steps", "1", "--lr", "1e-3", "--temperature", "1.0")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-6000:]
+    summary = json.loads((out / "rl_summary.json").read_text())
+    assert any(v > 0 for _, v in summary["curves"]["reward_std"]), summary["curves"]
+    _check(summary, out, start)

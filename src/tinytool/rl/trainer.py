@@ -308,7 +308,7 @@ CURVES = ("reward", "reward_std", "frac_reward_zero_std", "groups/zero_signal", 
 def train_rl(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Run GRPO as configured; save the policy, ``config.yaml`` and ``rl_summary.json``; return the summary.
     The output directory is a run directory: the same settings resume from the newest complete checkpoint."""
-    from tinytool.train.callbacks import train_seconds
+    from tinytool.train.callbacks import rank_digests, train_seconds
 
     run, resume_from, done = open_training_run(cfg, "rl", SUMMARY_FILE)
     if done is not None:
@@ -317,12 +317,15 @@ def train_rl(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> dict[str, 
     train_s = train_seconds(trainer, resume_from)
     trainer.model.eval()
     saved = save_final(trainer, cfg.output_dir, lora=cfg.lora is not None, merge=cfg.merge_lora)
+    digests = rank_digests(trainer)
     state = trainer.state
     curves = {k: [[h["step"], h[k]] for h in state.log_history if k in h] for k in CURVES}
     summary = {
         "model": cfg.model,
         "format": cfg.format,
         "reward": cfg.reward_mix,
+        "processes": trainer.accelerator.num_processes,
+        "rank_weight_digests": digests,
         "out": cfg.output_dir,
         "data": data,
         "global_step": state.global_step,
