@@ -287,6 +287,15 @@ def test_review_wait_stops_until_a_person_decides(loop_env, monkeypatch):
     (it,) = state["iterations"]
     assert it["filter"]["review"] == {"reviewed": 4, "flipped": 1, "pending": 0, "unknown": 0}
     assert it["store"]["store_desirable"] == 3
+    # the run directory is defined by its settings: more iterations continue it, other settings are refused
+    from dataclasses import replace
+
+    from tinytool.io import RunDirError
+
+    with pytest.raises(RunDirError, match="queries"):
+        loop_mod.run_loop(replace(cfg, queries=3), progress=False)
+    again = loop_mod.run_loop(replace(cfg, queries=3, review="auto", overwrite=True), progress=False)
+    assert again["iterations"][0]["queries"]["kept"] == 3
 
 
 def test_the_cli_names_a_missing_seed_file_and_a_bad_config(tmp_path):

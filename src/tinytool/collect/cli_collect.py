@@ -33,6 +33,8 @@ def collect_command(
     gate_limit: int = typer.Option(None, "--gate-limit", help="Dev tasks the gate scores [default: 40]."),
     serve: bool = typer.Option(None, "--serve/--no-serve", help="Reach the student through `tinytool serve` on "
                                "loopback [default: off]."),
+    overwrite: bool = typer.Option(None, "--overwrite", help="Start again in --out (otherwise a rerun with the same "
+                                   "settings resumes, and other settings are refused)."),
     config: Path = typer.Option(None, "--config", help="YAML file of the loop's settings (any option above, plus "
                                 "sft: and kto: with trainer fields, prices: with human_per_item, input_per_1k, "
                                 "output_per_1k, currency); flags override it."),
@@ -55,7 +57,8 @@ def collect_command(
         fail(f"{config}: expected a mapping of option: value")
     flags = {"seeds": seeds, "teacher": teacher, "out": out, "student": student, "judge": judge, "env": env,
              "format": fmt, "iterations": iterations, "queries": queries, "teacher_share": teacher_share,
-             "review": review, "gate_data": gate_data, "gate_limit": gate_limit, "serve": serve}
+             "review": review, "gate_data": gate_data, "gate_limit": gate_limit, "serve": serve,
+             "overwrite": overwrite}
     values.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
     known = {f.name for f in dataclasses.fields(CollectConfig)}
     unknown = sorted(set(values) - known)

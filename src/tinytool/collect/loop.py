@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tinytool.collect.cost import Prices, Usage, cost_per_10k
 from tinytool.collect.dedup import QueryDeduper
@@ -89,6 +89,13 @@ class CollectConfig:
     serve: bool = False
     prices: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+    overwrite: bool = False  # start again in ``out`` (otherwise the same settings resume, others are refused)
+
+    #: settings that may change between a run and its resumption
+    FREE: ClassVar[tuple[str, ...]] = ("iterations", "review", "overwrite", "serve")
+
+    def settings(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k not in self.FREE}
 
     def __post_init__(self) -> None:
         from tinytool.envs import ENVS
@@ -209,10 +216,12 @@ def served(model: str, fmt: str, timeout_s: float = 300.0) -> Iterator[str]:
 class Loop:
     def __init__(self, cfg: CollectConfig, progress: bool = True):
         from tinytool.formats import get_format
+        from tinytool.io import open_run_dir
 
         self.cfg, self.progress = cfg, progress
         self.out = Path(cfg.out)
         self.fmt = get_format(cfg.format)
+        self.run_dir = open_run_dir(self.out, "collect", cfg.settings(), overwrite=cfg.overwrite)
         self.store = ReplayStore(self.out / "store.jsonl", cfg.dedup_threshold)
         self.seeds, self.skipped_seeds = self._runnable([seed_task(c) for c in _convs(Path(cfg.seeds))])
         if not self.seeds:
@@ -513,8 +522,6 @@ class Loop:
                      judge_out_tokens=judge.get("out", 0), reviewed=reviewed)
 
     def run(self) -> dict[str, Any]:
-        self.out.mkdir(parents=True, exist_ok=True)
-        write_json(self.out / "collect_config.json", asdict(self.cfg))
         self.state["seeds"] = {"usable": len(self.seeds), "skipped": self.skipped_seeds}
         try:
             for k in range(len(self.state["iterations"]), self.cfg.iterations):
