@@ -399,7 +399,7 @@ def main() -> None:
     ap.add_argument("--student", default="smollm2-135m-instruct", help="loop, kto_vs_sft: the student")
     ap.add_argument("--work", type=Path, default=Path("/tmp/efficienttool"), help="loop, kto_vs_sft: work folder")
     ap.add_argument("--data", type=Path, help="loop: an existing `data demo` folder (default: one made in --work)")
-    ap.add_argument("--loop-queries", type=int, default=200, help="loop: queries in the iteration")
+    ap.add_argument("--loop-queries", type=int, default=160, help="loop: queries in the iteration")
     ap.add_argument("--gate-limit", type=int, default=40, help="loop: dev tasks the gate scores")
     ap.add_argument("--limit", type=int, default=100, help="loop: BFCL items per category")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "efficienttool.json")

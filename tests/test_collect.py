@@ -46,6 +46,22 @@ def test_near_duplicate_queries_are_caught_and_distinct_ones_kept():
     assert d.size == 3
 
 
+def test_dedup_works_in_any_script_and_takes_a_repeated_key():
+    d = QueryDeduper()
+    assert d.add("帮我查一下北京明天的天气", "a") and d.add("预订今晚两人的餐桌", "a")  # two different requests
+    assert not d.add("帮我查一下北京明天的天气。")
+    assert d.add("Réserve une table pour deux ce soir") and not d.add("réserve une table pour deux, ce soir")
+    assert d.size == 3 and len(d.signatures) == 3
+
+
+def test_a_half_shared_query_is_not_a_duplicate():
+    """Candidates from the LSH index are confirmed by their Jaccard: sharing half the shingles is not enough."""
+    d = QueryDeduper(threshold=0.7)
+    base = "please find the cheapest direct flight from lisbon to tallinn next friday morning"
+    assert d.add(base)
+    assert d.add(base[:len(base) // 2] + " and book a hotel near the old town for three nights in june")
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
 def test_shingles_never_raise_and_cover_short_queries(text):
@@ -331,7 +347,7 @@ def test_expert_majority_vote_ties_reject_and_bad_rows_name_their_line(tmp_path)
     path = tmp_path / "v.jsonl"
     rows = [{"id": "a", "verdicts": ["accept", "accept", "reject"]}, {"id": "b", "verdicts": ["accept", "reject"]},
             {"id": "c", "expert": "x", "verdict": "Reject"}, {"id": "c", "expert": "y", "verdict": "reject"},
-            {"id": "d", "expert": "x", "verdict": True}]
+            {"id": "d", "expert": "x", "verdict": "reject"}, {"id": "d", "expert": "x", "verdict": True}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     s = expert_summary(read_expert_verdicts(path))
     assert s["decisions"] == {"a": True, "b": False, "c": False, "d": True}

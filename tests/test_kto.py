@@ -123,6 +123,11 @@ def test_kto_raises_desirable_and_lowers_undesirable_completions(env):
     assert "rewards/margins" in summary["curves"] and (out / "config.yaml").is_file()
     before, after = margin(env["model"]), margin(out)
     assert after > before + 1.0, (before, after)
+    # KTO's loss settings define the run: another beta in the same folder is refused, not resumed
+    res = CliRunner().invoke(kto_app, ["-m", env["model"], "-d", env["data"], "-f", "hermes-nothink", "--max-steps",
+                                       "8", "--lr", "5e-4", "--batch-size", "4", "--save-steps", "0", "--beta", "0.5",
+                                       "--no-bf16", "--activation-checkpointing", "false", "-o", str(out)])
+    assert res.exit_code == 2 and "beta" in res.output
 
 
 def test_lora_kto_merges_into_the_backbone(env):

@@ -31,6 +31,47 @@ def test_a_crashed_stage_resumes_after_its_last_finished_shard(tmp_path):
     assert counts == {"seen": 10, "by": {"kind": 4}}
 
 
+def test_a_rerun_with_other_settings_is_refused_and_overwrite_starts_again(tmp_path):
+    from tinytool.errors import TinytoolError
+
+    out, runs, failed = tmp_path / "o.jsonl", [], []
+
+    def work(items, shard):
+        runs.append(shard)
+        if shard == 1 and not failed:
+            failed.append(shard)
+            raise RuntimeError("stop")
+        return list(items), {}
+
+    with pytest.raises(RuntimeError):
+        run_sharded(list(range(4)), str, work, out, shard_size=2, settings={"seed": 0})
+    with pytest.raises(TinytoolError, match="other settings .*seed"):
+        run_sharded(list(range(4)), str, work, out, shard_size=2, settings={"seed": 1})
+    with pytest.raises(TinytoolError, match="shard_size"):
+        run_sharded(list(range(4)), str, work, out, shard_size=1, settings={"seed": 0})
+    runs.clear()
+    rows, _, info = run_sharded(list(range(4)), str, work, out, shard_size=2, settings={"seed": 1}, overwrite=True)
+    assert rows == [0, 1, 2, 3] and info["resumed"] == 0 and runs == [0, 1]
+
+
+def test_an_error_with_several_workers_cancels_the_shards_not_started(tmp_path):
+    import time
+
+    started = []
+
+    def work(items, shard):
+        started.append(shard)
+        time.sleep(0.05)
+        if shard == 0:
+            raise RuntimeError("the endpoint went away")
+        return list(items), {}
+
+    with pytest.raises(RuntimeError):
+        run_sharded(list(range(40)), str, work, tmp_path / "o.jsonl", shard_size=1, workers=2)
+    time.sleep(0.2)
+    assert len(started) < 10, started
+
+
 def test_shards_on_several_threads_keep_the_input_order(tmp_path):
     threads = set()
 

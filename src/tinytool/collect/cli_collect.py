@@ -78,5 +78,6 @@ def collect_command(
     for layer, c in state["layers"].items():
         err.print(f"  {layer}: kept {c['kept']} of {c['in']}")
     cost = state["cost_per_10k"]
-    err.print(f"cost per 10k samples: {cost['ours']:.2f} {cost['currency']} (human + human {cost['human_human']:.2f}); "
-              f"student now {state['student']}; details in {Path(cfg.out) / 'loop.json'}")
+    base = f" (human + human {cost['human_human']:.2f})" if cost["human_human"] is not None else ""
+    err.print(f"cost per 10k samples: {cost['ours']:.2f} {cost['currency']}{base}; student now {state['student']}; "
+              f"details in {Path(cfg.out) / 'loop.json'}")

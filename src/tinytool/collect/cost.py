@@ -34,7 +34,7 @@ class Usage:
     teacher_out_tokens: int
     judge_in_tokens: int = 0
     judge_out_tokens: int = 0
-    reviewed: int = 0  # items a person reviewed
+    reviewed: int = 0  # items queued for a person's review: what the method asks of people
 
 
 def cost_per_10k(usage: Usage, prices: Prices | None = None) -> dict[str, float | str]:
@@ -45,16 +45,22 @@ def cost_per_10k(usage: Usage, prices: Prices | None = None) -> dict[str, float 
     def api(tokens_in: float, tokens_out: float) -> float:
         return tokens_in / 1000 * p.input_per_1k + tokens_out / 1000 * p.output_per_1k
 
-    interaction = api(usage.teacher_in_tokens, usage.teacher_out_tokens) / max(usage.teacher_interactions, 1)
+    # the baselines price an interaction as the teacher's did; without any, they cannot be priced
+    interaction = (api(usage.teacher_in_tokens, usage.teacher_out_tokens) / usage.teacher_interactions
+                   if usage.teacher_interactions else None)
     judging = api(usage.judge_in_tokens, usage.judge_out_tokens) / n
-    ours = (usage.teacher_interactions / n) * interaction + judging + (usage.reviewed / n) * p.human_per_item
+    ours = (usage.teacher_interactions / n) * (interaction or 0.0) + judging + (usage.reviewed / n) * p.human_per_item
+
+    def per(x: float | None) -> float | None:
+        return None if x is None else PER * x
+
     return {
         "currency": p.currency,
         "api_cost_per_interaction": interaction,
         "ours": PER * ours,
-        "human_human": PER * (interaction + 2 * p.human_per_item),
-        "llm_human": PER * (interaction + p.human_per_item),
-        "llm_llm": PER * 2 * interaction,
+        "human_human": per(None if interaction is None else interaction + 2 * p.human_per_item),
+        "llm_human": per(None if interaction is None else interaction + p.human_per_item),
+        "llm_llm": per(None if interaction is None else 2 * interaction),
         "teacher_share": usage.teacher_interactions / n,
         "reviewed_share": usage.reviewed / n,
         "prices": asdict(p),

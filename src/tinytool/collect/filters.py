@@ -28,8 +28,9 @@ from tinytool.schema import Conversation
 
 
 def user_query(conv: Conversation) -> str:
-    """The trajectory's key: its first user message."""
-    return next((m.content or "" for m in conv.messages if m.role == "user"), "")
+    """The trajectory's key: the request its first assistant turn answers (the last user message before it)."""
+    first = next((i for i, m in enumerate(conv.messages) if m.role == "assistant"), len(conv.messages))
+    return next((m.content or "" for m in reversed(conv.messages[:first]) if m.role == "user"), "")
 
 
 def rule_problems(conv: Conversation, cut: bool = False) -> list[str]:

@@ -26,7 +26,9 @@ decisions, and the cost per 10k samples (`tinytool.collect.cost`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+import os
 import random
 import socket
 import subprocess
@@ -124,6 +126,32 @@ class CollectConfig:
         for ok, msg in checks:
             if not ok:
                 raise UserInputError(msg)
+        self._check_mappings()
+
+    #: trainer fields the loop sets itself
+    LOOP_SET: ClassVar[tuple[str, ...]] = ("model", "data", "format", "output_dir", "save_steps", "seed")
+
+    def _check_mappings(self) -> None:
+        """``sft:``, ``kto:`` and ``prices:`` checked now, not after an hour of episodes."""
+        from tinytool.train.kto import KTORunConfig
+        from tinytool.train.sft import SFTRunConfig
+
+        for name, cls in (("sft", SFTRunConfig), ("kto", KTORunConfig)):
+            given = getattr(self, name)
+            if not isinstance(given, dict):
+                raise UserInputError(f"{name}: expected a mapping of trainer fields, got {given!r:.60}")
+            known = {f.name for f in dataclasses.fields(cls)}
+            bad = sorted(k for k in given if k not in known or k in self.LOOP_SET)
+            if bad:
+                raise UserInputError(f"{name}: {', '.join(bad)} cannot be set here",
+                                     fix=f"use {cls.__name__} field names (num_train_epochs, learning_rate, lora, …); "
+                                         f"the loop sets {', '.join(self.LOOP_SET)} itself")
+        if not isinstance(self.prices, dict):
+            raise UserInputError(f"prices: expected a mapping, got {self.prices!r:.60}")
+        unknown = sorted(set(self.prices) - {f.name for f in dataclasses.fields(Prices)})
+        if unknown:
+            raise UserInputError(f"prices: unknown {', '.join(unknown)}",
+                                 fix="known: human_per_item, input_per_1k, output_per_1k, currency")
 
 
 class MeteredClient(LLMClient):
@@ -185,24 +213,32 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(model: str, fmt: str, timeout_s: float = 300.0) -> Iterator[str]:
-    """``tinytool serve`` for ``model`` on a free loopback port; yields its client spec, stops it after."""
+def served(model: str, fmt: str, timeout_s: float = 300.0, log_file: str | os.PathLike | None = None
+           ) -> Iterator[str]:
+    """``tinytool serve`` for ``model`` on a free loopback port, its output in ``log_file`` (default: a
+    temporary file); yields its client spec, stops it after."""
+    import tempfile
+
     import httpx
 
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tinytool.cli", "serve", "-m", model, "-f", fmt, "--port",
-                             str(port), "--name", "student"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log_path = Path(log_file) if log_file else Path(tempfile.mkstemp(prefix="tinytool-serve-", suffix=".log")[1])
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "tinytool.cli", "serve", "-m", model, "-f", fmt, "--port",
+                                 str(port), "--name", "student"], stdout=sink, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
             if proc.poll() is not None:
-                raise UserInputError(f"tinytool serve {model} stopped at start: "
-                                     f"{(proc.stderr.read() or b'').decode(errors='replace')[-500:]}")
+                tail = log_path.read_bytes()[-500:].decode(errors="replace")
+                raise UserInputError(f"tinytool serve {model} stopped at start (its log: {log_path}): {tail}")
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
                     break
             if time.monotonic() > deadline:
-                raise UserInputError(f"tinytool serve {model} did not answer within {timeout_s:.0f} s")
+                raise UserInputError(f"tinytool serve {model} did not answer within {timeout_s:.0f} s (its log: "
+                                     f"{log_path})")
             time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/v1@student"
     finally:
@@ -228,8 +264,13 @@ class Loop:
             raise UserInputError(f"{cfg.seeds}: no conversation the {cfg.env} environment can run "
                                  f"({self.skipped_seeds} skipped)", fix="give task conversations whose tools the "
                                  "environment implements (e.g. tinytool data demo's catalog tasks)")
-        for i, s in enumerate(self.seeds):
-            s.meta.setdefault("id", f"seed-{i}")
+        seen: set[str] = set()
+        for i, t in enumerate(self.seeds):  # every seed its own id: resumption and reviews go by id
+            tid = str(t.meta.get("id", f"seed-{i}"))
+            while tid in seen:
+                tid += "~"
+            seen.add(tid)
+            t.meta["id"] = tid
         self._backends: dict[str, LLMClient] = {}
         self._meters: dict[tuple[str, str], MeteredClient] = {}
         self.state = read_json(self.out / "loop.json") if (self.out / "loop.json").is_file() else {
@@ -333,7 +374,8 @@ class Loop:
         done = {r["id"] for r in rows}
         todo = [t for t in tasks if t.meta["id"] not in done]
         env_cls = ENVS[self.cfg.env]
-        ctx = served(spec, self.cfg.format) if self.cfg.serve and who == "student" else contextlib.nullcontext(spec)
+        ctx = served(spec, self.cfg.format, log_file=folder / "serve.log") if self.cfg.serve and who == "student" \
+            else contextlib.nullcontext(spec)
         with ctx as target, ProgressBar(f"{who} episodes", len(todo), unit="task", enabled=self.progress) as bar:
             client = self.client(who, target)
             tok = getattr(client.inner, "tokenizer", None)
@@ -346,8 +388,8 @@ class Loop:
                         "conversation": e.conversation.to_dict()} for t, e in zip(batch, eps)]
                 append_jsonl(path, new)
                 rows += new
-            if self.cfg.serve and who == "student":
-                self.drop(target)
+            if who == "student":
+                self.drop(target)  # the next student is another model; this one's memory goes
         return rows
 
     def filter(self, rows: list[dict[str, Any]], folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -376,8 +418,9 @@ class Loop:
                 for start in range(0, len(passed), self.cfg.batch_size):
                     part = passed[start:start + self.cfg.batch_size]
                     verdicts += judge_trajectories(judge, [Conversation.from_dict(r["conversation"]) for r in part])
+            by = "reference" if self.cfg.judge == "reference" else "judge"
             for row, v in zip(passed, verdicts):
-                row.update(label=v.accept, reasons=v.reasons, judge_readable=v.readable)
+                row.update(label=v.accept, reasons=v.reasons, judge_readable=v.readable, labelled_by=by)
             picks = review_queue(labelled, self.cfg.seed, self.cfg.review_rate)
             write_jsonl(queue, [{**labelled[i], "review": None} for i in picks])
             write_jsonl(path, labelled)
@@ -481,7 +524,7 @@ class Loop:
             out["decision"] = "restart: the store holds no desirable trajectory to train on"
             return out
         sft_data, kto_data = folder / "sft" / "data.jsonl", folder / "kto" / "data.jsonl"
-        if not sft_data.is_file():
+        if not (sft_data.is_file() and kto_data.is_file()):  # each written atomically; both or again
             self.store.export(sft_data, desirable_only=True)
             self.store.export(kto_data, desirable_only=False)
         before = self.score(student, folder / "gate-before")
@@ -509,12 +552,15 @@ class Loop:
         return out
 
     def usage(self) -> Usage:
-        """The whole run's counts for the cost model: samples, the teacher's interactions and their tokens, the
-        judge's tokens, the items queued for review."""
-        iters = self.state["iterations"]
-        teacher_n = sum((r.get("teacher_filter") or {}).get("rules", {}).get("in", 0) for r in iters)
-        samples = sum((r.get("filter") or {}).get("rules", {}).get("in", 0) for r in iters) + teacher_n
-        reviewed = sum((r.get(x) or {}).get("review_queue", 0) for r in iters for x in ("filter", "teacher_filter"))
+        """The whole run's counts for the cost model, read from what is on disk (an iteration waiting for review
+        included): the episodes by the teacher and by the student, the teacher's and the judge's tokens, the
+        items queued for review."""
+        def rows(pattern: str) -> int:
+            return sum(len(read_jsonl_rows(f)) for f in sorted(self.out.glob(pattern)))
+
+        teacher_n = rows("iter-*/teacher/trajectories.jsonl")
+        samples = teacher_n + rows("iter-*/student/trajectories.jsonl")
+        reviewed = rows("iter-*/*filter/review_queue.jsonl")
         tokens = self.state.get("tokens", {})
         teacher, judge = tokens.get("teacher", {}), tokens.get("judge", {})
         return Usage(samples=samples, teacher_interactions=teacher_n, teacher_in_tokens=teacher.get("in", 0),

@@ -1,9 +1,10 @@
 """Expert-level evaluation (EfficientTool §3.3.1, "Expert Level"): people give each trajectory a binary
 accept/reject, and the final judgment is their majority vote.
 
-Input is JSONL, one row per verdict (``{"id", "expert", "verdict"}``) or per trajectory with all its verdicts
-(``{"id", "verdicts": [...]}``); a verdict is ``accept``/``reject`` (or true/false). A tie is a rejection: an
-item is accepted only when most experts accept it. A row that does not read is an error naming file and line.
+Input is JSONL, one row per verdict (``{"id", "expert", "verdict"}``; a later row of the same expert and item
+replaces the earlier one) or per trajectory with all its verdicts (``{"id", "verdicts": [...]}``); a verdict is
+``accept``/``reject`` (or true/false). A tie is a rejection: an item is accepted only when most experts accept
+it. A row that does not read is an error naming file and line.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def read_expert_verdicts(path: str | os.PathLike) -> dict[str, list[bool]]:
     from tinytool.io import iter_jsonl_rows
 
     votes: dict[str, list[bool]] = defaultdict(list)
+    by_expert: dict[str, dict[str, bool]] = defaultdict(dict)  # id → expert → the expert's latest verdict
     for line, row in iter_jsonl_rows(path):
         try:
             if not isinstance(row, dict) or "id" not in row:
@@ -38,10 +40,14 @@ def read_expert_verdicts(path: str | os.PathLike) -> dict[str, list[bool]]:
                 if not isinstance(row["verdicts"], list) or not row["verdicts"]:
                     raise SchemaError("expected a non-empty list of verdicts", "verdicts")
                 votes[str(row["id"])] += [_verdict(v, f"verdicts[{i}]") for i, v in enumerate(row["verdicts"])]
+            elif row.get("expert") is not None:
+                by_expert[str(row["id"])][str(row["expert"])] = _verdict(row.get("verdict"), "verdict")
             else:
                 votes[str(row["id"])].append(_verdict(row.get("verdict"), "verdict"))
         except SchemaError as e:
             raise e.located(str(path), line) from None
+    for item, experts in by_expert.items():
+        votes[item] += list(experts.values())
     return dict(votes)
 
 

@@ -86,7 +86,7 @@ def create_app(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         if req.model not in (None, engine.name):
             raise ServeError(f"model {req.model!r} is not served here; this server serves {engine.name!r}",
                              status=404, param="model")
-        job = engine.job(req)
+        job = await run_in_threadpool(engine.job, req)  # tokenizing (and retrieving tools) off the event loop
         if req.stream:
             return StreamingResponse(_events(engine, job), media_type="text/event-stream")
         completion = await run_in_threadpool(engine.complete, job)

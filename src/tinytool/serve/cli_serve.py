@@ -24,8 +24,7 @@ def serve_command(
                                        "(servers, conversations or tools): a request that brings no tools is offered "
                                        "the ones retrieved from it for its last user message (repeatable)."),
     top_k: int = typer.Option(5, "--top-k", min=1, help="With --catalog: tools offered."),
-    retrieval: str = typer.Option("weighted", "--retrieval", help="With --catalog: cosine, bm25, weighted, cascade, "
-                                  "cosine-max, rrf."),
+    retrieval: str = typer.Option("weighted", "--retrieval", help="With --catalog: cosine, bm25, weighted or cascade."),
 ) -> None:
     """Serve a model on /v1/chat/completions (tools, tool_choice, tool_calls, streaming), /v1/models and /health.
 
@@ -48,12 +47,17 @@ def serve_command(
     except (OSError, ValueError) as e:
         fail(f"--model {model}: {e}")
     retriever = None
+    plain = ("cosine", "bm25", "weighted", "cascade")  # cosine-max and rrf need an intent refiner
+    if retrieval not in plain:
+        fail(f"--retrieval {retrieval!r}: choose one of {', '.join(plain)} (cosine-max and rrf refine the request "
+             "with an LLM first; try them offline with tinytool retrieve --refine-llm)")
     if catalog:
-        from tinytool.retrieval import METHODS, ToolRetriever, read_catalog
+        from tinytool.retrieval import ToolRetriever, read_catalog
 
-        if retrieval not in METHODS:
-            fail(f"--retrieval {retrieval!r}: choose one of {', '.join(METHODS)}")
-        retriever = ToolRetriever(read_catalog(catalog))
+        tools = read_catalog(catalog)
+        if not tools:
+            fail(f"--catalog {', '.join(map(str, catalog))}: no tools in it")
+        retriever = ToolRetriever(tools)
         err.print(f"retrieval: {len(retriever.tools)} tools indexed; requests without tools get the {top_k} best "
                   f"({retrieval})")
     engine = Engine(client, get_format(fmt), served, batch_size=batch_size, max_tokens=max_tokens,

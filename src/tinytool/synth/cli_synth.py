@@ -49,8 +49,9 @@ _WORKERS_HELP = "Shards worked at once (HTTP endpoints; a local model runs one a
 
 
 def _sharded(items: list[Any], key: Any, work: Any, out: Path, client: Any, shard_size: int, workers: int,
-             what: str) -> tuple[list[Any], dict[str, Any]]:
-    """`tinytool.synth.stage.run_sharded` with a progress bar; a local model gets one worker."""
+             what: str, settings: dict[str, Any], overwrite: bool) -> tuple[list[Any], dict[str, Any]]:
+    """`tinytool.synth.stage.run_sharded` with a progress bar; a local model gets one worker. ``settings`` are
+    the stage's options that shape its output (a rerun with others is refused)."""
     from tinytool.llm.pool import thread_safe
     from tinytool.progress import ProgressBar
     from tinytool.synth.stage import run_sharded
@@ -60,7 +61,7 @@ def _sharded(items: list[Any], key: Any, work: Any, out: Path, client: Any, shar
         workers = 1
     with ProgressBar(what, len(items), unit="item") as bar:
         rows, counts, info = run_sharded(items, key, work, out, shard_size=shard_size, workers=workers,
-                                         progress=bar.advance)
+                                         progress=bar.advance, settings=settings, overwrite=overwrite)
     if info["resumed"]:
         err.print(f"resumed: {info['resumed']} of {info['shards']} shards were already done")
     return rows, counts
@@ -144,7 +145,9 @@ def chains_cmd(
         return chains, stats.as_dict()
 
     with _llm(llm) as client:
-        chains, s = _sharded(list(servers), str, work, out, client, shard_size, workers, "chains")
+        chains, s = _sharded(list(servers), str, work, out, client, shard_size, workers, "chains",
+                             {"llm": llm, "proposals": proposals, "walks": walks, "max_len": max_len,
+                              "allow_cycles": allow_cycles, "seed": seed}, overwrite)
     _write(out, chains)
     err.print(f"{len(servers)} servers: {s.get('proposals', 0)} proposals, {s.get('walks', 0)} walks, "
               f"{s.get('kept', 0)} chains kept; dropped: {_counts(s.get('dropped', {}))} -> {out}")
@@ -192,7 +195,9 @@ def tasks_cmd(
         return tasks, stats.as_dict()
 
     with _llm(llm) as client:
-        tasks, s = _sharded(list(servers), str, work, out, client, shard_size, workers, "tasks")
+        tasks, s = _sharded(list(servers), str, work, out, client, shard_size, workers, "tasks",
+                            {"llm": llm, "chains": str(chains), "per_server": per_server, "augment": chosen,
+                             "threshold": threshold, "seed": seed}, overwrite)
     _write(out, tasks)
     err.print(f"built {s.get('built', {})}, augmented {s.get('augmented', {})}, kept {s.get('kept', 0)}; dropped: "
               f"{_counts(s.get('dropped', {}))} "
@@ -252,8 +257,11 @@ def trajectories_cmd(
             report.pop("mean_reward")
             return [c.to_dict() for c in kept], report
 
-        slowest = min(clients.values(), key=lambda c: thread_safe(c))
-        kept, report = _sharded(rows, lambda t: str(t["id"]), work, out, slowest, shard_size, workers, "trajectories")
+        guard = min(clients.values(), key=thread_safe)  # a local model among them: one shard at a time
+        kept, report = _sharded(rows, lambda t: str(t["id"]), work, out, guard, shard_size, workers, "trajectories",
+                                {"teacher": teacher, "judge": judge, "emulator": emulator, "format": fmt,
+                                 "failure_rate": failure_rate, "max_turns": max_turns, "min_reward": min_reward},
+                                overwrite)
     finally:
         for c in clients.values():
             c.close()
@@ -312,7 +320,9 @@ def envs_cmd(
         return hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()[:16]
 
     with _llm(llm) as client:
-        tasks, counts = _sharded(rows, key, work, out, client, shard_size, workers, "environments")
+        tasks, counts = _sharded(rows, key, work, out, client, shard_size, workers, "environments",
+                                 {"llm": llm, "hops": hops, "threshold": threshold, "retries": retries,
+                                  "merge": not no_merge}, overwrite)
     for i, t in enumerate(tasks):
         t["meta"]["id"] = f"synth-env-{i}"
     _write(out, tasks)

@@ -47,6 +47,9 @@ class KTORunConfig(RunOptions, KTOConfig):
     completion of the same batch, so a batch of one has none."""
 
     FULL_LR: ClassVar[float] = FULL_LR
+    #: KTO's loss settings define the run too (a rerun with another beta is refused, not resumed)
+    TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (*RunOptions.TRAINING_SETTINGS, "beta", "desirable_weight",
+                                                    "undesirable_weight", "loss_type")
 
     model: str = field(metadata={"help": "Policy to start from (usually an SFT run): hub id, checkpoint directory, "
                                          ".gguf file, or smollm2-135m-instruct.", "aliases": ["-m"]})
@@ -123,6 +126,7 @@ class KTOData:
     desirable: int  # examples labelled desirable
     undesirable: int
     dropped_too_long: int
+    end_token: str | None = None  # the end-of-turn token completions end with
 
     def report(self) -> dict[str, Any]:
         return {"conversations": self.conversations, "examples": self.desirable + self.undesirable,
@@ -136,15 +140,16 @@ def build_kto_dataset(conversations: list[Any], fmt: Any, tokenizer: Any, max_le
     order, and its KL estimate pairs neighbours: a file sorted by label would pair like with like)."""
     from datasets import Dataset
 
-    rows, dropped = [], 0
+    rows, dropped, end = [], 0, None
     for conv in conversations:
         label = conversation_label(conv)
         if label is None:
             raise UserInputError(f"conversation {conv.meta.get('id', '?')}: meta.label {conv.meta.get('label')!r} is "
                                  "not a desirable/undesirable label", fix="read the data with read_labelled")
-        for pair, end in turn_pairs(conv, fmt, tokenizer):
-            completion = pair["completion"] if end else pair["completion"] + (tokenizer.eos_token or "")
-            n = len(tokenizer(pair["prompt"] + completion, add_special_tokens=False)["input_ids"])
+        for pair, turn_end in turn_pairs(conv, fmt, tokenizer):
+            end = end or turn_end
+            completion = pair["completion"] if turn_end else pair["completion"] + (tokenizer.eos_token or "")
+            n = len(tokenizer(pair["prompt"] + completion)["input_ids"])  # as TRL will tokenize it
             if max_length is not None and n > max_length:
                 dropped += 1
                 continue
@@ -154,7 +159,7 @@ def build_kto_dataset(conversations: list[Any], fmt: Any, tokenizer: Any, max_le
         log.warning("dropped %d examples longer than max_length=%s tokens", dropped, max_length)
     good = sum(r["label"] for r in rows)
     ds = Dataset.from_list(rows) if rows else Dataset.from_dict({"prompt": [], "completion": [], "label": []})
-    return KTOData(ds, len(conversations), good, len(rows) - good, dropped)
+    return KTOData(ds, len(conversations), good, len(rows) - good, dropped, end)
 
 
 def build_kto_trainer(cfg: KTORunConfig, callbacks: list[Any] | None = None):
@@ -174,6 +179,10 @@ def build_kto_trainer(cfg: KTORunConfig, callbacks: list[Any] | None = None):
     if data.desirable == 0 or data.undesirable == 0:
         log.warning("all %d examples are %s: KTO then only pushes one way", data.desirable + data.undesirable,
                     "desirable" if data.undesirable == 0 else "undesirable")
+    if data.end_token and data.end_token != tokenizer.eos_token:
+        # TRL ends every completion with the tokenizer's EOS: make that the end-of-turn token the completions
+        # already end with (ChatML's <|im_end|> under a tokenizer whose EOS is another token), as SFT does
+        tokenizer.eos_token = data.end_token
     model = load_model(cfg.model)
     model.train()
     trainer = KTOTrainer(model=model, args=cfg, train_dataset=data.dataset, processing_class=tokenizer,
