@@ -8,7 +8,9 @@ Parts (``--parts``, comma-separated):
   what ``tinytool data demo --n N --seed S`` writes, train and dev together, half the single-turn tasks over
   procedurally generated tools): the pool is every distinct tool offered in any conversation (one per name and
   parameters; two different tools with one name stay two), the queries are the user requests of the simple and
-  multiple tasks that make exactly one call, and a query's answer is the tool that call names. For each method
+  multiple tasks that make exactly one call, and a query's answer is the tool that call names; the demo sets of
+  ``--extra-pool-seeds`` add their tools (names not yet in the pool) as distractors only, so the catalog holds
+  over 1,000 tools. For each method
   (cosine, bm25, weighted, cascade, cosine-max, rrf): top-1/3/5 accuracy (the share of queries whose gold tool is
   among the first k results) and milliseconds of `search` per query (the index build is timed apart, as
   ``index_seconds``, and so is loading the embedder). Cosine-Max with the Kneedle cut-off (`knee_cutoff` over
@@ -177,6 +179,14 @@ def part_retrieval(args, result: dict) -> None:
     t0 = time.perf_counter()
     pool, queries, stats = _retrieval_set(args.n_demo, args.seed)
     actions = stats.pop("_actions")
+    for extra in args.extra_pool_seeds:  # more catalog, no more queries: tools of other demo sets as distractors
+        names = {t.name for t in pool}
+        more, _, more_stats = _retrieval_set(args.n_demo, extra)
+        keep = [i for i, t in enumerate(more) if t.name not in names]  # a tool name means one tool
+        pool += [more[i] for i in keep]
+        actions += [more_stats["_actions"][i] for i in keep]
+        stats.setdefault("distractor_tools", {})[str(extra)] = len(keep)
+    stats["pool_tools"] = len(pool)
     stats["build_seconds"] = round(time.perf_counter() - t0, 2)
     limit = args.queries
     if args.refiner and args.refine_limit and (not limit or args.refine_limit < limit):
@@ -395,6 +405,9 @@ def main() -> None:
                     help="retrieval: refine requests longer than this many words (library default 40; demo "
                          "requests are shorter)")
     ap.add_argument("--knee-k", type=int, default=20, help="retrieval: Cosine-Max results the knee cuts")
+    ap.add_argument("--extra-pool-seeds", type=lambda v: [int(x) for x in v.split(",") if x.strip()], default=[1],
+                    help="retrieval: demo sets of these seeds add their tools (names not yet in the pool) as "
+                         "distractors, so the catalog passes 1,000 tools (comma-separated; '' for none)")
     ap.add_argument("--teacher", help="loop: the teacher (an SFT model directory or any tinytool.llm spec)")
     ap.add_argument("--student", default="smollm2-135m-instruct", help="loop, kto_vs_sft: the student")
     ap.add_argument("--work", type=Path, default=Path("/tmp/efficienttool"), help="loop, kto_vs_sft: work folder")
