@@ -215,6 +215,33 @@ def test_resume_continues_global_step(env):
     assert fresh["resumed_from"] is None and not (out / "checkpoint-6").exists()
 
 
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_stop_signal_saves_a_checkpoint_and_the_run_resumes_there(env, signame):
+    """A scheduler's SIGTERM (or a first Ctrl-C) mid-run: the step finishes, checkpoint-N is saved, the verb ends
+    as interrupted without calling the run done, and the same command resumes from checkpoint-N."""
+    import os
+    import signal
+
+    from transformers import TrainerCallback
+
+    from tinytool.clikit import Interrupted
+
+    class SignalAt(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 2:
+                os.kill(os.getpid(), getattr(signal, signame))
+
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    cfg = _cfg(env, f"signal-{signame}", max_steps=5, save_steps=0)
+    with pytest.raises(Interrupted, match=f"stopped by {signame} at step 2; checkpoint-2 saved"):
+        train_sft(cfg, callbacks=[SignalAt()])
+    out = Path(cfg.output_dir)
+    assert (out / "checkpoint-2").is_dir() and not (out / "sft_summary.json").exists()
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before  # handlers given back
+    again = train_sft(_cfg(env, f"signal-{signame}", max_steps=5, save_steps=0))
+    assert again["resumed_from"].endswith("checkpoint-2") and again["global_step"] == 5
+
+
 def test_resume_skips_incomplete_checkpoints(env, caplog):
     from tinytool.train.common import checkpoint_problem, resume_checkpoint
 

@@ -57,17 +57,75 @@ class StopAtTarget(TrainerCallback):
             raise AtTarget(state.global_step)
 
 
+class StopOnSignal(TrainerCallback):
+    """SIGTERM (a scheduler's stop, a wall-time budget) or a first Ctrl-C: the current step finishes, a
+    checkpoint is saved and training stops, so the same command resumes there instead of losing the steps since
+    the last checkpoint. A second Ctrl-C stops at once. Installed on a single process only (ranks would reach
+    the save at different steps)."""
+
+    SIGNALS = ("SIGINT", "SIGTERM")
+
+    def __init__(self) -> None:
+        self.requested: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for name in self.SIGNALS:
+            sig = getattr(signal, name)
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        import signal
+        import sys
+
+        if self.requested is not None:  # asked twice: stop now
+            self.restore()
+            raise KeyboardInterrupt
+        self.requested = signal.Signals(signum).name
+        print(f"\n{self.requested}: finishing this step and saving a checkpoint (Ctrl-C again stops at once)",
+              file=sys.stderr, flush=True)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.requested:
+            control.should_save = control.should_log = control.should_training_stop = True
+
+
 def train_seconds(trainer: Any, resume_from: str | None) -> float:
     """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds (0 when
-    the checkpoint was already at the target)."""
+    the checkpoint was already at the target). A run stopped by `StopOnSignal` raises `clikit.Interrupted`
+    after its checkpoint is saved: the verb ends there, without a final model or summary, and resumes."""
     import time
 
+    from tinytool.clikit import Interrupted
+
     trainer.add_callback(StopAtTarget())
+    stopper = StopOnSignal()
+    trainer.add_callback(stopper)
+    if trainer.accelerator.num_processes == 1:
+        stopper.install()
     t0 = time.perf_counter()
     try:
         result = trainer.train(resume_from_checkpoint=resume_from)
     except AtTarget:
         return 0.0
+    finally:
+        stopper.restore()
+    if stopper.requested:
+        step = trainer.state.global_step
+        raise Interrupted(f"stopped by {stopper.requested} at step {step}; checkpoint-{step} saved in "
+                          f"{trainer.args.output_dir}: the same command resumes from it")
     return float(result.metrics.get("train_runtime", time.perf_counter() - t0))
 
 
