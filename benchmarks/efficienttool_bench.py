@@ -309,14 +309,15 @@ def _demo(work: Path, data: Path | None) -> Path:
     return out
 
 
-def _scores(model: str, work: Path, tag: str, dev: Path, limit: int) -> dict:
+def _scores(model: str, work: Path, tag: str, dev: Path, limit: int, demo_limit: int = 0) -> dict:
     """Demo dev (exact-call accuracy, Sim-RL) and BFCL per category (strict, plus strict irrelevance)."""
     bfcl, demo = work / f"bfcl-{tag}", work / f"demo-{tag}"
     if not (bfcl / "summary.json").is_file():
         run_cli([TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "-c", ",".join(BFCL), "--limit",
                  str(limit), "-o", str(bfcl)])
     if not (demo / "summary.json").is_file():
-        run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(dev), "-o", str(demo)])
+        run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(dev), "-o", str(demo)]
+                + (["--limit", str(demo_limit)] if demo_limit else []))
     cats = json.loads((bfcl / "summary.json").read_text())["categories"]
     d = json.loads((demo / "summary.json").read_text())
     out = {c: round(cats[c]["accuracy"], 4) for c in BFCL}
@@ -351,9 +352,9 @@ def part_loop(args, result: dict) -> None:
                              "cost_per_10k": state["cost_per_10k"], "seconds": round(seconds, 1),
                              "teacher": args.teacher, "student": args.student, "judge": "reference"}
     sft, kto = run / "iter-0" / "sft" / "model", run / "iter-0" / "kto" / "model"
-    table = {"sft": _scores(str(sft), args.work, "sft", data / "dev.jsonl", args.limit)}
+    table = {"sft": _scores(str(sft), args.work, "sft", data / "dev.jsonl", args.limit, args.demo_limit)}
     if (kto / "kto_summary.json").is_file():
-        table["sft_kto"] = _scores(str(kto), args.work, "kto", data / "dev.jsonl", args.limit)
+        table["sft_kto"] = _scores(str(kto), args.work, "kto", data / "dev.jsonl", args.limit, args.demo_limit)
     result["loop_eval"] = table
 
 
@@ -419,6 +420,7 @@ def main() -> None:
     ap.add_argument("--loop-queries", type=int, default=160, help="loop: queries in the iteration")
     ap.add_argument("--gate-limit", type=int, default=40, help="loop: dev tasks the gate scores")
     ap.add_argument("--limit", type=int, default=100, help="loop: BFCL items per category")
+    ap.add_argument("--demo-limit", type=int, default=0, help="loop: demo dev tasks scored (0: all)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "efficienttool.json")
     args = ap.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
