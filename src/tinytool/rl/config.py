@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from trl import GRPOConfig
 
-from tinytool.errors import MissingInputError, UserInputError
-from tinytool.train.config import RunOptions, listed, option
+from tinytool.errors import UserInputError
+from tinytool.train.config import RunOptions, check_inputs, listed, option
 
 FULL_LR = 1e-6  # ToolRL App. B (actor learning rate); MENTOR App. uses the same
 GROUP_FILTERS = ("fill", "drop", "off")
@@ -104,19 +103,7 @@ class RLRunConfig(RunOptions, GRPOConfig):
                             "(mean per sequence, then over sequences, STAR Eq. 11), dr_grpo, bnpo.")
 
     def __post_init__(self) -> None:
-        from tinytool.formats import get_format
-
-        self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
-        self.model = str(self.model)
-        if not self.data:
-            raise UserInputError("no training data given (--data)")
-        for p in self.data:
-            if not Path(p).is_file():
-                raise MissingInputError(f"{p}: no such data file")
-        try:
-            fmt = get_format(self.format)
-        except ValueError as e:
-            raise UserInputError(str(e)) from None
+        fmt = check_inputs(self)
         self.reward_mix  # noqa: B018 - validates --reward
         if self.env is not None:
             from tinytool.envs import ENVS

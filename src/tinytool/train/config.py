@@ -190,6 +190,30 @@ class RunOptions:
     )
 
 
+def paths(value: Any) -> list[str]:
+    """One path or several, as a list of strings."""
+    return [str(p) for p in ([value] if isinstance(value, (str, Path)) else value or [])]
+
+
+def check_inputs(cfg: Any, *more_files: str) -> Any:
+    """What every training config checks first: ``data`` (and ``more_files``) name files that exist, ``model``
+    is a string, ``format`` is a known prompt format (returned)."""
+    from tinytool.errors import MissingInputError
+    from tinytool.formats import get_format
+
+    cfg.data = paths(cfg.data)
+    cfg.model = str(cfg.model)
+    if not cfg.data:
+        raise UserInputError("no training data given (--data)")
+    for p in [*cfg.data, *more_files]:
+        if not Path(p).is_file():
+            raise MissingInputError(f"{p}: no such data file")
+    try:
+        return get_format(cfg.format)
+    except ValueError as e:
+        raise UserInputError(str(e)) from None
+
+
 def _lora_text(value: Any) -> str:
     """A LoRA spec (text, mapping or `LoraSpec`) as its canonical text: YAML and the manifest compare strings."""
     from tinytool.train.common import LoraSpec

@@ -21,14 +21,13 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from trl import KTOConfig
 
-from tinytool.errors import MissingInputError, UserInputError
+from tinytool.errors import UserInputError
 from tinytool.train.common import finish_training, open_training_run, save_final, start_training, turn_pairs
-from tinytool.train.config import RunOptions, listed, option
+from tinytool.train.config import RunOptions, check_inputs, listed, option
 
 log = logging.getLogger(__name__)
 
@@ -60,19 +59,7 @@ class KTORunConfig(RunOptions, KTOConfig):
                                   "dropped and counted, never truncated.")
 
     def __post_init__(self) -> None:
-        from tinytool.formats import get_format
-
-        self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
-        self.model = str(self.model)
-        if not self.data:
-            raise UserInputError("no training data given (--data)")
-        for p in self.data:
-            if not Path(p).is_file():
-                raise MissingInputError(f"{p}: no such data file")
-        try:
-            get_format(self.format)
-        except ValueError as e:
-            raise UserInputError(str(e)) from None
+        check_inputs(self)
         if self.learning_rate is None and self.lora is not None:
             self.learning_rate = KTO_LORA_LR
         super().__post_init__()

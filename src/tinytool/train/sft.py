@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from trl import SFTConfig
 
-from tinytool.errors import MissingInputError, UserInputError
+from tinytool.errors import UserInputError
 from tinytool.train.common import (
     TrainText,
     finish_training,
@@ -37,7 +36,7 @@ from tinytool.train.common import (
     start_training,
     whole_conversations,
 )
-from tinytool.train.config import RunOptions, listed, option
+from tinytool.train.config import RunOptions, check_inputs, listed, option, paths
 
 log = logging.getLogger(__name__)
 
@@ -72,21 +71,8 @@ class SFTRunConfig(RunOptions, SFTConfig):
                                     "--logging-steps].")
 
     def __post_init__(self) -> None:
-        from tinytool.formats import get_format
-
-        self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
-        self.eval_data = [str(p) for p in ([self.eval_data] if isinstance(self.eval_data, (str, Path))
-                                           else self.eval_data)]
-        self.model = str(self.model)
-        if not self.data:
-            raise UserInputError("no training data given (--data)")
-        for p in [*self.data, *self.eval_data]:
-            if not Path(p).is_file():
-                raise MissingInputError(f"{p}: no such data file")
-        try:
-            get_format(self.format)
-        except ValueError as e:
-            raise UserInputError(str(e)) from None
+        self.eval_data = paths(self.eval_data)
+        check_inputs(self, *self.eval_data)
         if self.eval_data:
             self.eval_strategy = "steps"
             self.eval_steps = self.eval_steps or self.logging_steps * 5
