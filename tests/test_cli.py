@@ -246,7 +246,7 @@ def test_ctrl_c_prints_one_line_and_exits_130():
 
 
 @pytest.mark.parametrize("args, message, where", [
-    (["teacher", "rollout", "--limit", "1"], "No such option: --limit", "tinytool teacher rollout"),
+    (["teacher", "rollout", "--top-k", "1"], "No such option: --top-k", "tinytool teacher rollout"),
     (["student", "--from", "m", "--keep-layers", "1", "--out", "FILE"],
      "Invalid value for '--out' / '-o'", "tinytool student"),
     (["reward", "simrl", "-i", "NOFILE", "-o", "o.jsonl"], "Invalid value for '--input' / '-i'", "tinytool reward"),

@@ -268,3 +268,40 @@ def test_report_shows_strict_and_lenient_figures_apart(runs: tuple[Path, Path], 
 def test_report_of_old_summaries_has_no_decoding_table(runs: tuple[Path, Path], tmp_path: Path) -> None:
     md = write_report(list(runs), tmp_path / "r")["markdown"].read_text()
     assert "Strict and lenient decoding" not in md and "| irrelevance (strict)" not in md
+
+
+def _training_dirs(tmp_path: Path) -> list[Path]:
+    sft = tmp_path / "run" / "02-teacher-sft" / "out"
+    rl = tmp_path / "run" / "04-student-rl" / "out"
+    for d in (sft, rl):
+        d.mkdir(parents=True)
+    (sft / "sft_summary.json").write_text(json.dumps(
+        {"global_step": 20, "seconds": 300.5, "tokens_per_second": 168.2,
+         "losses": [[1, 1.17], [10, 0.43], [20, "nan"], [20, 0.48], "junk"]}))
+    (rl / "rl_summary.json").write_text(json.dumps(
+        {"global_step": 3, "seconds": 60, "curves": {"reward": [[1, 0.2], [2, 0.35], [3, 0.4]],
+                                                     "loss": [[1, 0.01], [3, 0.02]]}}))
+    return [sft, rl]
+
+
+def test_report_draws_the_training_curves(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    sft, rl = _training_dirs(tmp_path)
+    paths = write_report(list(runs), tmp_path / "report", training=[sft, rl])
+    names = {p.name for p in paths["charts"]}
+    assert {"training_loss.png", "training_reward.png"} <= names
+    md = paths["markdown"].read_text()
+    assert "## Training" in md and "| teacher-sft | sft | 20 | 300.5 | 168.2 | 1.170 → 0.480 | — |" in md
+    assert "| student-rl | rl | 3 | 60 | — | 0.010 → 0.020 | 0.200 → 0.400 |" in md
+    html = paths["html"].read_text()
+    assert 'src="training_loss.png"' in html and 'src="training_reward.png"' in html
+
+
+def test_report_refuses_a_folder_that_is_no_training_run(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ReportError, match="is not a training run: none of sft_summary.json"):
+        write_report(list(runs), tmp_path / "report", training=[empty])
+    (empty / "rl_summary.json").write_text("{broken")
+    with pytest.raises(ReportError, match=r"rl_summary.json: invalid JSON at line 1"):
+        write_report(list(runs), tmp_path / "report", training=[empty])
+    assert not (tmp_path / "report").exists()

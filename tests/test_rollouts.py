@@ -448,3 +448,20 @@ def test_nothing_kept_error_names_the_format_problem_and_the_flags():
     assert "most common format problem: 0 <think> pairs" in str(e)
     assert e.fix == ("rerun with --overwrite and pick the --format the teacher writes (e.g. hermes-nothink for a "
                      "teacher that does not think) or raise --max-new-tokens (or --keep-truncated)")
+
+
+def test_limit_keeps_a_seeded_subset_in_order_and_defines_the_run(tmp_path):
+    cities = [f"City{i}" for i in range(10)]
+    path = write_data(tmp_path / "d.jsonl", *(conv_single(c, cid=c) for c in cities))
+    gen = GenerationConfig(max_new_tokens=32, temperature=1.0, n=1, seed=3)
+    job = RolloutJob.create(path, tmp_path / "dt.jsonl", teacher_id="t", n=1, gen=gen, limit=4)
+    picked = [p.conv_index for p in job.prompts]
+    assert len(picked) == 4 and picked == sorted(picked) and job.config.prompts == 4 and job.config.limit == 4
+    again = RolloutJob.create(path, tmp_path / "dt2.jsonl", teacher_id="t", n=1, gen=gen, limit=4)
+    assert [p.conv_index for p in again.prompts] == picked  # the same seed, the same subset
+    stats = run(scripted(_answers), [path], tmp_path / "dt4.jsonl", n=3, limit=4)
+    assert stats["prompts_done"] == 4
+    with pytest.raises(RunDirError, match="limit: 4 there, 5 now"):  # another limit is another run
+        run(scripted(_answers), [path], tmp_path / "dt4.jsonl", n=3, limit=5)
+    whole = RolloutJob.create(path, tmp_path / "dt3.jsonl", teacher_id="t", n=1, gen=gen, limit=50)
+    assert len(whole.prompts) == 10

@@ -228,13 +228,14 @@ _train_commands()
 
 
 def _serve_command() -> None:
-    """``tinytool serve``, ``tinytool run`` and ``tinytool collect``."""
+    """``tinytool serve``, ``tinytool run``, ``tinytool demo`` and ``tinytool collect``."""
     from tinytool.collect.cli_collect import collect_command
-    from tinytool.recipes.cli_run import run_command
+    from tinytool.recipes.cli_run import demo_command, run_command
     from tinytool.serve.cli_serve import serve_command
 
     app.command("serve")(serve_command)
     app.command("run")(run_command)
+    app.command("demo")(demo_command)
     app.command("collect")(collect_command)
 
 

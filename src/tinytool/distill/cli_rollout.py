@@ -45,6 +45,8 @@ def rollout_command(
                                    "in this environment (demo) and write the task with meta.teacher (its messages) "
                                    "and meta.teacher_reward; one episode per task, --n is ignored."),
     max_turns: int = typer.Option(8, "--max-turns", help="With --env: assistant turns per episode at most."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most N prompts: a seeded random subset "
+                                     "(the --seed), in the data's order."),
 ) -> None:
     """Sample teacher rollouts (STAR §3.3, D_T): n samples per assistant turn, kept when they pass the
     format reward (§3.2.1) and the optional similarity / duplicate / cap filters, written as conversations
@@ -70,7 +72,7 @@ def rollout_command(
         job = RolloutJob.create(
             [str(p) for p in data], out, teacher_id=teacher, fmt=format, n=n, gen=gen,
             min_similarity=min_similarity, unique=unique, max_per_prompt=max_per_prompt,
-            batch_size=batch_size, keep_truncated=keep_truncated, overwrite=overwrite,
+            batch_size=batch_size, keep_truncated=keep_truncated, overwrite=overwrite, limit=limit,
         )
     except TinytoolError:
         raise

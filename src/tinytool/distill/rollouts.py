@@ -54,6 +54,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -205,6 +206,7 @@ class RolloutConfig:
     keep_truncated: bool
     data_sha256: str
     prompts: int
+    limit: int | None = None
 
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
@@ -418,9 +420,10 @@ class RolloutJob:
                gen: GenerationConfig | None = None, min_similarity: float | None = None, unique: bool = True,
                max_per_prompt: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, resume: bool = False,
                require_think: bool | None = None, keep_truncated: bool = False,
-               overwrite: bool = False) -> RolloutJob:
+               overwrite: bool = False, limit: int | None = None) -> RolloutJob:
         """``resume`` is accepted and ignored: a run with the same settings always resumes.
-        ``overwrite`` starts the run again, discarding what ``out`` holds."""
+        ``overwrite`` starts the run again, discarding what ``out`` holds. ``limit`` keeps a seeded random
+        subset of that many prompts (in their original order; the seed is the sampling seed, else 0)."""
         del resume
         pf = get_format(fmt)
         if isinstance(data, (str, os.PathLike, Conversation)):  # one file or conversation, not a list
@@ -436,14 +439,20 @@ class RolloutJob:
             raise UserInputError(f"max_per_prompt must be >= 1, got {max_per_prompt}")
         if batch_size < 1:
             raise UserInputError(f"batch_size must be >= 1, got {batch_size}")
+        if limit is not None and limit < 1:
+            raise UserInputError(f"limit must be >= 1, got {limit}")
         sources = read_sources(data)
         prompts, skipped = conversation_prompts(sources)
+        if limit is not None and len(prompts) > limit:
+            keep = sorted(random.Random(gen.seed or 0).sample(range(len(prompts)), limit))
+            prompts = [prompts[i] for i in keep]
         cfg = RolloutConfig(
             teacher=teacher_id, format=pf.name, n=gen.n, temperature=gen.temperature, top_p=gen.top_p,
             max_new_tokens=gen.max_new_tokens, seed=gen.seed, stop=list(gen.stop),
             min_similarity=min_similarity, unique=unique, max_per_prompt=max_per_prompt,
             require_think=requires_think(pf) if require_think is None else require_think,
             keep_truncated=keep_truncated, data_sha256=data_fingerprint(sources), prompts=len(prompts),
+            limit=limit,
         )
         files = [str(d) for d in data if not isinstance(d, Conversation)]
         job = cls(cfg, prompts, skipped, output_paths(out), batch_size, files)
@@ -571,7 +580,7 @@ def rollout(client: LLMClient, data: Sequence[str | os.PathLike | Conversation],
             min_similarity: float | None = None, unique: bool = True, max_per_prompt: int | None = None,
             batch_size: int = DEFAULT_BATCH_SIZE, resume: bool = False, teacher_id: str | None = None,
             require_think: bool | None = None, keep_truncated: bool = False, progress: bool = True,
-            overwrite: bool = False) -> dict[str, Any]:
+            overwrite: bool = False, limit: int | None = None) -> dict[str, Any]:
     """Build D_T (STAR §3.3): sample ``n`` teacher completions per assistant turn of ``data`` (JSONL
     paths or `Conversation` objects), keep those that pass R_format (§3.2.1) and the optional filters,
     and write them to ``out`` as conversations. Returns the stats.
@@ -580,11 +589,12 @@ def rollout(client: LLMClient, data: Sequence[str | os.PathLike | Conversation],
     top-p 1, seed 0); ``n`` overrides its ``n``. ``require_think`` defaults to what the format asks
     (`requires_think`). ``teacher_id`` (default: the client's name) is recorded and must match to resume.
     ``resume`` is accepted and ignored: a rerun with the same settings resumes by itself;
-    ``overwrite`` starts again. See the module docstring for the filters and files.
+    ``overwrite`` starts again; ``limit`` keeps a seeded subset of that many prompts. See the module docstring
+    for the filters and files.
     """
     job = RolloutJob.create(
         data, out, teacher_id=teacher_id or client.name, fmt=fmt, n=n, gen=gen, min_similarity=min_similarity,
         unique=unique, max_per_prompt=max_per_prompt, batch_size=batch_size, resume=resume,
-        require_think=require_think, keep_truncated=keep_truncated, overwrite=overwrite,
+        require_think=require_think, keep_truncated=keep_truncated, overwrite=overwrite, limit=limit,
     )
     return job.run(client, progress=progress)

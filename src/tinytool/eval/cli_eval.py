@@ -171,10 +171,14 @@ def report(
     title: str = typer.Option(None, "--title"),
     overwrite: bool = typer.Option(False, "--overwrite",
                                    help="Replace a previous report at --out (never another kind of folder)."),
+    training: list[Path] = typer.Option([], "--training", exists=True, file_okay=False,
+                                        help="A training run (sft, distill, kto or rl output) whose loss and "
+                                        "reward curves the report adds (repeatable)."),
 ) -> None:
-    """Write a Markdown + HTML report with per-category tables, charts and the worst failures.
+    """Write a Markdown + HTML report with per-category tables, charts and the worst failures, and the training
+    curves of the runs given with --training.
 
-    Example: tinytool report runs/base-bfcl runs/sft-bfcl -o report/
+    Example: tinytool report runs/base-bfcl runs/sft-bfcl --training runs/sft -o report/
 
     ``--out`` is written as a whole: no chart of an older report stays beside the new one, and an
     interrupted run leaves the old report as it was.
@@ -184,5 +188,6 @@ def report(
 
     left = f"{out} unchanged" if out.exists() else f"nothing written to {out}"
     with on_interrupt(left):
-        paths = write_report(list(runs), out, worst=worst, title=title, overwrite=overwrite)
+        paths = write_report(list(runs), out, worst=worst, title=title, overwrite=overwrite,
+                             training=list(training))
     typer.echo(f"wrote {paths['markdown']} and {paths['html']} ({len(paths['charts'])} charts)")

@@ -172,6 +172,57 @@ def load_run(run_dir: Path | str) -> RunData:
     return RunData(path=run_dir, run=run, summary=summary, results=results, label=label, categories=cats)
 
 
+#: the summary a training verb writes, and what kind of run it names
+TRAINING_SUMMARIES = (("sft_summary.json", "sft"), ("distill_summary.json", "distill"), ("kto_summary.json", "kto"),
+                      ("rl_summary.json", "rl"))
+
+
+@dataclass
+class TrainingRun:
+    """One training run (``tinytool sft``, ``distill``, ``kto`` or ``rl`` output) as the report draws it."""
+
+    path: Path
+    kind: str
+    label: str
+    summary: dict[str, Any]
+    loss: list[tuple[float, float]]
+    reward: list[tuple[float, float]]
+
+
+def _points(value: Any) -> list[tuple[float, float]]:
+    """``[[step, value], ...]`` as numeric pairs; anything else in the list is left out."""
+    out = []
+    for pair in value if isinstance(value, list) else []:
+        if isinstance(pair, list | tuple) and len(pair) == 2:
+            x, y = _num(pair[0]), _num(pair[1])
+            if x is not None and y is not None and math.isfinite(y):
+                out.append((x, y))
+    return out
+
+
+def load_training(run_dir: Path | str) -> TrainingRun:
+    """Read a training run's summary (the first of `TRAINING_SUMMARIES` in ``run_dir``): its loss curve and, for
+    RL, its reward curve. The label is the folder's name (a recipe stage's ``NN-name/out`` reads as ``name``)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ReportError(f"{run_dir} is not a directory (expected a training run: the output of sft, distill, "
+                          "kto or rl)")
+    for name, kind in TRAINING_SUMMARIES:
+        summary = _read_json(run_dir / name, run_dir, required=False)
+        if summary is not None:
+            break
+    else:
+        raise ReportError(f"{run_dir} is not a training run: none of "
+                          f"{', '.join(n for n, _ in TRAINING_SUMMARIES)} is there")
+    curves = summary.get("curves") if isinstance(summary.get("curves"), dict) else {}
+    loss = _points(summary.get("losses")) or _points(curves.get("loss"))
+    folder = run_dir.resolve()
+    label = folder.parent.name if folder.name == "out" else folder.name
+    label = re.sub(r"^\d+-", "", label) or kind
+    return TrainingRun(path=run_dir, kind=kind, label=label, summary=summary, loss=loss,
+                       reward=_points(curves.get("reward")))
+
+
 # ----------------------------------------------------------------------------------------------
 # Small helpers
 # ----------------------------------------------------------------------------------------------
@@ -536,6 +587,43 @@ def _bar_chart(
     return path
 
 
+def _line_chart(path: Path, series: list[tuple[str, list[tuple[float, float]]]], *, title: str, xlabel: str,
+                ylabel: str) -> Path:
+    """Draw one line per (name, points) series to ``path`` (training curves: step on x)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.0, 4.2), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    for name, points in series:
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        ax.plot(xs, ys, marker="o" if len(points) <= 30 else None, markersize=3, linewidth=1.5, label=name)
+    ax.set_title(title, fontsize=12)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, linestyle=":", alpha=0.7)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, title="run")
+    fig.tight_layout()
+    fig.savefig(path, format="png", bbox_inches="tight")
+    return path
+
+
+def _training_table(training: list[TrainingRun]) -> _Table:
+    """One row per training run: kind, steps, wall time, throughput, first and last loss (and reward)."""
+    header = ["run", "kind", "steps", "seconds", "tokens/s", "loss first → last", "reward first → last"]
+    rows = []
+    for t in training:
+        s = t.summary
+        loss = f"{t.loss[0][1]:.3f} → {t.loss[-1][1]:.3f}" if t.loss else "—"
+        reward = f"{t.reward[0][1]:.3f} → {t.reward[-1][1]:.3f}" if t.reward else "—"
+        rows.append([t.label, t.kind, _fmt_number(s.get("global_step")), _fmt_number(s.get("seconds")),
+                     _fmt_number(s.get("tokens_per_second")), loss, reward])
+    return _Table(header, rows, align_right_from=2)
+
+
 def _error_counts(run: RunData, categories: list[str]) -> dict[str, Counter[str]]:
     """Error-type counts per category, from summary.json or else from the failed results."""
     counts: dict[str, Counter[str]] = {}
@@ -710,28 +798,31 @@ def check_report_dir(out_dir: Path, run_dirs: list[Path], overwrite: bool) -> No
 
 
 def write_report(run_dirs: list[Path], out_dir: Path, worst: int = 15, title: str | None = None,
-                 overwrite: bool = False) -> dict:
+                 overwrite: bool = False, training: list[Path] = ()) -> dict:
     """Write ``report.md``, ``report.html`` and PNG charts for the given runs into ``out_dir``, as a
     whole (a failure or Ctrl-C leaves ``out_dir`` as it was).
 
     Returns ``{"markdown": Path, "html": Path, "charts": [Path, ...]}``. Raises `ReportError` when
     a run directory is missing, has no ``summary.json``, or holds a broken JSON/JSONL file, and
     `OutputExistsError` for a non-empty ``out_dir`` without ``overwrite`` (or, with it, one that
-    holds no previous report).
+    holds no previous report). ``training`` names training runs (`load_training`) whose loss and reward
+    curves and figures the report adds.
     """
     if not run_dirs:
         raise ReportError("no run directories given")
     runs = [load_run(d) for d in run_dirs]
     _unique_labels(runs)
+    trained = [load_training(d) for d in training]
     out_dir = Path(out_dir)
-    check_report_dir(out_dir, run_dirs, overwrite)
+    check_report_dir(out_dir, [*run_dirs, *training], overwrite)
     with atomic_dir(out_dir) as tmp:
-        paths = _write_report_files(runs, tmp, worst, title)
+        paths = _write_report_files(runs, tmp, worst, title, trained)
     return {key: ([out_dir / p.relative_to(tmp) for p in value] if isinstance(value, list)
                   else out_dir / value.relative_to(tmp)) for key, value in paths.items()}
 
 
-def _write_report_files(runs: list[RunData], out_dir: Path, worst: int, title: str | None) -> dict:
+def _write_report_files(runs: list[RunData], out_dir: Path, worst: int, title: str | None,
+                        training: list[TrainingRun] = ()) -> dict:
     if title is None:
         title = "Evaluation report" + (f": {runs[0].label}" if len(runs) == 1 else f" ({len(runs)} runs)")
 
@@ -751,6 +842,15 @@ def _write_report_files(runs: list[RunData], out_dir: Path, worst: int, title: s
             out_dir / "group_scores.png", groups,
             [(r.label, [_num(r.groups.get(g)) for g in groups]) for r in runs],
             title="Group scores", ylabel="score (%)")
+    with_loss = [t for t in training if t.loss]
+    if with_loss:
+        charts["training_loss"] = _line_chart(out_dir / "training_loss.png", [(t.label, t.loss) for t in with_loss],
+                                              title="Training loss", xlabel="step", ylabel="loss")
+    with_reward = [t for t in training if t.reward]
+    if with_reward:
+        charts["training_reward"] = _line_chart(out_dir / "training_reward.png",
+                                                [(t.label, t.reward) for t in with_reward],
+                                                title="RL reward (mean per step)", xlabel="step", ylabel="reward")
     error_charts: list[tuple[RunData, Path]] = []
     for i, run in enumerate(runs, start=1):
         path = _error_chart(out_dir / f"errors_{i}_{_slug(run.label)}.png", run, categories)
@@ -765,6 +865,7 @@ def _write_report_files(runs: list[RunData], out_dir: Path, worst: int, title: s
         ("passk", "pass@k", _pass_at_k_table(runs, categories)),
         ("calls", "Calls per item / no-call rate", _calls_table(runs, categories)),
         ("metrics", "Metrics", _metrics_table(runs)),
+        ("training", "Training", _training_table(training) if training else None),
     ]
     failures = [(run, select_failures(run.results, worst, categories)) for run in runs]
 
@@ -775,6 +876,11 @@ def _write_report_files(runs: list[RunData], out_dir: Path, worst: int, title: s
     html_path.write_text(page, encoding="utf-8")
     return {"markdown": md_path, "html": html_path,
             "charts": [*charts.values(), *(p for _, p in error_charts)]}
+
+
+#: the charts shown under a table of the report
+_CHARTS_UNDER = {"overall": [("groups", "Group scores")], "categories": [("categories", "Accuracy by category")],
+                 "training": [("training_loss", "Training loss"), ("training_reward", "RL reward")]}
 
 
 def _rel(path: Path, out_dir: Path) -> str:
@@ -794,7 +900,9 @@ def _render_md(title: str, run_names: list[str], tables: list[tuple[str, str, _T
              "decoding": "The headline (strict: each call block must be valid JSON as written) beside what "
                          "tinytool's lenient parser would give by repairing Python tuples, single quotes and "
                          "trailing commas. Only the strict figure is the score.",
-             "calls": "Mean number of calls per item / share of items with no call."}
+             "calls": "Mean number of calls per item / share of items with no call.",
+             "training": "The training runs behind the models: steps, wall time, real (non-padding) tokens per "
+                         "second, and the loss (and, for RL, the mean reward) at the first and last logged step."}
     for key, heading, table in tables:
         if table is None:
             continue
@@ -802,10 +910,9 @@ def _render_md(title: str, run_names: list[str], tables: list[tuple[str, str, _T
         if key in notes:
             out += [notes[key], ""]
         out += [table.markdown(), ""]
-        if key == "overall" and "groups" in charts:
-            out += [f"![Group scores]({_rel(charts['groups'], out_dir)})", ""]
-        if key == "categories" and "categories" in charts:
-            out += [f"![Accuracy by category]({_rel(charts['categories'], out_dir)})", ""]
+        for chart, alt in _CHARTS_UNDER.get(key, ()):
+            if chart in charts:
+                out += [f"![{alt}]({_rel(charts[chart], out_dir)})", ""]
     if error_charts:
         out += ["## Error types", ""]
         for run, path in error_charts:
@@ -828,13 +935,12 @@ def _render_html(title: str, tables: list[tuple[str, str, _Table | None]], chart
                  error_charts: list[tuple[RunData, Path]],
                  failures: list[tuple[RunData, list[dict[str, Any]]]], out_dir: Path) -> str:
     """The page, from ``templates/report.html.j2``: the same tables, charts and failures as the Markdown."""
-    under = {"overall": ("groups", "Group scores"), "categories": ("categories", "Accuracy by category")}
     sections = []
     for key, heading, table in tables:
         if table is None:
             continue
-        chart = under.get(key)
-        shown = [{"src": _rel(charts[chart[0]], out_dir), "alt": chart[1]}] if chart and chart[0] in charts else []
+        shown = [{"src": _rel(charts[chart], out_dir), "alt": alt} for chart, alt in _CHARTS_UNDER.get(key, ())
+                 if chart in charts]
         sections.append({"heading": heading, "table": table.html_view(), "charts": shown})
     return _html_template().render(
         title=title, sections=sections,

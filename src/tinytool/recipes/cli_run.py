@@ -1,29 +1,26 @@
-"""``tinytool run RECIPE.yaml``: run a recipe's stages."""
+"""``tinytool run RECIPE``: run a recipe's stages; ``tinytool demo``: the STAR recipe on the embedded default."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from tinytool.clikit import err, on_interrupt
 
+#: the STAR recipe's variables for `tinytool demo`: about 15 minutes on 2 CPU cores (a few SFT, RL and
+#: distillation steps, a handful of items per BFCL category) — enough to see every stage work, not to train a
+#: good model; ``--full`` keeps the recipe's own budget
+DEMO_BUDGET: dict[str, Any] = {
+    "n": 600, "sft_max_steps": 16, "teacher_rl_steps": 2, "rollout_prompts": 32, "samples": 2, "kd_max_steps": 10,
+    "rl_steps": 2, "rl_prompts": 2, "generations": 4, "max_completion": 96, "bfcl_limit": 5, "demo_limit": 20,
+    "eval_tokens": 128,
+}
 
-def run_command(
-    recipe: Path = typer.Argument(..., help="Recipe YAML (see recipes/ in the repository)."),
-    out: Path = typer.Option(None, "--out", "-o", file_okay=False, help="Run directory [default: runs/<recipe name>]."),
-    sets: list[str] = typer.Option([], "--set", help="Override a recipe variable: NAME=VALUE (repeatable)."),
-    force: list[str] = typer.Option([], "--force", help="Run this stage (and those after it) again even if "
-                                    "unchanged (repeatable)."),
-) -> None:
-    """Run a recipe: each stage (one tinytool verb) in its own folder of the run directory; stages whose inputs
-    did not change are skipped, and a killed run resumes at the stage and checkpoint it stopped at.
 
-    Example: tinytool run recipes/star.yaml -o runs/star --set model=smollm2-135m-instruct
-    """
+def _overrides(sets: list[str]) -> dict[str, str]:
     from tinytool.errors import UserInputError
-    from tinytool.recipes.recipe import load_recipe
-    from tinytool.recipes.runner import run_recipe
 
     overrides = {}
     for item in sets:
@@ -31,14 +28,64 @@ def run_command(
         if not sep or not key:
             raise UserInputError(f"--set {item!r}: expected NAME=VALUE")
         overrides[key.strip()] = value
-    r = load_recipe(recipe, overrides)
+    return overrides
+
+
+def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], force: list[str],
+         summary_file: str | None = None) -> None:
+    from tinytool.io import write_json
+    from tinytool.recipes.recipe import find_recipe, load_recipe
+    from tinytool.recipes.runner import run_recipe
+    from tinytool.recipes.summary import print_run_summary, run_summary
+
+    r = load_recipe(find_recipe(spec), overrides)
     for name in force:
         r.stage(name)
-    run_dir = out or Path("runs") / r.name
+    run_dir = run_dir or Path("runs") / r.name
     with on_interrupt(f"rerun the same command to resume {run_dir}"):
         state = run_recipe(r, run_dir, force=tuple(force), echo=lambda s: err.print(s, markup=False, highlight=False))
-    err.print(f"\n{r.name}: {len(state['stages'])} stages in {state['wall_seconds']:.0f}s ({run_dir})")
-    for s in state["stages"]:
-        figs = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in
-                         list(s.get("figures", {}).items())[:6])
-        err.print(f"  {s['name']:<14} {s['status']:<20} {s.get('seconds') or 0:>7.0f}s  {figs}", markup=False)
+    summary = run_summary(state, run_dir)
+    if summary_file:
+        write_json(run_dir / summary_file, summary)
+    err.print()
+    print_run_summary(summary, err)
+    if summary_file:
+        err.print(f"summary: {run_dir / summary_file}")
+
+
+def run_command(
+    recipe: str = typer.Argument(..., help="Recipe YAML, or the name of a shipped recipe: star, toolrl, mentor, "
+                                 "astra."),
+    out: Path = typer.Option(None, "--out", "-o", file_okay=False, help="Run directory [default: runs/<recipe name>]."),
+    sets: list[str] = typer.Option([], "--set", help="Override a recipe variable: NAME=VALUE (repeatable)."),
+    force: list[str] = typer.Option([], "--force", help="Run this stage (and those after it) again even if "
+                                    "unchanged (repeatable)."),
+) -> None:
+    """Run a recipe: each stage (one tinytool verb) in its own folder of the run directory; stages whose inputs
+    did not change are skipped, and a killed run resumes at the stage and checkpoint it stopped at. Ends with
+    the stages' times, the scores of every evaluated model and the report's path.
+
+    Example: tinytool run star -o runs/star --set teacher=Qwen/Qwen3-8B --set student=Qwen/Qwen3-0.6B
+    """
+    _run(recipe, out, _overrides(sets), force, summary_file="summary.json")
+
+
+def demo_command(
+    full: bool = typer.Option(False, "--full", help="The recipe's own budget (about an hour and a half on 2 cores) "
+                              "instead of the 15-minute one."),
+    out: Path = typer.Option(None, "--out", "-o", file_okay=False,
+                             help="Run directory [default: runs/demo, or runs/demo-full with --full]."),
+    sets: list[str] = typer.Option([], "--set", help="Override a variable of the STAR recipe: NAME=VALUE "
+                                   "(repeatable; see `tinytool run star`)."),
+    force: list[str] = typer.Option([], "--force", help="Run this stage (and those after it) again (repeatable)."),
+) -> None:
+    """tinytool's main job on the embedded default: the STAR recipe (teacher SFT and Sim-RL, teacher rollouts,
+    CKD, the student's Sim-RL) with the bundled SmolLM2-135M-Instruct on the demo tasks, each model scored on
+    BFCL subsets and the demo dev split, then an HTML report. Ends with the stages' times, the score table
+    and the report's path, also written to RUN/demo.json. Rerunning resumes; finished stages are skipped.
+
+    Example: tinytool demo            (about 15 minutes on 2 CPU cores)
+    """
+    overrides: dict[str, Any] = {} if full else dict(DEMO_BUDGET)
+    overrides.update(_overrides(sets))
+    _run("star", out or Path("runs") / ("demo-full" if full else "demo"), overrides, force, summary_file="demo.json")

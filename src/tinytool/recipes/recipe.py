@@ -34,6 +34,8 @@ VERBS = {
     "report": "flags",
 }
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+#: the recipes that ship with tinytool (``tinytool run star`` reads ``star.yaml`` from here)
+SHIPPED = Path(__file__).resolve().parent / "shipped"
 _REF = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 
 
@@ -68,8 +70,25 @@ def _fail(path: Path, where: str, msg: str) -> UserInputError:
     return UserInputError(f"{path}: {where}: {msg}")
 
 
-def load_recipe(path: str | Path, overrides: dict[str, str] | None = None) -> Recipe:
-    """Read and check a recipe; ``overrides`` replace ``vars`` (values given as YAML scalars)."""
+def shipped_recipes() -> list[str]:
+    """The names of the recipes that ship with tinytool."""
+    return sorted(p.stem for p in SHIPPED.glob("*.yaml"))
+
+
+def find_recipe(spec: str | Path) -> Path:
+    """A recipe file: ``spec`` itself when it is a file, else the shipped recipe of that name."""
+    path = Path(spec)
+    if path.is_file():
+        return path
+    shipped = SHIPPED / f"{spec}.yaml"
+    if shipped.is_file() and path.suffix not in (".yaml", ".yml"):
+        return shipped
+    raise UserInputError(f"{spec}: no such recipe file, and no shipped recipe of that name",
+                         fix=f"give a recipe YAML, or one of: {', '.join(shipped_recipes())}")
+
+
+def load_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> Recipe:
+    """Read and check a recipe; ``overrides`` replace ``vars`` (strings are read as YAML scalars)."""
     import yaml
 
     from tinytool.io import read_yaml
@@ -152,4 +171,5 @@ def upstream(stage: Stage, recipe: Recipe) -> list[str]:
     return sorted(r for r in _refs([stage.args, stage.positional]) if r in names)
 
 
-__all__ = ["VERBS", "Recipe", "Stage", "load_recipe", "resolve", "upstream"]
+__all__ = ["SHIPPED", "VERBS", "Recipe", "Stage", "find_recipe", "load_recipe", "resolve", "shipped_recipes",
+           "upstream"]
