@@ -373,12 +373,48 @@ def _measured(cmd: list[str]) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 1024
 
 
+def _labelled_demo(work: Path, n: int, seed: int) -> tuple[Path, Path]:
+    """SFT and KTO data from ``n`` single-turn demo tasks with calls, for when no loop has run: SFT trains on the
+    tasks, KTO on the same tasks labelled desirable plus one undesirable copy of each whose first call is wrong
+    (another offered tool's name, or else one argument left out): the label balance and sizes of a loop's
+    store, without the loop."""
+    from tinytool.data.demo import generate_demo
+    from tinytool.schema import Conversation, Message, ToolCall, write_jsonl
+
+    train, _ = generate_demo(n * 3, seed)
+    good = [c for c in train if c.meta.get("category") in ("simple", "multiple", "parallel")
+            and sum(m.role == "assistant" for m in c.messages) == 1][:n]
+    bad = []
+    for conv in good:
+        msgs = list(conv.messages)
+        i = next(k for k, m in enumerate(msgs) if m.role == "assistant")
+        first, *rest = msgs[i].tool_calls
+        other = next((t.name for t in conv.tools if t.name != first.name), None)
+        args = dict(first.arguments)
+        if other is None and args:
+            args.pop(next(iter(args)))
+        wrong = ToolCall(other or first.name, args)
+        msgs[i] = Message("assistant", msgs[i].content, tool_calls=[wrong, *rest])
+        bad.append(Conversation(msgs, conv.tools, {**conv.meta, "label": False}))
+    sft, kto = work / "kto-demo" / "sft.jsonl", work / "kto-demo" / "kto.jsonl"
+    sft.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(sft, good)
+    write_jsonl(kto, [Conversation(c.messages, c.tools, {**c.meta, "label": True}) for c in good] + bad)
+    return sft, kto
+
+
 def part_kto_vs_sft(args, result: dict) -> None:
     run = args.work / "collect" / "iter-0"
     sft_data, kto_data = run / "sft" / "data.jsonl", run / "kto" / "data.jsonl"
+    source = "the loop's replay store"
     if not kto_data.is_file():
-        raise SystemExit("run the loop part first: it writes the replay store's SFT and KTO data")
-    out: dict = {}
+        if not args.kto_demo:
+            raise SystemExit("run the loop part first (it writes the replay store's SFT and KTO data), or give "
+                             "--kto-demo N to build labelled data from N demo tasks")
+        sft_data, kto_data = _labelled_demo(args.work, args.kto_demo, args.seed)
+        source = (f"{args.kto_demo} single-turn demo tasks (seed {args.seed}); KTO adds an undesirable copy of each "
+                  "with a wrong first call")
+    out: dict = {"data": source}
     common = ["-m", args.student, "-f", FORMAT, "--lora", "default", "--epochs", "1", "--save-steps", "0",
               "--no-bf16", "--overwrite"]
     for name, verb, data in (("sft", "sft", sft_data), ("kto", "kto", kto_data)):
@@ -415,6 +451,8 @@ def main() -> None:
                          "distractors, so the catalog passes 1,000 tools (comma-separated; '' for none)")
     ap.add_argument("--teacher", help="loop: the teacher (an SFT model directory or any tinytool.llm spec)")
     ap.add_argument("--student", default="smollm2-135m-instruct", help="loop, kto_vs_sft: the student")
+    ap.add_argument("--kto-demo", type=int, default=0, help="kto_vs_sft without a loop run: build the SFT and KTO "
+                    "data from this many demo tasks")
     ap.add_argument("--work", type=Path, default=Path("/tmp/efficienttool"), help="loop, kto_vs_sft: work folder")
     ap.add_argument("--data", type=Path, help="loop: an existing `data demo` folder (default: one made in --work)")
     ap.add_argument("--loop-queries", type=int, default=160, help="loop: queries in the iteration")

@@ -123,8 +123,10 @@ def test_teacher_env_rollouts_write_reference_trajectories_and_resume(multi_step
     convs = multi_step[:5]
     out = tmp_path / "teacher.jsonl"
     stats = teacher_env_rollouts(_replay(convs, fmt), convs, out, "demo", fmt, GenerationConfig(), batch_size=2,
-                                 progress=False)
-    assert stats["written"] == 5 and stats["skipped"] == 0 and stats["mean_teacher_reward"] > 0.5
+                                 progress=False, limit=3)  # the first three tasks
+    assert stats["written"] == 3 and stats["skipped"] == 0 and stats["mean_teacher_reward"] > 0.5
+    again = teacher_env_rollouts(_replay(convs, fmt), convs, out, "demo", fmt, GenerationConfig(), progress=False)
+    assert again["written"] == 2 and again["done_before"] == 3  # without the limit: the rest
     again = teacher_env_rollouts(_replay(convs, fmt), convs, out, "demo", fmt, GenerationConfig(), progress=False)
     assert again["written"] == 0 and again["done_before"] == 5
     rows = read_jsonl(out)

@@ -93,3 +93,62 @@ def test_a_malformed_recipe_names_the_file_and_the_stage(tmp_path, text, words):
 def test_set_refuses_an_unknown_variable(tmp_path, model):
     with pytest.raises(UserInputError, match="no variable 'stepz'"):
         load_recipe(_recipe(tmp_path, model), {"stepz": "3"})
+
+
+SCORED = RECIPE + """  - name: bfcl
+    run: eval bfcl
+    args: {model: "{sft}", format: "{format}", categories: "simple_python,irrelevance", limit: 2,
+           max_new_tokens: 8, label: sft, out: "{out}"}
+  - name: dev
+    run: eval demo
+    args: {model: "{sft}", format: "{format}", data: "{data}/dev.jsonl", limit: 3, max_new_tokens: 8, label: sft,
+           out: "{out}"}
+"""
+
+
+def test_run_ends_with_the_stage_times_and_a_score_row_per_label(tmp_path, model):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    run = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", str(_recipe(tmp_path, model, SCORED)), "-o", str(run)])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((run / "summary.json").read_text())
+    assert list(summary["stages"]) == ["data", "sft", "eval", "bfcl", "dev"]
+    assert summary["wall_seconds"] == pytest.approx(sum(summary["stages"].values()), abs=0.2)
+    row = summary["table"]["sft"]  # BFCL and demo dev of one label gathered in one row
+    assert row["n"] == {"simple_python": 2, "irrelevance": 2, "demo_dev": 3}
+    assert all(isinstance(row[c], float) for c in ("simple_python", "irrelevance", "irrelevance_strict", "demo_dev"))
+    assert row["multiple"] is None and row["non_live_ast_avg"] is None  # categories not run stay empty
+    assert set(summary["table"]) == {"sft", "eval"}  # an unlabelled eval is named after its stage
+    assert "Scores" in r.output and "bfcl" in r.output and "summary: " in r.output
+
+
+def test_shipped_recipes_are_found_by_name_and_the_demo_budget_names_star_variables(tmp_path):
+    from tinytool.recipes.cli_run import DEMO_BUDGET
+    from tinytool.recipes.recipe import find_recipe, shipped_recipes
+
+    assert {"star", "toolrl", "mentor", "astra"} <= set(shipped_recipes())
+    star = load_recipe(find_recipe("star"), DEMO_BUDGET)  # every override is a variable of the recipe
+    assert star.name == "star" and star.vars["sft_max_steps"] == DEMO_BUDGET["sft_max_steps"]
+    with pytest.raises(UserInputError, match="no shipped recipe of that name") as e:
+        find_recipe("stra")
+    assert "star" in e.value.fix
+    with pytest.raises(UserInputError, match="no such recipe file"):
+        find_recipe(tmp_path / "star.yaml")  # a path that is not there is never read as a name
+
+
+def test_stage_output_echoes_lines_and_a_redrawn_progress_bar_now_and_then():
+    from tinytool.recipes.runner import StageEcho
+
+    now = [0.0]
+    lines: list[str] = []
+    shown = StageEcho(lines.append, every=10.0, clock=lambda: now[0])
+    shown.feed("loading model\n  0%|  | 0/20\r  5%|")  # a line, a bar, half a bar
+    now[0] = 4.0
+    shown.feed("  | 1/20\r 10%|  | 2/20\r")  # redrawn within 10 s: not shown
+    now[0] = 12.0
+    shown.feed(" 50%|  | 10/20\rsaved\r\nloss 0.4")
+    shown.close()
+    assert lines == ["    loading model", "    0%|  | 0/20", "    50%|  | 10/20", "    saved", "    loss 0.4"]

@@ -46,7 +46,7 @@ def rollout_command(
                                    "and meta.teacher_reward; one episode per task, --n is ignored."),
     max_turns: int = typer.Option(8, "--max-turns", help="With --env: assistant turns per episode at most."),
     limit: int | None = typer.Option(None, "--limit", min=1, help="At most N prompts: a seeded random subset "
-                                     "(the --seed), in the data's order."),
+                                     "(the --seed), in the data's order; with --env, the first N runnable tasks."),
 ) -> None:
     """Sample teacher rollouts (STAR §3.3, D_T): n samples per assistant turn, kept when they pass the
     format reward (§3.2.1) and the optional similarity / duplicate / cap filters, written as conversations
@@ -65,7 +65,7 @@ def rollout_command(
             fail(f"{p}: no such data file")
     if env is not None:
         _env_rollouts(teacher, data, out, env, format, temperature, top_p, max_new_tokens, seed, batch_size,
-                      max_turns, overwrite)
+                      max_turns, overwrite, limit)
         return
     try:
         gen = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, n=n, seed=seed)
@@ -106,7 +106,8 @@ def rollout_command(
 
 
 def _env_rollouts(teacher: str, data: list[Path], out: Path, env: str, fmt: str, temperature: float, top_p: float,
-                  max_new_tokens: int, seed: int, batch_size: int, max_turns: int, overwrite: bool) -> None:
+                  max_new_tokens: int, seed: int, batch_size: int, max_turns: int, overwrite: bool,
+                  limit: int | None) -> None:
     """``teacher rollout --env``: the teacher's reference trajectory per task (MENTOR §3.1)."""
     from tinytool.distill.env_teacher import teacher_env_rollouts
     from tinytool.formats import get_format
@@ -120,7 +121,7 @@ def _env_rollouts(teacher: str, data: list[Path], out: Path, env: str, fmt: str,
     client = get_client(teacher)
     try:
         stats = teacher_env_rollouts(client, convs, out, env, get_format(fmt), gen, max_turns=max_turns,
-                                     batch_size=batch_size)
+                                     batch_size=batch_size, limit=limit)
     finally:
         client.close()
     err.print(f"tasks: {stats['tasks']} ({stats['skipped']} not runnable in {env}, {stats['done_before']} done "

@@ -34,15 +34,16 @@ def _task(conv: Conversation) -> tuple[Conversation, dict[str, Any]] | None:
 
 def teacher_env_rollouts(client: LLMClient, conversations: list[Conversation], out: str | os.PathLike, env: str,
                          fmt: Any, gen: GenerationConfig, *, max_turns: int = 8, batch_size: int = 16,
-                         progress: bool = True) -> dict[str, int]:
-    """Run the teacher on every task ``env`` can run; append each task with its trajectory to ``out``. Returns
-    counts: tasks, skipped (not runnable), done before (resumed), written, and the reward's sum."""
+                         progress: bool = True, limit: int | None = None) -> dict[str, int]:
+    """Run the teacher on every task ``env`` can run (the first ``limit`` of them, in the data's order, when
+    given); append each task with its trajectory to ``out``. Returns counts: tasks, skipped (not runnable), done
+    before (resumed), written, and the reward's sum."""
     if env not in ENVS:
         raise UserInputError(f"--env: unknown environment {env!r}", fix=f"choose from {', '.join(ENVS)}")
     env_cls = ENVS[env]
     out = Path(out)
     done = {str(r.get("meta", {}).get("id")) for r in read_jsonl_rows(out)} if out.is_file() else set()
-    probe, todo, skipped = env_cls(max_turns=max_turns), [], 0
+    probe, runnable, skipped = env_cls(max_turns=max_turns), [], 0
     for conv in conversations:
         pair = _task(conv)
         if pair is None:
@@ -53,8 +54,8 @@ def teacher_env_rollouts(client: LLMClient, conversations: list[Conversation], o
         except SchemaError:
             skipped += 1
             continue
-        if str(conv.meta.get("id")) not in done:
-            todo.append((conv, *pair))
+        runnable.append((conv, *pair))
+    todo = [t for t in runnable[:limit] if str(t[0].meta.get("id")) not in done]
     tokenizer = getattr(client, "tokenizer", None)
     written, reward_sum = 0, 0.0
     with ProgressBar("teacher episodes", len(todo), unit="task", enabled=progress) as bar:

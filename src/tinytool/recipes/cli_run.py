@@ -14,7 +14,7 @@ from tinytool.clikit import err, on_interrupt
 #: good model; ``--full`` keeps the recipe's own budget
 DEMO_BUDGET: dict[str, Any] = {
     "n": 600, "sft_max_steps": 16, "teacher_rl_steps": 2, "rollout_prompts": 32, "samples": 2, "kd_max_steps": 10,
-    "rl_steps": 2, "rl_prompts": 2, "generations": 4, "max_completion": 96, "bfcl_limit": 5, "demo_limit": 20,
+    "rl_steps": 2, "rl_batch": 8, "generations": 4, "max_completion": 96, "bfcl_limit": 5, "demo_limit": 20,
     "eval_tokens": 128,
 }
 

@@ -181,18 +181,57 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
     return _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
 
 
+#: a progress bar redrawn in place (ending in a carriage return) is echoed at most this often
+PROGRESS_EVERY_S = 15.0
+
+
+class StageEcho:
+    """What of a stage's output reaches the screen: each finished line, and a progress bar that redraws itself
+    in place (``\\r``) at most every ``every`` seconds, so a long stage shows it is moving without flooding."""
+
+    def __init__(self, echo: Callable[[str], None], every: float = PROGRESS_EVERY_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.echo, self.every, self.clock = echo, every, clock
+        self.pending, self.last_bar = "", float("-inf")
+
+    def feed(self, text: str) -> None:
+        import re
+
+        *done, self.pending = re.split(r"(\r\n|\n|\r)", self.pending + text)
+        for piece, end in zip(done[0::2], done[1::2], strict=True):
+            if not piece.strip():
+                continue
+            if end != "\r":
+                self.echo("    " + piece.rstrip())
+            elif self.clock() - self.last_bar >= self.every:
+                self.echo("    " + piece.strip())
+                self.last_bar = self.clock()
+
+    def close(self) -> None:
+        if self.pending.strip():
+            self.echo("    " + self.pending.rstrip())
+        self.pending = ""
+
+
 def _run(cmd: list[str], log: Path, echo: Callable[[str], None], env: dict[str, str] | None) -> int:
-    """Run ``tinytool CMD`` with its output teed to ``log``; a negative status: interrupted."""
+    """Run ``tinytool CMD`` with its output teed to ``log`` (whole) and to ``echo`` (through `StageEcho`);
+    a negative status: interrupted."""
+    import codecs
+
     full = [sys.executable, "-m", "tinytool.cli", *cmd]
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    shown = StageEcho(echo)
     with log.open("w", encoding="utf-8") as fh:
-        proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, **(env or {})}, bufsize=1)
+        proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
+        assert proc.stdout is not None
         try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                fh.write(line)
+            while chunk := os.read(proc.stdout.fileno(), 65536):
+                text = decoder.decode(chunk)
+                fh.write(text)
                 fh.flush()
-                echo("    " + line.rstrip())
+                shown.feed(text)
+            shown.close()
         except KeyboardInterrupt:
             proc.terminate()
             proc.wait()
@@ -208,4 +247,4 @@ def _write_run(run_dir: Path, recipe: Recipe, states: list[dict[str, Any]], seco
     return state
 
 
-__all__ = ["RUN_FILE", "STAGE_FILE", "StageFailed", "fingerprint", "run_recipe", "stage_command"]
+__all__ = ["RUN_FILE", "STAGE_FILE", "StageEcho", "StageFailed", "fingerprint", "run_recipe", "stage_command"]
