@@ -202,14 +202,21 @@ def _astra_f1(model_dir: str, dev: Path, limit: int) -> float:
 def part_multiturn(args, result: dict) -> None:
     data = _demo(args.work)
     before = _astra_f1(args.sft, data / "dev.jsonl", args.mt_tasks)
-    out = args.work / "multiturn"
-    t0 = time.perf_counter()
-    run_cli([TINYTOOL, "rl", "-m", args.sft, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--env", "demo",
-          "--reward", "astra-f1", "--max-completion-length", "384", "--max-steps", str(args.mt_steps), "--lr",
-          str(args.lr), "-G", "4", "--save-steps", "0", "-o", str(out)])
+    if args.mt_after:  # a multi-turn RL run made elsewhere (e.g. the astra recipe's rl stage) from --sft
+        out = args.mt_after
+        summary = json.loads((out / "rl_summary.json").read_text())
+        rl = {"rl_seconds": round(summary["seconds"], 1), "steps": summary["global_step"], "policy": str(out),
+              "train_reward": [v for _, v in summary["curves"].get("reward", [])]}
+    else:
+        out = args.work / "multiturn"
+        t0 = time.perf_counter()
+        run_cli([TINYTOOL, "rl", "-m", args.sft, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--env", "demo",
+                 "--reward", "astra-f1", "--max-completion-length", "384", "--max-steps", str(args.mt_steps), "--lr",
+                 str(args.lr), "-G", "4", "--save-steps", "0", "-o", str(out)])
+        rl = {"rl_seconds": round(time.perf_counter() - t0, 1), "steps": args.mt_steps}
     after = _astra_f1(str(out), data / "dev.jsonl", args.mt_tasks)
     result["astra_f1"] = {"before": round(before, 4), "after": round(after, 4), "tasks": args.mt_tasks,
-                          "rl_seconds": round(time.perf_counter() - t0, 1), "steps": args.mt_steps}
+                          "sft": args.sft, **rl}
 
 
 PARTS = {"steps": part_steps, "zero": part_zero, "first_light": part_first_light, "multiturn": part_multiturn}
@@ -230,6 +237,8 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=1e-6)
     ap.add_argument("--mt-steps", type=int, default=30)
     ap.add_argument("--mt-tasks", type=int, default=40)
+    ap.add_argument("--mt-after", type=Path, help="multiturn: score this multi-turn RL output (trained from --sft) "
+                    "instead of training one")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "rl.json")
     args = ap.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
