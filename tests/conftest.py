@@ -10,6 +10,12 @@ import pytest
 # Rich lays out CLI output to the terminal width; pin it so table assertions do not depend on the CI terminal.
 os.environ["COLUMNS"] = "160"
 
+# property tests run beside training jobs on 2 cores: slow input generation there is no failure
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("shared-cores", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-cores")
+
 
 @pytest.fixture(scope="module")
 def one_torch_thread():

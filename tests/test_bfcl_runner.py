@@ -192,10 +192,13 @@ def test_progress_names_the_batch_before_it_is_generated(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "ProgressBar", Recording)
     client = ScriptedClient(lambda r, i: events.append("generate") or "no")
-    cfg = BFCLRunConfig(model="m", categories=["simple_python"], limit=3, batch_size=2)
+    cfg = BFCLRunConfig(model="m", categories=["simple_python", "irrelevance"], limit=2, batch_size=3)
     run_bfcl(cfg, tmp_path, client, progress=False)
-    assert events == ["bfcl simple_python 1-2/3: generating", "generate", "generate",
-                      "bfcl simple_python 3-3/3: generating", "generate"]
+    # single-turn items of all categories share batches
+    assert events == ["bfcl single-turn 1-3/4: generating", "generate", "generate", "generate",
+                      "bfcl single-turn 4-4/4: generating", "generate"]
+    rows = [json.loads(line) for line in (tmp_path / "generations.jsonl").read_text().splitlines()]
+    assert sorted(r["category"] for r in rows) == ["irrelevance", "irrelevance", "simple_python", "simple_python"]
 
 
 def _json_with_tuples(value) -> str:

@@ -244,15 +244,19 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
     for category in cfg.categories:
         todo += [it for it in data.items(category, limit=cfg.limit, seed=cfg.seed) if it.id not in done]
     gen = cfg.generation()
+    # single-turn items of every category share batches (a small subset per category still fills them);
+    # multi-turn items run category by category
+    single = [it for it in todo if not is_multi_turn(it.category)]
+    groups = [("single-turn", single)] if single else []
+    groups += [(c, [it for it in todo if it.category == c]) for c in cfg.categories if is_multi_turn(c)]
     with ProgressBar("bfcl", total=len(todo), unit="item", enabled=progress) as bar:
-        for category in cfg.categories:
-            items = [it for it in todo if it.category == category]
+        for name, items in groups:
             for start in range(0, len(items), cfg.batch_size):
                 batch = items[start:start + cfg.batch_size]
                 # said before the batch runs: a first batch can take minutes, and 0/N alone looks stuck
-                where = f"{category} {start + 1}-{start + len(batch)}/{len(items)}"
+                where = f"{name} {start + 1}-{start + len(batch)}/{len(items)}"
                 bar.update(description=f"bfcl {where}: generating")
-                if is_multi_turn(category):
+                if name in cfg.categories and is_multi_turn(name):
                     rows = _generate_multi_turn(
                         batch, client, fmt, cfg,
                         status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))

@@ -10,13 +10,14 @@ import typer
 from tinytool.clikit import err, on_interrupt
 
 #: the STAR recipe's variables for `tinytool demo`: about 15 minutes on 2 CPU cores (a few SFT, RL and
-#: distillation steps, a handful of items per BFCL category) — enough to see every stage work, not to train a
-#: good model. A teacher this briefly trained rarely matches a label at temperature 1, so D_T samples at 0.7 and
-#: keeps Sim-RL >= 0.5 (the paper: 1.0 and 0.8). ``--full`` keeps the recipe's own budget.
+#: distillation steps, 4 items per BFCL category, 10 demo dev tasks) — enough to see every stage work, not to
+#: train a good model or to rank the models. A teacher this briefly trained rarely matches a label at
+#: temperature 1, so D_T samples 4 per prompt at 0.7 and keeps Sim-RL >= 0.3 (the paper: 8 at 1.0, >= 0.8).
+#: ``--full`` keeps the recipe's own budget.
 DEMO_BUDGET: dict[str, Any] = {
-    "n": 600, "sft_max_steps": 16, "teacher_rl_steps": 2, "rollout_prompts": 16, "samples": 2,
-    "rollout_temperature": 0.7, "min_similarity": 0.5, "kd_max_steps": 10, "rl_steps": 2, "rl_batch": 8,
-    "generations": 4, "max_completion": 128, "bfcl_limit": 5, "demo_limit": 20, "eval_tokens": 128,
+    "n": 600, "sft_max_steps": 16, "teacher_rl_steps": 2, "rollout_prompts": 12, "samples": 4,
+    "rollout_temperature": 0.7, "min_similarity": 0.3, "kd_max_steps": 8, "rl_steps": 2, "rl_batch": 8,
+    "generations": 4, "max_completion": 128, "bfcl_limit": 4, "demo_limit": 10, "eval_tokens": 96,
 }
 
 
