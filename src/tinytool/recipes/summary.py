@@ -85,11 +85,12 @@ def _pct(value: Any) -> str:
 def print_run_summary(summary: dict[str, Any], console: Any) -> None:
     """Draw `run_summary` on a rich console: the stages with their share of the time, the score table, the
     report's path."""
+    from rich import box
     from rich.table import Table
 
     total = summary["wall_seconds"] or 1.0
     stages = Table(title=f"{summary.get('recipe')}: {len(summary['stages'])} stages, {summary['wall_seconds']:.0f} s",
-                   title_justify="left")
+                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     stages.add_column("stage")
     stages.add_column("seconds", justify="right")
     stages.add_column("share", justify="right")
@@ -97,19 +98,21 @@ def print_run_summary(summary: dict[str, Any], console: Any) -> None:
         stages.add_row(name, f"{secs or 0:.0f}", f"{100 * (secs or 0) / total:.0f}%")
     console.print(stages)
     if summary["table"]:
-        scores = Table(title="Scores (% correct; BFCL: seeded random subsets, strict decoding)", title_justify="left")
-        scores.add_column("model")
-        heads = {"simple_python": "simple", "multiple": "multiple", "parallel": "parallel",
-                 "parallel_multiple": "par-mult", "non_live_ast_avg": "AST avg", "irrelevance": "irrel.",
-                 "irrelevance_strict": "irrel. strict", "demo_dev": "demo dev"}
+        scores = Table(title="Scores (% correct; BFCL: seeded random subsets, strict decoding)", title_justify="left",
+                       box=box.SIMPLE_HEAD, pad_edge=False)
+        scores.add_column("model", no_wrap=True)
+        heads = {"simple_python": "simple", "multiple": "mult.", "parallel": "par.", "parallel_multiple": "par-m",
+                 "non_live_ast_avg": "AST", "irrelevance": "irr.", "irrelevance_strict": "irr-s",
+                 "demo_dev": "dev"}
         for col in COLUMNS:
-            scores.add_column(heads[col], justify="right")
+            scores.add_column(heads[col], justify="right", no_wrap=True)
         for label, row in summary["table"].items():
             scores.add_row(label, *(_pct(row.get(c)) for c in COLUMNS))
         n = next(iter(summary["table"].values()))["n"]
         console.print(scores)
         console.print(f"items per BFCL category: {n.get('simple_python', '—')}, demo dev tasks: "
-                      f"{n.get('demo_dev', '—')}")
+                      f"{n.get('demo_dev', '—')}; AST: the average of simple, mult(iple), par(allel), par(allel)-m"
+                      "(ultiple); irr(elevance)-s: strict (any attempted call fails); dev: the demo dev split")
     if summary.get("report"):
         console.print(f"report: {summary['report']}")
 
