@@ -106,6 +106,23 @@ def test_config_defaults_follow_the_papers(env, tmp_path):
         RLRunConfig(model="x", data=[str(env["train"])], output_dir=str(tmp_path / "o"), num_generations=1)
 
 
+def test_a_config_file_names_the_environment_and_sets_environment_variables(env, tmp_path, monkeypatch):
+    import os
+
+    from tinytool.train.config import load_config, parse_config
+
+    monkeypatch.delenv("TINYTOOL_TEST_FLAG", raising=False)
+    path = tmp_path / "rl.yaml"
+    path.write_text(f"model: {env['model']}\ndata: [{env['train']}]\noutput_dir: {tmp_path / 'o'}\n"
+                    "format: hermes-nothink\nreward: astra-f1\nenv: demo\n")
+    cfg = parse_config(RLRunConfig, ["--config", str(path)], prog="tinytool rl")
+    assert cfg.env == "demo" and cfg.reward == "astra-f1"  # a string env is the multi-turn environment
+    assert load_config(RLRunConfig, path).env == "demo"
+    path.write_text(path.read_text().replace("env: demo", "env: {TINYTOOL_TEST_FLAG: '1'}"))
+    cfg = parse_config(RLRunConfig, ["--config", str(path)], prog="tinytool rl")
+    assert cfg.env is None and os.environ["TINYTOOL_TEST_FLAG"] == "1"  # a mapping: environment variables
+
+
 # ---- data ------------------------------------------------------------------------------------------
 
 

@@ -274,9 +274,19 @@ def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
     return data
 
 
+def _pop_environment(values: dict[str, Any]) -> dict[str, Any]:
+    """Take a config file's ``env:`` mapping (environment variables to set) out of ``values``; an ``env`` that is
+    not a mapping stays: it is an option (``tinytool rl``'s multi-turn environment, ``env: demo``)."""
+    env = values.get("env")
+    if isinstance(env, dict):
+        del values["env"]
+        return env
+    return {}
+
+
 def _check_keys(cls: type, values: dict[str, Any], source: str) -> None:
     names = {f.name for f in dataclasses.fields(cls) if f.init}
-    unknown = [k for k in values if k not in names and k != "env"]
+    unknown = [k for k in values if k not in names]
     if unknown:
         import difflib
 
@@ -290,7 +300,7 @@ def load_config(cls: type[C], path: str | os.PathLike | None = None, **overrides
     on top. ``load_config(SFTRunConfig, "run.yaml", max_steps=10)`` is ``tinytool sft --config run.yaml
     --max-steps 10``."""
     values = _read_yaml(path) if path is not None else {}
-    values.pop("env", None)
+    _pop_environment(values)
     values.update(overrides)
     _check_keys(cls, values, str(path) if path is not None else "config")
     init = {f.name for f in dataclasses.fields(cls) if f.init}
@@ -363,7 +373,7 @@ def parse_config(cls: type[C], args: list[str], prog: str, description: str = ""
         path = args[i + 1]
         args = args[:i] + args[i + 2:]
         values = _read_yaml(path)
-        for k, v in (values.pop("env", None) or {}).items():
+        for k, v in _pop_environment(values).items():
             os.environ[k] = str(v)
         _check_keys(cls, values, path)
         for action in parser._actions:
