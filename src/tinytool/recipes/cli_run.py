@@ -73,7 +73,7 @@ def run_command(
 
 
 def demo_command(
-    full: bool = typer.Option(False, "--full", help="The recipe's own budget (about an hour and a half on 2 cores) "
+    full: bool = typer.Option(False, "--full", help="The recipe's own budget (many hours on 2 cores) "
                               "instead of the 15-minute one."),
     out: Path = typer.Option(None, "--out", "-o", file_okay=False,
                              help="Run directory [default: runs/demo, or runs/demo-full with --full]."),
