@@ -73,3 +73,21 @@ def test_real_embeddings_on_demo_data_pick_more_similar_tools_in_higher_bands():
                 closest[band].append(float((own @ vectors[tool_document(tools[n])]).max()))
     mean = {b: sum(v) / len(v) for b, v in closest.items()}
     assert mean["high"] > mean["med"] > mean["low"], mean
+
+
+def test_a_tool_in_two_bands_of_two_offered_tools_is_added_once():
+    """b.y is near a.x (high band for it) and far from c.z (low band for it): it is offered at most once."""
+    vec = {"a.x": [1, 0, 0], "c.z": [-1, 0, 0], "b.y": [0.99, 0.1, 0], "d.w": [0, 1, 0], "e.v": [-0.99, 0.1, 0]}
+    tools = [_tool(n) for n in vec]
+    task = Conversation([Message(role="user", content="q")], tools[:2], {"id": "t"})
+    others = Conversation([Message(role="user", content="q")], tools[2:], {"id": "o"})
+
+    def embed(texts):
+        import json
+
+        return np.asarray([vec[json.loads(t)["name"]] for t in texts], dtype=np.float32)
+
+    for seed in range(20):
+        (mixed, _), _ = mix_irrelevant([task, others], k=2, embed=embed, seed=seed)
+        names = [t.name for t in mixed.tools]
+        assert len(names) == len(set(names)), names

@@ -116,8 +116,11 @@ def mix_irrelevant(conversations: Sequence[Conversation], k: int = 2, seed: int 
             bands["med"].update(np.flatnonzero(ok & (row >= LOW) & (row <= HIGH)).tolist())
         tools = list(conv.tools)
         added: dict[str, list[str]] = {}
+        taken: set[int] = set()  # a tool can fall in one band for one offered tool and another for the next
         for b in BANDS:
-            for j in r.sample(sorted(bands[b]), min(k, len(bands[b]))):
+            candidates = sorted(bands[b] - taken)
+            for j in r.sample(candidates, min(k, len(candidates))):
+                taken.add(j)
                 tools.insert(r.randint(0, len(tools)), pool[names[j]])
                 added.setdefault(b, []).append(names[j])
                 stats.added[b] += 1
