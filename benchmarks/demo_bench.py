@@ -50,8 +50,9 @@ def main() -> None:
         "stage_share": {k: round((v or 0.0) / total, 3) for k, v in run["stages"].items()},
         "table": run["table"], "vars": run["vars"],
         "note": "a fresh clone with a new virtual environment from the local package index; the bundled model's "
-                "dequantized cache (~/.cache/tinytool) was already there. The 15-minute budget takes a few "
-                "training steps and 5 items per BFCL category: it shows the stages work, not what they reach.",
+                "dequantized cache (~/.cache/tinytool) was already there. The demo budget takes a few training "
+                f"steps and {run['vars']['bfcl_limit']} items per BFCL category: it shows the stages work, not what "
+                "they reach.",
     }
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: result[k] for k in ("wall_seconds", "install_seconds", "demo_seconds")}))

@@ -12,9 +12,9 @@ A run directory holds:
 - ``summary.json`` — per category accuracy (and pass@k with several samples), error types,
   call counts, throughput; the groups and the overall score with BFCL v4's published group weights.
 
-The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, by BFCL v4's rule for
-Hermes-style output (each ``<tool_call>`` block is read as JSON, and a block that is not valid JSON is
-dropped): a call counts only when written as valid JSON. What tinytool's lenient parser would add by repairing Python tuples,
+The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, as BFCL v4 scores
+Hermes-style output: each ``<tool_call>`` block must be valid JSON, and a call counts only when written so.
+What tinytool's lenient parser would add by repairing Python tuples,
 single quotes or trailing commas is reported beside them (``accuracy_lenient``, ``valid_lenient``,
 ``groups_lenient``), never in the headline. BFCL credits an irrelevance answer whose attempted call
 fails to parse, as if no call were made; that figure stays the headline, and ``accuracy_strict`` (group
@@ -256,7 +256,7 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
                 # said before the batch runs: a first batch can take minutes, and 0/N alone looks stuck
                 where = f"{name} {start + 1}-{start + len(batch)}/{len(items)}"
                 bar.update(description=f"bfcl {where}: generating")
-                if name in cfg.categories and is_multi_turn(name):
+                if is_multi_turn(name):
                     rows = _generate_multi_turn(
                         batch, client, fmt, cfg,
                         status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))

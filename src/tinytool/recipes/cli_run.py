@@ -34,7 +34,7 @@ def _overrides(sets: list[str]) -> dict[str, str]:
 
 
 def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], force: list[str],
-         summary_file: str | None = None) -> None:
+         summary_file: str) -> None:
     from tinytool.io import write_json
     from tinytool.recipes.recipe import find_recipe, load_recipe
     from tinytool.recipes.runner import run_recipe
@@ -47,12 +47,10 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
     with on_interrupt(f"rerun the same command to resume {run_dir}"):
         state = run_recipe(r, run_dir, force=tuple(force), echo=lambda s: err.print(s, markup=False, highlight=False))
     summary = run_summary(state, run_dir)
-    if summary_file:
-        write_json(run_dir / summary_file, summary)
+    write_json(run_dir / summary_file, summary)
     err.print()
     print_run_summary(summary, err)
-    if summary_file:
-        err.print(f"summary: {run_dir / summary_file}")
+    err.print(f"summary: {run_dir / summary_file}")
 
 
 def run_command(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -195,8 +196,6 @@ class StageEcho:
         self.pending, self.last_bar = "", float("-inf")
 
     def feed(self, text: str) -> None:
-        import re
-
         *done, self.pending = re.split(r"(\r\n|\n|\r)", self.pending + text)
         for piece, end in zip(done[0::2], done[1::2], strict=True):
             if not piece.strip():
