@@ -57,7 +57,8 @@ def main() -> None:
         # training runs under bf16 autocast only on a CPU with native bf16 (about 2x the fp32 speed)
         "cpu_bf16": cpu_supports_bf16(),
         "note": "a fresh clone with a new virtual environment from the local package index and an empty model "
-                "cache (the bundled GGUF is dequantized on first use, inside the demo's time). The demo budget takes a few training "
+                "cache (the bundled GGUF is dequantized on first use, inside the demo's time). The demo budget "
+                "takes a few training "
                 f"steps and {run['vars']['bfcl_limit']} items per BFCL category: it shows the stages work, not what "
                 "they reach.",
     }
