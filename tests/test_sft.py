@@ -46,6 +46,14 @@ def _cfg(env, out, **kw) -> SFTRunConfig:
     return SFTRunConfig(**base)
 
 
+def test_defaults_left_unset_are_the_measured_recipe(env):
+    """lr and warm-up left unset resolve to SFT's own (1e-4, 3 % of the steps); given ones are kept."""
+    cfg = _cfg(env, "defaults")
+    assert cfg.learning_rate == 1e-4 and cfg.warmup_steps == 0.03
+    cfg = _cfg(env, "given", learning_rate=2e-5, warmup_steps=10)
+    assert cfg.learning_rate == 2e-5 and cfg.warmup_steps == 10
+
+
 def _loss_runs(labels: list[int]) -> list[tuple[int, int]]:
     """Token ranges [start, end) where labels are not -100."""
     runs, start = [], None

@@ -64,6 +64,8 @@ class RunOptions:
 
     #: learning rate without LoRA; each trainer sets its paper's value
     FULL_LR: ClassVar[float] = 2e-5
+    #: warm-up left unset (steps, or a fraction of all steps below 1); a trainer may set its own
+    WARMUP: ClassVar[float] = 0.0
 
     # --- tinytool's own ---
     lora: str | None = option(None, "LoRA adapters instead of full fine-tuning: 'r=16,alpha=32,dropout=0.05,"
@@ -81,7 +83,8 @@ class RunOptions:
     max_steps: int = option(-1, "Optimizer steps to stop at (-1: run --epochs).")
     learning_rate: float | None = option(None, "Peak learning rate [default: the trainer's full fine-tuning rate, "
                                        "2e-4 with LoRA].", "--lr")
-    warmup_steps: float = option(0.0, "Warm-up: steps (≥ 1) or a fraction of all steps (< 1).", "--warmup")
+    warmup_steps: float | None = option(None, "Warm-up: steps (≥ 1) or a fraction of all steps (< 1) [default: "
+                                      "the trainer's, 3 % of the steps for SFT, none for the others].", "--warmup")
     per_device_train_batch_size: int | None = option(
         None, "Examples per device per forward pass [default: 1 on a CPU, where unpadded single sequences train "
         "fastest and gradient accumulation makes the batch; 4 on a GPU].", "--batch-size")
@@ -129,6 +132,8 @@ class RunOptions:
             from tinytool.train.common import LORA_LR
 
             self.learning_rate = LORA_LR if self.lora is not None else self.FULL_LR
+        if self.warmup_steps is None:
+            self.warmup_steps = self.WARMUP
         self.bf16 = use_bf16(self.bf16)
         if not torch.cuda.is_available():
             self.use_cpu = True  # transformers refuses bf16 off GPU unless told the run is on the CPU

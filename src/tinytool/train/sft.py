@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 SUMMARY_FILE = "sft_summary.json"
 FULL_LR = 1e-4  # the quality benchmark's rate for a 135M model; STAR App. A.2 uses 2e-5 at 0.6B-8B
-WARMUP = 0.03
+WARMUP = 0.03  # the quality benchmark's warm-up, a fraction of the steps
 
 
 # ---- configuration -------------------------------------------------------------------------
@@ -57,12 +57,12 @@ class SFTRunConfig(RunOptions, SFTConfig):
     instead of truncating them."""
 
     FULL_LR: ClassVar[float] = FULL_LR
+    WARMUP: ClassVar[float] = WARMUP
 
     model: str = field(metadata={"help": "Model: hub id (org/name), checkpoint directory, .gguf file, or "
                                          "smollm2-135m-instruct.", "aliases": ["-m"]})
     data: list[str] = listed("Training JSONL file(s) of conversations.", "-d", required=True)
     format: str = option("hermes", "Prompt format: hermes, hermes-nothink, toolrl, python.", "-f")
-    warmup_steps: float = option(WARMUP, "Warm-up: steps (≥ 1) or a fraction of all steps (< 1).", "--warmup")
     eval_data: list[str] = listed("Dev JSONL file(s): eval loss every --eval-steps and at the end.")
     compact_loss: bool = option(True, "Off GPU, send only completion positions through the LM head "
                               "(CompletionSFTTrainer).")
