@@ -69,7 +69,7 @@ class CollectConfig:
     out: str
     teacher: str  # tinytool.llm spec
     student: str = "smollm2-135m-instruct"
-    judge: str | None = None  # default: the teacher; "reference": compare with the seeds' reference answers
+    judge: str | None = None  # default: the teacher; "reference": compare with the seed queries' reference calls
     env: str = "demo"
     format: str = "hermes-nothink"
     iterations: int = 1
