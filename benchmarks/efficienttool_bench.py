@@ -7,14 +7,19 @@ Parts (``--parts``, comma-separated):
   `tinytool.retrieval.ToolRetriever`. The set comes from the demo data (`generate_demo(--n-demo, --seed)`,
   what ``tinytool data demo --n N --seed S`` writes, train and dev together, half the single-turn tasks over
   procedurally generated tools): the pool is every distinct tool offered in any conversation (one per name and
-  parameters; two different tools with one name stay two), the queries are the user requests of the simple and
-  multiple tasks that make exactly one call, and a query's answer is the tool that call names; the demo sets of
-  ``--extra-pool-seeds`` add their tools (names not yet in the pool) as distractors only, so the catalog holds
-  over 1,000 tools. For each method
-  (cosine, bm25, weighted, cascade, cosine-max, rrf): top-1/3/5 accuracy (the share of queries whose gold tool is
-  among the first k results) and milliseconds of `search` per query (the index build is timed apart, as
-  ``index_seconds``, and so is loading the embedder). Cosine-Max with the Kneedle cut-off (`knee_cutoff` over
-  its first ``--knee-k`` results): how many tools it keeps and how often the gold tool is among them. Intent
+  parameters), the queries are the user requests of the simple and multiple tasks that make exactly one call, and
+  the demo sets of ``--extra-pool-seeds`` add their tools (names not yet in the pool) as distractors only, so the
+  catalog holds over 1,000 tools. The pool holds up to ten variants of each generated action (different names and
+  parameters, the same purpose and often the same description) and catalog tools that do what an action does
+  (``proctools.CATALOG_EQUIVALENTS``), so which of those interchangeable tools a demo task happened to offer says
+  nothing about the request: a query is answered when a retrieved tool serves it, that is, when its family
+  (``proctools.family``: the action, its substitutes and catalog equivalents) is the called tool's. The
+  headline counts that; ``retrieval_exact`` counts only the very tool the task offered. For each row (the six
+  methods, and weighted and cosine with their first 5 picked by MMR, ``diversity`` 0.2): top-1/3/5 accuracy
+  (the share of queries answered among the first k) and milliseconds of `search` per query (the index build is
+  timed apart, as ``index_seconds``, and so is loading the embedder). Cosine-Max with the Kneedle cut-off
+  (`knee_cutoff` over its first ``--knee-k`` results): how many tools it keeps and how often one that serves the
+  request is among them. Intent
   refinement needs an LLM (``--refiner``, a `tinytool.llm` spec, as ``tinytool retrieve --refine-llm`` takes);
   without one, cosine-max and rrf use the request as the intent (``"refiner": null``), so they rank as cosine
   does. Demo requests are short (about 10 words, never 40), so the benchmark refines every request by default
@@ -23,12 +28,10 @@ Parts (``--parts``, comma-separated):
   ``--refine-limit N`` evaluates every method on the first N queries only (a seeded shuffle), so that the table
   compares methods on the same queries (on a busy 2-core CPU, smollm2-135m takes 5-8 s a request); such a run
   writes the same keys with ``retrieval_refined`` in place of ``retrieval``, beside the full table. Keys:
-  ``retrieval`` ({method: top1, top3, top5, ms_per_query (mean)}), ``retrieval_best`` (the best top-5),
-  ``retrieval_knee``, ``retrieval_notes`` (each method against plain cosine, from the numbers),
+  ``retrieval`` ({row: top1, top3, top5, ms_per_query (mean)}), ``retrieval_best`` (the best top-5),
+  ``retrieval_knee``, ``retrieval_notes`` (each row against plain cosine, an MMR row against its method),
   ``retrieval_latency`` (median, p90 and max of a search), ``retrieval_set`` (pool and queries),
-  ``retrieval_setup``, ``retrieval_by_source`` (catalog or generated gold tool) and ``retrieval_same_action``,
-  where any variant of the gold tool's generated action counts (the pool holds up to ten variants per action,
-  with different names and parameters but often the same description).
+  ``retrieval_setup``, ``retrieval_by_source`` (catalog or generated gold tool) and ``retrieval_exact``.
 
 - ``loop``: one iteration of ``tinytool collect`` on the embedded default: the bundled SmolLM2-135M as the
   student, an SFT model (``--teacher``) as the teacher of the first 20 % of the interactions, demo train tasks
@@ -61,6 +64,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 
 KS = (1, 3, 5)
+MMR_DIVERSITY = 0.2
+#: table rows: label -> (method, MMR diversity)
+RUNS = {**{m: (m, 0.0) for m in ("cosine", "bm25", "weighted", "cascade", "cosine-max", "rrf")},
+        "weighted+mmr": ("weighted", MMR_DIVERSITY), "cosine+mmr": ("cosine", MMR_DIVERSITY)}
 QUERY_CATEGORIES = ("simple", "multiple")
 
 
@@ -88,8 +95,8 @@ def _retrieval_set(n_demo: int, seed: int) -> tuple[list, list[dict], dict]:
                 pool.append(tool)
     generated = proctools.tool_pool(seed).tools
 
-    def action(name: str) -> str:
-        return f"{generated[name].action.domain}:{generated[name].action.key}" if name in generated else name
+    def action(name: str) -> str:  # what need a tool serves: its action's family, the same for interchangeable tools
+        return proctools.family(generated.get(name, name))
 
     queries, seen, skipped = [], set(), Counter()
     for conv in convs:
@@ -163,9 +170,13 @@ def _note(method: str, row: dict, base: dict, refined: int) -> str:
             "weighted": "W-BC: BM25 mixed into the cosine (0.8/0.2 after min-max scaling)",
             "cascade": "C-BC: BM25 re-ranks the cosine's head",
             "cosine-max": "Cosine-Max: the larger of the request's and the refined intent's cosine",
-            "rrf": "RRF-CCLI: the request's and the refined intent's cosine rankings fused"}[method]
+            "rrf": "RRF-CCLI: the request's and the refined intent's cosine rankings fused",
+            "weighted+mmr": f"W-BC's first 5 picked by MMR (diversity {MMR_DIVERSITY}) instead of by relevance",
+            "cosine+mmr": f"the cosine's first 5 picked by MMR (diversity {MMR_DIVERSITY}) instead of by relevance",
+            }[method]
+    vs = "W-BC" if method == "weighted+mmr" else "plain cosine"
     text = (f"{what}: top-1 {pts('top1')}, top-3 {pts('top3')}, top-5 {pts('top5')} points vs plain cosine, "
-            f"{row['ms_per_query'] - base['ms_per_query']:+.1f} ms per query")
+            f"{row['ms_per_query'] - base['ms_per_query']:+.1f} ms per query").replace("plain cosine", vs)
     if method in ("cosine-max", "rrf") and refined == 0:
         text += " (no request was refined: the intent is the request, so this is the cosine ranking)"
     return text
@@ -175,7 +186,7 @@ def part_retrieval(args, result: dict) -> None:
     import torch
 
     from tinytool.data.mixing import default_embedder
-    from tinytool.retrieval import METHODS, ToolRetriever, knee_cutoff, llm_refiner
+    from tinytool.retrieval import ToolRetriever, knee_cutoff, llm_refiner
 
     t0 = time.perf_counter()
     pool, queries, stats = _retrieval_set(args.n_demo, args.seed)
@@ -229,25 +240,26 @@ def part_retrieval(args, result: dict) -> None:
         intent_ms = 1000 * refiner.seconds / len(queries)
         print(f"refined {refiner.calls} requests ({refined} changed) in {refiner.seconds:.1f}s", flush=True)
     depth = max(KS)
-    table, ranks, action_ranks, latency = {}, {}, {}, {}
-    for method in METHODS:
-        retriever.search(queries[0]["text"], depth, method)  # warm-up, not timed
-        r, ar, times = [], [], []
+    table, ranks, exact_ranks, latency = {}, {}, {}, {}
+    for label, (method, diversity) in RUNS.items():
+        retriever.search(queries[0]["text"], depth, method, diversity)  # warm-up, not timed
+        r, er, times = [], [], []
         for q in queries:
             t0 = time.perf_counter()
-            found = retriever.search(q["text"], depth, method)
+            found = retriever.search(q["text"], depth, method, diversity)
             times.append(time.perf_counter() - t0)
             got = [position[id(t)] for t, _ in found]
-            r.append(got.index(q["gold"]) if q["gold"] in got else None)
+            er.append(got.index(q["gold"]) if q["gold"] in got else None)
             acts = [actions[i] for i in got]
-            ar.append(acts.index(q["action"]) if q["action"] in acts else None)
+            r.append(acts.index(q["action"]) if q["action"] in acts else None)
         extra = intent_ms if method in ("cosine-max", "rrf") else 0.0
-        table[method] = {**_topk(r), "ms_per_query": round(1000 * sum(times) / len(times) + extra, 2)}
+        table[label] = {**_topk(r), "ms_per_query": round(1000 * sum(times) / len(times) + extra, 2)}
+        method = label
         times.sort()
         latency[method] = {"search_ms_median": round(1000 * times[len(times) // 2], 2),
                            "search_ms_p90": round(1000 * times[int(0.9 * (len(times) - 1))], 2),
                            "search_ms_max": round(1000 * times[-1], 2), "refine_ms_per_query": round(extra, 1)}
-        ranks[method], action_ranks[method] = r, ar
+        ranks[method], exact_ranks[method] = r, er
         print(method, table[method], flush=True)
 
     kept, gold_kept, gold_ranked = [], [], []
@@ -255,8 +267,8 @@ def part_retrieval(args, result: dict) -> None:
         found = retriever.search(q["text"], args.knee_k, "cosine-max")
         cut = knee_cutoff(found)
         kept.append(len(cut))
-        gold_kept.append(any(position[id(t)] == q["gold"] for t, _ in cut))
-        gold_ranked.append(any(position[id(t)] == q["gold"] for t, _ in found))
+        gold_kept.append(any(actions[position[id(t)]] == q["action"] for t, _ in cut))
+        gold_ranked.append(any(actions[position[id(t)]] == q["action"] for t, _ in found))
     knee = {"method": "cosine-max", "ranked": args.knee_k, "mean_kept": round(sum(kept) / len(kept), 2),
             "min_kept": min(kept), "max_kept": max(kept), "gold_kept": _rate(gold_kept),
             "gold_in_ranked": _rate(gold_ranked)}
@@ -266,13 +278,14 @@ def part_retrieval(args, result: dict) -> None:
     for source in sorted({q["source"] for q in queries}):
         idx = [i for i, q in enumerate(queries) if q["source"] == source]
         by_source[source] = {"queries": len(idx),
-                             **{m: _topk([ranks[m][i] for i in idx]) for m in METHODS}}
+                             **{m: _topk([ranks[m][i] for i in idx]) for m in RUNS}}
     base = table["cosine"]
-    notes = {m: _note(m, table[m], base, refined) for m in METHODS if m != "cosine"}
+    notes = {m: _note(m, table[m], table[m.removesuffix("+mmr")] if m.endswith("+mmr") else base, refined)
+             for m in RUNS if m != "cosine"}
     notes["knee"] = (f"Kneedle on Cosine-Max's first {args.knee_k}: keeps {knee['mean_kept']} tools on average "
-                     f"({knee['min_kept']}-{knee['max_kept']}); the gold tool is kept for "
+                     f"({knee['min_kept']}-{knee['max_kept']}); a tool that serves the request is kept for "
                      f"{100 * knee['gold_kept']:.1f}% of queries (Cosine-Max top-5: {100 * table['cosine-max']['top5']:.1f}%)")
-    best = max(METHODS, key=lambda m: (table[m]["top5"], table[m]["top1"], table[m]["top3"]))  # ties: the first
+    best = max(RUNS, key=lambda m: (table[m]["top5"], table[m]["top1"], table[m]["top3"]))  # ties: the first
 
     # a run with an intent refiner (on a subset of the queries: an LLM call each) goes under its own keys, beside
     # the full table without one
@@ -283,7 +296,8 @@ def part_retrieval(args, result: dict) -> None:
     result[f"{key}_notes"] = notes
     result[f"{key}_set"] = stats
     result[f"{key}_by_source"] = by_source
-    result[f"{key}_same_action"] = {m: _topk(action_ranks[m]) for m in METHODS}
+    result[f"{key}_exact"] = {m: _topk(exact_ranks[m]) for m in RUNS}
+    result.pop(f"{key}_same_action", None)  # what the headline counts now
     result[f"{key}_latency"] = latency
     result[f"{key}_setup"] = {
         "refiner": args.refiner, "refine_words": args.refine_words, "refine_limit": args.refine_limit or None,
@@ -339,7 +353,8 @@ def part_loop(args, result: dict) -> None:
         "format": FORMAT, "iterations": 1, "queries": args.loop_queries, "gate_data": str(data / "dev.jsonl"),
         "gate_limit": args.gate_limit, "out": str(run),
         "sft": {"lora": "default", "merge_lora": True, "num_train_epochs": 1, "bf16": False},
-        "kto": {"lora": "default", "merge_lora": True, "num_train_epochs": 1, "bf16": False}}))
+        "kto": {"lora": "default", "merge_lora": True, "num_train_epochs": 1, "bf16": False,
+                "max_steps": args.kto_max_steps}}))
     t0 = time.perf_counter()
     run_cli([TINYTOOL, "collect", "--config", str(config)])
     seconds = time.perf_counter() - t0
@@ -353,8 +368,17 @@ def part_loop(args, result: dict) -> None:
                              "teacher": args.teacher, "student": args.student, "judge": "reference"}
     sft, kto = run / "iter-0" / "sft" / "model", run / "iter-0" / "kto" / "model"
     table = {"sft": _scores(str(sft), args.work, "sft", data / "dev.jsonl", args.limit, args.demo_limit)}
+    kto_by = "the loop"
+    if not (kto / "kto_summary.json").is_file() and (run / "iter-0" / "kto" / "data.jsonl").is_file():
+        # the gate ended the iteration before KTO: train the KTO step the same way, here, for the comparison
+        kto, kto_by = args.work / "kto-after-gate", "the benchmark, after the gate had stopped the loop"
+        if not (kto / "kto_summary.json").is_file():
+            run_cli([TINYTOOL, "kto", "-m", str(sft), "-d", str(run / "iter-0" / "kto" / "data.jsonl"), "-f", FORMAT,
+                     "--lora", "default", "--merge-lora", "--epochs", "1", "--no-bf16", "--save-steps", "0",
+                     "--max-steps", str(args.kto_max_steps), "-o", str(kto)])
     if (kto / "kto_summary.json").is_file():
         table["sft_kto"] = _scores(str(kto), args.work, "kto", data / "dev.jsonl", args.limit, args.demo_limit)
+        table["sft_kto_trained_by"] = kto_by
     result["loop_eval"] = table
 
 
@@ -457,6 +481,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, help="loop: an existing `data demo` folder (default: one made in --work)")
     ap.add_argument("--loop-queries", type=int, default=160, help="loop: queries in the iteration")
     ap.add_argument("--gate-limit", type=int, default=40, help="loop: dev tasks the gate scores")
+    ap.add_argument("--kto-max-steps", type=int, default=-1, help="loop: stop the KTO step after this many "
+                    "optimizer steps (-1: one epoch; a multi-step trajectory is one example per assistant turn, and "
+                    "a KTO step at batch 4 takes about a minute on a 2-core CPU)")
     ap.add_argument("--limit", type=int, default=100, help="loop: BFCL items per category")
     ap.add_argument("--demo-limit", type=int, default=0, help="loop: demo dev tasks scored (0: all)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "efficienttool.json")

@@ -61,3 +61,22 @@ def test_data_transform_offers_retrieved_tools_and_keeps_the_called_one(retrieve
     with pytest.raises(ValueError):
         retriever.scores("x", "nope")
     assert json.dumps(out.to_dict())
+
+
+def test_diversity_keeps_near_duplicates_from_filling_every_slot():
+    """Five renamed copies of the forecast tool: by relevance alone they take the top 5; MMR keeps the best copy
+    first and gives the other slots to different tools."""
+    base = CATALOG["get_weather_forecast"].tool
+    copies = [type(base)(name=f"forecast_v{i}", description=base.description, parameters=base.parameters)
+              for i in range(5)]
+    tools = [s.tool for s in CATALOG.values()] + copies
+    r = ToolRetriever(tools, embed=ToolRetriever(tools[:1]).embed)
+    query = "Weather forecast for Oslo, then text +1-555-0100 about it"
+    plain = [t.name for t, _ in r.search(query, 5, "cosine", diversity=0.0)]
+    diverse = [t.name for t, _ in r.search(query, 5, "cosine", diversity=0.5)]
+    forecasts = {"get_weather_forecast", *(c.name for c in copies)}
+    assert sum(n in forecasts for n in plain) >= 4
+    assert diverse[0] == plain[0] and sum(n in forecasts for n in diverse) <= 2 and len(set(diverse)) == 5
+    assert r.search(query, 3, "cosine", diversity=0.9)[0][0].name == plain[0]
+    with pytest.raises(ValueError):
+        ToolRetriever(tools[:2], embed=r.embed, diversity=1.0)

@@ -778,11 +778,34 @@ SUBSTITUTES: tuple[frozenset[str], ...] = (
 )
 _FAMILY = {k: min(group) for group in SUBSTITUTES for k in group}
 
+#: catalog tools that do what a generated action does (the same request is served by either)
+CATALOG_EQUIVALENTS: dict[str, str] = {
+    "get_weather_forecast": "weather:forecast", "get_current_weather": "weather:current",
+    "get_air_quality": "weather:air", "get_historical_weather": "weather:history",
+    "search_flights": "travel:flights", "book_flight": "travel:book_flight", "travel.visa_requirements": "travel:visa",
+    "search_hotels": "hotels:search", "book_hotel": "hotels:book",
+    "search_recipes": "food:recipes", "get_nutrition_info": "food:nutrition", "scale_recipe": "food:scale",
+    "convert_currency": "finance:convert", "get_exchange_rate": "finance:fx_rate",
+    "finance.compound_interest": "finance:compound", "finance.loan_payment": "finance:loan",
+    "get_stock_price": "stocks:quote", "get_stock_history": "stocks:history",
+    "math.hypot": "math:hypot", "math.factorial": "math:factorial", "math.gcd": "math:gcd", "math.lcm": "math:lcm",
+    "math.mean": "stats:mean", "math.median": "stats:median", "math.std_dev": "stats:stdev",
+    "maps.distance": "geo:distance", "maps.directions": "geo:directions", "maps.elevation": "geo:elevation",
+    "maps.nearby_places": "geo:nearby",
+    "send_sms": "messaging:sms", "send_email": "messaging:email", "create_reminder": "messaging:reminder",
+    "search_products": "shopping:search", "add_to_cart": "shopping:cart", "track_order": "shopping:track",
+    "play_track": "music:play",
+}
 
-def family(t: GenTool | Action) -> str:
-    """``domain:action`` of a tool, the same for all its variants and for substitute actions."""
-    a = t if isinstance(t, Action) else t.action
-    k = f"{a.domain}:{a.key}"
+
+def family(t: GenTool | Action | str) -> str:
+    """``domain:action`` of a tool, the same for all its variants, for substitute actions and for a catalog tool
+    that does the same (a catalog tool given by name; one with no generated equivalent is its own family)."""
+    if isinstance(t, str):
+        k = CATALOG_EQUIVALENTS.get(t, t)
+    else:
+        a = t if isinstance(t, Action) else t.action
+        k = f"{a.domain}:{a.key}"
     return _FAMILY.get(k, k)
 
 
@@ -1175,5 +1198,5 @@ BUILDERS: dict[str, Callable[[Ctx], _Task]] = {
     "irrelevance": _irrelevance,
 }
 
-__all__ = ["ACTIONS", "BUILDERS", "HELD_OUT_DOMAINS", "SLOTS", "SUBSTITUTES", "Action", "Ctx", "GenTool", "Pool", "Retry", "Slot",
+__all__ = ["ACTIONS", "BUILDERS", "CATALOG_EQUIVALENTS", "HELD_OUT_DOMAINS", "SLOTS", "SUBSTITUTES", "Action", "Ctx", "GenTool", "Pool", "Retry", "Slot",
            "family", "tool_pool"]

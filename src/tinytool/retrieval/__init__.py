@@ -1,7 +1,8 @@
-"""Tool retrieval (EfficientTool §3.3.2): dense, BM25, hybrids, Cosine-Max and RRF with intent refinement, and a
-Kneedle cut-off (see `core`)."""
+"""Tool retrieval (EfficientTool §3.3.2): dense, BM25, hybrids, Cosine-Max and RRF with intent refinement,
+MMR diversity and a Kneedle cut-off (see `core`)."""
 
 from tinytool.retrieval.core import (
+    DIVERSITY,
     METHODS,
     ToolRetriever,
     knee_cutoff,
@@ -11,5 +12,5 @@ from tinytool.retrieval.core import (
     tool_text,
 )
 
-__all__ = ["METHODS", "ToolRetriever", "knee_cutoff", "llm_refiner", "offer_retrieved", "read_catalog",
+__all__ = ["DIVERSITY", "METHODS", "ToolRetriever", "knee_cutoff", "llm_refiner", "offer_retrieved", "read_catalog",
            "tool_text"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from tinytool.clikit import err
+from tinytool.retrieval.core import DIVERSITY
 
 
 def retrieve_command(
@@ -19,7 +20,11 @@ def retrieve_command(
     out: Path = typer.Option(None, "--out", "-o", dir_okay=False, help="With --data: the conversations to write."),
     method: str = typer.Option("rrf", "--method", "-m", help="cosine, bm25, weighted, cascade, cosine-max, rrf."),
     k: int = typer.Option(5, "--k", "-k", min=1, help="Tools returned."),
-    knee: bool = typer.Option(False, "--knee", help="Cut the ranking at its knee (Kneedle)."),
+    knee: bool = typer.Option(False, "--knee", help="Return as many tools as the relevance ranking's first --k "
+                              "hold before its knee (Kneedle)."),
+    diversity: float = typer.Option(DIVERSITY, "--diversity", min=0.0, max=0.99, help="Weight on redundancy when picking "
+                                    "the tools (MMR; 0: by relevance alone). Around 0.2 keeps near-duplicate tools "
+                                    "(one action under several names) from filling every slot."),
     refine_llm: str = typer.Option(None, "--refine-llm", help="LLM that refines long requests into their intent "
                                    "(URL@MODEL or a local model)."),
     refine_words: int = typer.Option(40, "--refine-words", min=0, help="With --refine-llm: refine requests longer "
@@ -54,11 +59,11 @@ def retrieve_command(
         from tinytool.llm import get_client
 
         refine = llm_refiner(get_client(refine_llm))
-    retriever = ToolRetriever(read_catalog(catalog), refine=refine, refine_words=refine_words)
+    retriever = ToolRetriever(read_catalog(catalog), refine=refine, refine_words=refine_words, diversity=diversity)
     if query is not None:
-        results = retriever.search(query, k, method)
         if knee:
-            results = knee_cutoff(results)
+            k = len(knee_cutoff(retriever.search(query, k, method, diversity=0.0)))
+        results = retriever.search(query, k, method)
         for tool, score in results:
             typer.echo(json.dumps({"tool": tool.name, "score": round(score, 4), "description": tool.description}))
         return

@@ -11,7 +11,13 @@ Methods (``method=``):
 
 Intent refinement rewrites a long request (over ``refine_words`` words; EfficientTool invokes it above a length
 threshold) into the intent that needs a tool, with an LLM; below the threshold, or without an LLM, the intent is
-the request itself. `knee_cutoff` returns the head of a ranking up to its knee (Kneedle, ``kneed``), the dynamic
+the request itself. A catalog often holds near-duplicates (one service's tool under several names, or several
+servers offering the same action); with ``diversity`` > 0 the first ``k`` are picked by Maximal Marginal Relevance
+(Carbonell & Goldstein, 1998): each next tool maximizes (1 − diversity)·relevance − diversity·(its largest cosine
+with a tool already picked), relevance being the method's score min-max scaled, so the ``k`` slots cover
+different tools instead of ``k`` copies of one. It is off by default: in a small catalog of distinct but
+related tools (a current-weather and a forecast tool) it can push a weak ranking's right answer out of the ``k``.
+`knee_cutoff` returns the head of a ranking up to its knee (Kneedle, ``kneed``), the dynamic
 cut-off EfficientTool pairs with Cosine-Max.
 """
 
@@ -26,6 +32,8 @@ from tinytool.schema import Tool
 METHODS = ("cosine", "bm25", "weighted", "cascade", "cosine-max", "rrf")
 RRF_K = 60
 ALPHA = 0.8  # W-BC's weight on the cosine (EfficientTool Table 12)
+DIVERSITY = 0.0  # MMR's weight on redundancy: 0 ranks by relevance alone; ~0.2 suits catalogs of near-duplicates
+MMR_POOL = 50  # the best this many by relevance are the candidates MMR picks from
 
 _REFINE = """A user wrote to an assistant that can call tools:
 {query}
@@ -88,7 +96,8 @@ class ToolRetriever:
     """An index over ``tools`` answering `search` with each method of the module docstring."""
 
     def __init__(self, tools: Sequence[Tool], embed: Callable[[list[str]], Any] | None = None,
-                 refine: Callable[[str], str] | None = None, refine_words: int = 40, cascade_n: int = 20):
+                 refine: Callable[[str], str] | None = None, refine_words: int = 40, cascade_n: int = 20,
+                 diversity: float = DIVERSITY):
         import bm25s
         import numpy as np
 
@@ -96,6 +105,9 @@ class ToolRetriever:
 
         if not tools:
             raise ValueError("no tools to index")
+        if not 0.0 <= diversity < 1.0:
+            raise ValueError(f"diversity must be in [0, 1), got {diversity}")
+        self.diversity = diversity
         self.tools = list(tools)
         self.names = [t.name for t in self.tools]
         self.embed = embed or default_embedder()
@@ -164,13 +176,40 @@ class ToolRetriever:
             return fused
         raise ValueError(f"unknown retrieval method {method!r}; choose from {', '.join(METHODS)}")
 
-    def search(self, query: str, k: int = 5, method: str = "rrf") -> list[tuple[Tool, float]]:
-        """The ``k`` best tools for ``query`` with their scores, best first."""
+    def search(self, query: str, k: int = 5, method: str = "rrf",
+               diversity: float | None = None) -> list[tuple[Tool, float]]:
+        """The ``k`` best tools for ``query`` with their scores, in the order picked (by relevance alone when
+        ``diversity`` is 0; the retriever's ``diversity`` when None)."""
         import numpy as np
 
         s = self.scores(query, method)
-        order = [int(i) for i in np.argsort(-s)[:k] if np.isfinite(s[int(i)])]
+        d = self.diversity if diversity is None else diversity
+        order = [int(i) for i in np.argsort(-s)[:max(k, MMR_POOL) if d > 0 else k] if np.isfinite(s[int(i)])]
+        if d > 0:
+            order = self._mmr(s, order, k, d)
         return [(self.tools[i], float(s[i])) for i in order]
+
+    def _mmr(self, s: Any, candidates: list[int], k: int, d: float) -> list[int]:
+        """Maximal Marginal Relevance over ``candidates`` (best first): ``k`` of them, see the module docstring."""
+        import numpy as np
+
+        if len(candidates) <= 1:
+            return candidates[:k]
+        finite = s[np.isfinite(s)]
+        lo, hi = float(finite.min()), float(finite.max())
+        rel = (s[candidates] - lo) / (hi - lo) if hi > lo else np.zeros(len(candidates))
+        sim = self.vectors[candidates] @ self.vectors[candidates].T
+        picked = [0]
+        redundancy = sim[0].copy()
+        left = np.ones(len(candidates), dtype=bool)
+        left[0] = False
+        while len(picked) < min(k, len(candidates)):
+            gain = np.where(left, (1 - d) * rel - d * redundancy, -np.inf)
+            j = int(np.argmax(gain))
+            picked.append(j)
+            left[j] = False
+            redundancy = np.maximum(redundancy, sim[j])
+        return [candidates[j] for j in picked]
 
 
 def knee_cutoff(results: Sequence[tuple[Tool, float]], min_keep: int = 1) -> list[tuple[Tool, float]]:
@@ -204,4 +243,4 @@ def offer_retrieved(conversations: Sequence[Any], retriever: ToolRetriever, k: i
     return out, {"conversations": len(out), "gold_missed": missed}
 
 
-__all__ = ["METHODS", "ToolRetriever", "knee_cutoff", "llm_refiner", "offer_retrieved", "read_catalog", "tool_text"]
+__all__ = ["DIVERSITY", "METHODS", "ToolRetriever", "knee_cutoff", "llm_refiner", "offer_retrieved", "read_catalog", "tool_text"]
