@@ -98,6 +98,77 @@ def pipeline_part(llm_spec: str | None) -> dict:
     return {"stages": stages, "llm": llm_spec or "scripted", "tasks_by_server": dict(by_server)}
 
 
+def _knowledge(n: int) -> list[dict]:
+    """Short factual passages about the demo world's cities (country, airport, currency, its hotels with their
+    prices and ratings): what ``synth envs`` grounds its question-answer instances in."""
+    from tinytool.data.catalog.world import pristine_world
+
+    world = pristine_world(0)
+    rows = []
+    for city in world.cities[:n]:
+        hotels = "; ".join(f"{h['name']} costs {h['price_per_night']:g} a night and is rated {h['rating']}"
+                           for h in world.hotels.get(city.name, [])[:3])
+        rows.append({"text": f"{city.name} is a city in {city.country} ({city.continent}). Its airport code is "
+                             f"{city.airport} and its currency is {city.currency}. Hotels: {hotels}."})
+    return rows
+
+
+def pipeline_cli_part(llm: str, work: Path, servers: int, label: str) -> dict:
+    """The five stages as a user runs them, ``tinytool synth tools → chains → tasks → trajectories → envs``, each
+    with ``llm`` (a local model or ``URL@MODEL``) on ``servers`` domains of the demo catalog: per stage the rows
+    in and out, the wall seconds, and the line the command printed."""
+    import subprocess
+
+    from _common import TINYTOOL
+
+    from tinytool.data.catalog import CATALOG
+
+    work.mkdir(parents=True, exist_ok=True)
+    by_domain: dict[str, list] = {}
+    for spec in CATALOG.values():
+        by_domain.setdefault(spec.domain, []).append(spec.tool.to_dict())
+    chosen = sorted(by_domain, key=lambda d: (-len(by_domain[d]), d))[:servers]
+    docs = work / "servers.jsonl"
+    docs.write_text("".join(json.dumps({"server": d, "tools": by_domain[d]}) + "\n" for d in chosen))
+    knowledge = work / "knowledge.jsonl"
+    knowledge.write_text("".join(json.dumps(r) + "\n" for r in _knowledge(4)))
+    f = {k: work / f"{k}.jsonl" for k in ("catalog", "chains", "tasks", "trajectories", "envs")}
+    plan = [
+        ("tools", sum(len(by_domain[d]) for d in chosen), ["tools", str(docs), "-o", str(f["catalog"])]),
+        ("chains", None, ["chains", "-c", str(f["catalog"]), "--llm", llm, "--proposals", "3", "--walks", "4",
+                          "-o", str(f["chains"])]),
+        ("tasks", None, ["tasks", "-c", str(f["catalog"]), "--chains", str(f["chains"]), "--llm", llm,
+                         "--per-server", "2", "--augment", "diversity", "-o", str(f["tasks"])]),
+        ("trajectories", None, ["trajectories", "-c", str(f["catalog"]), "--tasks", str(f["tasks"]), "--teacher", llm,
+                                "--max-turns", "4", "-o", str(f["trajectories"])]),
+        ("envs", 4, ["envs", "-k", str(knowledge), "--llm", llm, "--hops", "2", "--retries", "2",
+                     "-o", str(f["envs"])]),
+    ]
+    stages: dict[str, dict] = {}
+    rows_before = None
+    for name, n_in, args in plan:
+        t0 = time.perf_counter()
+        proc = subprocess.run([TINYTOOL, "synth", *args, "--overwrite"], check=False, capture_output=True,
+                              text=True)
+        seconds = time.perf_counter() - t0
+        out = f["catalog" if name == "tools" else name]
+        rows = sum(1 for line in out.read_text().splitlines() if line.strip()) if out.is_file() else 0
+        printed = [ln for ln in proc.stderr.splitlines() if ln.strip() and "Loading weights" not in ln][-3:]
+        stages[name] = {"in": n_in if n_in is not None else rows_before, "out": rows, "seconds": round(seconds, 1),
+                        "exit_code": proc.returncode, "printed": printed}
+        if name == "tools":
+            stages[name]["out_tools"] = sum(len(json.loads(line)["tools"]) for line in
+                                            out.read_text().splitlines() if line.strip()) if out.is_file() else 0
+        print(label, name, stages[name], flush=True)
+        rows_before = rows
+        if proc.returncode != 0 and name in ("tools", "chains"):
+            break
+    return {"llm": llm, "servers": chosen, "stages": stages,
+            "units": "tools: servers in/out rows (out_tools: tools kept); chains: servers in, verified chains out; "
+                     "tasks: chains in, kept tasks out; trajectories: tasks in, kept trajectories out; envs: "
+                     "knowledge passages in, verified environments out"}
+
+
 def _scripted(servers: dict):
     """A deterministic stand-in LLM answering each stage's prompt in its expected shape."""
     from tinytool.llm import ScriptedClient
@@ -129,9 +200,25 @@ def _scripted(servers: dict):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llm", help="a real LLM for the pipeline part (local model spec or URL@MODEL)")
+    ap.add_argument("--cli", action="append", default=[], metavar="LABEL=LLM",
+                    help="run the five stages through the CLI with this LLM (e.g. bundled=smollm2-135m-instruct, "
+                         "served=http://127.0.0.1:8000/v1@m); repeatable; writes pipeline_cli.LABEL and keeps the rest "
+                         "of the file")
+    ap.add_argument("--servers", type=int, default=3, help="with --cli: demo catalog domains synthesized for")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/synth-bench"), help="with --cli: work folder")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "synth.json")
     args = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.cli:
+        result = json.loads(args.out.read_text()) if args.out.is_file() else {"benchmark": "synth"}
+        for item in args.cli:
+            label, _, llm = item.partition("=")
+            if not llm:
+                ap.error(f"--cli {item!r}: give LABEL=LLM")
+            result.setdefault("pipeline_cli", {})[label] = {
+                **pipeline_cli_part(llm, args.work / label, args.servers, label), "machine": machine()}
+            args.out.write_text(json.dumps(result, indent=1) + "\n")
+        return
     result = {"benchmark": "synth", "machine": machine(), "versions": versions("torch", "mcp")}
     result["sandbox"] = sandbox_part()
     pipeline = pipeline_part(None)

@@ -104,3 +104,16 @@ def test_synth_envs_verb_writes_tasks_rl_can_train_on(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     (conv,) = read_jsonl(out)
     assert conv.meta["environment"]["code"] and conv.tools[0].name == "city_population"
+
+
+def test_synth_envs_verb_counts_what_an_unreadable_model_left(tmp_path, monkeypatch):
+    """A model whose replies never read: no environment, the drops counted by reason, no crash."""
+    from tinytool.cli import app
+
+    knowledge = tmp_path / "k.jsonl"
+    knowledge.write_text("".join(json.dumps({"text": f"Fact {i}."}) + "\n" for i in range(3)))
+    monkeypatch.setattr("tinytool.llm.get_client", lambda spec, **kw: ScriptedClient(lambda r, i: "sure!"))
+    out = tmp_path / "envs.jsonl"
+    res = CliRunner().invoke(app, ["synth", "envs", "-k", str(knowledge), "--llm", "x", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_text() == "" and "instance not read 3" in res.output

@@ -293,7 +293,6 @@ def envs_cmd(
 
     Example: tinytool synth envs -k knowledge.jsonl --llm http://127.0.0.1:8000/v1@teacher -o envs.jsonl
     """
-    import dataclasses
     import hashlib
     import json
 
@@ -314,7 +313,7 @@ def envs_cmd(
             env = build_environment(client, inst, env_stats, retries, do_merge=not no_merge)
             if env is not None:
                 tasks.append(environment_task(env))
-        return tasks, {"qa": dataclasses.asdict(qa_stats), "env": dataclasses.asdict(env_stats)}
+        return tasks, {"qa": qa_stats.as_dict(), "env": env_stats.as_dict()}
 
     def key(row: dict) -> str:
         return hashlib.sha256(json.dumps(row, sort_keys=True).encode()).hexdigest()[:16]

@@ -100,6 +100,11 @@ class EnvStats:
     dropped: Counter = field(default_factory=Counter)
     environments: int = 0
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready counts (``dataclasses.asdict`` would rebuild the Counter from its items as keys)."""
+        return {"steps": self.steps, "verified": self.verified, "attempts": self.attempts, "merged": self.merged,
+                "dropped": dict(self.dropped), "environments": self.environments}
+
 
 def _verify(code: str, call: str, answer: str) -> bool:
     try:

@@ -104,6 +104,10 @@ class QAStats:
     dropped: Counter = field(default_factory=Counter)
     kept: int = 0
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready counts (``dataclasses.asdict`` would rebuild the Counter from its items as keys)."""
+        return {"generated": self.generated, "dropped": dict(self.dropped), "kept": self.kept}
+
 
 def generate_instances(client: LLMClient, knowledge: Sequence[str], hops: int, gen: GenerationConfig,
                        stats: QAStats, questions: Sequence[str | None] | None = None) -> list[QAInstance]:
