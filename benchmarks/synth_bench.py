@@ -113,6 +113,26 @@ def _knowledge(n: int) -> list[dict]:
     return rows
 
 
+def _demo_tasks(servers: list[str], n: int) -> list[dict]:
+    """Up to ``n`` single-turn demo requests whose first call goes to one of ``servers`` (catalog domains), in the
+    shape ``synth tasks`` writes."""
+    from tinytool.data.catalog import CATALOG
+    from tinytool.data.demo import generate_demo
+
+    train, _ = generate_demo(400, 0)
+    out = []
+    for conv in train:
+        calls = [c for m in conv.messages if m.role == "assistant" for c in m.tool_calls]
+        user = next((m.content for m in conv.messages if m.role == "user"), None)
+        if conv.meta.get("tools") == "catalog" and calls and user and calls[0].name in CATALOG:
+            domain = CATALOG[calls[0].name].domain
+            if domain in servers:
+                out.append({"server": domain, "task": user, "source": "demo"})
+        if len(out) == n:
+            break
+    return out
+
+
 def pipeline_cli_part(llm: str, work: Path, servers: int, label: str) -> dict:
     """The five stages as a user runs them, ``tinytool synth tools → chains → tasks → trajectories → envs``, each
     with ``llm`` (a local model or ``URL@MODEL``) on ``servers`` domains of the demo catalog: per stage the rows
@@ -147,6 +167,15 @@ def pipeline_cli_part(llm: str, work: Path, servers: int, label: str) -> dict:
     stages: dict[str, dict] = {}
     rows_before = None
     for name, n_in, args in plan:
+        if name == "tasks":
+            n_in = len(chosen)
+        if name == "trajectories" and rows_before == 0:
+            # the tasks stage kept none: the teacher and judge still get work, the demo's requests to these servers
+            demo = _demo_tasks(chosen, 6)
+            f["demo_tasks"] = work / "demo_tasks.jsonl"
+            f["demo_tasks"].write_text("".join(json.dumps(t) + "\n" for t in demo))
+            args = [str(f["demo_tasks"]) if a == str(f["tasks"]) else a for a in args]
+            rows_before = len(demo)
         t0 = time.perf_counter()
         proc = subprocess.run([TINYTOOL, "synth", *args, "--overwrite"], check=False, capture_output=True,
                               text=True)
@@ -159,13 +188,15 @@ def pipeline_cli_part(llm: str, work: Path, servers: int, label: str) -> dict:
         if name == "tools":
             stages[name]["out_tools"] = sum(len(json.loads(line)["tools"]) for line in
                                             out.read_text().splitlines() if line.strip()) if out.is_file() else 0
+        if name == "trajectories" and "demo_tasks" in f:
+            stages[name]["input"] = "demo requests to these servers (the tasks stage kept none)"
         print(label, name, stages[name], flush=True)
         rows_before = rows
         if proc.returncode != 0 and name in ("tools", "chains"):
             break
     return {"llm": llm, "servers": chosen, "stages": stages,
             "units": "tools: servers in/out rows (out_tools: tools kept); chains: servers in, verified chains out; "
-                     "tasks: chains in, kept tasks out; trajectories: tasks in, kept trajectories out; envs: "
+                     "tasks: servers in, kept tasks out; trajectories: tasks in, kept trajectories out; envs: "
                      "knowledge passages in, verified environments out"}
 
 
