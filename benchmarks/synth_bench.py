@@ -8,9 +8,13 @@ yields per stage; writes ``benchmarks/results/synth.json``.
 - Pipeline: tool documents → chains → tasks → trajectories → environments on the demo catalog, with a scripted
   LLM (deterministic: the counts show what each filter does) and, with ``--llm``, a real model (a local model
   spec, or ``URL@MODEL`` of ``tinytool serve``): per stage the items in and out and the time.
+- ``--cli LABEL=LLM`` (repeatable) instead: the five stages as a user types them (``tinytool synth tools →
+  chains → tasks → trajectories → envs``) with that LLM on a few demo catalog servers, each stage's rows in and
+  out, seconds and printed summary under ``pipeline_cli.LABEL`` (the rest of the file is kept).
 
     .venv/bin/python benchmarks/synth_bench.py
     .venv/bin/python benchmarks/synth_bench.py --llm http://127.0.0.1:8000/v1@teacher
+    .venv/bin/python benchmarks/synth_bench.py --cli bundled=smollm2-135m-instruct
 """
 
 from __future__ import annotations
