@@ -295,3 +295,21 @@ def test_cli_interrupted_keeps_the_old_split_whole(tmp_path, monkeypatch):
     assert res.exit_code == 130 and res.stderr.splitlines()[-1] == f"interrupted; {out} unchanged"
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["demo"]  # no temporary directory left
+
+
+def test_calls_write_whole_amounts_as_integers():
+    """No call argument is a whole float (``200.0``): a model trained on them writes ``45.0`` for integers."""
+    from tinytool.data.demo import generate_demo
+    from tinytool.data.demo_text import whole_as_int
+
+    assert whole_as_int({"a": 200.0, "b": [1.5, 3.0, {"c": -2.0}], "d": True, "e": "7.0"}) == {
+        "a": 200, "b": [1.5, 3, {"c": -2}], "d": True, "e": "7.0"}
+    assert isinstance(whole_as_int(1e300), float)  # beyond exact ints: left as it is
+
+    seen: list[float] = []  # every float of every call, as JSON writes it
+    train, dev = generate_demo(400, 3)
+    for c in train + dev:
+        for m in c.messages:
+            for tc in m.tool_calls:
+                json.loads(json.dumps(tc.arguments), parse_float=lambda s: seen.append(float(s)) or float(s))
+    assert seen and not [f for f in seen if f.is_integer()]

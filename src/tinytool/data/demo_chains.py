@@ -35,6 +35,7 @@ from tinytool.data.catalog.world import (
     SEARCH_TERMS,
     SMS_TEXTS,
 )
+from tinytool.data.demo_text import whole_as_int
 from tinytool.schema import Message, ToolCall
 
 
@@ -79,7 +80,7 @@ class ChainBuilder:
         tcs = []
         for name, args in calls:
             self._ncalls += 1
-            tcs.append(ToolCall(name=name, arguments=dict(args), id=f"call_{self._ncalls}"))
+            tcs.append(ToolCall(name=name, arguments=whole_as_int(dict(args)), id=f"call_{self._ncalls}"))
         self.messages.append(Message(role="assistant", content=None, tool_calls=tcs))
         results = []
         for tc in tcs:

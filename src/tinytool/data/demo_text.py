@@ -164,8 +164,22 @@ def user_turn(text: str) -> Message:
     return Message(role="user", content=text)
 
 
+def whole_as_int(value: Any) -> Any:
+    """``value`` with every whole float written as an int (``200.0`` → ``200``), inside lists and dicts too: a
+    call states a whole amount as users and schemas do, so a model does not learn to write ``45.0`` where an
+    integer is asked (a JSON ``number`` takes ``200`` as well)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole_as_int(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_as_int(v) for v in value]
+    return value
+
+
 def calls_turn(calls: Sequence[tuple[str, dict[str, Any]]]) -> Message:
-    return Message(role="assistant", content=None, tool_calls=[ToolCall(name=n, arguments=a) for n, a in calls])
+    return Message(role="assistant", content=None,
+                   tool_calls=[ToolCall(name=n, arguments=whole_as_int(a)) for n, a in calls])
 
 
 def answer_turn(text: str | None) -> Message:
