@@ -80,3 +80,5 @@ def test_diversity_keeps_near_duplicates_from_filling_every_slot():
     assert r.search(query, 3, "cosine", diversity=0.9)[0][0].name == plain[0]
     with pytest.raises(ValueError):
         ToolRetriever(tools[:2], embed=r.embed, diversity=1.0)
+    with pytest.raises(ValueError):
+        r.search(query, 3, "cosine", diversity=-0.1)

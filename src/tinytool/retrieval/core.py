@@ -92,6 +92,12 @@ def llm_refiner(client: Any) -> Callable[[str], str]:
     return refine
 
 
+def _checked_diversity(d: float) -> float:
+    if not 0.0 <= d < 1.0:
+        raise ValueError(f"diversity must be in [0, 1), got {d}")
+    return d
+
+
 class ToolRetriever:
     """An index over ``tools`` answering `search` with each method of the module docstring."""
 
@@ -105,9 +111,7 @@ class ToolRetriever:
 
         if not tools:
             raise ValueError("no tools to index")
-        if not 0.0 <= diversity < 1.0:
-            raise ValueError(f"diversity must be in [0, 1), got {diversity}")
-        self.diversity = diversity
+        self.diversity = _checked_diversity(diversity)
         self.tools = list(tools)
         self.names = [t.name for t in self.tools]
         self.embed = embed or default_embedder()
@@ -183,7 +187,7 @@ class ToolRetriever:
         import numpy as np
 
         s = self.scores(query, method)
-        d = self.diversity if diversity is None else diversity
+        d = self.diversity if diversity is None else _checked_diversity(diversity)
         order = [int(i) for i in np.argsort(-s)[:max(k, MMR_POOL) if d > 0 else k] if np.isfinite(s[int(i)])]
         if d > 0:
             order = self._mmr(s, order, k, d)
