@@ -299,3 +299,16 @@ def test_same_tasks_under_any_string_hash_seed():
     t, d = generate_demo(300, 2)
     digests.add(hashlib.sha256(json.dumps([c.to_dict() for c in t + d]).encode()).hexdigest())
     assert len(digests) == 1
+
+
+def test_catalog_equivalents_name_real_tools_and_actions():
+    """Each entry maps a catalog tool to an existing action, and `family` puts both in one family."""
+    from tinytool.data.catalog import CATALOG
+
+    actions = {f"{a.domain}:{a.key}": a for a in proctools.ACTIONS}
+    assert proctools.CATALOG_EQUIVALENTS
+    for name, action in proctools.CATALOG_EQUIVALENTS.items():
+        assert name in CATALOG and action in actions, (name, action)
+        assert proctools.family(name) == proctools.family(actions[action])
+    assert proctools.family("lock_door") == "lock_door"  # no generated equivalent: its own family
+    assert proctools.family("maps.directions") != proctools.family("maps.distance")
