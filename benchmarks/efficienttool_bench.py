@@ -254,13 +254,12 @@ def part_retrieval(args, result: dict) -> None:
             r.append(acts.index(q["action"]) if q["action"] in acts else None)
         extra = intent_ms if method in ("cosine-max", "rrf") else 0.0
         table[label] = {**_topk(r), "ms_per_query": round(1000 * sum(times) / len(times) + extra, 2)}
-        method = label
         times.sort()
-        latency[method] = {"search_ms_median": round(1000 * times[len(times) // 2], 2),
+        latency[label] = {"search_ms_median": round(1000 * times[len(times) // 2], 2),
                            "search_ms_p90": round(1000 * times[int(0.9 * (len(times) - 1))], 2),
                            "search_ms_max": round(1000 * times[-1], 2), "refine_ms_per_query": round(extra, 1)}
-        ranks[method], exact_ranks[method] = r, er
-        print(method, table[method], flush=True)
+        ranks[label], exact_ranks[label] = r, er
+        print(label, table[label], flush=True)
 
     kept, gold_kept, gold_ranked = [], [], []
     for q in queries:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _common import ROOT, machine, versions
+from _common import ROOT, TINYTOOL, machine, versions
 
 
 def sandbox_part() -> dict:
@@ -142,8 +142,6 @@ def pipeline_cli_part(llm: str, work: Path, servers: int, label: str) -> dict:
     with ``llm`` (a local model or ``URL@MODEL``) on ``servers`` domains of the demo catalog: per stage the rows
     in and out, the wall seconds, and the line the command printed."""
     import subprocess
-
-    from _common import TINYTOOL
 
     from tinytool.data.catalog import CATALOG
 

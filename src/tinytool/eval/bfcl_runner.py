@@ -1,6 +1,10 @@
 """``tinytool eval bfcl``: generate answers to BFCL v4 items with any model, check them with
 tinytool's checkers, and write the answers, the verdicts and a summary into a run directory.
 
+BFCL is the Berkeley Function Calling Leaderboard (Patil et al., ICML 2025), the benchmark STAR evaluates on
+(STAR §4.1, "Benchmarks"; App. A.1 for its prompts); EfficientTool's 4T figures (App. C.1) are added to the
+summary.
+
 A run directory holds:
 
 - ``run.json`` — what was run: model, backend, format, BFCL version, categories, limit, sampling;

@@ -61,9 +61,11 @@ def retrieve_command(
         refine = llm_refiner(get_client(refine_llm))
     retriever = ToolRetriever(read_catalog(catalog), refine=refine, refine_words=refine_words, diversity=diversity)
     if query is not None:
-        if knee:
-            k = len(knee_cutoff(retriever.search(query, k, method, diversity=0.0)))
-        results = retriever.search(query, k, method)
+        results = retriever.search(query, k, method, diversity=0.0 if knee else None)
+        if knee:  # the knee reads the relevance ranking; the tools it allows are then picked as asked
+            results = knee_cutoff(results)
+            if diversity > 0:
+                results = retriever.search(query, len(results), method)
         for tool, score in results:
             typer.echo(json.dumps({"tool": tool.name, "score": round(score, 4), "description": tool.description}))
         return
