@@ -496,6 +496,73 @@ def part_profile(args: argparse.Namespace, tok: Any, work: Path, state: dict[str
     }
 
 
+def _launch(cmd: list[str], log: Path) -> float:
+    """Run ``tinytool CMD`` through ``accelerate launch`` (one process); its output goes to ``log``."""
+    full = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
+            "--dynamo_backend", "no", "--mixed_precision", "bf16", "-m", "tinytool.cli", *cmd]
+    t0 = time.perf_counter()
+    with log.open("w") as fh:
+        proc = subprocess.run(full, stdout=fh, stderr=subprocess.STDOUT, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"exit {proc.returncode}: {' '.join(full[-len(cmd) - 2:])}\n"
+                           + log.read_text()[-2500:])
+    return time.perf_counter() - t0
+
+
+def part_rl(args: argparse.Namespace, tok: Any, work: Path, state: dict[str, Any]) -> dict[str, Any]:
+    """GRPO on the device through ``accelerate launch``: `tinytool rl` on demo prompts with a SmolLM2-shaped policy,
+    TRL's generation against tinytool's rollouts (same prompts, 16 rollouts of at most 64 tokens per step, Sim-RL,
+    no group filter), then a few multi-turn steps in the demo environment."""
+    import torch
+
+    from tinytool.data.demo import write_demo
+
+    policy = work / "rl-policy"
+    model = _build_model(_shapes(args.small)["smollm2-135m-shaped"], tok, "cpu", torch.float32, seed=2)
+    model.save_pretrained(policy)
+    tok.save_pretrained(policy)
+    del model
+    data_dir = work / "rl-data"
+    n_conv = 64 if args.small else 400
+    write_demo(n_conv, 0, data_dir, dev_fraction=0.0)
+    train = str(data_dir / "train.jsonl")
+    steps = args.rl_steps
+    common = ["-m", str(policy), "-d", train, "-f", "hermes-nothink", "--reward", "simrl", "--num-generations", "8",
+              "--per-device-train-batch-size", "16", "--max-completion-length", "64", "--group-filter", "off",
+              "--save-steps", "0", "--logging-steps", "1", "--seed", "0", "--shuffle-dataset", "false",
+              "--report-to", "none"]
+    out: dict[str, Any] = {"policy": "smollm2-135m-shaped (random weights)", "data": f"tinytool demo, {n_conv} conversations, seed 0",
+                           "launcher": "accelerate launch --num_processes 1 --mixed_precision bf16", "rows": []}
+    for rollouts in ("trl", "tinytool"):
+        run_dir = work / f"rl-{rollouts}"
+        wall = _launch(["rl", *common, "--rollouts", rollouts, "--max-steps", str(steps), "-o", str(run_dir),
+                        "--overwrite"], work / f"rl-{rollouts}.log")
+        summary = json.loads((run_dir / "rl_summary.json").read_text())
+        times = [t for _, t in summary["curves"].get("step_time", [])]
+        steady = times[1:] or times
+        out["rows"].append({
+            "rollouts": rollouts, "steps": summary["global_step"], "processes": summary["processes"],
+            "first_step_seconds": round(times[0], 3) if times else None,
+            "steady_step_seconds": round(statistics.median(steady), 3) if steady else None,
+            "rollouts_per_second": round(16 / statistics.median(steady), 1) if steady else None,
+            "completion_mean_tokens": [round(v, 1) for _, v in summary["curves"].get("completions/mean_length", [])],
+            "wall_seconds": round(wall, 1), "saved": summary["saved"]["kind"]})
+        print(json.dumps(out["rows"][-1]), flush=True)
+    by = {r["rollouts"]: r for r in out["rows"]}
+    if by["trl"]["steady_step_seconds"] and by["tinytool"]["steady_step_seconds"]:
+        out["speedup"] = round(by["trl"]["steady_step_seconds"] / by["tinytool"]["steady_step_seconds"], 2)
+    run_dir = work / "rl-multiturn"
+    wall = _launch(["rl", *common, "--env", "demo", "--max-turns", "3", "--max-steps", str(max(2, steps // 2)),
+                    "-o", str(run_dir), "--overwrite"], work / "rl-multiturn.log")
+    summary = json.loads((run_dir / "rl_summary.json").read_text())
+    times = [t for _, t in summary["curves"].get("step_time", [])]
+    out["multiturn"] = {"env": "demo", "max_turns": 3, "steps": summary["global_step"],
+                        "steady_step_seconds": round(statistics.median(times[1:] or times), 3) if times else None,
+                        "calls_per_rollout": summary["curves"].get("tools/calls_per_rollout"),
+                        "wall_seconds": round(wall, 1)}
+    return out
+
+
 def part_vllm(args: argparse.Namespace, tok: Any, work: Path, state: dict[str, Any]) -> dict[str, Any]:
     """vLLM generation and the ``prompt_logprobs`` cache build, where ``import vllm`` works."""
     try:
@@ -548,8 +615,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--work", default=None, help="scratch folder (default: a fresh one under --out's parent)")
     ap.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     ap.add_argument("--small", action="store_true", help="tiny shapes and lengths: a CPU smoke run")
-    ap.add_argument("--parts", nargs="+", default=["cache", "loss", "train", "profile", "vllm"],
-                    choices=["cache", "loss", "train", "profile", "vllm"])
+    ap.add_argument("--parts", nargs="+", default=["cache", "loss", "train", "profile", "rl", "vllm"],
+                    choices=["cache", "loss", "train", "profile", "rl", "vllm"])
     ap.add_argument("--conversations", type=int, default=None)
     ap.add_argument("--vocab", type=int, default=None)
     ap.add_argument("--hidden", type=int, default=None)
@@ -562,6 +629,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--train-steps", type=int, default=None)
     ap.add_argument("--train-batch", type=int, default=None)
     ap.add_argument("--max-length", type=int, default=2048)
+    ap.add_argument("--rl-steps", type=int, default=None, help="GRPO steps per rollout engine (rl part)")
     args = ap.parse_args(argv)
 
     import torch
@@ -576,6 +644,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.fused_chunks = args.fused_chunks if args.fused_chunks is not None else ([32] if small else [256, 4096])
     args.train_steps = args.train_steps or (5 if small else 40)
     args.train_batch = args.train_batch or (2 if small else 8)
+    args.rl_steps = args.rl_steps or (2 if small else 8)
     args.cache_batch = {"smollm2-135m-shaped": 2 if small else 32, "qwen3-0.6b-shaped": 2 if small else 16}
     if small:
         args.chunk = min(args.chunk, 64)
@@ -615,6 +684,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             _guard(result, "train_distill", part_train, args, tok, work, state)
         elif part == "profile":
             _guard(result, "train_profile", part_profile, args, tok, work, state)
+        elif part == "rl":
+            _guard(result, "rl_grpo", part_rl, args, tok, work, state)
         elif part == "vllm":
             _guard(result, "vllm", part_vllm, args, tok, work, state)
         save()
