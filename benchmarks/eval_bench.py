@@ -49,8 +49,9 @@ def _sequential_fp32(model, tokenizer, prompts: list[str], max_new_tokens: int, 
 
 def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str,
                batch_sizes: tuple[int, ...] = (8, 16)) -> dict:
-    """The same ``n_items`` BFCL prompts: the batched runner (bf16 prefill, each batch size) vs plain
-    one-at-a-time fp32 greedy ``generate``, all in one run."""
+    """The same ``n_items`` BFCL prompts: the runner with continuous batching (bf16 prefill, fp32 decode, each
+    batch size), the same runner decoding padded batches, and plain one-at-a-time fp32 greedy ``generate``, all
+    in one run."""
     data = bfcl_data()
     half = n_items // 2
     items = data.items("simple_python", limit=half, seed=1) + data.items("multiple", limit=n_items - half, seed=1)
@@ -66,11 +67,13 @@ def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: st
         texts[name] = [t for t, _ in outs]
         print(f"{name}: {len(items)} items in {secs:.1f}s ({tokens} tokens)", flush=True)
 
-    for bs in batch_sizes:
-        client = HFClient(model, tokenizer, batch_size=bs, bf16=True)
+    runs = [(f"continuous_b{bs}", bs, True) for bs in batch_sizes] + [(f"padded_b{batch_sizes[0]}", batch_sizes[0],
+                                                                       False)]
+    for name, bs, continuous in runs:
+        client = HFClient(model, tokenizer, batch_size=bs, bf16=True, continuous=continuous)
         t0 = time.perf_counter()
         outs = client.generate(requests, gen)
-        record(f"batched_bf16_b{bs}", time.perf_counter() - t0, [(c[0].text, c[0].n_tokens) for c in outs],
+        record(name, time.perf_counter() - t0, [(c[0].text, c[0].n_tokens) for c in outs],
                {"client": client.describe(), "prefix_tokens_reused": client.prefix_store.hits,
                 "prefix_tokens_prefilled": client.prefix_store.misses})
     prompts = [render_prompt(tokenizer, r) for r in requests]
@@ -85,8 +88,9 @@ def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: st
         "identical_outputs": {k: sum(a == b for a, b in zip(texts[k], texts["sequential_fp32"], strict=True))
                               for k in sides if k != "sequential_fp32"},
         "note": "bf16 and fp32 greedy decoding may pick different tokens where logits nearly tie; the "
-                "runner prefills each prompt alone under bf16 autocast and decodes the batch in fp32 "
-                "(faster on this CPU, see HFClient)",
+                "runner prefills each prompt alone under bf16 autocast and decodes in fp32 (faster on this CPU, "
+                "see HFClient); continuous_bN refills a finished row's slot at once (N slots), padded_bN decodes "
+                "N prompts until the longest ends",
     }
 
 
@@ -99,6 +103,8 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=256)
     ap.add_argument("--throughput-items", type=int, default=50)
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--throughput-only", action="store_true", help="leave the BFCL base-model run as it is")
+    ap.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 16], help="continuous batching slots")
     ap.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "base-smollm2")
     args = ap.parse_args()
 
@@ -108,8 +114,11 @@ def main() -> None:
     result.update({"benchmark": "eval", "machine": machine(), "versions": versions("torch", "transformers"),
                    "model": args.model, "bfcl_version": BFCL_VERSION, "cpu_bf16": cpu_supports_bf16()})
     if not args.skip_throughput:
-        result["throughput"] = throughput(model, tokenizer, args.throughput_items, args.max_new_tokens, args.format)
+        result["throughput"] = throughput(model, tokenizer, args.throughput_items, args.max_new_tokens, args.format,
+                                          tuple(args.batch_sizes))
         RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    if args.throughput_only:
+        return
 
     client = HFClient(model, tokenizer, batch_size=8)
     t0 = time.perf_counter()

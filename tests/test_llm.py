@@ -108,11 +108,11 @@ def test_request_seed_samples_the_same_whatever_shares_the_call(client):
 
 def test_greedy_requests_share_batches_whatever_their_seeds(client, monkeypatch):
     calls = []
-    real = client._generate_batch
-    monkeypatch.setattr(client, "_generate_batch", lambda ids, cfg: calls.append(len(ids)) or real(ids, cfg))
+    real = client._generate_rows
+    monkeypatch.setattr(client, "_generate_rows", lambda ids, cfg: calls.append(len(ids)) or real(ids, cfg))
     seeded = [dataclasses.replace(r, seed=100 + i) for i, r in enumerate(PROMPTS[:4])]
     client.generate(seeded, GenerationConfig(max_new_tokens=4))
-    assert sum(calls) == 4 and len(calls) == -(-4 // client.batch_size)
+    assert calls == [4]  # one call: the four share the slots
 
 
 def test_stop_string_cuts_and_stops(client):
@@ -500,3 +500,61 @@ def test_sliding_window_model_falls_back_to_padded_prefill(tokenizer):
     out = c.generate(PROMPTS[:3], GenerationConfig(max_new_tokens=4))
     assert [x[0].n_tokens for x in out] == [4, 4, 4]
     assert c._rowwise_prefill is False and c.prefix_store.misses == 0 and not c.prefix_store.entries
+
+
+def _plain_greedy(model, tokenizer, client, request, max_new_tokens):
+    """Greedy tokens of plain one-at-a-time ``model.generate`` (no EOS)."""
+    ids = tokenizer(client.render_prompt(request), add_special_tokens=False, return_tensors="pt")
+    with torch.inference_mode():
+        out = model.generate(**ids, max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=None,
+                             pad_token_id=tokenizer.pad_token_id)
+    return out[0, ids["input_ids"].shape[1]:].tolist()
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_continuous_batching_refills_slots_and_matches_one_at_a_time(model, tokenizer, attn, monkeypatch):
+    """Rows that end early (an EOS at different steps) hand their slot to the next prompt; every completion equals
+    plain one-at-a-time greedy ``generate`` cut at its EOS, and equals the padded-batch decoder's."""
+    from tinytool.llm import continuous
+
+    monkeypatch.setattr(model.config, "_attn_implementation", attn)
+    cfg = GenerationConfig(max_new_tokens=12)
+    c = HFClient(model, tokenizer, batch_size=2, bf16=False)
+    plain = [_plain_greedy(model, tokenizer, c, r, 12) for r in PROMPTS]
+    stop_id = plain[1][3]  # ends prompt 1 at its 4th token, the others where (if) they write it
+    c.eos_ids = sorted({*c.eos_ids, stop_id})
+    expected = [p[:p.index(stop_id) + 1] if stop_id in p else p for p in plain]
+    assert len({len(e) for e in expected}) > 1  # rows do end at different steps
+    admitted = []
+    real = continuous._Row
+    monkeypatch.setattr(continuous, "_Row", lambda p: admitted.append(p) or real(p))
+    out = c.generate(PROMPTS, cfg)
+    assert [o[0].meta["token_ids"] for o in out] == expected
+    assert len(admitted) == len(PROMPTS)  # five prompts through two slots
+    padded = HFClient(model, tokenizer, batch_size=2, bf16=False, continuous=False)
+    padded.eos_ids = c.eos_ids
+    assert [o[0].text for o in padded.generate(PROMPTS, cfg)] == [o[0].text for o in out]
+    for o, e in zip(out, expected, strict=True):
+        assert o[0].n_tokens == len(e) and o[0].finish_reason == ("stop" if e[-1] == stop_id else "length")
+
+
+def test_continuous_sampling_draws_n_per_prompt_and_entropy(model, tokenizer):
+    c = HFClient(model, tokenizer, batch_size=2, bf16=False)
+    cfg = GenerationConfig(max_new_tokens=6, temperature=2.0, top_p=0.9, n=3, seed=3, entropy=True)
+    out = c.generate(PROMPTS[:3], cfg)
+    assert [len(o) for o in out] == [3, 3, 3]
+    assert all(x.n_tokens == 6 and x.entropy is not None and 0 < x.entropy <= math.log(len(tokenizer))
+               for o in out for x in o)
+    assert len({x.text for x in out[0]}) > 1
+    assert [[x.text for x in o] for o in c.generate(PROMPTS[:3], cfg)] == [[x.text for x in o] for o in out]
+
+
+def test_top_p_keeps_the_nucleus():
+    from tinytool.llm.continuous import sample_next
+
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    torch.manual_seed(0)
+    drawn = {int(sample_next(logits, 1.0, 0.75, greedy=False)) for _ in range(300)}
+    assert drawn == {0, 1}  # 0.5 + 0.3 reach 0.75; the tail is cut
+    assert int(sample_next(logits, 1.0, 0.1, greedy=False)) == 0  # at least the top token
+    assert int(sample_next(logits, 1.0, 1.0, greedy=True)) == 0

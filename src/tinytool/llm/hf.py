@@ -145,12 +145,13 @@ class HFClient(LLMClient):
     ``decode_bf16``: also autocast while decoding — None means on CUDA only: on CPUs a small model's
     decode step is faster in fp32 than under bf16 autocast, while its prefill is faster in bf16 (figures in
     ``benchmarks/results/eval.json``). ``prefix_cache_mb``: memory for cached prompt
-    prefixes (0 turns the store off).
+    prefixes (0 turns the store off). ``continuous``: refill a finished row's slot with the next waiting
+    prompt (`tinytool.llm.continuous`) instead of decoding padded batches until their longest row ends.
     """
 
     def __init__(self, model: Any, tokenizer: Any, batch_size: int = 8, device: str | None = None,
                  bf16: bool | None = None, name: str | None = None, decode_bf16: bool | None = None,
-                 prefix_cache_mb: float = 2048):
+                 prefix_cache_mb: float = 2048, continuous: bool = True):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if prefix_cache_mb < 0:
@@ -164,6 +165,7 @@ class HFClient(LLMClient):
         self.batch_size = batch_size
         self.bf16 = bf16
         self.decode_bf16 = decode_bf16
+        self.continuous = continuous
         self.prefix_store = _PrefixStore(int(prefix_cache_mb * 2**20))
         self._rowwise_prefill: bool | None = None  # None: not known until the first prefill
         self.device = next(model.parameters()).device
@@ -225,6 +227,7 @@ class HFClient(LLMClient):
             "decode_autocast_bf16": self._decodes_bf16(),
             "prefix_cache_mb": round(self.prefix_store.max_bytes / 2**20, 1),
             "batch_size": self.batch_size,
+            "continuous_batching": self.continuous,
             "device": str(self.device),
         }
 
@@ -267,12 +270,35 @@ class HFClient(LLMClient):
                     torch.manual_seed(seed)
                 # longest first: similar lengths share a batch, and an out-of-memory shows up at once
                 order = sorted(members, key=lambda i: -len(token_ids[i]))
-                for start in range(0, len(order), self.batch_size):
-                    chunk = order[start:start + self.batch_size]
-                    batch = self._generate_batch([token_ids[i] for i in chunk], config)
-                    for i, completions in zip(chunk, batch):
-                        results[i] = completions
+                for i, completions in zip(order, self._generate_rows([token_ids[i] for i in order], config)):
+                    results[i] = completions
         return results
+
+    def _generate_rows(self, seqs: list[list[int]], config: GenerationConfig) -> list[list[Completion]]:
+        """Completions of ``seqs`` (longest first): continuous batching through ``batch_size × n`` slots where
+        the model allows it (`tinytool.llm.continuous`), padded batches of ``batch_size`` prompts otherwise."""
+        from tinytool.llm.continuous import decode_continuous
+
+        decoded = decode_continuous(self, seqs, config, self._decode_autocast) if self.continuous else None
+        if decoded is None:
+            out: list[list[Completion]] = []
+            for start in range(0, len(seqs), self.batch_size):
+                out.extend(self._generate_batch(seqs[start:start + self.batch_size], config))
+            return out
+        completions = []
+        for prompt, rows in zip(seqs, decoded, strict=True):
+            completions.append([self._completion(tokens, config, len(prompt), steps) for tokens, steps in rows])
+        return completions
+
+    def _completion(self, tokens: list[int], config: GenerationConfig, prompt_tokens: int,
+                    entropies: Any = None) -> Completion:
+        """One generated row as a `Completion`; ``entropies``: per-step entropies, averaged over the kept tokens."""
+        text, n_tokens, finish = self._finish(tokens, config)
+        entropy = None
+        if entropies is not None and len(entropies):
+            entropy = float(sum(entropies[:max(n_tokens, 1)]) / len(entropies[:max(n_tokens, 1)]))
+        return Completion(text=text, n_tokens=n_tokens, entropy=entropy, finish_reason=finish,
+                          meta={"prompt_tokens": prompt_tokens, "token_ids": tokens[:n_tokens]})
 
     def _gen_config(self, config: GenerationConfig):
         """A transformers generation config that says everything explicitly, so values from the
@@ -403,19 +429,10 @@ class HFClient(LLMClient):
         entropies = torch.stack(recorder.steps, dim=1).float().cpu() if recorder and recorder.steps else None
         completions: list[list[Completion]] = []
         for row, tokens in enumerate(generated):
-            prompt_row = row // config.n  # generate repeats each prompt n times, adjacently
-            if row % config.n == 0:
+            if row % config.n == 0:  # generate repeats each prompt n times, adjacently
                 completions.append([])
-            text, n_tokens, finish = self._finish(tokens, config)
-            kept = tokens[:n_tokens]
-            entropy = None
-            if entropies is not None:
-                steps = entropies[row, :max(n_tokens, 1)]
-                entropy = float(steps.mean())
-            completions[-1].append(Completion(
-                text=text, n_tokens=n_tokens, entropy=entropy, finish_reason=finish,
-                meta={"prompt_tokens": len(seqs[prompt_row]), "token_ids": kept},
-            ))
+            steps = entropies[row].tolist() if entropies is not None else None
+            completions[-1].append(self._completion(tokens, config, len(seqs[row // config.n]), steps))
         return completions
 
     def _finish(self, tokens: list[int], config: GenerationConfig) -> tuple[str, int, str]:
