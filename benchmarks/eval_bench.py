@@ -11,6 +11,7 @@ an interrupted benchmark continues where it stopped.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import time
@@ -53,6 +54,8 @@ def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: st
     batch size), the same runner decoding padded batches, and plain one-at-a-time fp32 greedy ``generate``, all
     in one run."""
     data = bfcl_data()
+    import torch
+
     half = n_items // 2
     items = data.items("simple_python", limit=half, seed=1) + data.items("multiple", limit=n_items - half, seed=1)
     fmt = get_format(fmt_name)
@@ -69,8 +72,11 @@ def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: st
 
     runs = [(f"continuous_b{bs}", bs, True) for bs in batch_sizes] + [(f"padded_b{batch_sizes[0]}", batch_sizes[0],
                                                                        False)]
+    bf16_model = copy.deepcopy(model).to(torch.bfloat16)  # what `tinytool eval --dtype bfloat16` loads
+    runs.append((f"continuous_b{batch_sizes[-1]}_bf16_weights", batch_sizes[-1], True))
     for name, bs, continuous in runs:
-        client = HFClient(model, tokenizer, batch_size=bs, bf16=True, continuous=continuous)
+        client = HFClient(bf16_model if name.endswith("_bf16_weights") else model, tokenizer, batch_size=bs,
+                          bf16=True, continuous=continuous)
         t0 = time.perf_counter()
         outs = client.generate(requests, gen)
         record(name, time.perf_counter() - t0, [(c[0].text, c[0].n_tokens) for c in outs],
@@ -90,7 +96,7 @@ def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: st
         "note": "bf16 and fp32 greedy decoding may pick different tokens where logits nearly tie; the "
                 "runner prefills each prompt alone under bf16 autocast and decodes in fp32 (faster on this CPU, "
                 "see HFClient); continuous_bN refills a finished row's slot at once (N slots), padded_bN decodes "
-                "N prompts until the longest ends",
+                "N prompts until the longest ends; _bf16_weights decodes with a bfloat16 copy of the weights",
     }
 
 

@@ -192,13 +192,15 @@ def test_progress_names_the_batch_before_it_is_generated(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "ProgressBar", Recording)
     client = ScriptedClient(lambda r, i: events.append("generate") or "no")
-    cfg = BFCLRunConfig(model="m", categories=["simple_python", "irrelevance"], limit=2, batch_size=3)
+    cfg = BFCLRunConfig(model="m", categories=["simple_python", "irrelevance"], limit=3, batch_size=1)
     run_bfcl(cfg, tmp_path, client, progress=False)
-    # single-turn items of all categories share batches
-    assert events == ["bfcl single-turn 1-3/4: generating", "generate", "generate", "generate",
-                      "bfcl single-turn 4-4/4: generating", "generate"]
+    # single-turn items of all categories share calls of CALL_BATCHES batches (continuous batching refills
+    # slots from the prompts of one call)
+    assert runner.CALL_BATCHES == 4
+    assert events == ["bfcl single-turn 1-4/6: generating", "generate", "generate", "generate", "generate",
+                      "bfcl single-turn 5-6/6: generating", "generate", "generate"]
     rows = [json.loads(line) for line in (tmp_path / "generations.jsonl").read_text().splitlines()]
-    assert sorted(r["category"] for r in rows) == ["irrelevance", "irrelevance", "simple_python", "simple_python"]
+    assert sorted(r["category"] for r in rows) == ["irrelevance"] * 3 + ["simple_python"] * 3
 
 
 def _json_with_tuples(value) -> str:

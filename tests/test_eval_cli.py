@@ -39,15 +39,15 @@ def dev(tmp_path):
 def scripted(monkeypatch):
     """The CLI's model loader answers with a scripted client (always "no idea")."""
     client = ScriptedClient(lambda r, i: "no idea")
-    monkeypatch.setattr("tinytool.eval.cli_eval._client", lambda model, batch_size: client)
+    monkeypatch.setattr("tinytool.eval.cli_eval._client", lambda model, batch_size, dtype="float32": client)
     return client
 
 
 def test_demo_batch_size_reaches_the_runner(tmp_path, dev, scripted):
     result = runner.invoke(app, ["eval", "demo", "-m", "x", "-d", str(dev), "-o", str(tmp_path / "run"),
-                                 "--limit", "7", "--batch-size", "3"])
+                                 "--limit", "14", "--batch-size", "1"])
     assert result.exit_code == 0, result.output
-    assert [len(c) for c in scripted.calls] == [3, 3, 1]
+    assert [len(c) for c in scripted.calls] == [4, 4, 4, 2]  # CALL_BATCHES batches of one per call
 
 
 def test_demo_on_an_empty_file_is_an_error(tmp_path, scripted):
@@ -137,3 +137,24 @@ def test_the_format_defaults_to_the_one_the_model_was_trained_in(tmp_path):
     (run / "config.yaml").write_text(": not: yaml: [")
     assert trained_format(str(run)) is None
     assert trained_format("smollm2-135m-instruct") is None
+
+
+def test_dtype_reaches_a_local_model_and_is_checked(monkeypatch, tmp_path, dev):
+    import torch
+
+    from tinytool.eval import cli_eval
+
+    seen = {}
+    monkeypatch.setattr("tinytool.llm.get_client", lambda spec, **kw: seen.update(kw) or ScriptedClient(
+        lambda r, i: "no idea"))
+    cli_eval._client("some/model", 4, "bfloat16")
+    assert seen == {"batch_size": 4, "dtype": torch.bfloat16}
+    seen.clear()
+    cli_eval._client("some/model", 4)
+    assert seen == {"batch_size": 4}
+    result = runner.invoke(app, ["eval", "demo", "-m", "x", "-d", str(dev), "-o", str(tmp_path / "r"),
+                                 "--dtype", "float16"])
+    assert "--dtype must be one of float32, bfloat16" in _error(result)
+    result = runner.invoke(app, ["eval", "demo", "-m", "http://127.0.0.1:9/v1@m", "-d", str(dev),
+                                 "-o", str(tmp_path / "r2"), "--dtype", "bfloat16"])
+    assert "applies to local models" in _error(result)

@@ -69,7 +69,7 @@ from tinytool.io import (
     write_jsonl,
 )
 from tinytool.io.rundir import read_manifest
-from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
 from tinytool.progress import ProgressBar
 from tinytool.schema import Conversation, Message, Tool
 
@@ -89,7 +89,7 @@ class BFCLRunConfig:
     samples: int = 1
     temperature: float = 0.0
     max_new_tokens: int = 256
-    batch_size: int = 8
+    batch_size: int = 16  #: sequences decoded at once; each generate call gets CALL_BATCHES times as many items
     step_limit: int = 20  #: multi-turn: model steps per turn before BFCL forces it to quit
     seed: int = 0
     entropy: bool = False
@@ -255,8 +255,9 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
     groups += [(c, [it for it in todo if it.category == c]) for c in cfg.categories if is_multi_turn(c)]
     with ProgressBar("bfcl", total=len(todo), unit="item", enabled=progress) as bar:
         for name, items in groups:
-            for start in range(0, len(items), cfg.batch_size):
-                batch = items[start:start + cfg.batch_size]
+            step = cfg.batch_size if is_multi_turn(name) else cfg.batch_size * CALL_BATCHES
+            for start in range(0, len(items), step):
+                batch = items[start:start + step]
                 # said before the batch runs: a first batch can take minutes, and 0/N alone looks stuck
                 where = f"{name} {start + 1}-{start + len(batch)}/{len(items)}"
                 bar.update(description=f"bfcl {where}: generating")

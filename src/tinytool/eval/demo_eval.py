@@ -22,7 +22,7 @@ from tinytool.eval.bfcl_runner import is_generation, read_generations
 from tinytool.eval.metrics import TaskRecord, four_t
 from tinytool.formats import get_format
 from tinytool.io import append_jsonl, iter_jsonl_rows, open_run_dir, repair_log, write_json, write_jsonl
-from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
 from tinytool.progress import ProgressBar
 from tinytool.rewards.registry import RewardOptions, score_row
 from tinytool.schema import Conversation, SchemaError
@@ -81,7 +81,7 @@ def run_settings(model: str, data: str | os.PathLike, fmt: str, limit: int | Non
 
 def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
                   fmt: str = "hermes", limit: int | None = None, max_new_tokens: int = 256,
-                  batch_size: int = 8, label: str | None = None, progress: bool = True,
+                  batch_size: int = 16, label: str | None = None, progress: bool = True,
                   overwrite: bool = False) -> dict:
     """Generate (resuming) and score the demo dev split; returns the summary.
 
@@ -100,8 +100,8 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     todo = [t for t in tasks if t[0] not in done]
     gen = GenerationConfig(max_new_tokens=max_new_tokens)
     with ProgressBar("demo", total=len(todo), unit="task", enabled=progress) as bar:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start:start + batch_size]
+        for start in range(0, len(todo), batch_size * CALL_BATCHES):
+            batch = todo[start:start + batch_size * CALL_BATCHES]
             bar.update(description=f"demo {start + 1}-{start + len(batch)}/{len(todo)}: generating")
             t0 = time.perf_counter()
             outs = client.generate([Request(messages=pf.to_chat(p)) for _, p, _ in batch], gen)

@@ -10,6 +10,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+#: batches of items a caller that saves results after every `LLMClient.generate` call hands over per call: a
+#: continuous-batching client refills a finished row's slot only from the prompts of the same call
+CALL_BATCHES = 4
+
 
 @dataclass
 class GenerationConfig:
