@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from tinytool.data.catalog import CATALOG
 from tinytool.data.demo import generate_demo
 from tinytool.envs import DemoEnv, run_tool
 from tinytool.rewards.astra import astra_f1
@@ -72,6 +73,19 @@ def test_reset_refuses_tasks_it_cannot_run():
         env.reset({"tools": [{"type": "function", "function": {"name": "no.such_tool", "parameters": {}}}]})
     with pytest.raises(SchemaError, match="world_seed"):
         env.reset({"tools": [], "world_seed": "x"})
+
+
+def test_mixed_in_tools_are_offered_and_answer_with_an_error():
+    """A task with irrelevant tools mixed in (not of the catalog) still runs; calling a distractor gives an error
+    observation, the catalog tools work as before."""
+    env = DemoEnv()
+    catalog_tool = next(iter(CATALOG.values())).tool.to_dict()
+    distractor = {"type": "function", "function": {"name": "recipes.find_dish", "description": "Find a dish.",
+                                                   "parameters": {"type": "object", "properties": {}}}}
+    tools = env.reset({"tools": [distractor, catalog_tool], "world_seed": 3})
+    assert [t.name for t in tools] == ["recipes.find_dish", catalog_tool["function"]["name"]]
+    (obs,) = env.step([ToolCall("recipes.find_dish", {})])
+    assert "not available in this environment" in json.loads(obs)["error"]
 
 
 def _replay(convs, fmt):

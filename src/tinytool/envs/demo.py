@@ -1,7 +1,9 @@
 """The demo catalog's executable tools as an environment: multi-step tasks run against a seeded world.
 
 A task names its world (``world_seed``), the tools it offers (``tools``: OpenAI tool entries or their JSON)
-and, for scoring, the answers of its sub-questions (``sub_answers``). Every episode starts from a fresh copy of
+and, for scoring, the answers of its sub-questions (``sub_answers``). At least one offered tool must be a
+catalog tool; others (irrelevant tools mixed in, ASTRA §3.2.2) are offered as they are and answer a call with an
+error observation. Every episode starts from a fresh copy of
 that world, so the same calls give the same results the task was generated with. The trajectory reward is
 ASTRA-F1 (ASTRA Eq. 29–31): sub-answers found in the observations and the final reply, against the number of
 calls made.
@@ -39,9 +41,9 @@ class DemoEnv(ToolEnv):
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise SchemaError(f"expected a whole number, got {seed!r:.40}", "world_seed")
         tools = [Tool.from_dict(t) for t in _json(task.get("tools") or [], "tools")]
-        unknown = [t.name for t in tools if t.name not in CATALOG]
-        if unknown:
-            raise SchemaError(f"not tools of the demo catalog: {', '.join(unknown)}", "tools")
+        if not any(t.name in CATALOG for t in tools):
+            names = ", ".join(t.name for t in tools) or "none"
+            raise SchemaError(f"not tools of the demo catalog: {names}", "tools")
         subs = _json(task.get("sub_answers"), "sub_answers")
         self.sub_answers = subs if isinstance(subs, list) else []
         self.world = fresh_world(seed)
@@ -51,6 +53,8 @@ class DemoEnv(ToolEnv):
     def _call(self, name: str, arguments: dict[str, Any]) -> Any:
         if name not in self.offered:
             raise LookupError(f"no tool named {name!r} is offered")
+        if name not in CATALOG:  # a distractor mixed in (ASTRA §3.2.2): offered, never needed, not executable
+            raise LookupError(f"{name!r} is not available in this environment")
         return CATALOG[name].run(self.world, arguments)
 
     def reward(self, final_text: str) -> float | None:
