@@ -16,9 +16,9 @@ _MODEL_HELP = ("Model: hub id, local dir, .gguf, 'smollm2-135m-instruct', 'vllm:
 
 
 DTYPES = ("float32", "bfloat16")
-_DTYPE_HELP = ("Weights of a local model while generating: float32 (exact greedy decoding; prompts prefilled under "
-               "bf16 autocast where the hardware has it) or bfloat16 (decoding about 1.6x faster on a CPU with "
-               "native bf16; a few greedy tokens may differ).")
+_DTYPE_HELP = ("Weights of a local model while generating: float32 (prompts prefilled under bf16 autocast where the "
+               "hardware has it, decoded in fp32) or bfloat16 (decoding about 1.8x faster on a CPU with native "
+               "bf16, but answers differ from float32's: compare runs decoded alike).")
 _BATCH_HELP = ("Sequences decoded at once (continuous batching: a finished row's slot takes the next item at "
                "once); results are saved every 4 batches' worth of items.")
 
