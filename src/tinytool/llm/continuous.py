@@ -111,10 +111,9 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
     """Decode ``config.n`` sequences from each prompt of ``seqs`` through ``client.batch_size × config.n`` slots.
 
     Returns, per prompt, ``config.n`` pairs ``(generated token ids, per-step entropies or None)`` in the order they
-    were admitted — the ids end at the first EOS (kept), at the first stop string or at ``max_new_tokens`` — or
-    None when the model cannot decode
-    this way (no plain per-layer cache, an attention implementation that takes no 4-D mask, a one-token prompt):
-    the caller then decodes padded batches."""
+    finished — the ids end at the first EOS (kept), at the first stop string or at ``max_new_tokens`` — or None
+    when the model cannot decode this way (no plain per-layer cache, an attention implementation that takes no
+    4-D mask, a one-token prompt): the caller then decodes padded batches."""
     import torch
 
     model, n = client.model, config.n
