@@ -139,8 +139,8 @@ class _PrefixStore:
 class HFClient(LLMClient):
     """Batched generation with a local ``transformers`` causal LM.
 
-    ``batch_size`` prompts go through each ``generate`` call (each expanded to ``config.n``
-    sequences). ``device``: move the model there (None leaves it where it is). ``bf16``: autocast to
+    ``batch_size`` prompts decode at once (each expanded to ``config.n`` sequences); a call may hold any
+    number of prompts. ``device``: move the model there (None leaves it where it is). ``bf16``: autocast to
     bfloat16 — None decides by hardware (`tinytool.models.use_bf16`), True/False force it.
     ``decode_bf16``: also autocast while decoding — None means on CUDA only: on CPUs a small model's
     decode step is faster in fp32 than under bf16 autocast, while its prefill is faster in bf16 (figures in
