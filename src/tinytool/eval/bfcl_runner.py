@@ -16,8 +16,8 @@ A run directory holds:
 - ``summary.json`` — per category accuracy (and pass@k with several samples), error types,
   call counts, throughput; the groups and the overall score with BFCL v4's published group weights.
 
-The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly (BFCL v4's rule for
-Hermes-style output): each ``<tool_call>`` block must be valid JSON, and a call counts only when written so.
+The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, as the BFCL paper's leaderboard
+reads Hermes-style output (Patil et al., ICML 2025): each ``<tool_call>`` block must be valid JSON, and a call counts only when written so.
 What tinytool's lenient parser would add by repairing Python tuples,
 single quotes or trailing commas is reported beside them (``accuracy_lenient``, ``valid_lenient``,
 ``groups_lenient``), never in the headline. BFCL credits an irrelevance answer whose attempted call

@@ -94,7 +94,7 @@ def sample_next(logits: Any, temperature: float, top_p: float, greedy: bool) -> 
 
 
 def entropy_of(logits: Any, temperature: float) -> Any:
-    """Entropy (nats) of softmax(logits / T) per row, computed as the padded decoder's recorder does."""
+    """Entropy (nats) of softmax(logits / T) per row, in logsumexp form (a masked token adds 0, not nan)."""
     import torch
 
     z = logits / temperature
@@ -216,14 +216,9 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             pos[s] += 1
             nxt[s] = tok
             if (tok in eos or len(row.tokens) >= config.max_new_tokens
-                    or (stops and _has_stop(client, row.tokens[-window:], stops))):
+                    or (stops and client._contains_stop(row.tokens[-window:], stops))):
                 finish(s)
     return done
-
-
-def _has_stop(client: Any, tail: list[int], stops: tuple[str, ...]) -> bool:
-    raw = client.tokenizer.decode(tail, skip_special_tokens=False)
-    return any(s in raw for s in stops)
 
 
 __all__ = ["MASKED_ATTENTION", "decode_continuous", "entropy_of", "sample_next"]

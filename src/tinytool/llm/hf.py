@@ -71,16 +71,14 @@ def _entropy_recorder(temperature: float):
     import torch
     from transformers import LogitsProcessor
 
+    from tinytool.llm.continuous import entropy_of
+
     class EntropyRecorder(LogitsProcessor):
         def __init__(self) -> None:
             self.steps: list[torch.Tensor] = []
 
         def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-            z = scores.float() / temperature
-            logp = z - torch.logsumexp(z, dim=-1, keepdim=True)
-            p = logp.exp()
-            # p * logp is 0 * -inf = nan for masked tokens; their contribution is 0
-            self.steps.append(-torch.where(p > 0, p * logp, torch.zeros_like(p)).sum(dim=-1))
+            self.steps.append(entropy_of(scores.float(), temperature))
             return scores
 
     return EntropyRecorder()
