@@ -349,8 +349,14 @@ def test_failure_class_never_raises_and_knows_irrelevance():
     assert failure_class({"category": "simple", "valid": False, "error_type": "type_error:simple",
                           "reason": "'n': expected type integer, got float (45.0)"}, fmt) == \
         "integer written as a float"
+    wrong_count = {"category": "parallel", "valid": False, "error_type": "parallel_function_checker:wrong_count",
+                   "expected": [{"f": {}}, {"f": {}}]}
+    assert failure_class({**wrong_count, "n_calls": 3}, fmt) == "more calls than asked"
+    assert failure_class({**wrong_count, "n_calls": 1}, fmt) == "fewer calls than asked"
+    assert failure_class({**wrong_count, "expected": "?"}, fmt) == "wrong number of calls"
 
-    @given(st.dictionaries(st.sampled_from(["category", "valid", "raw", "error_type", "reason", "n_tokens"]),
+    @given(st.dictionaries(st.sampled_from(["category", "valid", "raw", "error_type", "reason", "n_tokens",
+                                            "n_calls", "expected"]),
                            st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=30))))
     def never_raises(row):
         assert failure_class(row, fmt, 8) in (*CLASSES, None)

@@ -155,6 +155,8 @@ def test_dtype_reaches_a_local_model_and_is_checked(monkeypatch, tmp_path, dev):
     result = runner.invoke(app, ["eval", "demo", "-m", "x", "-d", str(dev), "-o", str(tmp_path / "r"),
                                  "--dtype", "float16"])
     assert "--dtype must be one of float32, bfloat16" in _error(result)
+    result = runner.invoke(app, ["eval", "bfcl", "-m", "x", "-o", str(tmp_path / "b"), "--dtype", "float16"])
+    assert "--dtype must be one of float32, bfloat16" in _error(result)
     result = runner.invoke(app, ["eval", "demo", "-m", "http://127.0.0.1:9/v1@m", "-d", str(dev),
                                  "-o", str(tmp_path / "r2"), "--dtype", "bfloat16"])
     assert "applies to local models" in _error(result)

@@ -23,14 +23,23 @@ _BATCH_HELP = ("Sequences decoded at once (continuous batching: a finished row's
                "once); results are saved every 4 batches' worth of items.")
 
 
+def _remote(model: str) -> bool:
+    return model.startswith(("http://", "https://", "openai:", "vllm:"))
+
+
+def _check_dtype(dtype: str, model: str) -> None:
+    """Refuse a bad ``--dtype`` before anything is loaded or printed."""
+    if dtype not in DTYPES:
+        fail(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if _remote(model) and dtype != "float32":
+        fail(f"--dtype {dtype} applies to local models; {model} decodes on its server")
+
+
 def _client(model: str, batch_size: int, dtype: str = "float32"):
     from tinytool.llm import get_client
 
-    if dtype not in DTYPES:
-        fail(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    if model.startswith(("http://", "https://", "openai:", "vllm:")):
-        if dtype != "float32":
-            fail(f"--dtype {dtype} applies to local models; {model} decodes on its server")
+    _check_dtype(dtype, model)
+    if _remote(model):
         return get_client(model)
     if dtype == "bfloat16":
         import torch
@@ -106,6 +115,7 @@ def bfcl(
     if rescore:
         summary = score(out)
     else:
+        _check_dtype(dtype, model)
         fmt = _check_format(fmt, model)
         if samples > 1 and temperature == 0:
             fail("--samples > 1 needs --temperature > 0")
@@ -138,6 +148,7 @@ def demo(
     """
     from tinytool.eval.demo_eval import run_demo_eval
 
+    _check_dtype(dtype, model)
     fmt = _check_format(fmt, model)
     summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
                             max_new_tokens=max_new_tokens, batch_size=batch_size,

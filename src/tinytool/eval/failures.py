@@ -23,7 +23,9 @@ CLASSES = (
     "unparseable call",
     "no call",
     "wrong function",
-    "wrong number of calls",
+    "more calls than asked",  # the asked calls and more: a repeat, or one nobody asked for
+    "fewer calls than asked",
+    "wrong number of calls",  # a count mismatch where the expected count is not known
     "required parameter left out",
     "stated optional parameter left out",  # the request gives it; the answer needs it
     "unknown parameter",
@@ -71,12 +73,23 @@ def _classify(row: Mapping[str, Any], fmt: PromptFormat, max_new_tokens: int | N
         return "cut at the token limit"
     if error.startswith(("ast_decoder", "relevance_error")) or row.get("n_calls") == 0:
         return "unparseable call" if fmt.attempts_call(raw) else "no call"
+    if "wrong_count" in error:
+        return _count_class(row)
     if error == "type_error:simple" and "expected type integer, got float" in str(row.get("reason", "")):
         return "integer written as a float"
     for key, name in _BY_ERROR:
         if key in error:
             return name
     return "other"
+
+
+def _count_class(row: Mapping[str, Any]) -> str:
+    """Which way a wrong number of calls went: a model that does not know when to stop writes more calls than
+    asked; one that does not read every request in a sentence writes fewer."""
+    made, expected = row.get("n_calls"), row.get("expected")
+    if isinstance(made, int) and isinstance(expected, list) and made != len(expected):
+        return "more calls than asked" if made > len(expected) else "fewer calls than asked"
+    return "wrong number of calls"
 
 
 def failure_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,
