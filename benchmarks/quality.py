@@ -6,7 +6,9 @@ where it stopped and a finished step is not run again:
 
     tinytool data demo  →  tinytool sft  →  tinytool eval bfcl  →  tinytool eval demo
 
-A row is one model: the bundled SmolLM2-135M-Instruct as it ships (``base``) or after SFT on a demo data set.
+A row is one model: the bundled SmolLM2-135M-Instruct as it ships (``base``), after SFT on a demo data set, or
+trained further from another row's model (``teacher``): more SFT, or a depth-pruned student distilled from it
+with CKD (``tinytool student`` → ``tinytool distill``; its throughput counts completion tokens only).
 BFCL is scored with strict decoding (the headline; the lenient figure is kept beside it), on seeded random
 subsets of ``--limit`` items per category (the same items for every row) or on the full categories
 (``--limit 0``). No BFCL data is used in training. ``best`` is the row with the highest non-live AST average
