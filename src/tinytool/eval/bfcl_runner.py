@@ -1,9 +1,9 @@
 """``tinytool eval bfcl``: generate answers to BFCL v4 items with any model, check them with
 tinytool's checkers, and write the answers, the verdicts and a summary into a run directory.
 
-BFCL is the Berkeley Function Calling Leaderboard (Patil et al., ICML 2025), the benchmark STAR evaluates on
-(STAR §4.1, "Benchmarks"; App. A.1 for its prompts); EfficientTool's 4T figures (App. C.1) are added to the
-summary.
+BFCL is the Berkeley Function Calling Leaderboard, v4, the benchmark STAR evaluates on (STAR §4.1,
+"Benchmarks"; App. A.1 for its prompts) and MENTOR tests out-of-domain tool calling with (MENTOR §4.1,
+App. A.3); EfficientTool's 4T figures (App. C.1) are added to the summary.
 
 A run directory holds:
 
@@ -16,8 +16,8 @@ A run directory holds:
 - ``summary.json`` — per category accuracy (and pass@k with several samples), error types,
   call counts, throughput; the groups and the overall score with BFCL v4's published group weights.
 
-The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, as the BFCL paper's leaderboard
-reads Hermes-style output (Patil et al., ICML 2025): each ``<tool_call>`` block must be valid JSON, and a call counts only when written so.
+The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, as BFCL v4 reads Hermes-style
+output: each ``<tool_call>`` block must be valid JSON, and a call counts only when written so.
 What tinytool's lenient parser would add by repairing Python tuples,
 single quotes or trailing commas is reported beside them (``accuracy_lenient``, ``valid_lenient``,
 ``groups_lenient``), never in the headline. BFCL credits an irrelevance answer whose attempted call

@@ -36,9 +36,9 @@ def _check_dtype(dtype: str, model: str) -> None:
 
 
 def _client(model: str, batch_size: int, dtype: str = "float32"):
+    """The model's client; ``dtype`` has passed `_check_dtype`."""
     from tinytool.llm import get_client
 
-    _check_dtype(dtype, model)
     if _remote(model):
         return get_client(model)
     if dtype == "bfloat16":
