@@ -69,6 +69,9 @@ ROWS: dict[str, dict | None] = {
     # ... against the 135M model itself trained longer: sft-v4-mix plus a second epoch of SFT on its data
     "sft-v4-mix-2ep": {"data": ["--n", "2200", "--mix", V4_MIX], "dir": "d2200-v4-mix", "teacher": "sft-v4-mix",
                        "sft": ["--epochs", "1", "--lr", "1e-4", "--warmup", "0.03"]},
+    # the defaults of `tinytool data demo` (V4_MIX; parallel_multiple asking two to four calls, often of one
+    # domain; wide value pools; rates a schema takes as decimals) and of `tinytool sft` (two epochs)
+    "sft-v5": {"data": ["--n", "2200"], "dir": "d2200-v5", "sft": []},
 }
 #: flags every training row shares: memory is no constraint on this benchmark's machine, so activation
 #: checkpointing is off (the default keeps it on, for laptops)

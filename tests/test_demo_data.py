@@ -11,6 +11,7 @@ import pytest
 from tinytool.data.catalog import CATALOG, DOMAINS, HELD_OUT, NO_DEFAULT, World, execute, observation
 from tinytool.data.demo import CATEGORIES, DEFAULT_MIX, generate_demo, write_demo
 from tinytool.data.demo_chains import CHAINS
+from tinytool.data.demo_text import call_plan
 from tinytool.rewards.astra import answer_found
 from tinytool.schema import Conversation, Tool, read_jsonl
 
@@ -160,7 +161,9 @@ def test_category_shapes(every):
             assert len(calls) >= 2 and len({c.name for c in calls}) == 1 and len(conv.tools) == 1
             assert len({c.canonical() for c in calls}) == len(calls)
         elif cat == "parallel_multiple":
-            assert len(calls) >= 2 and len({c.name for c in calls}) >= 2
+            assert 2 <= len(calls) <= 4 and len({c.name for c in calls}) >= 2
+            assert max(Counter(c.name for c in calls).values()) <= 2
+            assert len({c.canonical() for c in calls}) == len(calls)
         elif cat in ("irrelevance", "missing_parameter"):
             assert not calls and msgs[-1].content
             if cat == "irrelevance" and conv.meta["requested_tool"]:
@@ -170,6 +173,19 @@ def test_category_shapes(every):
                     conv.meta["missing_parameter"] in t.param_names for t in conv.tools)
         else:
             assert cat == "multi_step" and len(calls) >= 2 and msgs[-1].content
+
+
+def test_call_plan_asks_two_to_four_calls_of_two_to_four_tools():
+    for seed in range(500):
+        plan = call_plan(random.Random(seed))
+        assert 2 <= len(plan) <= 4 and 2 <= sum(plan) <= 4 and set(plan) <= {1, 2}
+
+
+def test_parallel_multiple_spreads_over_two_three_and_four_calls(every):
+    sizes = Counter(len(_calls(c)) for c in every if c.meta["category"] == "parallel_multiple")
+    total = sum(sizes.values())
+    assert total >= 50 and set(sizes) == {2, 3, 4}
+    assert all(sizes[k] / total > 0.15 for k in (2, 3, 4)), sizes
 
 
 def test_single_turn_ground_truth_executes_without_error(every):
@@ -184,7 +200,7 @@ def test_single_turn_ground_truth_executes_without_error(every):
 
 def test_multi_step_replays_to_the_recorded_observations_and_sub_answers(every):
     multi = [c for c in every if c.meta["category"] == "multi_step"]
-    assert len(multi) >= 0.15 * len(every)
+    assert len(multi) >= 0.9 * DEFAULT_MIX["multi_step"] * len(every)
     for conv in multi:
         m = conv.meta
         assert len(m["sub_questions"]) == len(m["sub_answers"]) == len(m["dependencies"]) >= 2

@@ -7,7 +7,7 @@ categories and as multi-step trajectories:
 - ``multiple``: 2-5 tools offered, near-miss siblings among them; one call.
 - ``parallel``: one tool, 2-4 calls, phrased compactly ("in Paris, Rome and Oslo", "... respectively",
   "then repeat for ...") or as joined requests.
-- ``parallel_multiple``: calls to two or three different tools in one turn.
+- ``parallel_multiple``: two to four calls to two to four different tools in one turn, often of one domain.
 - ``irrelevance``: the request's tool is *not* offered (similar-looking ones are), or no tool is
   needed; the answer is text and no call.
 - ``missing_parameter``: a required value is absent from the request; the answer asks for it.
@@ -46,8 +46,10 @@ from tinytool.data.catalog.world import pristine_world
 from tinytool.data.demo_chains import CHAINS, ChainError, run_chain
 from tinytool.data.demo_text import (
     CHITCHAT,
+    SAME_DOMAIN_P,
     answer_turn,
     ask_for,
+    call_plan,
     calls_turn,
     ensure_end,
     join_requests,
@@ -63,9 +65,10 @@ from tinytool.io import atomic_dir, write_jsonl
 from tinytool.schema import Conversation, Message, Tool
 
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance", "missing_parameter", "multi_step")
+#: the quality benchmark's mix: parallel and parallel_multiple requests make up over a third
 DEFAULT_MIX: dict[str, float] = {
-    "simple": 0.15, "multiple": 0.18, "parallel": 0.13, "parallel_multiple": 0.10,
-    "irrelevance": 0.16, "missing_parameter": 0.08, "multi_step": 0.20,
+    "simple": 0.15, "multiple": 0.18, "parallel": 0.20, "parallel_multiple": 0.17,
+    "irrelevance": 0.16, "missing_parameter": 0.06, "multi_step": 0.08,
 }
 #: default share of the single-turn tasks built over generated tools (a 2,000-task set then offers
 #: well over 500 distinct tools)
@@ -287,15 +290,17 @@ def _parallel(ctx: _Ctx) -> _Task:
 def _parallel_multiple(ctx: _Ctx) -> _Task:
     r = ctx.rng
     first = _pick_target(ctx)
-    n_tools = 2 if r.random() < 0.75 else 3
+    counts = call_plan(r)
     specs = [first]
-    while len(specs) < n_tools:
-        s = CATALOG[r.choice(ctx.tools)]
+    same_domain = [n for n in ctx.tools if CATALOG[n].domain == first.domain]
+    for _ in range(40):
+        if len(specs) == len(counts):
+            break
+        s = CATALOG[r.choice(same_domain if r.random() < SAME_DOMAIN_P else ctx.tools)]
         if s.name not in {x.name for x in specs}:
             specs.append(s)
-    counts = [1] * n_tools
-    if n_tools == 2 and r.random() < 0.4:
-        counts[r.randrange(2)] = 2
+    if len(specs) < len(counts):
+        raise _Retry("not enough different tools")
     all_calls: list[tuple[str, dict[str, Any]]] = []
     parts: list[str] = []
     for s, c in zip(specs, counts):
@@ -308,7 +313,7 @@ def _parallel_multiple(ctx: _Ctx) -> _Task:
             all_calls.extend((s.name, a) for a in group)
             parts.extend(texts)
     _need_valid(ctx, all_calls)
-    offered = specs + _distractors(ctx, specs, r.choice((0, 0, 1, 2)))
+    offered = specs + _distractors(ctx, specs, r.choice((0, 1, 1, 2, 3)))
     return [user_turn(join_requests(parts, r, ctx.split)), calls_turn(all_calls)], offer(ctx.rng, offered), {}
 
 

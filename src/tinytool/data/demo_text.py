@@ -92,6 +92,21 @@ def join_requests(parts: Sequence[str], r: Random, split: str) -> str:
     return out
 
 
+def call_plan(r: Random) -> list[int]:
+    """How many calls each tool of a parallel_multiple request gets: two to four different tools, some asked
+    twice, two to four calls in all (BFCL's parallel_multiple asks for two to four calls; a model that only
+    ever sees two or three learns to pad the answer with calls nobody asked for)."""
+    n_tools = r.choices((2, 3, 4), (0.6, 0.3, 0.1))[0]
+    total = r.choices(range(n_tools, 5), (0.5, 0.25, 0.25)[: 5 - n_tools])[0]
+    counts = [1] * n_tools
+    for i in r.sample(range(n_tools), total - n_tools):
+        counts[i] = 2
+    return counts
+
+
+SAME_DOMAIN_P = 0.5  # chance a parallel_multiple request's next tool comes from the first tool's domain
+
+
 # ---- what the assistant says when it does not call a tool ---------------------------------------------
 
 REFUSALS = (

@@ -44,7 +44,9 @@ from tinytool.data.catalog.base import (
 )
 from tinytool.data.demo_text import (
     CHITCHAT,
+    SAME_DOMAIN_P,
     answer_turn,
+    call_plan,
     calls_turn,
     ensure_end,
     join_requests,
@@ -54,6 +56,30 @@ from tinytool.data.demo_text import (
     refusal,
     repeat_tail,
     user_turn,
+)
+from tinytool.data.proc_values import (
+    BOOK_GENRES,
+    CITIES,
+    COUNTRIES,
+    COUNTRY_CODES,
+    CUISINES,
+    CURRENCIES,
+    ELEMENTS,
+    FIRST,
+    GENRES,
+    INGREDIENTS,
+    LANGUAGES,
+    MESSAGES,
+    PRODUCTS,
+    SKILLS,
+    SPORTS,
+    TICKERS,
+    TOPICS,
+    US_CITIES,
+    WORDS,
+    company,
+    person,
+    team,
 )
 from tinytool.schema import Message, Tool
 
@@ -72,49 +98,6 @@ class Retry(Exception):
 # Values and how users write them
 # ---------------------------------------------------------------------------------------------
 
-CITIES = ("Paris", "Tokyo", "Nairobi", "Lima", "Oslo", "Toronto", "Mumbai", "Cairo", "Sydney", "Berlin", "Madrid",
-          "Seoul", "Denver", "Austin", "Lisbon", "Dublin", "Prague", "Hanoi", "Santiago", "Vancouver", "Chicago",
-          "Boston", "Istanbul", "Jakarta", "Cape Town", "Helsinki", "Montreal", "Osaka", "Athens", "Auckland")
-#: US cities with their state, for parameters described as "City and state, e.g. Boston, MA"
-US_CITIES = (("Boston", "MA", "Massachusetts"), ("Denver", "CO", "Colorado"), ("Austin", "TX", "Texas"),
-             ("Chicago", "IL", "Illinois"), ("Seattle", "WA", "Washington"), ("Miami", "FL", "Florida"),
-             ("Phoenix", "AZ", "Arizona"), ("Portland", "OR", "Oregon"), ("Atlanta", "GA", "Georgia"),
-             ("Nashville", "TN", "Tennessee"), ("San Diego", "CA", "California"), ("Detroit", "MI", "Michigan"),
-             ("Las Vegas", "NV", "Nevada"), ("Baltimore", "MD", "Maryland"), ("Minneapolis", "MN", "Minnesota"),
-             ("Columbus", "OH", "Ohio"), ("Salt Lake City", "UT", "Utah"), ("New Orleans", "LA", "Louisiana"))
-COUNTRIES = ("France", "Japan", "Kenya", "Peru", "Norway", "Canada", "India", "Egypt", "Australia", "Germany",
-             "Spain", "Brazil", "Mexico", "Vietnam", "Chile", "Ireland", "Portugal", "Greece", "Finland", "Morocco")
-PEOPLE = ("Alice Moreau", "Bram de Vries", "Chen Wei", "Dana Okafor", "Elena Petrova", "Farid Haddad", "Grace Kim",
-          "Hugo Silva", "Ines Laurent", "Jonas Berg", "Keiko Tanaka", "Liam O'Brien", "Maya Patel", "Noah Fischer")
-FIRST = ("Alice", "Bram", "Chen", "Dana", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Keiko", "Maya")
-TICKERS = ("AAPL", "MSFT", "NVDA", "AMZN", "TSLA", "GOOGL", "META", "NFLX", "INTC", "ORCL", "SAP", "SONY")
-CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CAD", "AUD", "CHF", "INR", "BRL", "MXN", "SEK", "NOK")
-CUISINES = ("Italian", "Thai", "Mexican", "Japanese", "Indian", "Greek", "Ethiopian", "Korean", "Lebanese",
-            "Vietnamese", "Peruvian", "French")
-GENRES = ("jazz", "rock", "hip hop", "classical", "reggae", "folk", "electronic", "blues", "country", "soul")
-BOOK_GENRES = ("mystery", "science fiction", "fantasy", "biography", "history", "romance", "poetry", "horror")
-LANGUAGES = ("English", "Spanish", "French", "German", "Italian", "Portuguese", "Japanese", "Korean", "Arabic",
-             "Hindi", "Dutch", "Swedish")
-PRODUCTS = ("wireless headphones", "running shoes", "espresso machine", "yoga mat", "desk lamp", "backpack",
-            "electric kettle", "mechanical keyboard", "water bottle", "phone case", "air purifier", "tent")
-INGREDIENTS = ("chicken", "rice", "spinach", "tomatoes", "garlic", "lentils", "tofu", "mushrooms", "chickpeas",
-               "salmon", "potatoes", "eggs", "basil", "lemon", "quinoa", "feta")
-SKILLS = ("Python", "SQL", "data analysis", "project management", "graphic design", "nursing", "accounting",
-          "welding", "copywriting", "machine learning")
-TOPICS = ("solar panels", "climate policy", "electric cars", "remote work", "space exploration", "urban gardening",
-          "cybersecurity", "public transport", "ocean plastic", "sleep science")
-TEAMS = ("Riverside Rovers", "Northgate United", "Harbor City Hawks", "Eastfield Eagles", "Lakeside Lions",
-         "Summit Strikers", "Westbrook Wolves", "Crescent Comets")
-SPORTS = ("football", "basketball", "tennis", "cricket", "baseball", "hockey", "rugby", "volleyball")
-COMPANIES = ("Acme Corp", "Globex", "Initech", "Umbrella Labs", "Stark Industries", "Wayne Enterprises",
-             "Hooli", "Vandelay Imports", "Soylent Co", "Wonka Foods")
-ELEMENTS = ("H2O", "CO2", "NaCl", "C6H12O6", "NH3", "CH4", "H2SO4", "CaCO3", "O2", "C2H5OH")
-WORDS = ("serendipity", "ephemeral", "ubiquitous", "resilient", "meticulous", "eloquent", "candid", "pragmatic")
-MESSAGES = ("running ten minutes late", "the meeting moved to Friday", "happy birthday!", "can you call me back?",
-            "dinner is at 7", "the package arrived", "see you at the station", "don't forget the tickets")
-#: ISO 3166 alpha-2 codes of `COUNTRIES`
-COUNTRY_CODES = dict(zip(COUNTRIES, ("FR", "JP", "KE", "PE", "NO", "CA", "IN", "EG", "AU", "DE", "ES", "BR", "MX",
-                                     "VN", "CL", "IE", "PT", "GR", "FI", "MA"), strict=True))
 _WORD_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
                  "twelve")
 
@@ -212,19 +195,21 @@ def _say_hhmm(v: str, r: Random) -> str:
 
 
 def _city_state(r: Random) -> str:
-    city, code, _ = r.choice(US_CITIES)
-    return f"{city}, {code}"
+    """``Boston, MA`` mostly, else ``Boston, Massachusetts``: a value states the place as the user did."""
+    city, code, name = r.choice(US_CITIES)
+    return f"{city}, {name}" if r.random() < 0.3 else f"{city}, {code}"
 
 
 def _say_city_state(v: str, r: Random) -> str:
-    """``Boston, MA`` read as ``Boston`` (most often), ``Boston, MA`` or ``Boston, Massachusetts``."""
-    city, code = v.split(", ")
-    k = r.random()
-    if k < 0.6:
-        return city
-    if k < 0.8:
-        return v
-    return f"{city}, {next(name for c, cc, name in US_CITIES if (c, cc) == (city, code))}"
+    """``Boston, MA`` read as ``Boston`` (most often) or as written; ``Boston, Massachusetts`` as written (a
+    value never turns the state the user spelled out into its code)."""
+    city, state = v.split(", ")
+    return city if len(state) == 2 and r.random() < 0.6 else v
+
+
+def _rate_decimal(r: Random) -> float:
+    """A rate the user says in percent ("4.5%") that the schema takes as a fraction (0.045)."""
+    return round(_num(0.5, 12, 2, 0.2)(r) / 100, 4)
 
 
 def _date_us(r: Random) -> str:
@@ -366,7 +351,10 @@ SLOTS: dict[str, Slot] = {
     "principal": Slot("number", ("principal", "initial_amount", "deposit"), "Starting amount",
                       _num(500, 100000, 2, 0.7), say_usd, ("on {}", "for a principal of {}")),
     "rate": Slot("number", ("rate", "annual_rate", "interest_rate"), "Annual rate in percent", _num(0.5, 12, 2, 0.2),
-                 say_percent, ("at {}", "with a rate of {}")),
+                 say_percent, ("at {}", "with a rate of {}"), alt="rate_decimal"),
+    "rate_decimal": Slot("number", ("rate", "annual_rate", "interest_rate"),
+                         "Annual rate as a decimal, e.g. 0.05 for 5%", _rate_decimal,
+                         lambda v, r: say_percent(round(v * 100, 2), r), ("at {}", "with a rate of {}")),
     "years": Slot("integer", ("years", "term_years", "duration_years"), "Number of years", _int(1, 30),
                   _int_unit("years"), ("over {}", "for {}")),
     "currency": Slot("string", ("currency", "currency_code"), "ISO currency code, e.g. USD", _pick(CURRENCIES),
@@ -379,7 +367,7 @@ SLOTS: dict[str, Slot] = {
                    frags=("for {}", "of {}")),
     "tickers": Slot("array", ("symbols", "tickers"), "Stock ticker symbols", _some(TICKERS), _say_list,
                     ("for {}",), items=_STR, axis=False),
-    "company": Slot("string", ("company", "company_name", "employer"), "Company name", _pick(COMPANIES),
+    "company": Slot("string", ("company", "company_name", "employer"), "Company name", company,
                     frags=("at {}", "for {}")),
     "max_price": Slot("number", ("max_price", "budget", "price_limit"), "Highest price in USD", _num(20, 900, 2, 0.6),
                       say_usd, ("under {}", "for at most {}"), axis=False),
@@ -387,7 +375,7 @@ SLOTS: dict[str, Slot] = {
                        _num(3, 4.8, 1, 0.2), lambda v, r: f"{fmt_number(v)} stars",
                        ("rated at least {}", "with {} or more"), axis=False),
     # people, text
-    "person": Slot("string", ("name", "contact_name", "recipient"), "Full name of the person", _pick(PEOPLE),
+    "person": Slot("string", ("name", "contact_name", "recipient"), "Full name of the person", person,
                    frags=("to {}", "for {}")),
     "email": Slot("string", ("email", "email_address", "to"), "Email address",
                   lambda r: f"{r.choice(FIRST).lower()}@{r.choice(('example.com', 'mail.org', 'work.net'))}",
@@ -417,7 +405,7 @@ SLOTS: dict[str, Slot] = {
                      _int_unit("servings", "portions"), ("for {}",)),
     "genre": Slot("string", ("genre", "music_genre"), "Music genre", _pick(GENRES), frags=("in {}", "of {} music")),
     "book_genre": Slot("string", ("genre", "category"), "Book genre", _pick(BOOK_GENRES), frags=("in {}",)),
-    "team": Slot("string", ("team", "team_name", "club"), "Team name", _pick(TEAMS), frags=("for {}", "of {}")),
+    "team": Slot("string", ("team", "team_name", "club"), "Team name", team, frags=("for {}", "of {}")),
     "sport": Slot("string", ("sport", "sport_type"), "Sport", _pick(SPORTS), frags=("in {}",)),
     "skill": Slot("string", ("skill", "keywords", "role"), "Skill or job title", _pick(SKILLS),
                   frags=("for {}", "needing {}")),
@@ -1149,22 +1137,22 @@ def _parallel(ctx: Ctx) -> _Task:
 
 
 def _parallel_multiple(ctx: Ctx) -> _Task:
-    r = ctx.rng
+    r, pool = ctx.rng, ctx.pool
+    counts = call_plan(r)
     chosen = [_target(ctx)]
-    n_tools = 2 if r.random() < 0.7 else 3
+    kin = [n for n in pool.by_domain[chosen[0].domain] if ctx.allowed(n)]
     for _ in range(40):
-        if len(chosen) == n_tools:
+        if len(chosen) == len(counts):
             break
-        t = _target(ctx)
+        t = pool.tools[r.choice(kin)] if kin and r.random() < SAME_DOMAIN_P else _target(ctx)
         if family(t) not in {family(c) for c in chosen}:
             chosen.append(t)
     if len(chosen) < 2:
         raise Retry("no second tool")
     calls: list[tuple[str, dict[str, Any]]] = []
     parts: list[str] = []
-    double = r.randrange(len(chosen)) if len(chosen) == 2 and r.random() < 0.35 else -1
-    for i, t in enumerate(chosen):
-        if i == double:
+    for t, k in zip(chosen, counts):
+        if k == 2:
             group, texts = _group(t, 2, ctx)
             calls.extend((t.name, a) for a in group)
             parts.extend(texts)
@@ -1172,7 +1160,7 @@ def _parallel_multiple(ctx: Ctx) -> _Task:
             args, text, _, _ = t.request(r, ctx.split)
             calls.append((t.name, args))
             parts.append(text)
-    offered = chosen + _distractors(ctx, chosen, r.choice((0, 0, 1, 2)))
+    offered = chosen + _distractors(ctx, chosen, r.choice((0, 1, 1, 2, 3)))
     return _msgs(join_requests(parts, r, ctx.split), calls), offer(ctx.rng, offered), {}
 
 
@@ -1181,7 +1169,7 @@ def _irrelevance(ctx: Ctx) -> _Task:
     if r.random() < 0.15:
         question, reply = r.choice(CHITCHAT)
         offered = [_target(ctx) for _ in range(r.randint(1, 3))]
-        offered = list({t.name: t for t in offered}.values())
+        offered = list({family(t): t for t in offered}.values())  # one variant per action
         return _msgs(question, answer=reply), offer(ctx.rng, offered), {"requested_tool": None}
     t = _target(ctx)
     _, text, _, _ = t.request(r, ctx.split)

@@ -64,6 +64,8 @@ class RunOptions:
 
     #: learning rate without LoRA; each trainer sets its paper's value
     FULL_LR: ClassVar[float] = 2e-5
+    #: passes over the data left unset; a trainer may set its own
+    EPOCHS: ClassVar[float] = 1.0
     #: warm-up left unset (steps, or a fraction of all steps below 1); a trainer may set its own
     WARMUP: ClassVar[float] = 0.0
 
@@ -79,7 +81,8 @@ class RunOptions:
     # --- TrainingArguments fields, with tinytool's defaults and short flags ---
     output_dir: str | None = option(None, "Output directory: checkpoints (checkpoint-N), the final model, the run "
                                   "summary, config.yaml and run.json.", "--out", "-o")
-    num_train_epochs: float = option(1.0, "Passes over the data (ignored when --max-steps > 0).", "--epochs")
+    num_train_epochs: float | None = option(None, "Passes over the data (ignored when --max-steps > 0) [default: "
+                                          "the trainer's, 2 for SFT, 1 for the others].", "--epochs")
     max_steps: int = option(-1, "Optimizer steps to stop at (-1: run --epochs).")
     learning_rate: float | None = option(None, "Peak learning rate [default: the trainer's full fine-tuning rate, "
                                        "2e-4 with LoRA].", "--lr")
@@ -112,6 +115,8 @@ class RunOptions:
         if not self.output_dir:
             raise UserInputError("no output directory given: pass --out DIR (or output_dir in the config file)")
         self._device_defaults(torch.cuda.is_available())
+        if self.num_train_epochs is None:
+            self.num_train_epochs = self.EPOCHS
         self.output_dir = str(self.output_dir)
         if self.lora is not None:
             self.lora = _lora_text(self.lora)
