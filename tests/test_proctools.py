@@ -71,6 +71,19 @@ def _stated(value, text: str) -> bool:
     return forms is None or any(f.lower() in text.lower() for f in forms)
 
 
+def test_value_pools_are_wide_and_unambiguous():
+    from random import Random
+
+    from tinytool.data import proc_values
+
+    cities = [c for c, _, _ in proc_values.US_CITIES]
+    assert len(cities) == len(set(cities))  # a request naming only the city fixes the state
+    assert len(set(proc_values.COUNTRY_CODES.values())) == len(proc_values.COUNTRY_CODES)
+    assert len(proc_values.CITIES) >= 150
+    r = Random(0)
+    assert len({proc_values.person(r) for _ in range(500)}) >= 400
+
+
 def test_the_value_check_can_fail():
     assert _stated(3, "for three people") and _stated(1250.5, "a bill of $1,250.50") and _stated("2025-06-14", "on June 14, 2025")
     assert not _stated(4, "for three people") and not _stated(12.75, "12.5 km") and not _stated("Oslo", "in Lima")

@@ -47,11 +47,15 @@ def _cfg(env, out, **kw) -> SFTRunConfig:
 
 
 def test_defaults_left_unset_are_the_measured_recipe(env):
-    """lr and warm-up left unset resolve to SFT's own (1e-4, 3 % of the steps); given ones are kept."""
+    """lr, warm-up and epochs left unset resolve to SFT's own (2e-4, 3 % of the steps, two passes); given ones
+    are kept, and the other trainers keep one pass."""
     cfg = _cfg(env, "defaults")
-    assert cfg.learning_rate == 1e-4 and cfg.warmup_steps == 0.03
-    cfg = _cfg(env, "given", learning_rate=2e-5, warmup_steps=10)
-    assert cfg.learning_rate == 2e-5 and cfg.warmup_steps == 10
+    assert cfg.learning_rate == 2e-4 and cfg.warmup_steps == 0.03 and cfg.num_train_epochs == 2
+    cfg = _cfg(env, "given", learning_rate=2e-5, warmup_steps=10, num_train_epochs=1)
+    assert cfg.learning_rate == 2e-5 and cfg.warmup_steps == 10 and cfg.num_train_epochs == 1
+    from tinytool.train.kto import KTORunConfig
+
+    assert KTORunConfig.EPOCHS == 1
 
 
 def _loss_runs(labels: list[int]) -> list[tuple[int, int]]:
@@ -207,7 +211,7 @@ def test_resume_continues_global_step(env):
     first = train_sft(_cfg(env, "resume", max_steps=4, save_steps=2))
     out = Path(first["out"])
     assert first["global_step"] == 4 and (out / "checkpoint-4").is_dir() and (out / "checkpoint-2").is_dir()
-    with pytest.raises(RunDirError, match=r"learning_rate: 0.0001 there, 0.001 now"):
+    with pytest.raises(RunDirError, match=r"learning_rate: 0.0002 there, 0.001 now"):
         train_sft(_cfg(env, "resume", max_steps=6, save_steps=2, learning_rate=1e-3))
     # the same settings (more steps allowed) resume on their own
     second = train_sft(_cfg(env, "resume", max_steps=6, save_steps=2))
@@ -282,13 +286,15 @@ def test_cli(env):
     out = env["root"] / "cli"
     res = runner.invoke(sft_app, ["--model", env["model"], "--data", env["train"], "--out", str(out),
                                   "--max-steps", "1", "--batch-size", "2", "--max-length", "700", "--no-bf16",
-                                  "--save-steps", "0", "--lr", "1e-3",
+                                  "--save-steps", "0", "--lr", "1e-3", "--eval-steps", "1",
                                   "--eval-data", str(env["root"] / "demo" / "dev.jsonl")])
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "sft_summary.json").read_text())
     assert summary["global_step"] == 1 and summary["examples_dropped_too_long"] > 0
     assert summary["config"]["learning_rate"] == 1e-3 and not summary["bf16"]
     assert "dropped" in res.output and summary["final_eval_loss"] > 0
+    # the last step's evaluation is the final one: the dev split is not read twice
+    assert summary["eval_losses"] == [[1, summary["final_eval_loss"]]]
 
     res = runner.invoke(sft_app, ["--model", env["model"], "--data", env["train"], "--out", str(out),
                                   "--lora", "r=4,rank=8"])

@@ -1147,8 +1147,8 @@ def _parallel_multiple(ctx: Ctx) -> _Task:
         t = pool.tools[r.choice(kin)] if kin and r.random() < SAME_DOMAIN_P else _target(ctx)
         if family(t) not in {family(c) for c in chosen}:
             chosen.append(t)
-    if len(chosen) < 2:
-        raise Retry("no second tool")
+    if len(chosen) < len(counts):
+        raise Retry("not enough different tools")
     calls: list[tuple[str, dict[str, Any]]] = []
     parts: list[str] = []
     for t, k in zip(chosen, counts):
