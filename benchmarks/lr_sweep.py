@@ -18,9 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
-
-MODEL = "smollm2-135m-instruct"
-FORMAT = "hermes-nothink"
+from quality import FORMAT, MODEL
 
 
 def one(work: Path, data: Path, lr: str, steps: int, batch_size: int) -> dict:
