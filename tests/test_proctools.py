@@ -7,6 +7,7 @@ import inspect
 import re
 from collections import Counter
 from datetime import date
+from random import Random
 
 import jsonschema
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from tinytool.data import proctools
 from tinytool.data.catalog.base import fmt_number
 from tinytool.data.demo import CATEGORIES, PROC_FRACTION, generate_demo, parse_mix
+from tinytool.data.demo_text import CHITCHAT, open_question
 from tinytool.errors import UserInputError
 from tinytool.schema import Conversation
 
@@ -243,6 +245,38 @@ def test_generated_task_shapes(generated):
                 assert asked not in {t.name for t in offered}
                 assert proctools.family(pool.tools[asked]) not in families  # no variant or substitute
     assert max(n_offered) >= 6 and near >= 0.4 * len(n_offered)  # near-miss siblings of the same domain
+
+
+def test_irrelevance_negatives_are_of_three_kinds(generated):
+    """Near-miss requests, fixed small talk and composed open questions; an open question's reply names what
+    the offered tools do, and no open question repeats often enough to be memorised."""
+    pool = proctools.tool_pool(0)
+    small_talk = {q for q, _ in CHITCHAT}
+    near, chat, open_ = 0, 0, []
+    for conv in generated:
+        if conv.meta["category"] != "irrelevance":
+            continue
+        question = conv.messages[0].content
+        if conv.meta["requested_tool"] is not None:
+            near += 1
+        elif question in small_talk:
+            chat += 1
+        else:
+            open_.append(question)
+            reply = conv.messages[-1].content
+            assert any(pool.tools[t.name].gist in reply for t in conv.tools), reply
+    total = near + chat + len(open_)
+    assert 0.5 * total <= near <= 0.8 * total and chat >= 1 and len(open_) >= 0.1 * total
+    assert Counter(open_).most_common(1)[0][1] <= 2
+
+
+def test_open_questions_never_raise_and_fill_every_slot():
+    r = Random(3)
+    for _ in range(500):
+        have = ["book a flight", "send an email", "translate text"][: r.randint(1, 3)]
+        question, reply = open_question(r, have)
+        assert question and "{" not in question and "{" not in reply
+        assert all(h in reply for h in have)
 
 
 def test_parallel_requests_are_phrased_many_ways(generated):

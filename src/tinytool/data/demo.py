@@ -9,7 +9,8 @@ categories and as multi-step trajectories:
   "then repeat for ...") or as joined requests.
 - ``parallel_multiple``: two to four calls to two to four different tools in one turn, often of one domain.
 - ``irrelevance``: the request's tool is *not* offered (similar-looking ones are), or no tool is
-  needed; the answer is text and no call.
+  needed (small talk, or an open question over wide value pools: knowledge, advice, writing); the answer
+  is text and no call.
 - ``missing_parameter``: a required value is absent from the request; the answer asks for it.
 - ``multi_step``: a trajectory where a later call needs an earlier call's output
   (see `tinytool.data.demo_chains`), with ASTRA's sub-questions and sub-answers in ``meta``.
@@ -46,6 +47,8 @@ from tinytool.data.catalog.world import pristine_world
 from tinytool.data.demo_chains import CHAINS, ChainError, run_chain
 from tinytool.data.demo_text import (
     CHITCHAT,
+    CHITCHAT_P,
+    OPEN_P,
     SAME_DOMAIN_P,
     answer_turn,
     ask_for,
@@ -55,6 +58,7 @@ from tinytool.data.demo_text import (
     join_requests,
     join_values,
     offer,
+    open_question,
     plain_join,
     refusal,
     repeat_tail,
@@ -319,9 +323,10 @@ def _parallel_multiple(ctx: _Ctx) -> _Task:
 
 def _irrelevance(ctx: _Ctx) -> _Task:
     r = ctx.rng
-    if r.random() < 0.2:
-        question, reply = r.choice(CHITCHAT)
+    u = r.random()
+    if u < OPEN_P:  # small talk, or an open question no tool answers
         offered = [CATALOG[n] for n in r.sample(ctx.tools, r.randint(1, 3))]
+        question, reply = r.choice(CHITCHAT) if u < CHITCHAT_P else open_question(r, [s.gist for s in offered])
         return [user_turn(question), answer_turn(reply)], offer(ctx.rng, offered), {"requested_tool": None}
     spec = _pick_target(ctx)
     _, text, _, _ = _request(spec, ctx)

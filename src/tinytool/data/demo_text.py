@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from random import Random
 from typing import Any
 
+from tinytool.data import proc_values as pv
 from tinytool.schema import Message, Tool, ToolCall
 
 # ---- listing several values inside one slot -----------------------------------------------------
@@ -165,6 +166,51 @@ CHITCHAT = (
     ("Is a tomato a fruit or a vegetable?", "Botanically a tomato is a fruit, though it is cooked and eaten like a vegetable."),
     ("How many minutes are in a day?", "There are 1,440 minutes in a day."),
 )
+
+
+#: irrelevance negatives: below CHITCHAT_P fixed small talk, below OPEN_P an open question (`open_question`),
+#: the rest a request for a tool that is not offered, beside related ones
+CHITCHAT_P = 0.15
+OPEN_P = 0.35
+#: open questions no tool answers: knowledge, explanations, advice and writing, over wide value pools so that a
+#: place, a person or a number in a request is no sign by itself that a call is due
+_OPEN = (
+    "What is the capital of {country}?", "Which languages do people speak in {country}?",
+    "Tell me something interesting about the history of {city}.", "What is {city} best known for?",
+    "Who founded {company}, and why?", "Who is {person}?", "What do you know about {person}?",
+    "Explain {concept} as if I were ten.", "What's the difference between {concept} and {concept2}?",
+    "Why does {concept} matter?", "Write a short poem about {topic}.", "Give me three fun facts about {topic}.",
+    "What are the basic rules of {sport}?", "How can I get better at {skill}?",
+    "Any tips for learning {language} as an adult?", "Is {city} older than {city2}?",
+    "Write a two-line toast for {person}'s retirement.", "What's a catchy slogan for {company}?",
+    "Why is {number} an interesting number?", "What happened to {company} after {year}?",
+    "Summarize the debate around {topic} in two sentences.", "Suggest a team name for a {sport} club in {city}.",
+)
+_CONCEPTS = ("recursion", "plate tectonics", "supply and demand", "the greenhouse effect", "natural selection",
+             "opportunity cost", "the water cycle", "herd immunity", "entropy", "the placebo effect", "jet lag",
+             "game theory", "public-key encryption", "photosynthesis", "the scientific method", "continental drift",
+             "a central bank", "the immune system", "a black hole", "the Doppler effect", "compound words",
+             "impressionism", "a sonnet", "the separation of powers", "machine translation", "cognitive bias")
+_OPEN_REPLIES = (
+    "None of the available tools can help with that — they {have}.",
+    "None of the functions I have covers that; they {have}, so I won't call any of them.",
+    "I can't look that up with the tools here: they {have}. I'd rather not guess.",
+    "That isn't something my tools do. They {have}; ask me about that and I'll call one.",
+)
+
+
+def open_question(r: Random, have: Sequence[str]) -> tuple[str, str]:
+    """A question no offered tool answers and the assistant's reply naming what the tools do (``have``: their
+    gists): irrelevance negatives beyond fixed small talk, as the irrelevance-detection set in STAR's training
+    mix (STAR §4.1, xLAM-irrelevance) teaches a model to answer without a call."""
+    c1, c2 = r.sample(_CONCEPTS, 2)
+    t1, t2 = r.sample(pv.CITIES, 2)
+    slots = {"country": r.choice(pv.COUNTRIES), "city": t1, "city2": t2, "company": pv.company(r),
+             "person": pv.person(r), "concept": c1, "concept2": c2, "topic": r.choice(pv.TOPICS),
+             "sport": r.choice(pv.SPORTS), "skill": r.choice(pv.SKILLS), "language": r.choice(pv.LANGUAGES),
+             "number": r.choice((7, 12, 42, 73, 108, 365, 1729, 2048)), "year": r.randint(1950, 2020)}
+    question = r.choice(_OPEN).format(**slots)
+    return question, r.choice(_OPEN_REPLIES).format(have=plain_join(list(have), r) if len(have) > 1 else have[0])
 
 
 def refusal(need: str, have: Sequence[str], r: Random) -> str:

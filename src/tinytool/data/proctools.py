@@ -44,6 +44,8 @@ from tinytool.data.catalog.base import (
 )
 from tinytool.data.demo_text import (
     CHITCHAT,
+    CHITCHAT_P,
+    OPEN_P,
     SAME_DOMAIN_P,
     answer_turn,
     call_plan,
@@ -52,6 +54,7 @@ from tinytool.data.demo_text import (
     join_requests,
     join_values,
     offer,
+    open_question,
     plain_join,
     refusal,
     repeat_tail,
@@ -1166,10 +1169,11 @@ def _parallel_multiple(ctx: Ctx) -> _Task:
 
 def _irrelevance(ctx: Ctx) -> _Task:
     r = ctx.rng
-    if r.random() < 0.15:
-        question, reply = r.choice(CHITCHAT)
+    u = r.random()
+    if u < OPEN_P:  # small talk, or an open question no tool answers
         offered = [_target(ctx) for _ in range(r.randint(1, 3))]
         offered = list({family(t): t for t in offered}.values())  # one variant per action
+        question, reply = r.choice(CHITCHAT) if u < CHITCHAT_P else open_question(r, [t.gist for t in offered])
         return _msgs(question, answer=reply), offer(ctx.rng, offered), {"requested_tool": None}
     t = _target(ctx)
     _, text, _, _ = t.request(r, ctx.split)
