@@ -210,11 +210,16 @@ def open_question(r: Random, have: Sequence[str]) -> tuple[str, str]:
              "sport": r.choice(pv.SPORTS), "skill": r.choice(pv.SKILLS), "language": r.choice(pv.LANGUAGES),
              "number": r.choice((7, 12, 42, 73, 108, 365, 1729, 2048)), "year": r.randint(1950, 2020)}
     question = r.choice(_OPEN).format(**slots)
-    return question, r.choice(_OPEN_REPLIES).format(have=plain_join(list(have), r) if len(have) > 1 else have[0])
+    return question, r.choice(_OPEN_REPLIES).format(have=_what_tools_do(have, r))
+
+
+def _what_tools_do(have: Sequence[str], r: Random) -> str:
+    """The offered tools' gists as one phrase: "book a flight and send an email"."""
+    return plain_join(list(have), r) if len(have) > 1 else have[0]
 
 
 def refusal(need: str, have: Sequence[str], r: Random) -> str:
-    return r.choice(REFUSALS).format(need=need, have=plain_join(list(have), r) if len(have) > 1 else have[0])
+    return r.choice(REFUSALS).format(need=need, have=_what_tools_do(have, r))
 
 
 def ask_for(label: str, gist: str, r: Random) -> str:

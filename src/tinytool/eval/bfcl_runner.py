@@ -16,11 +16,11 @@ A run directory holds:
 - ``summary.json`` — per category accuracy (and pass@k with several samples), error types,
   call counts, throughput; the groups and the overall score with BFCL v4's published group weights.
 
-The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, the leaderboard's reading of
-Hermes-style output: each ``<tool_call>`` block must be valid JSON, and a call counts only when written so.
+The headline figures (``accuracy``, ``valid``, ``groups``) decode strictly, as BFCL v4 scores Hermes-style
+output: each ``<tool_call>`` block must be valid JSON, and a call counts only when written so.
 What tinytool's lenient parser would add by repairing Python tuples,
 single quotes or trailing commas is reported beside them (``accuracy_lenient``, ``valid_lenient``,
-``groups_lenient``), never in the headline. The leaderboard's irrelevance figure credits an answer whose
+``groups_lenient``), never in the headline. BFCL v4's irrelevance figure credits an answer whose
 attempted call fails to parse, as if no call were made; that figure stays the headline, and ``accuracy_strict`` (group
 ``irrelevance_strict``) counts any attempted call, readable or not, as wrong. Multi-turn dialogues
 are decoded while they are played, so their figures are the same under both readings.
