@@ -223,7 +223,8 @@ def test_astra_f1_counts():
     assert astra_f1(3, 3, 3).score == pytest.approx(1.0, rel=1e-6)
     assert astra_f1(0, 3, 5).score == 0.0
     assert astra_f1(2, 2, 0).score == pytest.approx(1.0)  # precision capped at 1
-    assert astra_f1(0, 0, 0).score == 1.0 and astra_f1(0, 0, 2).score == 0.0
+    # no sub-tasks: no F1; the floor, never full marks (a garbage completion must not score 1.0)
+    assert astra_f1(0, 0, 0).score == 0.0 and astra_f1(0, 0, 2).score == 0.0
 
 
 def test_astra_f1_from_text_matches_numbers_and_strings():

@@ -208,6 +208,47 @@ def test_groups_without_signal_are_dropped_from_the_step(env, tmp_path):
     assert trainer.group_pool.seen == 3 and trainer.group_pool.dropped == 3  # 1 + 2 rounds, all flat
 
 
+def test_group_filter_off_still_counts_groups_without_signal(env, tmp_path):
+    """Plain GRPO trains on every group, and the groups without signal are counted all the same (the summary
+    and the logged share agree with TRL's frac_reward_zero_std)."""
+    def constant(completions, **kw):
+        return [0.5] * len(completions)
+
+    trainer = _toy(env, tmp_path, constant, "off", steps=2)
+    trainer.train()
+    assert trainer.group_pool.seen == 2 and trainer.group_pool.dropped == 2
+    logged = [h for h in trainer.state.log_history if "groups/zero_signal" in h]
+    assert logged and all(h["groups/zero_signal"] == 1.0 == h["frac_reward_zero_std"] for h in logged)
+
+
+def test_astra_f1_leaves_out_tasks_without_sub_answers_and_scores_an_empty_set_at_the_floor(env, tmp_path):
+    """A garbage completion on a task with no sub-answers must not score full marks; tasks without sub-answers
+    are left out of an ASTRA-F1 run when the data is read (how many, by category), and a run with none left
+    is refused."""
+    from tinytool.rl.data import split_by_sub_answers
+    from tinytool.rl.trainer import build_rl_trainer
+
+    assert score_row("astra-f1", {"completion": "@@ garbage", "sub_answers": []}).score == 0.0
+    fmt, tok = get_format("hermes-nothink"), load_tokenizer(env["model"])
+    convs = list(read_jsonl(env["train"]))
+    ds = build_rl_dataset(convs, fmt, tok)
+    kept, missing = split_by_sub_answers(ds)
+    multi = sum(c.meta["category"] == "multi_step" and bool(c.meta["sub_answers"]) for c in convs)
+    assert len(kept) == multi > 0 and set(kept["category"]) == {"multi_step"}
+    assert sum(missing.values()) == len(ds) - multi and "multi_step" not in missing and "simple" in missing
+
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
+                      format="hermes-nothink", reward="astra-f1", max_steps=1, num_generations=2)
+    trainer, report = build_rl_trainer(cfg)
+    assert len(trainer.train_dataset) == multi and report["without_sub_answers"] == missing
+    single = tmp_path / "single.jsonl"
+    single.write_text("".join(json.dumps(c.to_dict()) + "\n" for c in convs if c.meta["category"] == "simple"))
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(single)], output_dir=str(tmp_path / "b"),
+                      format="hermes-nothink", reward="simrl=1,astra-f1=1", max_steps=1, num_generations=2)
+    with pytest.raises(UserInputError, match=r"none of the \d+ tasks .* has sub-answers \(simple \d+\)"):
+        build_rl_trainer(cfg)
+
+
 # ---- the verb --------------------------------------------------------------------------------------
 
 

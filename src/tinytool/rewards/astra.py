@@ -5,8 +5,9 @@ recall ``r = n̂ / n``, precision ``p = n̂ / (c + ε)`` and reward ``2pr / (p +
 
 Two choices the paper leaves open, made here so the value stays in [0, 1]: precision is capped at 1
 (a single call may answer two sub-tasks, and answering without any call would otherwise send
-``n̂ / ε`` to infinity and F1 towards 2r); a job with no sub-tasks scores 1 when no tool was called
-and 0 otherwise (every call is then wasted).
+``n̂ / ε`` to infinity and F1 towards 2r). A job with no sub-tasks has no F1 (Eq. 29 divides by n): it
+scores the floor, 0, whatever the trajectory does — never the maximum, which would hand every rollout
+full marks and leave GRPO a constant. Training data is checked for such jobs before a run starts.
 """
 
 from __future__ import annotations
@@ -52,9 +53,8 @@ def astra_f1(n_solved: int, n_subtasks: int, n_calls: int, eps: float = 1e-8) ->
     """Eq. 30-31 from the counts."""
     n_solved = max(0, min(int(n_solved), int(n_subtasks)))
     n_calls = max(0, int(n_calls))
-    if n_subtasks <= 0:
-        score = 1.0 if n_calls == 0 else 0.0
-        return RewardResult(score, {"recall": score, "precision": score, "solved": 0.0, "calls": float(n_calls)})
+    if n_subtasks <= 0:  # nothing to recall: no F1, the floor
+        return RewardResult(0.0, {"recall": 0.0, "precision": 0.0, "solved": 0.0, "calls": float(n_calls)})
     r = n_solved / n_subtasks
     p = min(1.0, n_solved / (n_calls + eps))
     f1 = 0.0 if p + r == 0 else 2 * p * r / (p + r)

@@ -34,7 +34,9 @@ def rl(ctx: typer.Context) -> None:
     d = summary["data"]
     sel = d.get("selection")
     err.print(f"data: {d['conversations']} conversations → {d['prompts']} prompts"
-              + (f", {sel['kept']} kept by difficulty" if sel else ""))
+              + (f", {sel['kept']} kept by difficulty" if sel else "")
+              + (f", {sum(d['without_sub_answers'].values())} without sub-answers left out"
+                 if d.get("without_sub_answers") else ""))
     curve = summary["curves"].get("reward") or []
     zero = summary["group_filter"]
     err.print(f"steps: {summary['global_step']}, {summary['seconds_per_step']:.1f}s per step"

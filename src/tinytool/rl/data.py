@@ -12,6 +12,7 @@ them.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 from tinytool.schema import Conversation
@@ -59,4 +60,27 @@ def build_rl_dataset(conversations: list[Conversation], fmt: Any, tokenizer: Any
     return Dataset.from_list(rows) if rows else Dataset.from_dict({k: [] for k in COLUMNS})
 
 
-__all__ = ["COLUMNS", "build_rl_dataset", "rl_row"]
+def _has_sub_answers(value: Any) -> bool:
+    try:
+        subs = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return False
+    return isinstance(subs, list) and len(subs) > 0
+
+
+def split_by_sub_answers(dataset: Any) -> tuple[Any, dict[str, int]]:
+    """The rows that have sub-answers, and how many rows of each category have none. A task without sub-answers
+    has no ASTRA-F1 (Eq. 29 divides by their number): it cannot be scored by that reward, so it is left out of a
+    run that uses it rather than scored a constant."""
+    if "sub_answers" not in dataset.column_names:
+        return dataset, {}
+    keep, missing = [], Counter()
+    for i, (value, category) in enumerate(zip(dataset["sub_answers"], dataset["category"])):
+        if _has_sub_answers(value):
+            keep.append(i)
+        else:
+            missing[category or "(no category)"] += 1
+    return (dataset if len(keep) == len(dataset) else dataset.select(keep)), dict(sorted(missing.items()))
+
+
+__all__ = ["COLUMNS", "build_rl_dataset", "rl_row", "split_by_sub_answers"]

@@ -112,11 +112,16 @@ class GroupPool:
     seen: int = 0  # groups offered
     dropped: int = 0  # groups without signal
 
-    def offer(self, batch: Mapping[str, Any], rewards: Sequence[float], delta: float) -> None:
-        """Split a scored generation batch into its groups and keep the informative ones."""
+    def count(self, rewards: Sequence[float], delta: float) -> list[bool]:
+        """Count a scored generation batch's groups, and those without signal; return which are informative."""
         keep = informative(rewards, self.group_size, delta)
         self.seen += len(keep)
         self.dropped += keep.count(False)
+        return keep
+
+    def offer(self, batch: Mapping[str, Any], rewards: Sequence[float], delta: float) -> None:
+        """Split a scored generation batch into its groups and keep the informative ones."""
+        keep = self.count(rewards, delta)
         for g, ok in enumerate(keep):
             if ok:
                 self.groups.append(take(batch, range(g * self.group_size, (g + 1) * self.group_size)))

@@ -140,8 +140,15 @@ class ToolGRPOTrainer(GRPOTrainer):
         return bool(self.accelerator.gather(t).min().item())
 
     def _generate_and_score_completions(self, inputs):
-        if self.group_filter == "off" or not self.model.training:
+        if not self.model.training:
             return super()._generate_and_score_completions(inputs)
+        if self.group_filter == "off":  # plain GRPO; groups without signal are still counted
+            batch, rewards = self._scored(inputs)
+            seen, dropped = self.group_pool.seen, self.group_pool.dropped
+            self.group_pool.count(rewards, self.group_delta)
+            self._metrics["train"]["groups/zero_signal"].append(
+                (self.group_pool.dropped - dropped) / max(1, self.group_pool.seen - seen))
+            return batch
         g = self.num_generations
         need = len(inputs) // g
         pool = self.group_pool
@@ -245,7 +252,7 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
 
     from tinytool.formats import get_format
     from tinytool.models.loading import load_model, load_tokenizer
-    from tinytool.rl.data import build_rl_dataset
+    from tinytool.rl.data import build_rl_dataset, split_by_sub_answers
 
     transformers.set_seed(cfg.seed)
     fmt = get_format(cfg.format)
@@ -256,10 +263,22 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
         raise UserInputError(f"no RL prompts: none of the {len(convs)} conversations in {', '.join(cfg.data)} has "
                              "an assistant turn after a user turn")
     check_reward_columns(cfg, dataset.column_names)
+    report = {"conversations": len(convs), "prompts": len(dataset)}
+    if "astra-f1" in cfg.reward_mix:
+        dataset, missing = split_by_sub_answers(dataset)
+        if missing:
+            where = ", ".join(f"{c} {n}" for c, n in missing.items())
+            report["without_sub_answers"] = missing
+            log.warning("astra-f1: %d of %d tasks have no sub-answers and no F1 (%s): left out",
+                        sum(missing.values()), report["prompts"], where)
+        if len(dataset) == 0:
+            raise UserInputError(f"--reward astra-f1: none of the {report['prompts']} tasks in "
+                                 f"{', '.join(cfg.data)} has sub-answers ({where}); ASTRA-F1 cannot score them",
+                                 fix="train on multi-step tasks (tinytool data demo --mix multi_step=1), or "
+                                     "choose another --reward (simrl, toolrl, exact)")
     funcs, weights = reward_functions(cfg)
     cfg.reward_weights = weights
     model = load_model(cfg.model)
-    report = {"conversations": len(convs), "prompts": len(dataset)}
     if cfg.select_prompts:
         dataset, sel = select_by_difficulty(model, tokenizer, dataset, cfg, funcs, weights)
         report["selection"] = sel
