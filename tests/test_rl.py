@@ -273,6 +273,23 @@ def test_rl_verb_trains_and_writes_its_summary(env, tmp_path):
     assert res.exit_code == 2 and "unknown reward 'nope'" in res.output
 
 
+def test_a_wall_time_budget_ends_the_run_as_complete(env, tmp_path):
+    """--max-seconds: the step in flight finishes, then the run ends with its final model and summary (no
+    interrupt, no resume needed)."""
+    from tinytool.cli import app
+
+    out = tmp_path / "budget"
+    args = ["rl", "-m", str(env["model"]), "-d", str(env["train"]), "-f", "hermes-nothink", "--reward", "exact",
+            "-G", "2", "--max-completion-length", "4", "--max-steps", "50", "--max-seconds", "0.001",
+            "--fill-rounds", "0", "--lr-scheduler-type", "constant", "-o", str(out)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "rl_summary.json").read_text())
+    assert summary["global_step"] == 1 and (out / "model.safetensors").is_file()
+    res = CliRunner().invoke(app, [*args[:-2], "--max-seconds", "-1", "-o", str(tmp_path / "b2")])
+    assert res.exit_code == 2 and "--max-seconds must be positive" in res.output
+
+
 def test_group_rollouts_prefill_each_prompt_once_and_return_one_completion_per_rollout(env, tmp_path):
     """Rollouts for TRL: prompts encoded as TRL encodes them, G completions per group, each ending at the end
     of its turn or at the length limit; settings tinytool's sampling lacks fall back to TRL's."""

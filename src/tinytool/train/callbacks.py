@@ -102,6 +102,36 @@ class StopOnSignal(TrainerCallback):
             control.should_save = control.should_log = control.should_training_stop = True
 
 
+class StopAtWallTime(TrainerCallback):
+    """A wall-time budget: once ``seconds`` of training have passed, the step in flight finishes and the run ends
+    as if it had reached its last step (final model and summary written). Every process stops at the same step:
+    the slowest clock decides."""
+
+    def __init__(self, trainer: Any, seconds: float) -> None:
+        import time
+
+        self.trainer, self.seconds, self.start = trainer, float(seconds), time.perf_counter()
+        self.stopped_at: int | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        import time
+
+        self.start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        import time
+
+        over = time.perf_counter() - self.start >= self.seconds
+        acc = self.trainer.accelerator
+        if acc.num_processes > 1:
+            import torch
+
+            over = bool(acc.gather(torch.tensor([int(over)], device=acc.device)).max().item())
+        if over:
+            self.stopped_at = state.global_step
+            control.should_training_stop = control.should_log = True
+
+
 def train_seconds(trainer: Any, resume_from: str | None) -> float:
     """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds (0 when
     the checkpoint was already at the target). A run stopped by `StopOnSignal` raises `clikit.Interrupted`
@@ -111,6 +141,9 @@ def train_seconds(trainer: Any, resume_from: str | None) -> float:
     from tinytool.clikit import Interrupted
 
     trainer.add_callback(StopAtTarget())
+    budget = getattr(trainer.args, "max_seconds", None)
+    if budget:
+        trainer.add_callback(StopAtWallTime(trainer, budget))
     stopper = StopOnSignal()
     trainer.add_callback(stopper)
     if trainer.accelerator.num_processes == 1:

@@ -84,6 +84,11 @@ class RunOptions:
     num_train_epochs: float | None = option(None, "Passes over the data (ignored when --max-steps > 0) [default: "
                                           "the trainer's, 2 for SFT, 1 for the others].", "--epochs")
     max_steps: int = option(-1, "Optimizer steps to stop at (-1: run --epochs).")
+    max_seconds: float | None = option(None, "A wall-time budget for this invocation's training, in seconds: the "
+                                       "step in flight finishes and the run ends there as if complete (final "
+                                       "model and summary). The learning-rate schedule still spans --max-steps "
+                                       "or --epochs: use a constant schedule (--lr-scheduler-type constant) when "
+                                       "the budget decides the length.")
     learning_rate: float | None = option(None, "Peak learning rate [default: the trainer's full fine-tuning rate, "
                                        "2e-4 with LoRA].", "--lr")
     warmup_steps: float | None = option(None, "Warm-up: steps (≥ 1) or a fraction of all steps (< 1) [default: "
@@ -123,6 +128,7 @@ class RunOptions:
         checks = [
             (self.num_train_epochs > 0, f"epochs must be positive, got {self.num_train_epochs}"),
             (self.max_steps == -1 or self.max_steps > 0, f"max_steps must be positive (or -1), got {self.max_steps}"),
+            (self.max_seconds is None or self.max_seconds > 0, f"--max-seconds must be positive, got {self.max_seconds}"),
             (self.per_device_train_batch_size >= 1, f"batch size must be ≥ 1, got {self.per_device_train_batch_size}"),
             (self.gradient_accumulation_steps >= 1, f"grad accum must be ≥ 1, got {self.gradient_accumulation_steps}"),
             (self.learning_rate is None or self.learning_rate > 0, f"lr must be positive, got {self.learning_rate}"),
@@ -189,7 +195,7 @@ class RunOptions:
     #: fields that do not change what is trained: a resumed run may differ in these (raise the step or epoch
     #: count to train on from where a finished run stopped)
     NOT_SETTINGS: ClassVar[frozenset[str]] = frozenset({
-        "output_dir", "overwrite", "resume", "max_steps", "num_train_epochs", "logging_steps", "logging_first_step", "logging_dir", "save_steps",
+        "output_dir", "overwrite", "resume", "max_steps", "max_seconds", "num_train_epochs", "logging_steps", "logging_first_step", "logging_dir", "save_steps",
         "save_total_limit", "save_strategy", "report_to", "eval_steps", "disable_tqdm", "run_name",
         "dataloader_num_workers", "push_to_hub", "hub_model_id", "hub_token",
     })
