@@ -169,7 +169,7 @@ def mcnemar_p(before: list[bool], after: list[bool]) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(0, min(b, c) + 1)) / 2 ** n
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
     return min(1.0, 2 * tail)
 
 
