@@ -248,3 +248,206 @@ def test_a_request_without_tools_is_offered_the_tools_retrieved_from_the_catalog
     finally:
         server.should_exit = True
         engine.close()
+
+
+# -- sizes, streaming against plain answers, the port ------------------------------------------------------
+
+CONTEXT = 256  # the context of the `small` model below: hostile sizes meet it quickly
+
+
+def save_varied_model(out, context: int):
+    """A tiny random model with a context of ``context`` positions whose greedy answers vary (an output layer of
+    its own: tied to the input embeddings, a random model repeats its prompt's last token)."""
+    from tinytool.models.students import tiny_model
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    model = tiny_model(tok, layers=1)
+    model.config.tie_word_embeddings = False
+    model.config.max_position_embeddings = context
+    model.lm_head.weight = torch.nn.Parameter(torch.randn(model.lm_head.weight.shape,
+                                                          generator=torch.Generator().manual_seed(0)))
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """A tiny random model with a context of `CONTEXT` positions, served with the CLI's default --max-tokens
+    (512, more than that context)."""
+    path = save_varied_model(tmp_path_factory.mktemp("ctx") / "m", CONTEXT)
+    engine = Engine(HFClient.from_spec(str(path), batch_size=4), get_format("hermes-nothink"), "small")
+    server, url = _serve(engine)
+    yield url
+    server.should_exit = True
+    engine.close()
+
+
+def _post(url, body, timeout=60):
+    return httpx.post(f"{url}/chat/completions", json=body, timeout=timeout)
+
+
+def test_a_prompt_longer_than_the_context_is_a_400_that_gives_both_lengths(small):
+    r = _post(small, {"messages": [{"role": "user", "content": "hi " * 300}], "max_tokens": 4})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    import re
+
+    prompt = int(re.search(r"prompt is (\d+) tokens", error["message"]).group(1))
+    assert prompt > CONTEXT and f"context is {CONTEXT} tokens" in error["message"]
+    assert error["type"] == "invalid_request_error" and error["param"] == "messages"
+    assert _post(small, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).status_code == 200
+
+
+@pytest.mark.parametrize("field, value", [("max_tokens", 10**9), ("max_completion_tokens", 10**12),
+                                          ("max_tokens", None)])
+def test_max_tokens_is_capped_at_what_the_context_leaves(small, field, value):
+    """A request may ask for any number of tokens (none: the server's --max-tokens, here more than the context
+    too); it gets at most what the context leaves, with finish_reason "length"."""
+    body = {"messages": [{"role": "user", "content": "hi"}]} | ({field: value} if value else {})
+    r = _post(small, body)
+    assert r.status_code == 200, r.text
+    usage = r.json()["usage"]
+    assert usage["prompt_tokens"] + usage["completion_tokens"] <= CONTEXT
+    if r.json()["choices"][0]["finish_reason"] == "length":
+        assert usage["total_tokens"] == CONTEXT
+
+
+def test_a_streamed_request_is_capped_too(small):
+    client = openai.OpenAI(base_url=small, api_key="none", timeout=60, max_retries=0)
+    chunks = list(client.chat.completions.create(model="small", messages=[{"role": "user", "content": "hi"}],
+                                                 stream=True, max_tokens=10**9,
+                                                 stream_options={"include_usage": True}))
+    assert chunks[-1].usage.total_tokens <= CONTEXT
+
+
+@pytest.mark.parametrize("extra", [
+    {"max_tokens": 12},
+    {"max_completion_tokens": 5},
+    {"max_tokens": 10**6},
+    {"max_tokens": 12, "tools": [WEATHER], "tool_choice": "required"},
+    {"max_tokens": 12, "tools": [WEATHER, TIME]},
+])
+def test_streamed_and_plain_answers_of_one_request_agree(small, extra):
+    """The same (greedy) request streamed and not: the same content, tool calls, finish reason and usage; the
+    usage comes as a last chunk with no choices when stream_options asks for it."""
+    client = openai.OpenAI(base_url=small, api_key="none", timeout=60, max_retries=0)
+    ask = {"model": "small", "messages": [{"role": "user", "content": "hi"}], **extra}
+    plain = client.chat.completions.create(**ask)
+    chunks = list(client.chat.completions.create(**ask, stream=True, stream_options={"include_usage": True}))
+    *body, last = chunks
+    assert last.choices == [] and last.usage is not None
+    assert all(c.usage is None for c in body)
+    assert last.usage.model_dump() == plain.usage.model_dump()
+    finishes = [c.choices[0].finish_reason for c in body if c.choices[0].finish_reason]
+    assert finishes == [plain.choices[0].finish_reason]
+    text = "".join(c.choices[0].delta.content or "" for c in body)
+    assert text == (plain.choices[0].message.content or "")
+    calls = [d.function.name for c in body for d in (c.choices[0].delta.tool_calls or [])]
+    assert calls == [c.function.name for c in plain.choices[0].message.tool_calls or []]
+    without = list(client.chat.completions.create(**ask, stream=True))
+    assert all(c.choices for c in without)  # no usage chunk unless asked
+
+
+def test_a_stop_string_ends_both_answers_the_same_way(small):
+    client = openai.OpenAI(base_url=small, api_key="none", timeout=60, max_retries=0)
+    ask = {"model": "small", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 24}
+    text = client.chat.completions.create(**ask).choices[0].message.content
+    stop = text[len(text) // 2:len(text) // 2 + 3]
+    plain = client.chat.completions.create(**ask, stop=[stop])
+    chunks = list(client.chat.completions.create(**ask, stop=[stop], stream=True))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert plain.choices[0].finish_reason == chunks[-1].choices[0].finish_reason == "stop"
+    assert streamed == plain.choices[0].message.content and stop not in streamed
+
+
+@pytest.mark.parametrize("body, words", [
+    ({"max_tokens": "12"}, "max_tokens"),
+    ({"max_tokens": True}, "max_tokens"),
+    ({"max_tokens": 12.0}, "max_tokens"),
+    ({"max_tokens": -5}, "max_tokens"),
+    ({"max_completion_tokens": 0}, "max_completion_tokens"),
+    ({"max_completion_tokens": "many"}, "max_completion_tokens"),
+    ({"max_completion_tokens": 1e30}, "max_completion_tokens"),
+    ({"logprobs": True}, "logprobs"),
+    ({"logprobs": True, "top_logprobs": 2}, "logprobs"),
+    ({"top_logprobs": 2}, "logprobs"),
+    ({"stream_options": {"include_usage": True}}, "stream_options"),
+    ({"stream": True, "stream_options": {"include_usage": "yes"}}, "include_usage"),
+    ({"stream": True, "stream_options": "usage"}, "stream_options"),
+])
+def test_sizes_logprobs_and_stream_options_are_checked(scripted, body, words):
+    _, url, _ = scripted
+    r = _post(url, {"messages": [{"role": "user", "content": "x"}], **body})
+    assert r.status_code == 400, r.text
+    assert words in r.json()["error"]["message"]
+
+
+def test_logprobs_false_and_usage_options_are_accepted(scripted):
+    _, url, _ = scripted
+    r = _post(url, {"messages": [{"role": "user", "content": "x"}], "logprobs": False, "top_logprobs": 0})
+    assert r.status_code == 200, r.text
+
+
+def test_sixteen_clients_with_hostile_sizes_get_answers_and_the_server_stays_up(small):
+    """A short load test: huge max_tokens (plain and streamed), prompts past the context and normal requests from
+    16 clients at once; every one is answered with a 200 or a 400, and the server goes on."""
+    import resource
+
+    hostile = [
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 10**9},
+        {"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 10**12},
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 10**9, "stream": True},
+        {"messages": [{"role": "user", "content": "word " * 5000}], "max_tokens": 4},
+        {"messages": [{"role": "user", "content": "word " * 20}], "max_tokens": CONTEXT},
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 6},
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 6, "tools": [WEATHER]},
+    ]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    deadline = time.monotonic() + 2
+
+    def client(i):
+        statuses = []
+        with httpx.Client(timeout=60) as http:
+            k = i
+            while time.monotonic() < deadline:
+                r = http.post(f"{small}/chat/completions", json=hostile[k % len(hostile)])
+                statuses.append(r.status_code)
+                k += 1
+        return statuses
+
+    with ThreadPoolExecutor(16) as pool:
+        statuses = [s for got in pool.map(client, range(16)) for s in got]
+    assert len(statuses) >= 16 and set(statuses) <= {200, 400}, statuses
+    assert 400 in statuses and 200 in statuses
+    assert httpx.get(small.removesuffix("/v1") + "/health").status_code == 200
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 1024
+
+
+def test_a_busy_port_is_one_line_before_the_model_loads():
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        res = CliRunner().invoke(app, ["serve", "-m", "/nonexistent/model", "--port", str(port)])
+    out = res.output if "error:" in res.output else res.stderr
+    assert res.exit_code == 2, out
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines[0].startswith("error:") and str(port) in lines[0] and "in use" in lines[0], out
+    assert lines[1].startswith("fix:") and "--port" in lines[1] and len(lines) == 2, out
+    assert "serving" not in out and "/nonexistent" not in out  # checked before the model is looked for
+
+
+def test_serve_port_has_a_help_line():
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    res = CliRunner().invoke(app, ["serve", "--help"], terminal_width=200)
+    line = next(x for x in res.output.splitlines() if "--port" in x)
+    assert "Port to listen on" in line

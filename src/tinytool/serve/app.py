@@ -6,7 +6,14 @@
 
 A malformed request (not JSON, a missing or mistyped field, a message or tool that does not read, a
 ``tool_choice`` naming no offered tool, an unknown model) gets a 4xx whose body says what is wrong, in the
-OpenAI error shape.
+OpenAI error shape. So do sizes the model cannot serve: a prompt longer than the model's context is a 400 that
+gives both lengths, and ``max_tokens``/``max_completion_tokens`` must be positive integers — and are then capped
+at what the context leaves (the answer ends with ``finish_reason: "length"``), not refused
+(`tinytool.serve.engine`). ``logprobs: true`` is a 400: the engine does not keep log-probabilities.
+
+A streamed answer is the plain answer in pieces: the same content or tool calls, the same finish reason (read
+from the same generated tokens), and with ``stream_options: {"include_usage": true}`` a last chunk with no
+choices and the same ``usage``, as OpenAI sends it.
 """
 
 from __future__ import annotations
@@ -23,8 +30,17 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
+from tinytool.llm.base import Completion
 from tinytool.serve.engine import Engine, Job
-from tinytool.serve.protocol import ChatRequest, ServeError, assistant_message, chunk, completion_body, new_id
+from tinytool.serve.protocol import (
+    ChatRequest,
+    ServeError,
+    assistant_message,
+    chunk,
+    completion_body,
+    new_id,
+    usage,
+)
 
 #: how many characters of streamed text are held back in case they start a call block
 _HOLD = 16
@@ -86,13 +102,12 @@ def create_app(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         if req.model not in (None, engine.name):
             raise ServeError(f"model {req.model!r} is not served here; this server serves {engine.name!r}",
                              status=404, param="model")
+        req.refusals()
         job = await run_in_threadpool(engine.job, req)  # tokenizing (and retrieving tools) off the event loop
         if req.stream:
-            return StreamingResponse(_events(engine, job), media_type="text/event-stream")
+            return StreamingResponse(_events(engine, job, req.include_usage()), media_type="text/event-stream")
         completion = await run_in_threadpool(engine.complete, job)
-        message, finish = assistant_message(engine.fmt, job.prefix + completion.text, job.allow_calls)
-        if completion.finish_reason == "length" and finish == "stop":
-            finish = "length"
+        message, finish = _answer(engine, job, completion)
         return completion_body(engine.name, message, finish, job.prompt_tokens, completion.n_tokens)
 
     return app
@@ -107,11 +122,23 @@ def _describe(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts) or "invalid request"
 
 
-def _events(engine: Engine, job: Job) -> Iterator[str]:
+def _answer(engine: Engine, job: Job, completion: Completion) -> tuple[dict[str, Any], str]:
+    """(assistant message, finish reason) of a completion, streamed or not: a text cut by the token limit
+    finishes with ``"length"``."""
+    message, finish = assistant_message(engine.fmt, job.prefix + completion.text, job.allow_calls)
+    if completion.finish_reason == "length" and finish == "stop":
+        finish = "length"
+    return message, finish
+
+
+def _events(engine: Engine, job: Job, include_usage: bool = False) -> Iterator[str]:
     """A streamed completion: text deltas as they come (held back once they may open a call block, and the
-    reasoning of thinking formats left out), then the calls as ``tool_calls`` deltas, then the finish."""
+    reasoning of thinking formats left out; the last characters are held back until a stop string could no
+    longer begin in them), then the calls as ``tool_calls`` deltas, then the finish — the plain answer's, read
+    from the same tokens — and, when asked, the usage."""
     cid, name = new_id("chatcmpl"), engine.name
-    yield chunk(cid, name, {"role": "assistant", "content": ""})
+    hold = _HOLD + max((len(s) for s in job.gen.stop), default=0)
+    yield chunk(cid, name, {"role": "assistant", "content": ""}, with_usage=include_usage)
     text, sent = job.prefix, 0
     buffering = bool(job.prefix)  # a forced call: nothing is content
     try:
@@ -124,23 +151,26 @@ def _events(engine: Engine, job: Job) -> Iterator[str]:
             if job.allow_calls and engine.fmt.attempts_call(visible):
                 buffering = True  # a call has begun: the rest comes as tool_calls (or as content) at the end
                 continue
-            safe = visible[:max(0, len(visible) - _HOLD)]
+            safe = visible[:max(0, len(visible) - hold)]
             if len(safe) > sent:
-                yield chunk(cid, name, {"content": safe[sent:]})
+                yield chunk(cid, name, {"content": safe[sent:]}, with_usage=include_usage)
                 sent = len(safe)
+        completion = job.future.result()
     except ServeError as e:
         yield f"data: {json.dumps(e.body())}\n\n"
         yield "data: [DONE]\n\n"
         return
-    message, finish = assistant_message(engine.fmt, text, job.allow_calls)
+    message, finish = _answer(engine, job, completion)
     if message.get("tool_calls"):
         for i, call in enumerate(message["tool_calls"]):
-            yield chunk(cid, name, {"tool_calls": [{"index": i, **call}]})
+            yield chunk(cid, name, {"tool_calls": [{"index": i, **call}]}, with_usage=include_usage)
     else:
         content = message.get("content") or ""
         if len(content) > sent:
-            yield chunk(cid, name, {"content": content[sent:]})
-    yield chunk(cid, name, {}, finish)
+            yield chunk(cid, name, {"content": content[sent:]}, with_usage=include_usage)
+    yield chunk(cid, name, {}, finish, with_usage=include_usage)
+    if include_usage:
+        yield chunk(cid, name, None, with_usage=True, counts=usage(job.prompt_tokens, completion.n_tokens))
     yield "data: [DONE]\n\n"
 
 

@@ -1,12 +1,46 @@
-"""``tinytool serve``: an OpenAI-compatible chat endpoint over a trained model."""
+"""``tinytool serve``: an OpenAI-compatible chat endpoint over a trained model.
+
+The address is bound before the model loads (and that socket handed to uvicorn), so a busy ``--port`` is one
+``error:``/``fix:`` pair and exit code 2 at once, not a traceback after the load.
+"""
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 
 import typer
 
 from tinytool.clikit import err, fail
+from tinytool.errors import UserInputError
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` the way uvicorn binds one (``SO_REUSEADDR``: a port left in TIME_WAIT is
+    free), not yet listening; a busy port, a port this user may not take or an unknown host is a
+    `UserInputError`."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as e:
+        raise UserInputError(f"--host {host}: not an address of this machine ({e.strerror})",
+                             fix="use 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise UserInputError(f"--port {port}: {host}:{port} is already in use",
+                                 fix=f"stop what listens on port {port}, or choose another with --port") from None
+        if e.errno == errno.EACCES:
+            raise UserInputError(f"--port {port}: not allowed to listen on {host}:{port} ({e.strerror})",
+                                 fix="choose a port above 1023 with --port") from None
+        raise UserInputError(f"--host {host} --port {port}: cannot listen there ({e.strerror})",
+                             fix="check --host and --port") from None
+    return sock
 
 
 def serve_command(
@@ -15,11 +49,13 @@ def serve_command(
     fmt: str = typer.Option(None, "--format", "-f", help="Prompt format: hermes, hermes-nothink, toolrl, python "
                             "[default: the one the model was trained in, else hermes]."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
-    port: int = typer.Option(8000, "--port", "-p", min=1, max=65535),
+    port: int = typer.Option(8000, "--port", "-p", min=1, max=65535, help="Port to listen on (a busy one is an "
+                             "error before the model loads)."),
     name: str = typer.Option(None, "--name", help="Model name clients ask for [default: the model directory's "
                              "name]."),
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Requests generated together at most."),
-    max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Completion tokens when a request sets none."),
+    max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Completion tokens when a request sets none "
+                                    "(a request's, or this, capped at what the model's context leaves)."),
     catalog: list[Path] = typer.Option(None, "--catalog", "-c", exists=True, dir_okay=False, help="JSONL of tools "
                                        "(servers, conversations or tools): a request that brings no tools is offered "
                                        "the ones retrieved from it for its last user message (repeatable)."),
@@ -30,27 +66,38 @@ def serve_command(
 
     Example: tinytool serve -m runs/sft -p 8000, then tinytool eval bfcl -m http://127.0.0.1:8000/v1@sft -o runs/served
     """
-    import uvicorn
-
-    from tinytool.formats import FORMATS, get_format
-    from tinytool.llm.hf import HFClient
+    from tinytool.formats import FORMATS
     from tinytool.models.loading import trained_format
-    from tinytool.serve.app import create_app
-    from tinytool.serve.engine import Engine
 
     fmt = fmt or trained_format(model) or "hermes"
     if fmt not in FORMATS:
         fail(f"--format: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    plain = ("cosine", "bm25", "weighted", "cascade")  # cosine-max and rrf need an intent refiner
+    if retrieval not in plain:
+        fail(f"--retrieval {retrieval!r}: choose one of {', '.join(plain)} (cosine-max and rrf refine the request "
+             "with an LLM first; try them offline with tinytool retrieve --refine-llm)")
     served = name or Path(model.rstrip("/")).name
+    listening = bind(host, port)  # before the model loads: a busy port is found at once
+    try:
+        _serve(listening, model, fmt, host, port, served, batch_size, max_tokens, catalog, top_k, retrieval)
+    finally:
+        listening.close()
+
+
+def _serve(listening: socket.socket, model: str, fmt: str, host: str, port: int, served: str, batch_size: int,
+           max_tokens: int, catalog: list[Path] | None, top_k: int, retrieval: str) -> None:
+    import uvicorn
+
+    from tinytool.formats import get_format
+    from tinytool.llm.hf import HFClient
+    from tinytool.serve.app import create_app
+    from tinytool.serve.engine import Engine
+
     try:
         client = HFClient.from_spec(model, batch_size=batch_size)
     except (OSError, ValueError) as e:
         fail(f"--model {model}: {e}")
     retriever = None
-    plain = ("cosine", "bm25", "weighted", "cascade")  # cosine-max and rrf need an intent refiner
-    if retrieval not in plain:
-        fail(f"--retrieval {retrieval!r}: choose one of {', '.join(plain)} (cosine-max and rrf refine the request "
-             "with an LLM first; try them offline with tinytool retrieve --refine-llm)")
     if catalog:
         from tinytool.retrieval import ToolRetriever, read_catalog
 
@@ -62,8 +109,10 @@ def serve_command(
                   f"({retrieval})")
     engine = Engine(client, get_format(fmt), served, batch_size=batch_size, max_tokens=max_tokens,
                     retriever=retriever, top_k=top_k, method=retrieval)
-    err.print(f"serving {served!r} ({fmt}) on http://{host}:{port}/v1")
+    context = f", context {engine.context} tokens" if engine.context else ""
+    err.print(f"serving {served!r} ({fmt}{context}) on http://{host}:{port}/v1")
+    server = uvicorn.Server(uvicorn.Config(create_app(engine), host=host, port=port, log_level="warning"))
     try:
-        uvicorn.run(create_app(engine), host=host, port=port, log_level="warning")
+        server.run(sockets=[listening])
     finally:
         engine.close()

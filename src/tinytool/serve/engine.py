@@ -4,6 +4,12 @@ Requests wait in a queue; a worker thread takes the first one, gathers those tha
 window and share its sampling settings (up to the batch size), and runs them as one batch through tinytool's
 batched generation (`tinytool.llm.hf.HFClient`). A streamed request is generated alone, token by token, while
 the batch worker waits: one generation runs at a time.
+
+Sizes are checked against the model's context (its ``max_position_embeddings``): a prompt that fills it is
+refused with a 400 that gives both lengths, and the completion tokens a request asks for (``max_tokens``, or
+the server's default) are *capped* at what the context leaves — the answer then ends with finish reason
+``"length"`` — rather than refused as vLLM refuses them. Every buffer generation allocates is sized from the
+capped value, so no request can make the server allocate more than a full context's worth per row.
 """
 
 from __future__ import annotations
@@ -20,6 +26,24 @@ from tinytool.llm.base import Completion, GenerationConfig, chat_request
 from tinytool.serve.protocol import ChatRequest, ServeError, conversation
 
 log = logging.getLogger(__name__)
+
+#: config fields that give a model's context (positions) in the transformers model families
+_CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+
+
+def model_context(client: Any) -> int | None:
+    """The context (prompt and completion tokens together) of ``client``'s model: its config's
+    ``max_position_embeddings`` (or the family's name for it), else the tokenizer's ``model_max_length`` when that
+    is a real figure; None when neither says (a scripted test client)."""
+    config = getattr(getattr(client, "model", None), "config", None)
+    if config is not None and hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    for name in _CONTEXT_FIELDS:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    value = getattr(getattr(client, "tokenizer", None), "model_max_length", None)
+    return value if isinstance(value, int) and 0 < value < 10**7 else None
 
 
 @dataclass
@@ -42,8 +66,11 @@ class Engine:
     """A loaded model answering chat requests in ``fmt``, batched across callers."""
 
     def __init__(self, client: Any, fmt: Any, name: str, *, batch_size: int = 8, window_s: float = 0.01,
-                 max_tokens: int = 512, retriever: Any = None, top_k: int = 5, method: str = "weighted"):
+                 max_tokens: int = 512, retriever: Any = None, top_k: int = 5, method: str = "weighted",
+                 context: int | None = None):
         self.client, self.fmt, self.name = client, fmt, name
+        #: prompt and completion tokens together at most (None: the model's, `model_context`; unknown: unchecked)
+        self.context = context or model_context(client)
         #: with a retriever (a `tinytool.retrieval.ToolRetriever` over a large catalog), a request that brings no
         #: tools is offered the ``top_k`` the retriever finds for its last user message (EfficientTool §3.3.2)
         self.retriever, self.top_k, self.method = retriever, top_k, method
@@ -57,6 +84,8 @@ class Engine:
 
     # -- requests --------------------------------------------------------------------------------------
     def job(self, req: ChatRequest) -> Job:
+        """``req`` ready to generate; a prompt that leaves no room in the context is a 400, and the completion
+        tokens asked for are capped at what the context leaves."""
         conv = conversation(req)
         mode, name = req.choice()
         if self.retriever is not None and not conv.tools and mode != "none":
@@ -65,10 +94,16 @@ class Engine:
                 conv.tools = [t for t, _ in self.retriever.search(query, self.top_k, self.method)]
         prefix = self.fmt.call_prefix(name) if mode in ("required", "named") else ""
         prompt = chat_request(self.fmt, conv, self.tokenizer).prompt + prefix
+        tokens = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
         limit = req.limit(self.max_tokens)
+        if self.context is not None:
+            if tokens >= self.context:
+                raise ServeError(f"the prompt is {tokens} tokens and the model's context is {self.context} tokens "
+                                 "(the prompt and at least one completion token must fit): shorten the messages "
+                                 "or offer fewer tools", param="messages")
+            limit = min(limit, self.context - tokens)  # capped, not refused: the answer ends with "length"
         gen = GenerationConfig(max_new_tokens=limit, temperature=req.temperature, top_p=req.top_p, n=1,
                                seed=req.seed if req.seed is not None else 0, stop=req.stops())
-        tokens = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
         return Job(prompt, prefix, gen, mode != "none", tokens)
 
     def complete(self, job: Job, timeout: float | None = None) -> Completion:
@@ -116,7 +151,9 @@ class Engine:
 
     # -- streaming -------------------------------------------------------------------------------------
     def stream(self, job: Job) -> Iterator[str]:
-        """The completion's text piece by piece as it is generated (without the forced prefix)."""
+        """The completion's text piece by piece as it is generated (without the forced prefix); then
+        ``job.future`` holds the whole `Completion`, read from the generated tokens as the batched path reads
+        them (the same text, token count and finish reason: ``"length"`` when ``max_new_tokens`` cut it)."""
         import torch
         from transformers import TextIteratorStreamer
 
@@ -132,13 +169,14 @@ class Engine:
         if g.stop:
             kwargs.update({"stop_strings": list(g.stop), "tokenizer": tok})
         failure: list[BaseException] = []
+        output: list[Any] = []
 
         def run() -> None:
             try:
                 with self.lock, torch.inference_mode():
                     if g.temperature > 0:
                         torch.manual_seed(g.seed or 0)
-                    model.generate(**kwargs)
+                    output.append(model.generate(**kwargs))
             except BaseException as e:  # surfaced to the reader below
                 failure.append(e)
                 streamer.end()
@@ -147,8 +185,10 @@ class Engine:
         thread.start()
         yield from streamer
         thread.join()
-        if failure:
-            raise ServeError(f"generation failed: {failure[0]}", status=500)
+        if failure or not output:
+            raise ServeError(f"generation failed: {failure[0] if failure else 'no output'}", status=500)
+        tokens = output[0][0, ids.shape[1]:].tolist()
+        job.future.set_result(self.client._completion(tokens, g, ids.shape[1]))
 
 
-__all__ = ["Engine", "Job"]
+__all__ = ["Engine", "Job", "model_context"]

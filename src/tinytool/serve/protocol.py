@@ -35,8 +35,22 @@ class ServeError(Exception):
         return {"error": {"message": str(self), "type": kind, "param": self.param, "code": None}}
 
 
+class StreamOptions(BaseModel):
+    """``stream_options``: ``include_usage`` asks for a last chunk that holds the usage (and no choices)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = Field(default=False, strict=True)
+
+
 class ChatRequest(BaseModel):
-    """The fields of ``POST /v1/chat/completions`` the server reads (others are accepted and ignored)."""
+    """The fields of ``POST /v1/chat/completions`` the server reads (others are accepted and ignored).
+
+    ``max_tokens`` and ``max_completion_tokens`` are positive JSON integers (``"12"``, ``12.0`` and ``true`` are
+    refused, as OpenAI's API refuses them); the engine caps them at what the model's context leaves
+    (`tinytool.serve.engine.Engine.job`). ``logprobs``/``top_logprobs`` are refused by `refusals`: the batched
+    generation does not keep log-probabilities, and a request that asks for them is not answered without them.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -46,10 +60,13 @@ class ChatRequest(BaseModel):
     tool_choice: str | dict[str, Any] | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1, strict=True)
+    max_completion_tokens: int | None = Field(default=None, ge=1, strict=True)
     n: int = Field(default=1, ge=1, le=1)
     stream: bool = False
+    stream_options: StreamOptions | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, strict=True)
     stop: str | list[str] | None = None
     seed: int | None = None
 
@@ -64,7 +81,20 @@ class ChatRequest(BaseModel):
         raise ValueError("tool_choice must be 'auto', 'none', 'required' or {'type': 'function', 'function': "
                          "{'name': ...}}")
 
+    def refusals(self) -> None:
+        """Raise a 400 for what reads but is not served: log-probabilities, and ``stream_options`` without
+        ``stream`` (OpenAI's API refuses that too)."""
+        if self.logprobs or self.top_logprobs:
+            raise ServeError("logprobs: this server does not return log-probabilities; leave out logprobs and "
+                             "top_logprobs (or send false and 0)", param="logprobs")
+        if self.stream_options is not None and not self.stream:
+            raise ServeError("stream_options: only allowed with stream: true", param="stream_options")
+
+    def include_usage(self) -> bool:
+        return bool(self.stream and self.stream_options and self.stream_options.include_usage)
+
     def limit(self, default: int) -> int:
+        """Completion tokens asked for: ``max_completion_tokens``, else ``max_tokens``, else ``default``."""
         return self.max_completion_tokens or self.max_tokens or default
 
     def stops(self) -> tuple[str, ...]:
@@ -142,21 +172,33 @@ def _strip_think(text: str) -> str:
     return text.strip()
 
 
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
 def completion_body(model: str, message: dict[str, Any], finish: str, prompt_tokens: int,
                     completion_tokens: int) -> dict[str, Any]:
     return {
         "id": new_id("chatcmpl"), "object": "chat.completion", "created": int(time.time()), "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "usage": usage(prompt_tokens, completion_tokens),
     }
 
 
-def chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None) -> str:
-    """One server-sent event of a streamed completion."""
-    body = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
+def chunk(cid: str, model: str, delta: dict[str, Any] | None, finish: str | None = None, *,
+          with_usage: bool = False, counts: dict[str, int] | None = None) -> str:
+    """One server-sent event of a streamed completion. With ``stream_options.include_usage`` (``with_usage``)
+    every chunk carries ``"usage": null`` and the last one, ``delta`` None, has no choices and the ``counts``:
+    OpenAI's shape."""
+    body: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                            "model": model, "choices": []}
+    if delta is not None:
+        body["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
+    if with_usage:
+        body["usage"] = counts
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
-__all__ = ["ChatRequest", "ServeError", "assistant_message", "chunk", "completion_body", "conversation", "new_id"]
+__all__ = ["ChatRequest", "ServeError", "StreamOptions", "assistant_message", "chunk", "completion_body",
+           "conversation", "new_id", "usage"]
