@@ -7,15 +7,18 @@ the options every tinytool training verb shares, and tinytool's defaults and sho
 line (`--name value`, plus the short aliases in the field's metadata), the YAML file (``--config run.yaml``,
 flags override it) and the Python API (`load_config`) are all derived from the dataclass.
 
-Every run saves its resolved config as ``config.yaml`` in its output directory, and a run directory's manifest
-holds the settings that define the run (`run_settings`): rerunning with the same ones resumes from the newest
-complete checkpoint, other ones are refused, ``--overwrite`` starts again.
+Every run saves its config as ``config.yaml`` in its output directory (`saved_config`): tinytool's fields as
+resolved, the other fields only where the user set them, paths absolute; ``--config`` reruns it from anywhere.
+A run directory's manifest holds the settings that define the run (`run_settings`): rerunning with the same
+ones resumes from the newest complete checkpoint, other ones are refused, ``--overwrite`` starts again.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,11 +115,34 @@ class RunOptions:
     gradient_checkpointing: bool | None = option(None, "Older name of --activation-checkpointing.")
     seed: int = option(0, "Random seed (model init, data order, dropout).")
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Each subclass's ``__post_init__`` first records the values as given (see `_record_given`)."""
+        super().__init_subclass__(**kwargs)
+        post = cls.__dict__.get("__post_init__")
+        if post is not None:
+            @functools.wraps(post)
+            def post_init(self: Any) -> None:
+                self._record_given()
+                post(self)
+
+            cls.__post_init__ = post_init
+
+    def _record_given(self) -> None:
+        """The values the config was built with, before any ``__post_init__`` resolves or derives others (the
+        first call counts): `saved_config` tells the user's settings from the ones derived from them."""
+        if "_as_given" not in self.__dict__:
+            given = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+            try:
+                self._as_given = copy.deepcopy(given)
+            except Exception:  # an object that cannot be copied is recorded as it is
+                self._as_given = given
+
     def __post_init__(self) -> None:
         import torch
 
         from tinytool.models.precision import use_bf16
 
+        self._record_given()
         if not self.output_dir:
             raise UserInputError("no output directory given: pass --out DIR (or output_dir in the config file)")
         self._device_defaults(torch.cuda.is_available())
@@ -199,6 +225,11 @@ class RunOptions:
         "save_total_limit", "save_strategy", "report_to", "eval_steps", "disable_tqdm", "run_name",
         "dataloader_num_workers", "push_to_hub", "hub_model_id", "hub_token",
     })
+    #: tinytool's fields that `saved_config` leaves out: what to do with an earlier run (a rerun of the saved
+    #: config must not delete it), and the older alias that mirrors ``activation_checkpointing``
+    NOT_SAVED: ClassVar[frozenset[str]] = frozenset({"overwrite", "resume", "gradient_checkpointing"})
+    #: fields that hold paths (or a model spec that may be one): saved and compared absolute where they exist
+    PATHS: ClassVar[tuple[str, ...]] = ("output_dir", "model", "data", "eval_data", "student", "teacher", "cache")
     #: `TrainingArguments` fields beyond tinytool's own that change what is trained
     TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
         "lr_scheduler_type", "lr_scheduler_kwargs", "weight_decay", "max_grad_norm", "optim", "adam_beta1",
@@ -240,19 +271,102 @@ def _lora_text(value: Any) -> str:
         raise UserInputError(f"--lora: {e}") from None
 
 
+def _absolute(value: Any, always: bool = False) -> Any:
+    """A path (or each of a list of paths) made absolute where it exists (``always``: also where it does not
+    yet); anything else, such as a hub id or a model alias, as it is."""
+    if isinstance(value, (list, tuple)):
+        return [_absolute(v, always) for v in value]
+    if isinstance(value, (str, Path)) and str(value) and (always or Path(value).exists()):
+        return str(Path(value).expanduser().absolute())
+    return value
+
+
+def _path_value(cfg: Any, name: str, value: Any) -> Any:
+    """``value`` of field ``name`` with its paths absolute (`RunOptions.PATHS`, and other fields named
+    ``*_dir`` or ``*_path``)."""
+    if name in getattr(cfg, "PATHS", ()) or name.endswith(("_dir", "_path")):
+        return _absolute(value, always=name == "output_dir")
+    return value
+
+
 def run_settings(cfg: Any) -> dict[str, Any]:
-    """The settings that define a training run (recorded in its manifest; a resumed run must match them)."""
+    """The settings that define a training run (recorded in its manifest; a resumed run must match them), paths
+    absolute (the same run started from another directory is the same run)."""
     names = [n for n in type(cfg).own_fields() if n not in cfg.NOT_SETTINGS]
     names += [n for n in cfg.TRAINING_SETTINGS if hasattr(cfg, n) and n not in names]
     out = {}
     for n in names:
         v = getattr(cfg, n)
-        out[n] = getattr(v, "value", v)  # enums (the scheduler type) as their value
+        out[n] = _path_value(cfg, n, getattr(v, "value", v))  # enums (the scheduler type) as their value
     return out
 
 
+def _plain(value: Any) -> Any:
+    """A config value as YAML writes it: enums as their values, paths as text, objects with ``to_dict`` as
+    mappings; nothing shared (no YAML anchors)."""
+    from enum import Enum
+
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "to_dict"):
+        return _plain(value.to_dict())
+    return value
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def saved_config(cfg: Any) -> dict[str, Any]:
+    """What ``config.yaml`` holds, so that ``--config`` alone reruns the run from any directory: tinytool's own
+    fields as resolved (the user's settings and tinytool's decisions, such as the learning rate, batch layout
+    and bf16) and every other field the user set to other than its default, paths absolute. Left out: what
+    TRL and transformers derive from these (``steps_per_generation`` from ``generation_batch_size``) and what
+    tinytool derives from the machine it ran on (``use_cpu``), both derived again on the rerun's machine;
+    ``NOT_SAVED`` and credentials (``hub_token``)."""
+    own = set(type(cfg).own_fields())
+    given = getattr(cfg, "_as_given", {})
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        name = f.name
+        if not f.init or name in getattr(cfg, "NOT_SAVED", ()) or _secret(name):
+            continue
+        if name in own:
+            value = getattr(cfg, name)
+        elif name in given and not _same(given[name], _default(f)):
+            value = given[name]
+        else:
+            continue
+        out[name] = _path_value(cfg, name, _plain(value))
+    return out
+
+
+def _secret(name: str) -> bool:
+    """A credential (``hub_token``): never written to a file. transformers takes every ``*_token`` field for
+    one; TRL's ``pad_token`` and ``eos_token`` are settings."""
+    return name.endswith("_token") and name not in ("pad_token", "eos_token")
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(_plain(a) == _plain(b))
+    except Exception:  # values that cannot be compared count as different
+        return False
+
+
 def config_dict(cfg: Any, *, only_own: bool = False) -> dict[str, Any]:
-    """The resolved config as plain values (what ``config.yaml`` holds); ``only_own``: tinytool's fields only."""
+    """The resolved config as plain values, transformers' ``to_dict`` (the run summary's ``config`` holds
+    tinytool's fields of it: ``only_own``)."""
     d = cfg.to_dict()
     if only_own:
         own = type(cfg).own_fields()
@@ -261,14 +375,14 @@ def config_dict(cfg: Any, *, only_own: bool = False) -> dict[str, Any]:
 
 
 def save_config(cfg: Any, out: str | os.PathLike | None = None) -> Path:
-    """Write the resolved config as ``config.yaml`` (every field: `load_config` reads it back)."""
+    """Write `saved_config` as ``config.yaml`` (``--config`` and `load_config` read it back)."""
     import yaml
 
     from tinytool.io import atomic_file
 
     path = Path(out or cfg.output_dir) / CONFIG_FILE
     with atomic_file(path) as fh:
-        yaml.safe_dump(config_dict(cfg), fh, sort_keys=False, allow_unicode=True)
+        yaml.safe_dump(saved_config(cfg), fh, sort_keys=False, allow_unicode=True)
     return path
 
 
@@ -287,7 +401,8 @@ def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise UserInputError(f"{path}: a config file holds a mapping of option: value")
-    return data
+    # transformers writes ``<HUB_TOKEN>`` in place of every ``*_token`` field: never a setting (older config.yaml)
+    return {k: v for k, v in data.items() if not (str(k).endswith("_token") and v == f"<{str(k).upper()}>")}
 
 
 def _pop_environment(values: dict[str, Any]) -> dict[str, Any]:
@@ -382,6 +497,7 @@ def parse_config(cls: type[C], args: list[str], prog: str, description: str = ""
             action.nargs, action.const, action.metavar = "?", True, "true|false"
         if action.dest not in own and action.dest not in ("config", "help"):
             action.help = argparse.SUPPRESS
+    from_file: set[str] = set()
     if "--config" in args:
         i = args.index("--config")
         if i + 1 >= len(args):
@@ -392,6 +508,7 @@ def parse_config(cls: type[C], args: list[str], prog: str, description: str = ""
         for k, v in _pop_environment(values).items():
             os.environ[k] = str(v)
         _check_keys(cls, values, path)
+        from_file = set(values)
         for action in parser._actions:
             if action.dest in values:
                 action.default = values[action.dest]
@@ -401,9 +518,20 @@ def parse_config(cls: type[C], args: list[str], prog: str, description: str = ""
         flags = [a for a in rest if a.startswith("-")] or rest
         raise UserInputError(f"{prog}: unknown option{'s' * (len(flags) > 1)}: {' '.join(flags)}",
                              fix=f"see {prog} --help")
-    values = {k: v for k, v in vars(ns).items() if k not in ("config", "_given")}
+    # only what the file or the flags set: the rest takes the dataclass's defaults, so that the config records
+    # which values the user chose (`saved_config`)
+    given = from_file | _flags_given(parser, args)
     init = {f.name for f in dataclasses.fields(cls) if f.init}
-    return cls(**{k: v for k, v in values.items() if k in init})
+    return cls(**{k: v for k, v in vars(ns).items() if k in init and k in given})
+
+
+def _flags_given(parser: argparse.ArgumentParser, args: list[str]) -> set[str]:
+    """The fields that ``args`` (already parsed once without error) set: parsed again into a namespace that
+    already holds every field, which argparse then fills only from the flags given."""
+    unset = object()
+    ns = argparse.Namespace(**{a.dest: unset for a in parser._actions})
+    parser.parse_known_args(args, namespace=ns)
+    return {k for k, v in vars(ns).items() if v is not unset}
 
 
 __all__ = [
@@ -417,4 +545,5 @@ __all__ = [
     "parse_config",
     "run_settings",
     "save_config",
+    "saved_config",
 ]
