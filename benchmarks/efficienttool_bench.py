@@ -326,7 +326,7 @@ def _scores(model: str, work: Path, tag: str, dev: Path, limit: int, demo_limit:
     """Demo dev (exact-call accuracy, Sim-RL) and BFCL per category (strict, plus strict irrelevance)."""
     bfcl, demo = work / f"bfcl-{tag}", work / f"demo-{tag}"
     if not (bfcl / "summary.json").is_file():
-        run_cli([TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "-c", ",".join(BFCL), "--limit",
+        run_cli([TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "--categories", ",".join(BFCL), "--limit",
                  str(limit), "-o", str(bfcl)])
     if not (demo / "summary.json").is_file():
         run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(dev), "-o", str(demo)]

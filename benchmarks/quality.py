@@ -151,7 +151,7 @@ def evaluate(work: Path, row: str, model: str, limit: int, batch_size: int) -> d
     """BFCL (strict headline) and the demo dev split, each a resumable run directory."""
     tag = f"bfcl-{limit}" if limit else "bfcl-full"
     bfcl_out = work / "runs" / row / tag
-    cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "-c", ",".join(CATEGORIES),
+    cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "--categories", ",".join(CATEGORIES),
            "--batch-size", str(batch_size), "-o", str(bfcl_out), "--label", row]
     run_cli(cmd + (["--limit", str(limit)] if limit else []))
     summary = json.loads((bfcl_out / "summary.json").read_text())

@@ -121,7 +121,7 @@ def _scores(work: Path, model: str, tag: str, limit: int) -> dict:
     summary of this model is read, not run again (a rerun after a crash resumes there)."""
     data = _demo(work)
     bfcl = work / f"bfcl-{tag}"
-    cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "-c", ",".join(CATEGORIES), "-o", str(bfcl)]
+    cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "--categories", ",".join(CATEGORIES), "-o", str(bfcl)]
     if not _done(bfcl, model):
         run_cli(cmd + (["--limit", str(limit)] if limit else []))
     demo = work / f"demo-{tag}"

@@ -142,7 +142,7 @@ def train_row(work: Path, row: str, base: str, data: Path) -> tuple[str, dict]:
 def scores(model: str, out: Path, data: Path, limit: int, batch_size: int) -> dict:
     """BFCL (strict) per category with per-item verdicts, and the demo dev split, each a resumable run dir."""
     bfcl = out / (f"bfcl-{limit}" if limit else "bfcl-full")
-    cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "-c", ",".join(CATEGORIES),
+    cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "--categories", ",".join(CATEGORIES),
            "--batch-size", str(batch_size), "-o", str(bfcl)]
     run_cli(cmd + (["--limit", str(limit)] if limit else []))
     demo = out / "demo-dev"

@@ -224,8 +224,8 @@ def test_a_single_command_app_and_mounted_sub_apps_share_the_error_path():
     def only() -> None:
         raise UserInputError("bad flag")
 
-    r = runner.invoke(one, [])
-    assert r.exit_code == 2 and r.stderr == "error: bad flag\n"
+    r = runner.invoke(one, [])  # an error without a fix of its own points at the command's usage
+    assert r.exit_code == 2 and r.stderr == "error: bad flag\nfix: see only --help\n"
     top = make_app()
     top.add_typer(_demo_app(), name="sub")
     r = runner.invoke(top, ["sub", "user-error"])

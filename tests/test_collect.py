@@ -319,7 +319,7 @@ def test_the_cli_names_a_missing_seed_file_and_a_bad_config(tmp_path):
 
     from tinytool.cli import app
 
-    res = CliRunner().invoke(app, ["collect", "-s", str(tmp_path / "nope.jsonl"), "-t", "x", "-o", str(tmp_path / "o")])
+    res = CliRunner().invoke(app, ["collect", "--seeds", str(tmp_path / "nope.jsonl"), "-t", "x", "-o", str(tmp_path / "o")])
     assert res.exit_code == 2 and "nope.jsonl: no such seed file" in res.output
     (tmp_path / "c.yaml").write_text("seeds: a.jsonl\nteacher: x\nout: o\nqueriez: 3\n")
     res = CliRunner().invoke(app, ["collect", "--config", str(tmp_path / "c.yaml")])

@@ -100,7 +100,7 @@ def test_synth_envs_verb_writes_tasks_rl_can_train_on(tmp_path, monkeypatch):
     knowledge.write_text(json.dumps({"text": "Paris has 2.1 million people; Lyon 0.5 million."}) + "\n")
     monkeypatch.setattr("tinytool.llm.get_client", lambda spec, **kw: ScriptedClient(respond))
     out = tmp_path / "envs.jsonl"
-    res = CliRunner().invoke(app, ["synth", "envs", "-k", str(knowledge), "--llm", "x", "-o", str(out)])
+    res = CliRunner().invoke(app, ["synth", "envs", "--knowledge", str(knowledge), "--llm", "x", "-o", str(out)])
     assert res.exit_code == 0, res.output
     (conv,) = read_jsonl(out)
     assert conv.meta["environment"]["code"] and conv.tools[0].name == "city_population"
@@ -114,6 +114,6 @@ def test_synth_envs_verb_counts_what_an_unreadable_model_left(tmp_path, monkeypa
     knowledge.write_text("".join(json.dumps({"text": f"Fact {i}."}) + "\n" for i in range(3)))
     monkeypatch.setattr("tinytool.llm.get_client", lambda spec, **kw: ScriptedClient(lambda r, i: "sure!"))
     out = tmp_path / "envs.jsonl"
-    res = CliRunner().invoke(app, ["synth", "envs", "-k", str(knowledge), "--llm", "x", "-o", str(out)])
+    res = CliRunner().invoke(app, ["synth", "envs", "--knowledge", str(knowledge), "--llm", "x", "-o", str(out)])
     assert res.exit_code == 0, res.output
     assert out.read_text() == "" and "instance not read 3" in res.output

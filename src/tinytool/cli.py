@@ -285,8 +285,8 @@ _eval_commands()
 
 
 def main() -> None:  # pragma: no cover - console entry point
-    app()
+    app(prog_name="tinytool")
 
 
-if __name__ == "__main__":  # pragma: no cover
-    app()
+if __name__ == "__main__":  # pragma: no cover - `python -m tinytool.cli` (how recipe stages run) speaks as tinytool
+    app(prog_name="tinytool")

@@ -30,8 +30,10 @@ from tinytool.errors import TinytoolError
 
 try:  # typer >= 0.26 parses with its own copy of click, whose exceptions are other classes
     from typer._click import exceptions as _typer_click
+    from typer._click.globals import get_current_context as _typer_context
 except ImportError:  # pragma: no cover - an older typer parses with click itself
     _typer_click = click.exceptions
+    _typer_context = click.get_current_context
 
 #: click's usage errors (unknown option, bad value, missing argument, unknown command) ...
 _USAGE_ERRORS: tuple[type[Exception], ...] = (click.UsageError, _typer_click.UsageError)
@@ -50,10 +52,17 @@ class Interrupted(KeyboardInterrupt):
     """A Ctrl-C that knows what the verb left behind (``str(e)``, e.g. ``"OUT unchanged"``)."""
 
 
+def _help_fix() -> str | None:
+    """``see tinytool VERB --help`` for the command running now (None outside a command)."""
+    ctx = _typer_context(silent=True) or click.get_current_context(silent=True)
+    return f"see {ctx.command_path} --help" if ctx is not None else None
+
+
 def print_error(e: TinytoolError | str, fix: str | None = None) -> None:
-    """Print ``error: MESSAGE`` (and ``fix: FIX`` when there is one) to stderr, each on one line."""
+    """Print ``error: MESSAGE`` and ``fix: FIX`` to stderr, each on one line. The fix is ``fix``, else the error's
+    own, else where to read the running command's usage: every error says what to do."""
     message = str(e)
-    fix = fix if fix is not None else getattr(e, "fix", None)
+    fix = fix or getattr(e, "fix", None) or _help_fix()
     err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
     if fix:
         err.print(f"fix: {escape(fix)}", highlight=False)
@@ -153,12 +162,9 @@ passthrough = {
 }
 
 
-def fail(msg: object, code: int = EXIT_USER_ERROR) -> NoReturn:
-    """Print ``error: MSG`` to stderr on one logical line and exit (prefer raising a `TinytoolError`)."""
-    if isinstance(msg, TinytoolError):
-        print_error(msg)
-    else:
-        err.print(f"[red]error:[/red] {escape(str(msg))}", highlight=False)
+def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> NoReturn:
+    """Print ``error: MSG`` and its fix (see `print_error`) to stderr and exit (prefer raising a `TinytoolError`)."""
+    print_error(msg if isinstance(msg, TinytoolError) else str(msg), fix=fix)
     raise typer.Exit(code)
 
 

@@ -11,19 +11,19 @@ from tinytool.clikit import err, fail
 
 
 def collect_command(
-    seeds: Path = typer.Option(None, "--seeds", "-s", help="Seed task conversations (JSONL: request, tools, world), "
+    seeds: Path = typer.Option(None, "--seeds", help="Seed task conversations (JSONL: request, tools, world), "
                                "e.g. a `tinytool data demo` train split."),
     teacher: str = typer.Option(None, "--teacher", "-t", help="Teacher: an OpenAI-compatible endpoint "
                                 "(http://HOST/v1@MODEL), vllm:MODEL or a local model."),
     out: Path = typer.Option(None, "--out", "-o", help="Run directory (a rerun resumes where it stopped)."),
-    student: str = typer.Option(None, "--student", "-m", help="Student to start from [default: "
+    student: str = typer.Option(None, "--student", help="Student to start from [default: "
                                 "smollm2-135m-instruct]."),
     judge: str = typer.Option(None, "--judge", help="Judge of the teacher layer: a model spec, or 'reference' "
                               "(a trajectory must make its seed's reference calls; for runs without a teacher "
                               "strong enough to judge) [default: the teacher]."),
     env: str = typer.Option(None, "--env", help="Environment the trajectories run in [default: demo]."),
     fmt: str = typer.Option(None, "--format", "-f", help="Prompt format [default: hermes-nothink]."),
-    iterations: int = typer.Option(None, "--iterations", "-n", help="Loop iterations [default: 1]."),
+    iterations: int = typer.Option(None, "--iterations", help="Loop iterations [default: 1]."),
     queries: int = typer.Option(None, "--queries", help="Queries per iteration [default: the number of seeds]."),
     teacher_share: float = typer.Option(None, "--teacher-share", help="Share of the first iteration's interactions "
                                         "the teacher runs [default: 0.2]."),
@@ -42,7 +42,7 @@ def collect_command(
     """Run EfficientTool's loop: queries → teacher then student interactions → rule/judge/review filters →
     15-gram dedup into a replay store → LoRA SFT → gate → KTO → next iteration.
 
-    Example: tinytool collect -s demo/train.jsonl -t http://127.0.0.1:8000/v1@teacher --gate-data demo/dev.jsonl -n 2 -o runs/collect
+    Example: tinytool collect --seeds demo/train.jsonl -t http://127.0.0.1:8000/v1@teacher --gate-data demo/dev.jsonl --iterations 2 -o runs/collect
 
     Writes OUT/iter-K/ (queries, trajectories, labelled.jsonl, review_queue.jsonl, sft/, kto/, gate-*/),
     OUT/store.jsonl (the replay store) and OUT/loop.json (counts per layer, gate figures and decisions, cost per
@@ -68,6 +68,9 @@ def collect_command(
     if missing:
         raise UserInputError(f"missing {', '.join('--' + k for k in missing)}", fix="see tinytool collect --help")
     cfg = CollectConfig(**values)
+    from tinytool.io import check_not_input
+
+    check_not_input(cfg.out, cfg.seeds, cfg.student, cfg.teacher, cfg.gate_data, config)
     state = run_loop(cfg)
     if state.get("waiting"):
         err.print(f"waiting for review: set \"review\" to accept or reject in {state['waiting']}, then run the same "

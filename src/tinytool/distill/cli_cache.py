@@ -41,10 +41,12 @@ def cache_command(
     from tinytool.distill.cache import build_cache
     from tinytool.errors import TinytoolError
     from tinytool.formats import get_format
+    from tinytool.io import check_not_input
 
     for p in data:
         if not p.is_file():
             fail(f"{p}: no such data file")
+    check_not_input(out, teacher, *data)
     try:
         get_format(format)
     except ValueError as e:

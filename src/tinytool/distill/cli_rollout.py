@@ -22,7 +22,7 @@ def rollout_command(
                                     "turn is one prompt, the turn itself its ground truth."),
     out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="Output JSONL of kept conversations; the run "
                              "directory beside it (dt.jsonl → dt.run/) holds run.json, progress.jsonl, stats.json."),
-    n: int = typer.Option(8, "--n", help="Samples per prompt (STAR App. A.2: 8)."),
+    n: int = typer.Option(8, "--n", min=1, help="Samples per prompt (STAR App. A.2: 8)."),
     temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature (1.0: the teacher's own distribution)."),
     top_p: float = typer.Option(1.0, "--top-p", help="Nucleus sampling mass."),
     max_new_tokens: int = typer.Option(512, "--max-new-tokens", help="Token budget per sample; cut-off samples are dropped."),
@@ -35,7 +35,7 @@ def rollout_command(
                                               "(the most similar to the ground truth)."),
     keep_truncated: bool = typer.Option(False, "--keep-truncated", help="Keep samples cut off by --max-new-tokens."),
     format: str = typer.Option("hermes", "--format", "-f", help="Prompt format: hermes, hermes-nothink, toolrl, python."),
-    batch_size: int = typer.Option(32, "--batch-size", help="Prompts per generate call and per checkpoint "
+    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Prompts per generate call and per checkpoint "
                                    "(a crash loses at most one batch; vLLM likes larger)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start again, discarding what OUT and its run "
                                    "directory hold."),
@@ -57,12 +57,14 @@ def rollout_command(
     """
     from tinytool.distill.rollouts import RolloutJob, nothing_kept_error
     from tinytool.errors import TinytoolError
+    from tinytool.io import check_not_input
     from tinytool.llm import GenerationConfig, get_client
 
     del resume  # a rerun with the same settings resumes by itself
     for p in data:
         if not p.is_file():
             fail(f"{p}: no such data file")
+    check_not_input(out, teacher, *data)
     if env is not None:
         _env_rollouts(teacher, data, out, env, format, temperature, top_p, max_new_tokens, seed, batch_size,
                       max_turns, overwrite, limit)
@@ -78,14 +80,13 @@ def rollout_command(
         raise
     except (FileNotFoundError, ValueError) as e:
         fail(str(e))
-    if not job.prompts:
-        fail(f"no prompts: the data holds no assistant turn after a user or tool message ({', '.join(map(str, data))})")
     try:
         client = get_client(teacher)
-    except TinytoolError:
+    except BaseException as e:  # nothing generated yet: a failed start leaves nothing behind
+        _discard(job)
+        if isinstance(e, (ValueError, ImportError, OSError)) and not isinstance(e, TinytoolError):
+            fail(f"--teacher {teacher}: {e}")
         raise
-    except (ValueError, ImportError, OSError) as e:
-        fail(f"--teacher {teacher}: {e}")
     try:
         stats = job.run(client)
     except TinytoolError as e:
@@ -103,6 +104,18 @@ def rollout_command(
     if stats["kept"] == 0 and stats["samples"] > 0:
         raise nothing_kept_error(stats, out)
     err.print(f"wrote {out} (stats: {job.paths['stats']})")
+
+
+def _discard(job) -> None:
+    """Remove what opening a fresh rollout run wrote (its empty output and its run directory)."""
+    from tinytool.io.rundir import discard_start, holds_work
+
+    out, folder = job.paths["out"], job.paths["dir"]
+    if folder.is_dir() and holds_work(folder):
+        return
+    if out.is_file() and out.stat().st_size == 0:
+        out.unlink()
+    discard_start(folder)
 
 
 def _env_rollouts(teacher: str, data: list[Path], out: Path, env: str, fmt: str, temperature: float, top_p: float,

@@ -69,6 +69,7 @@ from tinytool.io import (
     RunDir,
     append_jsonl,
     atomic_file,
+    check_not_input,
     open_run_dir,
     read_jsonl_rows,
     repair_log,
@@ -455,7 +456,15 @@ class RolloutJob:
             limit=limit,
         )
         files = [str(d) for d in data if not isinstance(d, Conversation)]
-        job = cls(cfg, prompts, skipped, output_paths(out), batch_size, files)
+        paths = output_paths(out)
+        check_not_input(paths["out"], *files)
+        check_not_input(paths["dir"], *files)
+        if not prompts:  # checked before anything is created: a failed start leaves nothing behind
+            raise UserInputError(f"no prompts: the data holds no assistant turn after a user or tool message "
+                                 f"({', '.join(files) or 'the conversations given'})",
+                                 fix="give conversations with at least one assistant turn (tinytool data stats "
+                                     "FILE shows what a file holds)")
+        job = cls(cfg, prompts, skipped, paths, batch_size, files)
         job.open(overwrite)
         return job
 

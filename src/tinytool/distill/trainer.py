@@ -62,7 +62,7 @@ class DistillConfig(RunOptions, TrainingArguments):
 
     student: str = field(metadata={"help": "Student model: hub id (org/name), checkpoint directory, .gguf, alias.",
                                    "aliases": ["-s"]})
-    cache: str | None = option(None, "Teacher top-k cache (tinytool teacher cache).", "-c")
+    cache: str | None = option(None, "Teacher top-k cache (tinytool teacher cache).")
     teacher: str | None = option(None, "Online teacher held in memory (instead of a cache; needs --data). With "
                                  "--loss gkd: TRL's on-policy teacher.", "-t")
     data: list[str] = listed("Conversations JSONL (online teacher, gkd, or ce without a cache).", "-d")
@@ -101,6 +101,13 @@ class DistillConfig(RunOptions, TrainingArguments):
         for p in self.data:
             if not Path(p).is_file():
                 raise MissingInputError(f"{p}: no such data file")
+        if self.cache is not None and not (Path(self.cache) / "manifest.json").is_file():
+            raise MissingInputError(f"{self.cache}: no teacher cache there (no manifest.json)",
+                                    fix="build one with tinytool teacher cache -t TEACHER -d DATA -o "
+                                        f"{self.cache}, or pass the folder it wrote")
+        from tinytool.io import check_not_input
+
+        check_not_input(self.output_dir, self.student, self.teacher, self.cache, *self.data)
         super().__post_init__()
 
 

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import typer
 
-from tinytool.clikit import err, fail, make_app
+from tinytool.clikit import err, fail, make_app, on_interrupt
+from tinytool.io import check_not_input
 
 eval_app = make_app(help="Score models: BFCL v4, the demo dev split, an LLM judge.")
 
-_MODEL_HELP = ("Model: hub id, local dir, .gguf, 'smollm2-135m-instruct', 'vllm:SPEC', or an "
-               "OpenAI-compatible endpoint 'http://host:port/v1@MODEL'.")
+# no word longer than about 20 characters: a narrow terminal's help column cuts longer ones
+_MODEL_HELP = ("Model: hub id, local dir, .gguf, smollm2-135m-instruct, vllm:SPEC, or an OpenAI-compatible "
+               "endpoint as URL@MODEL (URL: http://host:port/v1).")
 
 
 DTYPES = ("float32", "bfloat16")
@@ -40,7 +42,15 @@ def _client(model: str, batch_size: int, dtype: str = "float32"):
     from tinytool.llm import get_client
 
     if _remote(model):
-        return get_client(model)
+        client = get_client(model)
+        reachable = getattr(client, "check_reachable", None)
+        if reachable is not None:  # before a run directory is created: a failed start leaves nothing
+            try:
+                reachable()
+            except BaseException:
+                client.close()
+                raise
+        return client
     if dtype == "bfloat16":
         import torch
 
@@ -61,16 +71,18 @@ def _check_format(fmt: str | None, model: str) -> str:
     return fmt
 
 
-def _table(summary: dict) -> None:
+def _table(summary: dict, benchmark: str) -> None:
     """Per category: the strict headline accuracy, the lenient one beside it (what the parser's repairs
-    would add) and strict irrelevance (any attempted call fails); then the groups."""
+    would add) and strict irrelevance (any attempted call fails); then the groups. ``benchmark`` names what was
+    scored (with its version when the summary has one)."""
     from rich.console import Console
     from rich.table import Table
 
     def pct(v: object) -> str:
         return f"{100 * v:.1f}%" if isinstance(v, (int, float)) else ""
 
-    t = Table(title=f"{summary.get('model', '')}  (BFCL {summary.get('bfcl_version', '')})")
+    version = f" {summary['bfcl_version']}" if summary.get("bfcl_version") else ""
+    t = Table(title=f"{summary.get('model', '')}  ({benchmark}{version})")
     for col in ("category", "n", "accuracy", "lenient", "strict irr.", "calls/item", "top error"):
         t.add_column(col)
     for cat, s in summary["categories"].items():
@@ -89,16 +101,16 @@ def bfcl(
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory (resumed if it exists)."),
     fmt: str = typer.Option(None, "--format", help="Prompt format: hermes, hermes-nothink, toolrl, python [default: the one the model was trained in, else hermes]."),
     categories: str = typer.Option(
-        "ast", "--categories", "-c",
+        "ast", "--categories",
         help="Comma-separated categories or groups: all, ast, non_live, live, multi_turn, simple_python, ..."),
     limit: int = typer.Option(None, "--limit", min=1, help="At most N items per category (seeded random subset)."),
-    samples: int = typer.Option(1, "--samples", "-k", min=1, help="Completions per item (pass@k)."),
-    temperature: float = typer.Option(0.0, "--temperature", "-t", min=0.0, help="0 = greedy."),
-    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1),
+    samples: int = typer.Option(1, "--samples", min=1, help="Completions per item (pass@k)."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy."),
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="Longest answer in tokens per turn."),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help=_BATCH_HELP),
     dtype: str = typer.Option("float32", "--dtype", help=_DTYPE_HELP),
     step_limit: int = typer.Option(20, "--step-limit", min=1, help="Multi-turn: steps per turn before forced quit."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the --limit subset and of sampling (--temperature > 0)."),
     entropy: bool = typer.Option(False, "--entropy", help="Also record mean token entropy (local models)."),
     label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
@@ -107,7 +119,7 @@ def bfcl(
     """Score a model on BFCL v4 with tinytool's own checkers (resumable; writes generations,
     per-item verdicts with reasons, and a summary weighted as BFCL's leaderboard).
 
-    Example: tinytool eval bfcl -m runs/sft -c simple_python,multiple,irrelevance --limit 100 -o runs/sft-bfcl
+    Example: tinytool eval bfcl -m runs/sft --categories simple_python,multiple,irrelevance --limit 100 -o runs/sft-bfcl
     """
     from tinytool.bfcl import expand_categories
     from tinytool.eval.bfcl_runner import BFCLRunConfig, run_bfcl, score
@@ -115,6 +127,7 @@ def bfcl(
     if rescore:
         summary = score(out)
     else:
+        check_not_input(out, model)
         _check_dtype(dtype, model)
         fmt = _check_format(fmt, model)
         if samples > 1 and temperature == 0:
@@ -123,8 +136,10 @@ def bfcl(
             model=model, format=fmt, categories=expand_categories(categories), limit=limit, samples=samples,
             temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
             step_limit=step_limit, seed=seed, entropy=entropy, label=label)
-        summary = run_bfcl(cfg, out, _client(model, batch_size, dtype), overwrite=overwrite)
-    _table(summary)
+        with on_interrupt(f"the generations finished so far are kept in {out}/generations.jsonl; the same command "
+                          "resumes there"):
+            summary = run_bfcl(cfg, out, _client(model, batch_size, dtype), overwrite=overwrite)
+    _table(summary, "BFCL")
     typer.echo(f"wrote {out}/summary.json, results.jsonl, generations.jsonl")
 
 
@@ -134,11 +149,11 @@ def demo(
     data: Path = typer.Option(..., "--data", "-d", exists=True, dir_okay=False, help="Demo dev split (JSONL)."),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory."),
     fmt: str = typer.Option(None, "--format", help="Prompt format: hermes, hermes-nothink, toolrl, python [default: the one the model was trained in, else hermes]."),
-    limit: int = typer.Option(None, "--limit", min=1),
-    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1),
+    limit: int = typer.Option(None, "--limit", min=1, help="At most N tasks (the first N of the split)."),
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="Longest answer in tokens."),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help=_BATCH_HELP),
     dtype: str = typer.Option("float32", "--dtype", help=_DTYPE_HELP),
-    label: str = typer.Option(None, "--label"),
+    label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
 ) -> None:
     """Score a model on the demo dev split: exact call match and STAR's Sim-RL score per category
@@ -148,12 +163,14 @@ def demo(
     """
     from tinytool.eval.demo_eval import run_demo_eval
 
+    check_not_input(out, model, data)
     _check_dtype(dtype, model)
     fmt = _check_format(fmt, model)
-    summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
-                            max_new_tokens=max_new_tokens, batch_size=batch_size,
-                            client=_client(model, batch_size, dtype), label=label, overwrite=overwrite)
-    _table(summary)
+    with on_interrupt(f"the answers finished so far are kept in {out}; the same command resumes there"):
+        summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
+                                max_new_tokens=max_new_tokens, batch_size=batch_size,
+                                client=_client(model, batch_size, dtype), label=label, overwrite=overwrite)
+    _table(summary, "demo dev split")
 
 
 @eval_app.command("judge")
@@ -186,6 +203,7 @@ def expert_cmd(
     from tinytool.eval.expert import expert_summary, read_expert_verdicts
     from tinytool.io import write_json
 
+    check_not_input(out, verdicts)
     summary = expert_summary(read_expert_verdicts(verdicts))
     if out is not None:
         write_json(out, summary)
@@ -212,9 +230,9 @@ def report(
     ``--out`` is written as a whole: no chart of an older report stays beside the new one, and an
     interrupted run leaves the old report as it was.
     """
-    from tinytool.clikit import on_interrupt
     from tinytool.eval.report import write_report
 
+    check_not_input(out, *runs, *training)
     left = f"{out} unchanged" if out.exists() else f"nothing written to {out}"
     with on_interrupt(left):
         paths = write_report(list(runs), out, worst=worst, title=title, overwrite=overwrite,

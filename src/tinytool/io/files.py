@@ -28,6 +28,9 @@ PathLike = str | os.PathLike
 class FileFormatError(TinytoolError, ValueError):
     """A file that cannot be read as the JSON or JSONL it should be; the message names file and line."""
 
+    fix = ("correct the file at the line named (JSONL holds one JSON object per line; JSON and YAML files must "
+           "parse as a whole), or remove that line")
+
 
 class OutputNotWritable(TinytoolError, OSError):
     """An output path that cannot be created or written (permissions, a file where a directory should be)."""
@@ -296,13 +299,23 @@ def atomic_dir(path: PathLike) -> Iterator[Path]:
         raise
 
 
-def check_not_input(output: PathLike, *inputs: PathLike) -> None:
-    """Refuse an output path that is one of the inputs (writing it would destroy what is being read)."""
+def check_not_input(output: PathLike | None, *inputs: PathLike | None) -> None:
+    """Refuse an output that is one of the inputs, or a folder that holds one (writing it, or starting it again
+    with ``--overwrite``, would destroy what is being read). Only inputs that exist on disk count (a hub id or a
+    URL is never inside an output); ``None`` entries are skipped."""
+    if output is None:
+        return
     out = Path(output).resolve()
     for i in inputs:
-        if i is not None and Path(i).resolve() == out:
+        if i is None or not str(i) or "://" in str(i) or not Path(i).exists():
+            continue
+        src = Path(i).resolve()
+        if src == out:
             raise UserInputError(f"{output}: the output is also an input; writing it would destroy the input",
                                  fix="choose another output path")
+        if out in src.parents:
+            raise UserInputError(f"{output}: the output folder holds the input {i}; starting it again would "
+                                 "destroy the input", fix="choose an output folder that holds none of the inputs")
 
 
 def check_output_file(path: PathLike, overwrite: bool) -> None:

@@ -104,6 +104,23 @@ def holds_work(path: Path) -> bool:
     return any(f.is_file() and f.name not in SETUP_FILES and f.stat().st_size > 0 for f in path.rglob("*"))
 
 
+def discard_start(path: str | Path) -> bool:
+    """A start that failed before its first unit of work leaves nothing: the files opening the run wrote (the
+    manifest, the resolved config) are removed, and the directory too when that leaves it empty. A directory that
+    holds work is kept as it is. Returns whether anything was removed."""
+    p = Path(path)
+    if not p.is_dir() or holds_work(p):
+        return False
+    for f in sorted(p.rglob("*"), key=lambda f: len(f.parts), reverse=True):
+        if f.is_file() and (f.name in SETUP_FILES or f.stat().st_size == 0):
+            f.unlink()
+        elif f.is_dir() and not any(f.iterdir()):
+            f.rmdir()
+    if not any(p.iterdir()):
+        p.rmdir()
+    return True
+
+
 def _clear(path: Path) -> None:
     for child in path.iterdir():
         if child.is_dir() and not child.is_symlink():
@@ -151,4 +168,5 @@ def open_run_dir(path: str | Path, kind: str, settings: dict[str, Any], *, overw
     return run
 
 
-__all__ = ["MANIFEST", "SETUP_FILES", "RunDir", "RunDirError", "holds_work", "open_run_dir", "read_manifest", "settings_diff"]
+__all__ = ["MANIFEST", "SETUP_FILES", "RunDir", "RunDirError", "discard_start", "holds_work", "open_run_dir",
+           "read_manifest", "settings_diff"]

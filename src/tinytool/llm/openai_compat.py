@@ -161,6 +161,19 @@ class OpenAIClient(LLMClient):
     def close(self) -> None:
         self._http.close()
 
+    def check_reachable(self) -> None:
+        """Connect to the server once (``GET {base_url}/models``) and raise `OpenAIError` when nothing answers
+        there: for callers that want to fail before they create anything. Any HTTP answer counts as reachable
+        (a server without ``/models`` still serves completions)."""
+        try:
+            self._http.get(f"{self.base_url}/models")
+        except _UNREACHABLE as exc:
+            raise OpenAIError(self.base_url, None, f"cannot connect ({type(exc).__name__}: {exc})",
+                              fix=f"check that the server is running and that {self.base_url} is its address "
+                                  "(scheme, host, port and the /v1 path)") from None
+        except httpx.TransportError:  # it accepted the connection: let the real requests tell the rest
+            pass
+
     # -- requests ------------------------------------------------------------------------------
 
     def payload(self, request: Request, config: GenerationConfig) -> dict[str, Any]:

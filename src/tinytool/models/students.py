@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tinytool.errors import UserInputError
+
 DEFAULT_SAMPLES = (
     "What's the weather going to be like in Lisbon tomorrow? Use celsius please.",
     'Book a table for 4 at 7pm. <tool_call>\n{"name": "book_table", "arguments": {"people": 4}}\n</tool_call>',
@@ -23,10 +25,15 @@ DEFAULT_SAMPLES = (
 )
 
 
+def _keep_error(n_layers: int, keep: int) -> UserInputError:
+    return UserInputError(f"--keep-layers must be between 1 and {n_layers} (the teacher's decoder layers), got {keep}",
+                          fix=f"choose a number of layers from 1 to {n_layers}, e.g. --keep-layers {max(1, n_layers * 2 // 3)}")
+
+
 def even_layers(n_layers: int, keep: int) -> list[int]:
     """``keep`` layer indices spread evenly over ``n_layers``, always including the first and last."""
     if not 1 <= keep <= n_layers:
-        raise ValueError(f"keep-layers must be between 1 and {n_layers}, got {keep}")
+        raise _keep_error(n_layers, keep)
     if keep == 1:
         return [n_layers - 1]
     return sorted({round(i * (n_layers - 1) / (keep - 1)) for i in range(keep)})
@@ -105,7 +112,7 @@ def build_student(
         keep = even_layers(n, keep_layers)
     elif method == "importance":
         if not 1 <= keep_layers <= n:
-            raise ValueError(f"keep-layers must be between 1 and {n}, got {keep_layers}")
+            raise _keep_error(n, keep_layers)
         scores = layer_importance(model, tok, samples or DEFAULT_SAMPLES)
         keep = sorted(sorted(range(n), key=lambda i: -scores[i])[:keep_layers])
     else:

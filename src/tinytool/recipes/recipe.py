@@ -26,13 +26,69 @@ from typing import Any
 
 from tinytool.errors import UserInputError
 
-#: verbs a stage may run, and whether their options come from a training config (a YAML file is written for
-#: them) or from typer flags
-VERBS = {
-    "data demo": "flags", "data convert": "flags", "data mix-irrelevant": "flags", "sft": "config", "rl": "config", "distill": "config",
-    "teacher rollout": "flags", "teacher cache": "flags", "eval bfcl": "flags", "eval demo": "flags",
-    "report": "flags",
+#: verbs a stage may run: whether their options come from a training config (a YAML file is written for them)
+#: or from typer flags, and where those options are declared (the config class or the command function).
+#: Verbs that are not stages: serve, mcp serve and sandbox run (servers and a single program, not steps of a
+#: method), run and demo (recipes themselves), collect (a loop of its own), student (a command of the CLI itself).
+VERB_SOURCES = {
+    "data demo": ("flags", "tinytool.data.cli_demo:demo"),
+    "data convert": ("flags", "tinytool.data.cli_convert:convert_cmd"),
+    "data mix-irrelevant": ("flags", "tinytool.data.cli_mix:mix_irrelevant_cmd"),
+    "sft": ("config", "tinytool.train.sft:SFTRunConfig"),
+    "kto": ("config", "tinytool.train.kto:KTORunConfig"),
+    "rl": ("config", "tinytool.rl.config:RLRunConfig"),
+    "distill": ("config", "tinytool.distill.trainer:DistillConfig"),
+    "teacher rollout": ("flags", "tinytool.distill.cli_rollout:rollout_command"),
+    "teacher cache": ("flags", "tinytool.distill.cli_cache:cache_command"),
+    "eval bfcl": ("flags", "tinytool.eval.cli_eval:bfcl"),
+    "eval demo": ("flags", "tinytool.eval.cli_eval:demo"),
+    "report": ("flags", "tinytool.eval.cli_eval:report"),
+    "retrieve": ("flags", "tinytool.retrieval.cli_retrieve:retrieve_command"),
+    "synth tools": ("flags", "tinytool.synth.cli_synth:tools_cmd"),
+    "synth chains": ("flags", "tinytool.synth.cli_synth:chains_cmd"),
+    "synth tasks": ("flags", "tinytool.synth.cli_synth:tasks_cmd"),
+    "synth trajectories": ("flags", "tinytool.synth.cli_synth:trajectories_cmd"),
+    "synth envs": ("flags", "tinytool.synth.cli_synth:envs_cmd"),
 }
+VERBS = {verb: kind for verb, (kind, _) in VERB_SOURCES.items()}
+
+
+def verb_options(verb: str) -> set[str]:
+    """The argument names a stage running ``verb`` may give: a training config's fields, or the long flags of a
+    command (``--max-new-tokens`` → ``max_new_tokens``; a boolean's ``--no-`` form is derived from its name)."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    module, _, name = VERB_SOURCES[verb][1].partition(":")
+    target = getattr(importlib.import_module(module), name)
+    if dataclasses.is_dataclass(target):
+        return {f.name for f in dataclasses.fields(target)}
+    names: set[str] = set()
+    for param in inspect.signature(target).parameters.values():
+        decls = getattr(param.default, "param_decls", None)
+        if decls is None:
+            continue
+        longs = [part.strip()[2:] for d in decls for part in d.split("/") if part.strip().startswith("--")]
+        names.update(n.replace("-", "_") for n in longs or [param.name])
+    return names
+
+
+def check_stage_args(recipe: Recipe) -> None:
+    """Every stage's argument names exist for its verb: a misspelled one (``sed: 0``) is found before the first
+    stage starts, not when its stage runs hours later. The error names the file, the stage and the closest name."""
+    import difflib
+
+    for i, stage in enumerate(recipe.stages):
+        known = verb_options(stage.run)
+        for key in stage.args:
+            name = str(key)
+            if name in known or (name.startswith("no_") and name[3:] in known):
+                continue
+            close = difflib.get_close_matches(name, sorted(known), 1)
+            raise UserInputError(f"{recipe.path}: stages[{i}] ({stage.name}).args: {stage.run} has no option "
+                                 f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+                                 fix=f"see tinytool {stage.run} --help for its options")
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 #: the recipes that ship with tinytool (``tinytool run star`` reads ``star.yaml`` from here)
 SHIPPED = Path(__file__).resolve().parent / "shipped"
@@ -171,5 +227,5 @@ def upstream(stage: Stage, recipe: Recipe) -> list[str]:
     return sorted(r for r in _refs([stage.args, stage.positional]) if r in names)
 
 
-__all__ = ["SHIPPED", "VERBS", "Recipe", "Stage", "find_recipe", "load_recipe", "resolve", "shipped_recipes",
+__all__ = ["SHIPPED", "VERBS", "VERB_SOURCES", "Recipe", "Stage", "check_stage_args", "find_recipe", "load_recipe", "resolve", "shipped_recipes",
            "upstream"]

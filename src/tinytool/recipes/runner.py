@@ -26,7 +26,7 @@ from typing import Any
 
 from tinytool.errors import TinytoolError
 from tinytool.io import write_json
-from tinytool.recipes.recipe import Recipe, Stage, resolve, upstream
+from tinytool.recipes.recipe import Recipe, Stage, check_stage_args, resolve, upstream
 
 STAGE_FILE = "stage.json"
 RUN_FILE = "recipe.json"
@@ -135,7 +135,9 @@ def _read(path: Path) -> dict[str, Any]:
 def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (),
                echo: Callable[[str], None] = print, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
-    to run again even when unchanged (and every stage after them)."""
+    to run again even when unchanged (and every stage after them). Every stage's argument names are checked
+    against its verb before the first stage starts."""
+    check_stage_args(recipe)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     prints: dict[str, str] = {}
@@ -173,11 +175,11 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
         write_json(folder / STAGE_FILE, state)
         states.append(state)
         _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
-        if status != 0:
-            tail = (folder / "log.txt").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
-            raise StageFailed(f"stage {stage.name!r} ({stage.run}) {state['status']}; its log: "
-                              f"{folder / 'log.txt'}\n" + "\n".join(tail),
-                              fix="fix the cause and rerun the same command: finished stages are skipped")
+        if status != 0:  # the stage's own error and fix were echoed above: not repeated here
+            raise StageFailed(f"stage {stage.name!r} ({stage.run}) {state['status']}; its output is above and in "
+                              f"{folder / 'log.txt'}",
+                              fix="fix the cause the stage names and rerun the same command: finished stages are "
+                                  "skipped")
         echo(f"[{stage.name}] done in {seconds:.0f}s")
     return _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
 

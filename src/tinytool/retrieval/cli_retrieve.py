@@ -18,7 +18,7 @@ def retrieve_command(
     data: Path = typer.Option(None, "--data", "-d", exists=True, dir_okay=False,
                               help="Conversation JSONL: offer each conversation the tools retrieved for its request."),
     out: Path = typer.Option(None, "--out", "-o", dir_okay=False, help="With --data: the conversations to write."),
-    method: str = typer.Option("rrf", "--method", "-m", help="cosine, bm25, weighted, cascade, cosine-max, rrf."),
+    method: str = typer.Option("rrf", "--method", help="cosine, bm25, weighted, cascade, cosine-max, rrf."),
     k: int = typer.Option(5, "--k", "-k", min=1, help="Tools returned."),
     knee: bool = typer.Option(False, "--knee", help="Return as many tools as the relevance ranking's first --k "
                               "hold before its knee (Kneedle)."),
@@ -36,7 +36,7 @@ def retrieve_command(
     """Find a request's tools in a large catalog (EfficientTool §3.3.2: cosine, BM25, hybrids, Cosine-Max, RRF,
     intent refinement, Kneedle cut-off), or rewrite a dataset so each conversation is offered its retrieved tools.
 
-    Example: tinytool retrieve -c catalog.jsonl -q "book a table for two in Rome tonight" -m rrf -k 5
+    Example: tinytool retrieve -c catalog.jsonl -q "book a table for two in Rome tonight" --method rrf -k 5
     """
     from tinytool.errors import UserInputError
     from tinytool.retrieval import (
@@ -54,12 +54,20 @@ def retrieve_command(
         raise UserInputError("give either --query or --data")
     if data is not None and out is None:
         raise UserInputError("--data needs --out")
+    if query is not None and not query.strip():
+        raise UserInputError("--query is empty: there is no request to find tools for",
+                             fix='give the request in words, e.g. -q "book a table for two in Rome tonight"')
+    tools = read_catalog(catalog)
+    if not tools:
+        raise UserInputError(f"{', '.join(map(str, catalog))}: no tools in the catalog",
+                             fix="give JSONL of servers ({server, tools}), conversations or tools with at least "
+                                 "one tool")
     refine = None
     if refine_llm:
         from tinytool.llm import get_client
 
         refine = llm_refiner(get_client(refine_llm))
-    retriever = ToolRetriever(read_catalog(catalog), refine=refine, refine_words=refine_words, diversity=diversity)
+    retriever = ToolRetriever(tools, refine=refine, refine_words=refine_words, diversity=diversity)
     if query is not None:
         results = retriever.search(query, k, method, diversity=0.0 if knee else None)
         if knee:  # the knee reads the relevance ranking; the tools it allows are then picked as asked

@@ -25,8 +25,8 @@ def iter_jsonl(
 
     def bad_line(lineno: int, reason: str) -> NoReturn:
         e = SchemaError(reason, file=name, line=lineno)
-        if reason.startswith("not UTF-8"):
-            e.fix = "convert the file to UTF-8"
+        e.fix = ("convert the file to UTF-8" if reason.startswith("not UTF-8") else
+                 "correct or remove that line: each line of a JSONL file is one JSON object")
         raise e
 
     for lineno, record in tio.iter_jsonl_rows(path, on_bad=bad_line):

@@ -273,7 +273,7 @@ def trajectories_cmd(
 
 @synth_app.command("envs")
 def envs_cmd(
-    knowledge: Path = typer.Option(..., "--knowledge", "-k", exists=True, dir_okay=False,
+    knowledge: Path = typer.Option(..., "--knowledge", exists=True, dir_okay=False,
                                    help="JSONL of {text, question?}: the knowledge each instance is grounded in, and "
                                         "optionally the question to decompose."),
     llm: list[str] = typer.Option(..., "--llm", help=_LLM_HELP),

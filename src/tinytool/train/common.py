@@ -390,10 +390,16 @@ def start_training(cfg: Any, build: Any, callbacks: list[Any] | None) -> tuple[A
     trainer, the info and the set-up time in seconds."""
     import time
 
+    from tinytool.io.rundir import discard_start
     from tinytool.train.config import save_config
 
     t0 = time.perf_counter()
-    trainer, info = build(cfg, callbacks)
+    try:
+        trainer, info = build(cfg, callbacks)
+    except BaseException:  # bad data, a model that does not load, Ctrl-C: a failed start leaves nothing
+        if cfg.process_index == 0:
+            discard_start(cfg.output_dir)
+        raise
     if trainer.is_world_process_zero():
         save_config(cfg)
     return trainer, info, time.perf_counter() - t0

@@ -255,6 +255,10 @@ def check_inputs(cfg: Any, *more_files: str) -> Any:
     for p in [*cfg.data, *more_files]:
         if not Path(p).is_file():
             raise MissingInputError(f"{p}: no such data file")
+    from tinytool.io import check_not_input
+
+    check_not_input(cfg.output_dir, cfg.model, *cfg.data, *more_files,
+                    *(getattr(cfg, k, None) for k in ("teacher", "cache")))
     try:
         return get_format(cfg.format)
     except ValueError as e:
