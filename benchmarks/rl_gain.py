@@ -36,7 +36,7 @@ from _common import ROOT, TINYTOOL, machine, run_cli, versions
 FORMAT = quality.FORMAT
 CATEGORIES = quality.CATEGORIES
 AST = quality.AST
-BASE_ROW = "sft-v6"  # the best SFT model of benchmarks/quality.py
+BASE_ROW = "sft-v6"  # the best SFT model of benchmarks/quality.py (--base-row picks another of its rows)
 OUT = ROOT / "benchmarks" / "results" / "rl.json"
 
 #: prompt sets drawn from the base model's training split: category weights (None: the split as it is)
@@ -69,6 +69,11 @@ ROWS: dict[str, dict] = {
                     "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600, "flags": []},
     # the control at the sweep's budget: the base's own SFT data at its schedule's end rate region (constant)
     "sft-10m": {"kind": "sft", "lr": 2e-5, "seconds": 600},
+    # a pair one session can run from the sft-v6-150 base: 15 minutes of GRPO against 15 minutes more SFT
+    "tr-15m": {"kind": "rl", "reward": "toolrl", "lr": 2e-5, "prompts": "hard", "G": 8, "per_step": 2,
+               "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 900,
+               "flags": ["--no-call", "symmetric"]},
+    "sft-15m": {"kind": "sft", "lr": 2e-5, "seconds": 900},
     # the one-hour pair (chosen from the sweep)
     "tr-1h": {"kind": "rl", "reward": "toolrl", "lr": 1e-5, "prompts": "hard", "G": 8, "per_step": 2,
               "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 3600,
@@ -80,10 +85,10 @@ ROWS: dict[str, dict] = {
 # ---- data and models --------------------------------------------------------------------------------
 
 
-def base_model(work: Path) -> tuple[str, Path]:
+def base_model(work: Path, row: str) -> tuple[str, Path]:
     """The base SFT model (trained by quality.py when not at hand) and its data directory."""
-    model, _ = quality.train(work, BASE_ROW)
-    return model, quality._data_dir(work, BASE_ROW)
+    model, _ = quality.train(work, row)
+    return model, quality._data_dir(work, row)
 
 
 def prompt_file(work: Path, data: Path, name: str) -> Path:
@@ -113,7 +118,7 @@ def prompt_file(work: Path, data: Path, name: str) -> Path:
 def train_row(work: Path, row: str, base: str, data: Path) -> tuple[str, dict]:
     """Run the row's training (resumable: a finished run is read back); returns the model and its summary."""
     spec = ROWS[row]
-    out = work / "rl" / row
+    out = work / "rl" / f"{Path(base).name}-{row}"
     if spec["kind"] == "sft":
         cmd = [TINYTOOL, "sft", "-m", base, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--epochs", "1",
                "--lr", str(spec["lr"]), "--lr-scheduler-type", "constant", "--warmup", "0",
@@ -139,15 +144,15 @@ def train_row(work: Path, row: str, base: str, data: Path) -> tuple[str, dict]:
 # ---- scoring ----------------------------------------------------------------------------------------
 
 
-def scores(model: str, out: Path, data: Path, limit: int, batch_size: int) -> dict:
+def scores(model: str, out: Path, data: Path, limit: int, batch_size: int, dev_limit: int = 0) -> dict:
     """BFCL (strict) per category with per-item verdicts, and the demo dev split, each a resumable run dir."""
     bfcl = out / (f"bfcl-{limit}" if limit else "bfcl-full")
     cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "--categories", ",".join(CATEGORIES),
            "--batch-size", str(batch_size), "-o", str(bfcl)]
     run_cli(cmd + (["--limit", str(limit)] if limit else []))
-    demo = out / "demo-dev"
+    demo = out / (f"demo-dev-{dev_limit}" if dev_limit else "demo-dev")
     run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(data / "dev.jsonl"),
-             "-o", str(demo), "--batch-size", str(batch_size)])
+             "-o", str(demo), "--batch-size", str(batch_size), *(["--limit", str(dev_limit)] if dev_limit else [])])
     summary = json.loads((bfcl / "summary.json").read_text())
     cats = summary["categories"]
     table = {c: round(cats[c]["accuracy"], 4) for c in CATEGORIES}
@@ -244,6 +249,8 @@ def main() -> None:
     ap.add_argument("--final", help="the long RL row, scored with its control into rl_gain")
     ap.add_argument("--control", help="the control row of --final (more SFT for the same time)")
     ap.add_argument("--limit", type=int, default=100, help="BFCL items per category (0: the full categories)")
+    ap.add_argument("--dev-limit", type=int, default=0, help="demo dev tasks scored (0: the whole split)")
+    ap.add_argument("--base-row", default=BASE_ROW, help="the quality.py row GRPO and the control start from")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
@@ -254,15 +261,18 @@ def main() -> None:
     if bool(args.final) != bool(args.control):
         ap.error("--final and --control go together")
 
-    base, data = base_model(args.work)
-    base_sc = scores(base, args.work / "runs" / BASE_ROW, data, args.limit, args.batch_size)
+    if args.base_row not in quality.ROWS:
+        ap.error(f"--base-row: unknown row {args.base_row!r}")
+    base, data = base_model(args.work, args.base_row)
+    score = lambda model, out: scores(model, out, data, args.limit, args.batch_size, args.dev_limit)
+    base_sc = score(base, Path(base))
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     sweep = list(result.get("rl_sweep", []))
-    result["rl_sweep_base"] = {"row": BASE_ROW, "model": base, **base_sc["table"]}
+    result["rl_sweep_base"] = {"row": args.base_row, "model": base, **base_sc["table"]}
     for row in rows:
         t0 = time.perf_counter()
         model, summary = train_row(args.work, row, base, data)
-        sc = scores(model, args.work / "rl" / row, data, args.limit, args.batch_size)
+        sc = score(model, Path(model))
         rec = sweep_record(row, summary, sc, base_sc) | {"wall_seconds": round(time.perf_counter() - t0, 1)}
         sweep = [r for r in sweep if not (r["row"] == row and r["n"] == rec["n"])] + [rec]
         _write(args.out, result, sweep)
@@ -271,9 +281,17 @@ def main() -> None:
     if args.final:
         (rl_model, rl_summary), (ctl_model, _) = (train_row(args.work, r, base, data)
                                                   for r in (args.final, args.control))
-        rl_sc = scores(rl_model, args.work / "rl" / args.final, data, args.limit, args.batch_size)
-        ctl_sc = scores(ctl_model, args.work / "rl" / args.control, data, args.limit, args.batch_size)
-        result["rl_gain"] = {
+        rl_sc, ctl_sc = score(rl_model, Path(rl_model)), score(ctl_model, Path(ctl_model))
+        ctl_summary = json.loads((Path(ctl_model) / "sft_summary.json").read_text())
+        for row, summary, sc in ((args.final, rl_summary, rl_sc), (args.control, ctl_summary, ctl_sc)):
+            rec = sweep_record(row, summary, sc, base_sc) | {"base_row": args.base_row}
+            sweep = [r for r in sweep if not (r["row"] == row and r["n"] == rec["n"]
+                                              and r.get("base_row") == args.base_row)] + [rec]
+        # the goal's protocol (the best SFT model, the full categories) fills rl_gain; a smaller one is kept apart
+        key = "rl_gain" if (args.base_row == BASE_ROW and args.limit == 0) else "rl_gain_small"
+        result[key] = {
+            "base_row": args.base_row, "bfcl_items_per_category": args.limit or "all",
+            "dev_tasks": args.dev_limit or "all",
             "before": base_sc["table"], "after": rl_sc["table"], "control": ctl_sc["table"],
             "p_ast": bootstrap_p(base_sc["items"], rl_sc["items"])[1],
             "p_irrelevance_strict": irrelevance_p(base_sc["items"], rl_sc["items"]),
