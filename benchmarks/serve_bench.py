@@ -1,22 +1,35 @@
-"""``tinytool serve`` under load on loopback: concurrent ``openai`` clients, then malformed requests; writes
-``benchmarks/results/serve.json``.
+"""``tinytool serve`` under load on loopback: concurrent ``openai`` clients, malformed requests, then hostile
+sizes; writes ``benchmarks/results/serve.json`` (a part run alone replaces only its own keys).
 
-The server runs the given model (the bundled SmolLM2 by default) in a separate process, as a user starts it.
-``--clients`` clients each send ``--requests`` chat requests with tools (a demo dev task each, at most
+Part ``load``: the server runs the given model (the bundled SmolLM2 by default) in a separate process, as a user
+starts it. ``--clients`` clients each send ``--requests`` chat requests with tools (a demo dev task each, at most
 ``--max-tokens`` tokens); then ``malformed`` requests of many kinds go in one by one, each followed by a good
 one to show the server still answers.
 
+Part ``hostile`` (key ``hostile_sizes``): ``--hostile-clients`` clients send, for ``--hostile-seconds``, a mix of
+requests with huge ``max_tokens``/``max_completion_tokens`` (plain and streamed), prompts longer than the
+model's context, prompts that nearly fill it with ``max_tokens`` past it, sizes that are not positive integers,
+and normal demo requests. Every request must be answered (a 200 or a 4xx, never a 5xx, a dropped connection or an
+error inside a stream), and the server's resident memory (sampled from ``/proc``, and its high-water mark) stays
+bounded. By default it serves a tiny random model (``--hostile-model tiny``: the bundled tokenizer and a 2,048-token
+context, so capped answers are long but quick on a CPU); name a model to use it instead.
+
     .venv/bin/python benchmarks/serve_bench.py --clients 16 --requests 10
+    .venv/bin/python benchmarks/serve_bench.py --part hostile --hostile-seconds 60
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -60,34 +73,31 @@ def _malformed(tools: list) -> list[tuple[str, bytes]]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="smollm2-135m-instruct")
-    ap.add_argument("--format", default="hermes-nothink")
-    ap.add_argument("--clients", type=int, default=16)
-    ap.add_argument("--requests", type=int, default=10, help="per client")
-    ap.add_argument("--max-tokens", type=int, default=48)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "serve.json")
-    args = ap.parse_args()
+def _start(model: str, fmt: str, port: int, log: Path | None = None) -> subprocess.Popen:
+    """``tinytool serve`` in a process of its own, once ``/health`` answers."""
+    import httpx
 
+    server = subprocess.Popen([TINYTOOL, "serve", "-m", model, "-f", fmt, "--port", str(port), "--batch-size", "8",
+                               "--name", "bench"], stderr=log.open("w") if log else None)
+    for _ in range(600):
+        if server.poll() is not None:
+            raise SystemExit(f"tinytool serve exited with {server.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    raise SystemExit("tinytool serve did not answer /health in 5 minutes")
+
+
+def _load_part(args: argparse.Namespace, tasks: list) -> dict:
     import httpx
     import openai
 
-    from tinytool.data.demo import generate_demo
-
-    _, dev = generate_demo(400, 0)
-    tasks = [c for c in dev if c.meta["category"] in ("simple", "multiple", "irrelevance")]
     port = _port()
     url = f"http://127.0.0.1:{port}/v1"
-    server = subprocess.Popen([TINYTOOL, "serve", "-m", args.model, "-f", args.format, "--port", str(port),
-                               "--batch-size", "8", "--name", "bench"])
+    server = _start(args.model, args.format, port)
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
         client = openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
 
         def one(i: int) -> tuple[float, int]:
@@ -124,8 +134,7 @@ def main() -> None:
             refused += ok
             after_ok += one(0)[1] == 200
             detail.append({"what": what, "status": r.status_code, "message": message[:160]})
-        result = {
-            "benchmark": "serve", "machine": machine(), "versions": versions("fastapi", "uvicorn", "openai", "torch"),
+        return {
             "model": args.model, "format": args.format, "max_tokens": args.max_tokens,
             "clients": args.clients, "requests": total, "errors_5xx": errors_5xx,
             "errors_other": sum(s != 200 and s < 500 for _, s in results),
@@ -134,11 +143,165 @@ def main() -> None:
             "malformed_tried": tried, "malformed_4xx": refused, "served_after_each": after_ok,
             "malformed": detail,
         }
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
-        print(json.dumps({k: v for k, v in result.items() if k not in ("malformed", "machine", "versions")}, indent=1))
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def _hostile_requests(tasks: list, context: int) -> list[tuple[str, dict]]:
+    """(kind, body) of the hostile-sizes mix: what each asks for is past what a server can give at once."""
+    hi = [{"role": "user", "content": "hi"}]
+    conv = tasks[0]
+    task = {"messages": [m.to_dict() for m in conv.messages if m.role == "user"][:1],
+            "tools": [t.to_dict() for t in conv.tools]}
+    near = " ".join(["word"] * (context - 80))  # about the context, less the template: max_tokens is capped low
+    return [
+        ("max_tokens 1e9", {"messages": hi, "max_tokens": 10**9}),
+        ("max_completion_tokens 1e8", {"messages": hi, "max_completion_tokens": 10**8}),
+        ("max_tokens 1e9 streamed", {"messages": hi, "max_tokens": 10**9, "stream": True,
+                                     "stream_options": {"include_usage": True}}),
+        ("prompt 6x the context", {"messages": [{"role": "user", "content": "word " * (6 * context)}],
+                                   "max_tokens": 16}),
+        ("prompt near the context, max_tokens past it", {"messages": [{"role": "user", "content": near}],
+                                                         "max_tokens": context + 52}),
+        ("max_tokens 1e30 (a float)", {"messages": hi, "max_tokens": 1e30}),
+        ("max_tokens -1", {"messages": hi, "max_tokens": -1}),
+        ("normal", {**task, "max_tokens": 48}),
+        ("normal streamed", {**task, "max_tokens": 48, "stream": True}),
+    ]
+
+
+def _rss_mb(pid: int, field: str = "VmRSS") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _hostile_part(args: argparse.Namespace, tasks: list) -> dict:
+    import httpx
+
+    from tinytool.models.students import save_tiny_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model = args.hostile_model
+        if model == "tiny":
+            model = str(save_tiny_model("smollm2-135m-instruct", Path(tmp) / "tiny", layers=2))
+        config = json.loads((Path(model) / "config.json").read_text()) if Path(model).is_dir() else {}
+        context = int(config.get("max_position_embeddings", 2048))
+        port = _port()
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        server = _start(model, args.format, port, Path(tmp) / "serve.log")
+        try:
+            rss_start = _rss_mb(server.pid)
+            samples = [rss_start]
+            done = threading.Event()
+
+            def sample() -> None:
+                while not done.wait(0.2):
+                    samples.append(_rss_mb(server.pid))
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            mix = _hostile_requests(tasks, context)
+            deadline = time.monotonic() + args.hostile_seconds
+
+            def ask(http: httpx.Client, kind: str, body: dict) -> dict:
+                t0 = time.perf_counter()
+                out = {"kind": kind, "status": None, "tokens": None, "stream_error": False}
+                try:
+                    if body.get("stream"):
+                        with http.stream("POST", url, json=body) as r:
+                            out["status"] = r.status_code
+                            events = [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
+                        parsed = [json.loads(e) for e in events if e != "[DONE]"]
+                        out["stream_error"] = r.status_code == 200 and (
+                            not events or events[-1] != "[DONE]" or any("error" in e for e in parsed))
+                        usage = [e["usage"] for e in parsed if e.get("usage")]
+                        out["tokens"] = usage[-1]["total_tokens"] if usage else None
+                    else:
+                        r = http.post(url, json=body)
+                        out["status"] = r.status_code
+                        if r.status_code == 200:
+                            out["tokens"] = r.json()["usage"]["total_tokens"]
+                except httpx.HTTPError as e:  # no answer: a dropped connection or a timeout
+                    out["error"] = type(e).__name__
+                out["ms"] = (time.perf_counter() - t0) * 1000
+                return out
+
+            def client(i: int) -> list[dict]:
+                got, k = [], i
+                with httpx.Client(timeout=600) as http:
+                    while time.monotonic() < deadline:
+                        got.append(ask(http, *mix[k % len(mix)]))
+                        k += 1
+                return got
+
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(args.hostile_clients) as pool:
+                results = [r for got in pool.map(client, range(args.hostile_clients)) for r in got]
+            wall = time.perf_counter() - t0
+            alive = server.poll() is None and httpx.get(url.replace("/v1/chat/completions", "/health"),
+                                                       timeout=10).status_code == 200
+            done.set()
+            sampler.join()
+            peak = max(max(samples), _rss_mb(server.pid, "VmHWM"))
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    by_kind: dict[str, Counter] = {}
+    for r in results:
+        by_kind.setdefault(r["kind"], Counter())[str(r["status"] if r["status"] is not None else r.get("error"))] += 1
+    longest = max((r["tokens"] for r in results if r["tokens"]), default=0)
+    return {
+        "model": args.hostile_model if args.hostile_model != "tiny" else
+        "tiny random Llama (tinytool.models.students.save_tiny_model, smollm2-135m-instruct tokenizer, 2 layers, "
+        "hidden 64)",
+        "context": context, "format": args.format, "clients": args.hostile_clients,
+        "seconds": args.hostile_seconds, "wall_seconds": round(wall, 1),
+        "requests": len(results),
+        "answered": sum(r["status"] is not None for r in results),
+        "errors_5xx": sum((r["status"] or 0) >= 500 for r in results),
+        "stream_errors": sum(r["stream_error"] for r in results),
+        "status_200": sum(r["status"] == 200 for r in results),
+        "status_4xx": sum(400 <= (r["status"] or 0) < 500 for r in results),
+        "longest_answer_tokens": longest, "server_alive_after": alive,
+        "rss_start_mb": round(rss_start, 1), "peak_rss_mb": round(peak, 1), "rss_end_mb": round(samples[-1], 1),
+        "p50_ms": round(sorted(r["ms"] for r in results)[len(results) // 2], 1),
+        "statuses_by_kind": {k: dict(v) for k, v in by_kind.items()},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", choices=("all", "load", "hostile"), default="all")
+    ap.add_argument("--model", default="smollm2-135m-instruct")
+    ap.add_argument("--format", default="hermes-nothink")
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--requests", type=int, default=10, help="per client")
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--hostile-model", default="tiny", help="'tiny' (a random model) or a model to serve")
+    ap.add_argument("--hostile-clients", type=int, default=16)
+    ap.add_argument("--hostile-seconds", type=float, default=60)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "serve.json")
+    args = ap.parse_args()
+
+    from tinytool.data.demo import generate_demo
+
+    _, dev = generate_demo(400, 0)
+    tasks = [c for c in dev if c.meta["category"] in ("simple", "multiple", "irrelevance")]
+    result = json.loads(args.out.read_text()) if args.out.exists() else {}
+    where = {"machine": machine(), "versions": versions("fastapi", "uvicorn", "openai", "torch")}
+    if args.part in ("all", "load"):  # the top-level machine and versions are the load part's
+        result.update({"benchmark": "serve", **where, **_load_part(args, tasks)})
+    if args.part in ("all", "hostile"):
+        command = " ".join(["benchmarks/serve_bench.py", *sys.argv[1:]])
+        threads = os.environ.get("OMP_NUM_THREADS")
+        result["hostile_sizes"] = {**_hostile_part(args, tasks), "command": command, "omp_num_threads": threads,
+                                   **where}
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    shown = {k: v for k, v in result.items() if k not in ("malformed", "machine", "versions")}
+    print(json.dumps(shown, indent=1))
 
 
 if __name__ == "__main__":
