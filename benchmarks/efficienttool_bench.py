@@ -81,8 +81,7 @@ def _retrieval_set(n_demo: int, seed: int) -> tuple[list, list[dict], dict]:
     its simple and multiple tasks with the index of its gold tool in the pool."""
     from collections import Counter
 
-    from tinytool.data import proctools
-    from tinytool.data.demo import generate_demo
+    from tinytool.data.demo import generate_demo, proctools
 
     train, dev = generate_demo(n_demo, seed)
     convs = [*train, *dev]

@@ -70,7 +70,7 @@ def pipeline_part(llm_spec: str | None) -> dict:
     """Every stage on the demo catalog's tools, grouped by domain into servers."""
     from collections import defaultdict
 
-    from tinytool.data.catalog import CATALOG
+    from tinytool.data.demo.catalog import CATALOG
     from tinytool.synth.chains import build_chains
     from tinytool.synth.tasks import build_tasks
     from tinytool.synth.tools import build_catalog
@@ -105,7 +105,7 @@ def pipeline_part(llm_spec: str | None) -> dict:
 def _knowledge(n: int) -> list[dict]:
     """Short factual passages about the demo world's cities (country, airport, currency, its hotels with their
     prices and ratings): what ``synth envs`` grounds its question-answer instances in."""
-    from tinytool.data.catalog.world import pristine_world
+    from tinytool.data.demo.catalog.world import pristine_world
 
     world = pristine_world(0)
     rows = []
@@ -120,8 +120,8 @@ def _knowledge(n: int) -> list[dict]:
 def _demo_tasks(servers: list[str], n: int) -> list[dict]:
     """Up to ``n`` single-turn demo requests whose first call goes to one of ``servers`` (catalog domains), in the
     shape ``synth tasks`` writes."""
-    from tinytool.data.catalog import CATALOG
     from tinytool.data.demo import generate_demo
+    from tinytool.data.demo.catalog import CATALOG
 
     train, _ = generate_demo(400, 0)
     out = []
@@ -143,7 +143,7 @@ def pipeline_cli_part(llm: str, work: Path, servers: int, label: str) -> dict:
     in and out, the wall seconds, and the line the command printed."""
     import subprocess
 
-    from tinytool.data.catalog import CATALOG
+    from tinytool.data.demo.catalog import CATALOG
 
     work.mkdir(parents=True, exist_ok=True)
     by_domain: dict[str, list] = {}

@@ -17,9 +17,9 @@ import re
 from random import Random
 from typing import Any
 
-from tinytool.data.catalog import CATALOG, Param
-from tinytool.data.catalog.world import pristine_world
 from tinytool.data.demo import generate_demo
+from tinytool.data.demo.catalog import CATALOG, Param
+from tinytool.data.demo.catalog.world import pristine_world
 
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
           "October", "November", "December"]

@@ -8,10 +8,10 @@ from collections import Counter
 
 import pytest
 
-from tinytool.data.catalog import CATALOG, DOMAINS, HELD_OUT, NO_DEFAULT, World, execute, observation
 from tinytool.data.demo import CATEGORIES, DEFAULT_MIX, generate_demo, write_demo
-from tinytool.data.demo_chains import CHAINS
-from tinytool.data.demo_text import call_plan
+from tinytool.data.demo.catalog import CATALOG, DOMAINS, HELD_OUT, NO_DEFAULT, World, execute, observation
+from tinytool.data.demo.chains import CHAINS
+from tinytool.data.demo.text import call_plan
 from tinytool.rewards.astra import answer_found
 from tinytool.schema import Conversation, Tool, read_jsonl
 
@@ -316,7 +316,7 @@ def test_cli_interrupted_keeps_the_old_split_whole(tmp_path, monkeypatch):
 def test_calls_write_whole_amounts_as_integers():
     """No call argument is a whole float (``200.0``): a model trained on them writes ``45.0`` for integers."""
     from tinytool.data.demo import generate_demo
-    from tinytool.data.demo_text import whole_as_int
+    from tinytool.data.demo.text import whole_as_int
 
     assert whole_as_int({"a": 200.0, "b": [1.5, 3.0, {"c": -2.0}], "d": True, "e": "7.0"}) == {
         "a": 200, "b": [1.5, 3, {"c": -2}], "d": True, "e": "7.0"}

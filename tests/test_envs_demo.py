@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from tinytool.data.catalog import CATALOG
 from tinytool.data.demo import generate_demo
+from tinytool.data.demo.catalog import CATALOG
 from tinytool.envs import DemoEnv, run_tool
 from tinytool.rewards.astra import astra_f1
 from tinytool.schema import SchemaError, ToolCall

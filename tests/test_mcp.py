@@ -14,8 +14,8 @@ pytest.importorskip("mcp")
 import uvicorn
 from typer.testing import CliRunner
 
-from tinytool.data.catalog import CATALOG
 from tinytool.data.demo import generate_demo
+from tinytool.data.demo.catalog import CATALOG
 from tinytool.envs import DemoEnv, MCPClient, MCPEnv, MCPError, mcp_app
 from tinytool.schema import ToolCall
 

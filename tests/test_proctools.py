@@ -1,4 +1,4 @@
-"""Generated tools (`tinytool.data.proctools`) and the demo tasks built over them: schema validity,
+"""Generated tools (`tinytool.data.demo.proctools`) and the demo tasks built over them: schema validity,
 requests that state the call's values, the task shapes, held-out tools, the mix control."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from random import Random
 import jsonschema
 import pytest
 
-from tinytool.data import proctools
-from tinytool.data.catalog.base import fmt_number
-from tinytool.data.demo import CATEGORIES, PROC_FRACTION, generate_demo, parse_mix
-from tinytool.data.demo_text import CHITCHAT, open_question
+from tinytool.data.demo import CATEGORIES, PROC_FRACTION, generate_demo, parse_mix, proctools
+from tinytool.data.demo.catalog.base import fmt_number
+from tinytool.data.demo.text import CHITCHAT, open_question
 from tinytool.errors import UserInputError
 from tinytool.schema import Conversation
 
@@ -84,14 +83,14 @@ def _unstated(args: dict, schema: dict, text: str) -> list:
 def test_value_pools_are_wide_and_unambiguous():
     from random import Random
 
-    from tinytool.data import proc_values
+    from tinytool.data.demo import values
 
-    cities = [c for c, _, _ in proc_values.US_CITIES]
+    cities = [c for c, _, _ in values.US_CITIES]
     assert len(cities) == len(set(cities))  # a request naming only the city fixes the state
-    assert len(set(proc_values.COUNTRY_CODES.values())) == len(proc_values.COUNTRY_CODES)
-    assert len(proc_values.CITIES) >= 150
+    assert len(set(values.COUNTRY_CODES.values())) == len(values.COUNTRY_CODES)
+    assert len(values.CITIES) >= 150
     r = Random(0)
-    assert len({proc_values.person(r) for _ in range(500)}) >= 400
+    assert len({values.person(r) for _ in range(500)}) >= 400
 
 
 def test_the_value_check_can_fail():
@@ -372,7 +371,7 @@ def test_same_tasks_under_any_string_hash_seed():
 
 def test_catalog_equivalents_name_real_tools_and_actions():
     """Each entry maps a catalog tool to an existing action, and `family` puts both in one family."""
-    from tinytool.data.catalog import CATALOG
+    from tinytool.data.demo.catalog import CATALOG
 
     actions = {f"{a.domain}:{a.key}": a for a in proctools.ACTIONS}
     assert proctools.CATALOG_EQUIVALENTS

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tinytool.data.catalog import CATALOG
+from tinytool.data.demo.catalog import CATALOG
 from tinytool.retrieval import METHODS, ToolRetriever, knee_cutoff, offer_retrieved
 from tinytool.schema import Conversation, Message, ToolCall
 

@@ -213,7 +213,7 @@ def test_the_server_is_a_tinytool_llm_backend(real):
 
 def test_a_request_without_tools_is_offered_the_tools_retrieved_from_the_catalog():
     """EfficientTool §3.3.2 at serving time: the model sees only the top tools of a large catalog."""
-    from tinytool.data.catalog import CATALOG
+    from tinytool.data.demo.catalog import CATALOG
     from tinytool.retrieval import ToolRetriever
     from tinytool.schema import Tool
 

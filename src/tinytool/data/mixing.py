@@ -37,7 +37,7 @@ def tool_document(tool: Tool) -> str:
 
 
 def tool_domain(name: str) -> str:
-    from tinytool.data.catalog import CATALOG
+    from tinytool.data.demo.catalog import CATALOG
 
     if "." in name:
         return name.split(".", 1)[0]

@@ -23,7 +23,7 @@ def serve(
     """
     import uvicorn
 
-    from tinytool.data.catalog import CATALOG
+    from tinytool.data.demo.catalog import CATALOG
     from tinytool.envs import DemoEnv
     from tinytool.envs.mcp import mcp_app
     from tinytool.errors import UserInputError

@@ -15,8 +15,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tinytool.data.catalog import CATALOG
-from tinytool.data.catalog.world import fresh_world
+from tinytool.data.demo.catalog import CATALOG
+from tinytool.data.demo.catalog.world import fresh_world
 from tinytool.envs.base import ToolEnv
 from tinytool.envs.mcp import MCPEnv
 from tinytool.envs.synth import SynthEnv

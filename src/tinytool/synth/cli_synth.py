@@ -230,7 +230,7 @@ def trajectories_cmd(
 
     Example: tinytool synth trajectories -c catalog.jsonl --tasks tasks.jsonl -t http://127.0.0.1:8000/v1@teacher -o traj.jsonl
     """
-    from tinytool.data.catalog import CATALOG
+    from tinytool.data.demo.catalog import CATALOG
     from tinytool.envs import DemoEnv
     from tinytool.formats import get_format
     from tinytool.io import read_jsonl_rows

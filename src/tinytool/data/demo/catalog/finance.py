@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from random import Random
 
-from tinytool.data.catalog.base import ToolError, ToolSpec, p_int, p_num, p_str, phrases, say_percent, say_usd
-from tinytool.data.catalog.world import STOCK_NAMES, TODAY, World
+from tinytool.data.demo.catalog.base import (
+    ToolError,
+    ToolSpec,
+    p_int,
+    p_num,
+    p_str,
+    phrases,
+    say_percent,
+    say_usd,
+)
+from tinytool.data.demo.catalog.world import STOCK_NAMES, TODAY, World
 
 
 def say_symbol(v: str, r: Random) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     need_id,
@@ -18,8 +18,8 @@ from tinytool.data.catalog.base import (
     say_quoted,
     say_time,
 )
-from tinytool.data.catalog.common import hhmm, need_date, need_time, sample_future_date, sample_time
-from tinytool.data.catalog.world import LOCATIONS, World
+from tinytool.data.demo.catalog.common import hhmm, need_date, need_time, sample_future_date, sample_time
+from tinytool.data.demo.catalog.world import LOCATIONS, World
 
 NEW_TITLES = ("Coffee with Jonas", "Quarterly planning", "Gym session", "Call the plumber", "Team lunch",
               "Interview: backend engineer", "Guitar practice", "Vet appointment", "Product demo",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zlib
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     p_array,
@@ -15,7 +15,14 @@ from tinytool.data.catalog.base import (
     p_str,
     phrases,
 )
-from tinytool.data.catalog.world import LANDMARKS, PLACE_NAMES, PLACE_PREFIXES, STREETS, World, haversine_km
+from tinytool.data.demo.catalog.world import (
+    LANDMARKS,
+    PLACE_NAMES,
+    PLACE_PREFIXES,
+    STREETS,
+    World,
+    haversine_km,
+)
 
 MODES = ("driving", "walking", "cycling", "transit")
 SPEED_KMH = {"driving": 55.0, "walking": 4.8, "cycling": 15.0, "transit": 28.0}

@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from tinytool.data.catalog import HELD_OUT, World, execute, observation
-from tinytool.data.catalog.banking import COMMON_CURRENCIES, say_currency
-from tinytool.data.catalog.base import fmt_number, say_date, say_quoted, say_time, say_usd
-from tinytool.data.catalog.calendar import NEW_TITLES
-from tinytool.data.catalog.common import sample_future_date, sample_time
-from tinytool.data.catalog.finance import say_symbol
-from tinytool.data.catalog.maps import CATEGORY_WORDS
-from tinytool.data.catalog.music import PLAYLIST_NAMES
-from tinytool.data.catalog.world import (
+from tinytool.data.demo.catalog import HELD_OUT, World, execute, observation
+from tinytool.data.demo.catalog.banking import COMMON_CURRENCIES, say_currency
+from tinytool.data.demo.catalog.base import fmt_number, say_date, say_quoted, say_time, say_usd
+from tinytool.data.demo.catalog.calendar import NEW_TITLES
+from tinytool.data.demo.catalog.common import sample_future_date, sample_time
+from tinytool.data.demo.catalog.finance import say_symbol
+from tinytool.data.demo.catalog.maps import CATEGORY_WORDS
+from tinytool.data.demo.catalog.music import PLAYLIST_NAMES
+from tinytool.data.demo.catalog.world import (
     ARTISTS,
     EMAIL_BODIES,
     EMAIL_SUBJECTS,
@@ -35,7 +35,7 @@ from tinytool.data.catalog.world import (
     SEARCH_TERMS,
     SMS_TEXTS,
 )
-from tinytool.data.demo_text import whole_as_int
+from tinytool.data.demo.text import whole_as_int
 from tinytool.schema import Message, ToolCall
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tinytool.schema import Tool
 
 if TYPE_CHECKING:
-    from tinytool.data.catalog.world import World
+    from tinytool.data.demo.catalog.world import World
 
 
 class _NoDefault:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 from random import Random
 
-from tinytool.data.catalog.base import ToolError
-from tinytool.data.catalog.world import TODAY, City, World
+from tinytool.data.demo.catalog.base import ToolError
+from tinytool.data.demo.catalog.world import TODAY, City, World
 
 
 def sample_city(r: Random, w: World) -> str:

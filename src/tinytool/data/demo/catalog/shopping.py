@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     need_id,
@@ -19,7 +19,7 @@ from tinytool.data.catalog.base import (
     phrases,
     say_usd,
 )
-from tinytool.data.catalog.world import (
+from tinytool.data.demo.catalog.world import (
     CITIES,
     INGREDIENT_QUERIES,
     PRODUCT_CATEGORIES,

@@ -5,15 +5,15 @@ from __future__ import annotations
 import math
 from datetime import date, timedelta
 
-from tinytool.data.catalog.base import ToolError, ToolSpec, p_enum, p_int, p_str, phrases, say_date
-from tinytool.data.catalog.common import (
+from tinytool.data.demo.catalog.base import ToolError, ToolSpec, p_enum, p_int, p_str, phrases, say_date
+from tinytool.data.demo.catalog.common import (
     need_city,
     need_date,
     sample_city,
     sample_future_date,
     sample_past_date,
 )
-from tinytool.data.catalog.world import TODAY, City, World
+from tinytool.data.demo.catalog.world import TODAY, City, World
 
 CONDITIONS = ("sunny", "partly cloudy", "cloudy", "light rain", "rain", "thunderstorms", "fog", "windy")
 _WEIGHTS = (30, 25, 15, 10, 6, 4, 4, 6)

@@ -13,10 +13,10 @@ categories and as multi-step trajectories:
   is text and no call.
 - ``missing_parameter``: a required value is absent from the request; the answer asks for it.
 - ``multi_step``: a trajectory where a later call needs an earlier call's output
-  (see `tinytool.data.demo_chains`), with ASTRA's sub-questions and sub-answers in ``meta``.
+  (see `tinytool.data.demo.chains`), with ASTRA's sub-questions and sub-answers in ``meta``.
 
 A share ``proc_fraction`` of the simple, multiple, parallel, parallel_multiple and irrelevance
-tasks is built over procedurally generated tools instead (`tinytool.data.proctools`: hundreds of
+tasks is built over procedurally generated tools instead (`tinytool.data.demo.proctools`: hundreds of
 schemas, 2-8 offered in ``multiple``), so a model has to read the schema rather than recall one of
 the catalog's tools; their calls are checked against the schema, not executed. The catalog's
 executable tools keep the missing-parameter and multi-step tasks.
@@ -41,11 +41,11 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
-from tinytool.data import proctools
-from tinytool.data.catalog import CATALOG, HELD_OUT, TRAIN_TOOLS, Template, ToolSpec, World, execute
-from tinytool.data.catalog.world import pristine_world
-from tinytool.data.demo_chains import CHAINS, ChainError, run_chain
-from tinytool.data.demo_text import (
+from tinytool.data.demo import proctools
+from tinytool.data.demo.catalog import CATALOG, HELD_OUT, TRAIN_TOOLS, Template, ToolSpec, World, execute
+from tinytool.data.demo.catalog.world import pristine_world
+from tinytool.data.demo.chains import CHAINS, ChainError, run_chain
+from tinytool.data.demo.text import (
     CHITCHAT,
     CHITCHAT_P,
     OPEN_P,
@@ -473,7 +473,7 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapp
 
     Train never uses a held-out tool, not even as a distractor; dev favours them. ``mix`` maps
     category -> weight (default `DEFAULT_MIX`). ``proc_fraction`` of the single-turn tasks other
-    than missing_parameter use generated tools (`tinytool.data.proctools`); 0 keeps to the catalog.
+    than missing_parameter use generated tools (`tinytool.data.demo.proctools`); 0 keeps to the catalog.
     Deterministic in ``(n, seed, dev_fraction, mix, proc_fraction)``. ``progress(k)`` is called as
     every ``k`` tasks are built.
     """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tinytool.data.catalog import (
+from tinytool.data.demo.catalog import (
     banking,
     calendar,
     files,
@@ -26,8 +26,8 @@ from tinytool.data.catalog import (
     travel,
     weather,
 )
-from tinytool.data.catalog.base import NO_DEFAULT, Param, Template, ToolError, ToolSpec
-from tinytool.data.catalog.world import TODAY, World, fresh_world
+from tinytool.data.demo.catalog.base import NO_DEFAULT, Param, Template, ToolError, ToolSpec
+from tinytool.data.demo.catalog.world import TODAY, World, fresh_world
 
 _MODULES = (weather, calendar, banking, finance, travel, shopping, files, messaging, maps, mathtools, recipes, music,
             smart_home)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     need_id,
@@ -16,7 +16,7 @@ from tinytool.data.catalog.base import (
     phrases,
     say_quoted,
 )
-from tinytool.data.catalog.world import World
+from tinytool.data.demo.catalog.world import World
 
 PLAYLIST_NAMES = ("Road Trip", "Sunday Chill", "Workout Mix", "Rainy Day", "Party Starters", "Deep Focus")
 

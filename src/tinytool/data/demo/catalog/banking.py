@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     need_id,
@@ -18,8 +18,8 @@ from tinytool.data.catalog.base import (
     say_quoted,
     say_usd,
 )
-from tinytool.data.catalog.common import need_date, sample_future_date
-from tinytool.data.catalog.world import CURRENCY_NAMES, PAYEES, TODAY, World
+from tinytool.data.demo.catalog.common import need_date, sample_future_date
+from tinytool.data.demo.catalog.world import CURRENCY_NAMES, PAYEES, TODAY, World
 
 SPEND_CATEGORIES = ("groceries", "dining", "transport", "utilities", "entertainment", "shopping", "travel", "health")
 MEMOS = ("rent share", "savings top-up", "vacation fund", "birthday gift", "groceries", "car repair", "tuition")

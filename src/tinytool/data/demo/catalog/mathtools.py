@@ -6,7 +6,7 @@ import math
 import statistics
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     p_array,
@@ -18,7 +18,7 @@ from tinytool.data.catalog.base import (
     say_list,
     say_number,
 )
-from tinytool.data.catalog.world import World
+from tinytool.data.demo.catalog.world import World
 
 # unit -> (dimension, factor to the dimension's base unit); temperatures are handled apart
 UNITS = {"km": ("length", 1000.0), "m": ("length", 1.0), "mi": ("length", 1609.344), "ft": ("length", 0.3048),

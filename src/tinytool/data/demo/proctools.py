@@ -29,8 +29,8 @@ from functools import cache
 from random import Random
 from typing import Any
 
-from tinytool.data.catalog import CATALOG
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog import CATALOG
+from tinytool.data.demo.catalog.base import (
     NO_DEFAULT,
     Template,
     fmt_number,
@@ -42,7 +42,7 @@ from tinytool.data.catalog.base import (
     say_time,
     say_usd,
 )
-from tinytool.data.demo_text import (
+from tinytool.data.demo.text import (
     CHITCHAT,
     CHITCHAT_P,
     OPEN_P,
@@ -60,7 +60,7 @@ from tinytool.data.demo_text import (
     repeat_tail,
     user_turn,
 )
-from tinytool.data.proc_values import (
+from tinytool.data.demo.values import (
     BOOK_GENRES,
     CITIES,
     COUNTRIES,

@@ -6,7 +6,7 @@ import re
 from datetime import date, timedelta
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     p_array,
@@ -19,8 +19,8 @@ from tinytool.data.catalog.base import (
     say_list,
     say_usd,
 )
-from tinytool.data.catalog.common import need_city, need_date, sample_city
-from tinytool.data.catalog.world import (
+from tinytool.data.demo.catalog.common import need_city, need_date, sample_city
+from tinytool.data.demo.catalog.world import (
     AIRLINES,
     AMENITIES,
     NATIONALITIES,

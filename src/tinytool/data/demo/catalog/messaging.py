@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     need_id,
@@ -19,7 +19,7 @@ from tinytool.data.catalog.base import (
     say_quoted,
     say_time,
 )
-from tinytool.data.catalog.common import (
+from tinytool.data.demo.catalog.common import (
     find_contact,
     need_date,
     need_time,
@@ -27,7 +27,14 @@ from tinytool.data.catalog.common import (
     sample_future_date,
     sample_time,
 )
-from tinytool.data.catalog.world import CHANNELS, CHAT_TEXTS, EMAIL_BODIES, EMAIL_SUBJECTS, SMS_TEXTS, World
+from tinytool.data.demo.catalog.world import (
+    CHANNELS,
+    CHAT_TEXTS,
+    EMAIL_BODIES,
+    EMAIL_SUBJECTS,
+    SMS_TEXTS,
+    World,
+)
 
 
 def _send(w: World, kind: str, **fields) -> str:

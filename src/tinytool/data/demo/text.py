@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from random import Random
 from typing import Any
 
-from tinytool.data import proc_values as pv
+from tinytool.data.demo import values as pv
 from tinytool.schema import Message, Tool, ToolCall
 
 # ---- listing several values inside one slot -----------------------------------------------------

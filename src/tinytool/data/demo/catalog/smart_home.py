@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from random import Random
 
-from tinytool.data.catalog.base import ToolError, ToolSpec, p_enum, p_int, p_num, phrases
-from tinytool.data.catalog.world import DOORS, ROOMS, TODAY, World
+from tinytool.data.demo.catalog.base import ToolError, ToolSpec, p_enum, p_int, p_num, phrases
+from tinytool.data.demo.catalog.world import DOORS, ROOMS, TODAY, World
 
 COLORS = ("warm white", "cool white", "red", "blue", "green", "purple", "orange")
 DOOR_WORDS = {"front": ("front door",), "back": ("back door", "rear door"), "garage": ("garage door", "garage")}

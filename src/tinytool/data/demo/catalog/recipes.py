@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     need_id,
@@ -16,7 +16,7 @@ from tinytool.data.catalog.base import (
     p_str,
     phrases,
 )
-from tinytool.data.catalog.world import CUISINES, NUTRITION, World
+from tinytool.data.demo.catalog.world import CUISINES, NUTRITION, World
 
 COOK_UNITS_ML = {"cup": 236.588, "tbsp": 14.787, "tsp": 4.929, "ml": 1.0}
 COOK_UNITS_G = {"g": 1.0, "oz": 28.3495}

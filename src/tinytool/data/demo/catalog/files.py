@@ -6,7 +6,7 @@ import fnmatch
 import posixpath
 from random import Random
 
-from tinytool.data.catalog.base import (
+from tinytool.data.demo.catalog.base import (
     ToolError,
     ToolSpec,
     p_array,
@@ -17,7 +17,7 @@ from tinytool.data.catalog.base import (
     phrases,
     say_quoted,
 )
-from tinytool.data.catalog.world import DIRECTORIES, FILE_KEYWORDS, TODAY, World
+from tinytool.data.demo.catalog.world import DIRECTORIES, FILE_KEYWORDS, TODAY, World
 
 HOME = "/home/user"
 PATTERNS = ("*.pdf", "report*", "invoice_*.txt", "*.jpg", "*notes*", "*.py", "*.txt", "*.md", "budget*")
