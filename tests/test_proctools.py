@@ -14,6 +14,7 @@ import pytest
 
 from tinytool.data.demo import CATEGORIES, PROC_FRACTION, generate_demo, parse_mix, proctools
 from tinytool.data.demo.catalog.base import fmt_number
+from tinytool.data.demo.sources import GeneratedTools
 from tinytool.data.demo.text import CHITCHAT, open_question
 from tinytool.errors import UserInputError
 from tinytool.schema import Conversation
@@ -218,7 +219,7 @@ def test_generated_calls_validate_and_state_their_values(generated):
 def test_generated_task_shapes(generated):
     pool = proctools.tool_pool(0)
     counts = Counter(c.meta["category"] for c in generated)
-    assert set(counts) == set(proctools.BUILDERS) and min(counts.values()) >= 50
+    assert set(counts) == set(GeneratedTools.categories) and min(counts.values()) >= 50
     n_offered, near = [], 0
     for conv in generated:
         cat, calls = conv.meta["category"], _calls(conv)
@@ -380,3 +381,25 @@ def test_catalog_equivalents_name_real_tools_and_actions():
         assert proctools.family(name) == proctools.family(actions[action])
     assert proctools.family("lock_door") == "lock_door"  # no generated equivalent: its own family
     assert proctools.family("maps.directions") != proctools.family("maps.distance")
+
+
+def test_one_builder_serves_both_tool_sources():
+    """The single-turn builders are written once, over a tool source: the same function builds a task over the
+    catalog's tools and over the generated ones; the categories that need executable tools refuse generated ones."""
+    from tinytool.data.demo.catalog.world import pristine_world
+    from tinytool.data.demo.sources import CatalogTools, Retry
+    from tinytool.data.demo.tasks import BUILDERS
+
+    catalog, generated = CatalogTools(pristine_world(0), "train"), GeneratedTools(proctools.tool_pool(0), "train")
+    for category in GeneratedTools.categories:
+        for source in (catalog, generated):
+            r = Random(category)
+            for _ in range(40):
+                try:
+                    _, offered, _ = BUILDERS[category](r, source)
+                    break
+                except Retry:
+                    continue
+            assert offered and {t.name for t in offered} <= set(source.general), (category, type(source).__name__)
+    with pytest.raises(TypeError, match="catalog"):
+        BUILDERS["missing_parameter"](Random(0), generated)

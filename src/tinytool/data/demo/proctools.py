@@ -14,8 +14,8 @@ exactly its values. Generated tools have no implementation: their calls are chec
 schema.
 
 `tool_pool(seed)` builds the pool (deterministic in the seed); `HELD_OUT_DOMAINS` and a share of the
-other tools are held out for dev. `BUILDERS` turns the pool into single-turn tasks (simple, multiple,
-parallel, parallel_multiple, irrelevance) for `tinytool.data.demo`.
+other tools are held out for dev. `tinytool.data.demo.sources.GeneratedTools` offers the pool to the task
+builders of `tinytool.data.demo.tasks`.
 """
 
 from __future__ import annotations
@@ -42,24 +42,7 @@ from tinytool.data.demo.catalog.base import (
     say_time,
     say_usd,
 )
-from tinytool.data.demo.text import (
-    CHITCHAT,
-    CHITCHAT_P,
-    OPEN_P,
-    SAME_DOMAIN_P,
-    answer_turn,
-    call_plan,
-    calls_turn,
-    ensure_end,
-    join_requests,
-    join_values,
-    offer,
-    open_question,
-    plain_join,
-    refusal,
-    repeat_tail,
-    user_turn,
-)
+from tinytool.data.demo.text import plain_join
 from tinytool.data.demo.values import (
     BOOK_GENRES,
     CITIES,
@@ -84,17 +67,12 @@ from tinytool.data.demo.values import (
     person,
     team,
 )
-from tinytool.schema import Message, Tool
+from tinytool.schema import Tool
 
 OPTIONAL_P = 0.4  # chance an optional parameter is given in a request (usually omitted)
 ALT_P = 0.35  # chance a tool variant takes a slot's alternative whose description states the value's format
 VARIANTS = 10  # variants drawn per action (names that collide are dropped)
 HELD_OUT_SHARE = 0.1  # share of the tools of the other domains held out for dev
-FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
-
-
-class Retry(Exception):
-    """This sample did not work out; draw another."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -822,9 +800,13 @@ class GenTool:
     dev_phrasings: tuple[Template, ...]
     held_out: bool = False
     gist: str = field(init=False)
+    param_map: dict[str, Slot] = field(init=False)  # parameter name -> slot (its sampler and sayer)
+    by_slot: dict[str, str] = field(init=False)  # slot key -> parameter name
 
     def __post_init__(self) -> None:
         self.gist = self.action.gist
+        self.param_map = {p: slot for p, (_, slot) in self.params.items()}
+        self.by_slot = {key: p for p, (key, _) in self.params.items()}
 
     @property
     def domain(self) -> str:
@@ -834,24 +816,30 @@ class GenTool:
         return self.dev_phrasings if split == "dev" else self.train_phrasings
 
     @property
-    def axes(self) -> tuple[str, ...]:
+    def parallel_axes(self) -> tuple[str, ...]:
         """Required scalar parameters that may vary across the calls of a parallel request."""
-        return tuple(p for p in self.required if self.params[p][1].axis and self.params[p][1].type != "boolean")
+        return tuple(p for p in self.required if self.param_map[p].axis and self.param_map[p].type != "boolean")
 
     def sample(self, r: Random) -> dict[str, Any]:
         """A ground-truth call: every required parameter, each optional one with `OPTIONAL_P`."""
         args = {p: s.sample(r) for p, (_, s) in self.params.items() if p in self.required or r.random() < OPTIONAL_P}
-        by_slot = {key: p for p, (key, _) in self.params.items()}
+        by_slot = self.by_slot
         for a, b in _DIFFERENT:
             if a in by_slot and b in by_slot and args.get(by_slot[a]) == args.get(by_slot[b]):
                 for _ in range(20):
-                    args[by_slot[b]] = self.params[by_slot[b]][1].sample(r)
+                    args[by_slot[b]] = self.param_map[by_slot[b]].sample(r)
                     if args[by_slot[b]] != args[by_slot[a]]:
                         break
         return args
 
+    def repeats(self, args: Mapping[str, Any]) -> bool:
+        """Does the call give two parameters that must differ (origin and destination) the same value?"""
+        by_slot = self.by_slot
+        return any(a in by_slot and b in by_slot and by_slot[a] in args and args[by_slot[a]] == args.get(by_slot[b])
+                   for a, b in _DIFFERENT)
+
     def say(self, args: Mapping[str, Any], r: Random) -> dict[str, str]:
-        return {p: self.params[p][1].say(v, r) for p, v in args.items()}
+        return {p: self.param_map[p].say(v, r) for p, v in args.items()}
 
     def request(self, r: Random, split: str) -> tuple[dict[str, Any], str, Template, dict[str, str]]:
         """A call and the request that states exactly its values: ``(arguments, text, template, slot texts)``."""
@@ -962,7 +950,8 @@ class Pool:
 _TOKEN = re.compile(r"[a-z]+|[A-Z][a-z]*")
 
 
-def _tokens(name: str) -> set[str]:
+def name_tokens(name: str) -> set[str]:
+    """The words of a tool name (``weather.getForecast`` -> weather, get, forecast) longer than two letters."""
     return {t.lower() for t in _TOKEN.findall(name) if len(t) > 2}
 
 
@@ -983,212 +972,12 @@ def tool_pool(seed: int = 0) -> Pool:
     by_token: dict[str, list[str]] = {}
     for n, t in tools.items():
         by_domain.setdefault(t.domain, []).append(n)
-        for tok in _tokens(n):
+        for tok in name_tokens(n):
             by_token.setdefault(tok, []).append(n)
     return Pool(tools, tuple(n for n, t in tools.items() if not t.held_out),
                 tuple(n for n, t in tools.items() if t.held_out),
                 {k: tuple(v) for k, v in by_domain.items()}, {k: tuple(v) for k, v in by_token.items()})
 
 
-# ---------------------------------------------------------------------------------------------
-# Single-turn tasks over generated tools
-# ---------------------------------------------------------------------------------------------
-
-_Task = tuple[list[Message], list[Tool], dict[str, Any]]
-
-
-@dataclass(slots=True)
-class Ctx:
-    rng: Random
-    pool: Pool
-    split: str
-
-    def allowed(self, name: str) -> bool:
-        return self.split == "dev" or not self.pool.tools[name].held_out
-
-
-def _target(ctx: Ctx, ok: Callable[[GenTool], bool] | None = None) -> GenTool:
-    r, pool = ctx.rng, ctx.pool
-    names = pool.held_out if ctx.split == "dev" and r.random() < FOCUS_P else pool.train
-    for _ in range(50):
-        t = pool.tools[r.choice(names)]
-        if ok is None or ok(t):
-            return t
-    raise Retry("no target fits")
-
-
-def _distractors(ctx: Ctx, chosen: Sequence[GenTool], k: int) -> list[GenTool]:
-    """``k`` more tools, never another variant of a chosen action: same domain first (near-miss
-    siblings), then tools sharing a name token (similar names), then any tool."""
-    r, pool = ctx.rng, ctx.pool
-    families = {family(t) for t in chosen}
-    taken = {t.name for t in chosen}
-    domain = [n for t in chosen for n in pool.by_domain[t.domain]]
-    similar = [n for t in chosen for tok in sorted(_tokens(t.name)) for n in pool.by_token.get(tok, ())]
-    out: list[GenTool] = []
-    for _ in range(k):
-        for names, p in ((domain, 0.6), (similar, 0.5), (pool.train, 1.0)):
-            free = [n for n in names if n not in taken and ctx.allowed(n) and family(pool.tools[n]) not in families]
-            if free and r.random() < p:
-                t = pool.tools[r.choice(free)]
-                taken.add(t.name)
-                families.add(family(t))  # one variant per action
-                out.append(t)
-                break
-    return out
-
-
-def _msgs(text: str, calls: Sequence[tuple[str, dict[str, Any]]] | None = None, answer: str | None = None) -> list[Message]:
-    return [user_turn(text), calls_turn(calls) if calls else answer_turn(answer)]
-
-
-def _simple(ctx: Ctx) -> _Task:
-    t = _target(ctx)
-    args, text, _, _ = t.request(ctx.rng, ctx.split)
-    return _msgs(text, [(t.name, args)]), [t.tool], {}
-
-
-def _multiple(ctx: Ctx) -> _Task:
-    t = _target(ctx)
-    args, text, _, _ = t.request(ctx.rng, ctx.split)
-    others = _distractors(ctx, [t], ctx.rng.choices((1, 2, 3, 4, 5, 6, 7), (5, 5, 4, 3, 2, 1, 1))[0])
-    if not others:
-        raise Retry("no distractors")
-    return _msgs(text, [(t.name, args)]), offer(ctx.rng, [t, *others]), {}
-
-
-def _flat(tpl: Template) -> str:
-    return tpl.text.replace("[", "").replace("]", "")
-
-
-def _apart(tpl: Template, a: str, b: str) -> bool:
-    """Are slots ``a`` and ``b`` separated by real words, ``a`` first ("from {a} to {b}")?"""
-    flat = _flat(tpl)
-    i, j = flat.find("{" + a + "}"), flat.find("{" + b + "}")
-    if i < 0 or j < i:
-        return False
-    between = flat[i:j].split("}", 1)[1]
-    return any(ch.isalpha() for ch in between) and between.strip().lower() not in ("and", "or", "x")
-
-
-def _fresh(t: GenTool, p: str, taken: list[Any], r: Random) -> Any:
-    for _ in range(20):
-        v = t.params[p][1].sample(r)
-        if v not in taken:
-            return v
-    raise Retry(f"no other value for {t.name}.{p}")
-
-
-def _listing(said: Sequence[str], r: Random) -> str:
-    """Several values in one slot: "A and B", "both A and B", "each of X, Y and Z", "A, B, and C"."""
-    return join_values(said, r)
-
-
-def _group(t: GenTool, k: int, ctx: Ctx) -> tuple[list[dict[str, Any]], list[str]]:
-    """``k`` calls of one tool and the request (or requests) for them."""
-    r, split = ctx.rng, ctx.split
-    args, text, tpl, texts = t.request(r, split)
-    axes = [p for p in t.axes if p in tpl.slots and not tpl.crowded(p)]
-    mode = r.random()
-    pairs = [(a, b) for a in axes for b in axes if a != b and _apart(tpl, a, b)]
-    if pairs and mode < 0.25 and k <= 3:  # "... A and B ... C and D respectively"
-        a, b = r.choice(pairs)
-        va, vb = [args[a]], [args[b]]
-        while len(va) < k:
-            va.append(_fresh(t, a, va, r))
-            vb.append(_fresh(t, b, vb, r))
-        calls = [dict(args, **{a: x, b: y}) for x, y in zip(va, vb)]
-        if any(c[a] == c[b] for c in calls):
-            raise Retry("a pair repeats a value")
-        ta = plain_join([t.params[a][1].say(x, r) for x in va], r)
-        tb = plain_join([t.params[b][1].say(y, r) for y in vb], r) + r.choice((" respectively", ", respectively"))
-        return calls, [tpl.render(dict(texts, **{a: ta, b: tb}))]
-    if axes and mode < 0.7:  # one slot lists the values, or "then repeat for ..."
-        axis = r.choice(axes)
-        values = [args[axis]]
-        while len(values) < k:
-            values.append(_fresh(t, axis, values, r))
-        calls = [dict(args, **{axis: v}) for v in values]
-        for c in calls:
-            for x, y in _DIFFERENT:
-                keys = {key: p for p, (key, _) in t.params.items()}
-                if x in keys and y in keys and c[keys[x]] == c[keys[y]]:
-                    raise Retry("a call repeats a value that must differ")
-        said = [t.params[axis][1].say(v, r) for v in values]
-        if r.random() < 0.75:
-            return calls, [tpl.render(dict(texts, **{axis: _listing(said, r)}))]
-        return calls, [f"{ensure_end(text)} {repeat_tail(said[1:], r, split)}"]
-    calls, parts = [args], [text]  # separate requests joined: "..., and also ...", numbered lists
-    for _ in range(10 * k):
-        if len(calls) == k:
-            break
-        more, more_text, _, _ = t.request(r, split)
-        if more not in calls:
-            calls.append(more)
-            parts.append(more_text)
-    if len(calls) < k:
-        raise Retry("not enough distinct calls")
-    return calls, parts
-
-
-def _parallel(ctx: Ctx) -> _Task:
-    t = _target(ctx)
-    k = ctx.rng.choices((2, 3, 4), (0.55, 0.3, 0.15))[0]
-    calls, parts = _group(t, k, ctx)
-    text = parts[0] if len(parts) == 1 else join_requests(parts, ctx.rng, ctx.split)
-    return _msgs(text, [(t.name, c) for c in calls]), [t.tool], {}
-
-
-def _parallel_multiple(ctx: Ctx) -> _Task:
-    r, pool = ctx.rng, ctx.pool
-    counts = call_plan(r)
-    chosen = [_target(ctx)]
-    kin = [n for n in pool.by_domain[chosen[0].domain] if ctx.allowed(n)]
-    for _ in range(40):
-        if len(chosen) == len(counts):
-            break
-        t = pool.tools[r.choice(kin)] if kin and r.random() < SAME_DOMAIN_P else _target(ctx)
-        if family(t) not in {family(c) for c in chosen}:
-            chosen.append(t)
-    if len(chosen) < len(counts):
-        raise Retry("not enough different tools")
-    calls: list[tuple[str, dict[str, Any]]] = []
-    parts: list[str] = []
-    for t, k in zip(chosen, counts):
-        if k == 2:
-            group, texts = _group(t, 2, ctx)
-            calls.extend((t.name, a) for a in group)
-            parts.extend(texts)
-        else:
-            args, text, _, _ = t.request(r, ctx.split)
-            calls.append((t.name, args))
-            parts.append(text)
-    offered = chosen + _distractors(ctx, chosen, r.choice((0, 1, 1, 2, 3)))
-    return _msgs(join_requests(parts, r, ctx.split), calls), offer(ctx.rng, offered), {}
-
-
-def _irrelevance(ctx: Ctx) -> _Task:
-    r = ctx.rng
-    u = r.random()
-    if u < OPEN_P:  # small talk, or an open question no tool answers
-        offered = [_target(ctx) for _ in range(r.randint(1, 3))]
-        offered = list({family(t): t for t in offered}.values())  # one variant per action
-        question, reply = r.choice(CHITCHAT) if u < CHITCHAT_P else open_question(r, [t.gist for t in offered])
-        return _msgs(question, answer=reply), offer(ctx.rng, offered), {"requested_tool": None}
-    t = _target(ctx)
-    _, text, _, _ = t.request(r, ctx.split)
-    # half the negatives offer a single tool, as simple tasks do: one offered tool is no sign that a call is due
-    offered = _distractors(ctx, [t], r.choices((1, 2, 3, 4), (4, 2, 1, 1))[0])
-    if not offered:
-        raise Retry("nothing to offer")
-    reply = refusal(t.gist, [o.gist for o in offered[:2]], r)
-    return _msgs(text, answer=reply), offer(ctx.rng, offered), {"requested_tool": t.name}
-
-
-BUILDERS: dict[str, Callable[[Ctx], _Task]] = {
-    "simple": _simple, "multiple": _multiple, "parallel": _parallel, "parallel_multiple": _parallel_multiple,
-    "irrelevance": _irrelevance,
-}
-
-__all__ = ["ACTIONS", "BUILDERS", "CATALOG_EQUIVALENTS", "HELD_OUT_DOMAINS", "SLOTS", "SUBSTITUTES", "Action", "Ctx", "GenTool", "Pool", "Retry", "Slot",
-           "family", "tool_pool"]
+__all__ = ["ACTIONS", "CATALOG_EQUIVALENTS", "HELD_OUT_DOMAINS", "SLOTS", "SUBSTITUTES", "Action", "GenTool", "Pool", "Slot",
+           "family", "name_tokens", "tool_pool"]

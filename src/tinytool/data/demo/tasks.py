@@ -1,0 +1,275 @@
+"""The demo task builders, one per category, over either tool source (`tinytool.data.demo.sources`).
+
+A builder takes the task's random generator and a `ToolSource` and returns ``(messages, offered tools,
+extra meta)``, or raises `Retry` to be drawn again. simple, multiple, parallel, parallel_multiple and
+irrelevance work over both sources; missing_parameter and multi_step need the catalog's executable
+tools (`CatalogTools`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from random import Random
+from typing import Any
+
+from tinytool.data.demo.catalog import CATALOG, Template
+from tinytool.data.demo.chains import CHAINS, ChainError, run_chain
+from tinytool.data.demo.sources import FOCUS_P, CatalogTools, Retry, ToolSource
+from tinytool.data.demo.text import (
+    CHITCHAT,
+    CHITCHAT_P,
+    OPEN_P,
+    SAME_DOMAIN_P,
+    answer_turn,
+    ask_for,
+    call_plan,
+    calls_turn,
+    ensure_end,
+    join_requests,
+    join_values,
+    offer,
+    open_question,
+    plain_join,
+    refusal,
+    repeat_tail,
+    user_turn,
+)
+from tinytool.schema import Message, Tool
+
+Task = tuple[list[Message], list[Tool], dict[str, Any]]
+#: ``k`` calls of one tool (their arguments) and the request texts that ask for them
+Group = tuple[list[dict[str, Any]], list[str]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Several calls of one tool in one request
+# ---------------------------------------------------------------------------------------------
+
+
+def _plain(tpl: Template) -> str:
+    return tpl.text.replace("[", "").replace("]", "")
+
+
+def _at(tpl: Template, slot: str) -> int:
+    return _plain(tpl).find("{" + slot + "}")
+
+
+def _apart(tpl: Template, a: str, b: str) -> bool:
+    """Are slots ``a`` and ``b`` separated by real words (so "A and B ... C and D respectively" reads)?"""
+    i, j = _at(tpl, a), _at(tpl, b)
+    if i < 0 or j < 0:
+        return False
+    lo, hi = (i, j) if i < j else (j, i)
+    between = _plain(tpl)[lo:hi].split("}", 1)[1]
+    return any(ch.isalpha() for ch in between) and between.strip().lower() not in ("and", "or", "x")
+
+
+def _after_article(tpl: Template, slot: str) -> bool:
+    """Does the slot follow "the"/"a" (where "both X and Y" would not read)?"""
+    before = _plain(tpl)[: _at(tpl, slot)].rstrip().lower()
+    return before.endswith((" the", " a", " an", " my"))
+
+
+def _listed(r: Random, src: ToolSource, t: Any, k: int, args: dict[str, Any], text: str, tpl: Template,
+            texts: dict[str, str], axes: list[str]) -> Group | None:
+    """One slot takes ``k`` values ("in Paris, Rome and Oslo"), or the request ends "then repeat for ..."."""
+    if not axes:
+        return None
+    axis = r.choice(axes)
+    values = [args[axis]]
+    while len(values) < k:
+        values.append(src.fresh(r, t, tpl, axis, values))
+    calls = [dict(args, **{axis: v}) for v in values]
+    src.check([(t.name, c) for c in calls])
+    said = [t.param_map[axis].say(v, r) for v in values]
+    if r.random() < src.list_p:
+        listed = plain_join(said, r) if src.article_rule and _after_article(tpl, axis) else join_values(said, r)
+        return calls, [tpl.render(dict(texts, **{axis: listed}))]
+    return calls, [f"{ensure_end(text)} {repeat_tail(said[1:], r, src.split)}"]
+
+
+def _respectively(r: Random, src: ToolSource, t: Any, k: int, args: dict[str, Any], text: str, tpl: Template,
+                  texts: dict[str, str], axes: list[str]) -> Group | None:
+    """Two slots take ``k`` values each, in step: "... from A and B to C and D respectively"."""
+    def paired(a: str, b: str) -> bool:
+        return (_at(tpl, a) < _at(tpl, b) if src.pairs_in_text_order else a < b) and _apart(tpl, a, b)
+
+    pairs = [(a, b) for a in axes for b in axes if paired(a, b)]
+    if not pairs or k > 3:
+        return None
+    a, b = r.choice(pairs)
+    combos = src.value_pairs(r, t, tpl, args, a, b, k)
+    calls = [dict(args, **{a: x, b: y}) for x, y in combos]
+    src.check([(t.name, c) for c in calls])
+    ta = plain_join([t.param_map[a].say(x, r) for x, _ in combos], r)
+    tb = plain_join([t.param_map[b].say(y, r) for _, y in combos], r)
+    tail = r.choice((" respectively", ", respectively"))
+    if _at(tpl, a) > _at(tpl, b):
+        ta += tail
+    else:
+        tb += tail
+    return calls, [tpl.render(dict(texts, **{a: ta, b: tb}))]
+
+
+_SHAPES = {"listed": _listed, "respectively": _respectively}
+
+
+def _group(r: Random, src: ToolSource, t: Any, k: int) -> Group:
+    """``k`` calls of one tool and the request for them: one compact request when the phrasing allows
+    it (in one of the source's `ToolSource.shapes`), else ``k`` requests."""
+    args, text, tpl, texts = src.request(r, t)
+    axes = [a for a in t.parallel_axes if a in texts and not tpl.crowded(a)]
+    mode = r.random()
+    for shape, below in src.shapes:
+        made = _SHAPES[shape](r, src, t, k, args, text, tpl, texts, axes) if mode < below else None
+        if made is not None:
+            return made
+    calls, parts = [args], [text]  # separate requests, joined: "..., and also ...", numbered lists
+    for _ in range(10 * k):
+        if len(calls) == k:
+            break
+        more, more_text, _, _ = src.request(r, t)
+        if more not in calls:
+            calls.append(more)
+            parts.append(more_text)
+    if len(calls) < k:
+        raise Retry("not enough distinct calls")
+    src.check([(t.name, c) for c in calls])
+    return calls, parts
+
+
+# ---------------------------------------------------------------------------------------------
+# Single-turn categories
+# ---------------------------------------------------------------------------------------------
+
+
+def simple(r: Random, src: ToolSource) -> Task:
+    t = src.target(r)
+    args, text, _, _ = src.request(r, t)
+    src.check([(t.name, args)])
+    return [user_turn(text), calls_turn([(t.name, args)])], [t.tool], {}
+
+
+def multiple(r: Random, src: ToolSource) -> Task:
+    t = src.target(r)
+    args, text, _, _ = src.request(r, t)
+    src.check([(t.name, args)])
+    others = src.distractors(r, [t], src.n_others(r))
+    if not others:
+        raise Retry("no distractors")
+    return [user_turn(text), calls_turn([(t.name, args)])], offer(r, [t, *others]), {}
+
+
+def parallel(r: Random, src: ToolSource) -> Task:
+    t = src.target(r, lambda s: bool(s.params))
+    k = r.choices((2, 3, 4), (0.55, 0.3, 0.15))[0]
+    calls, parts = _group(r, src, t, k)
+    text = parts[0] if len(parts) == 1 else join_requests(parts, r, src.split)
+    return [user_turn(text), calls_turn([(t.name, c) for c in calls])], [t.tool], {}
+
+
+def parallel_multiple(r: Random, src: ToolSource) -> Task:
+    if src.plan_first:
+        counts = call_plan(r)
+        chosen = [src.target(r)]
+    else:
+        chosen = [src.target(r)]
+        counts = call_plan(r)
+    kin = src.kin(chosen[0])
+    for _ in range(40):
+        if len(chosen) == len(counts):
+            break
+        t = src.get(r.choice(kin)) if kin and r.random() < SAME_DOMAIN_P else src.other(r)
+        if src.key(t) not in {src.key(c) for c in chosen}:
+            chosen.append(t)
+    if len(chosen) < len(counts):
+        raise Retry("not enough different tools")
+    calls: list[tuple[str, dict[str, Any]]] = []
+    parts: list[str] = []
+    for t, n in zip(chosen, counts):
+        if n == 1 or not t.params:
+            args, text, _, _ = src.request(r, t)
+            calls.append((t.name, args))
+            parts.append(text)
+        else:
+            group, texts = _group(r, src, t, n)
+            calls.extend((t.name, a) for a in group)
+            parts.extend(texts)
+    src.check(calls)
+    offered = chosen + src.distractors(r, chosen, r.choice((0, 1, 1, 2, 3)))
+    return [user_turn(join_requests(parts, r, src.split)), calls_turn(calls)], offer(r, offered), {}
+
+
+def irrelevance(r: Random, src: ToolSource) -> Task:
+    u = r.random()
+    if u < OPEN_P:  # small talk, or an open question no tool answers
+        offered = src.some(r, r.randint(1, 3))
+        question, reply = r.choice(CHITCHAT) if u < CHITCHAT_P else open_question(r, [t.gist for t in offered])
+        return [user_turn(question), answer_turn(reply)], offer(r, offered), {"requested_tool": None}
+    t = src.target(r)
+    _, text, _, _ = src.request(r, t)
+    # half the negatives offer a single tool, as simple tasks do: one offered tool is no sign that a call is due
+    offered = src.distractors(r, [t], r.choices((1, 2, 3, 4), (4, 2, 1, 1))[0], exclude=src.substitutes(t))
+    if not offered:
+        raise Retry("nothing to offer")
+    reply = refusal(t.gist, [o.gist for o in offered[:2]], r)
+    return [user_turn(text), answer_turn(reply)], offer(r, offered), {"requested_tool": t.name}
+
+
+# ---------------------------------------------------------------------------------------------
+# Categories over the catalog's executable tools
+# ---------------------------------------------------------------------------------------------
+
+
+@cache
+def _droppable(name: str, split: str) -> tuple[tuple[Template, str], ...]:
+    """(phrasing, required parameter) pairs where the phrasing reads naturally without the value."""
+    spec = CATALOG[name]
+    return tuple((t, p) for t in spec.phrasings(split) for p in spec.required if p in t.slots and p not in t.bare)
+
+
+def _catalog(src: ToolSource) -> CatalogTools:
+    if not isinstance(src, CatalogTools):
+        raise TypeError(f"this category needs the catalog's executable tools, not {type(src).__name__}")
+    return src
+
+
+def missing_parameter(r: Random, src: ToolSource) -> Task:
+    cat = _catalog(src)
+    spec = cat.target(r, lambda s: bool(_droppable(s.name, cat.split)))
+    tpl, missing = r.choice(_droppable(spec.name, cat.split))
+    args = cat.sample_args(r, spec, tpl)
+    texts = cat.say_all(spec, {k: v for k, v in args.items() if k in tpl.slots}, r, skip=missing)
+    if any(p not in tpl.mentioned(texts.keys()) for p in spec.required if p != missing):
+        raise Retry("phrasing dropped another required argument")
+    reply = ask_for(spec.param_map[missing].label, spec.gist, r)
+    offered = [spec, *cat.distractors(r, [spec], r.choice((0, 0, 1, 2)))]
+    return [user_turn(tpl.render(texts)), answer_turn(reply)], offer(r, offered), {"missing_parameter": missing}
+
+
+def multi_step(r: Random, src: ToolSource) -> Task:
+    cat = _catalog(src)
+    allowed = set(cat.general)
+    chains = [c for c in CHAINS if set(c.tools) <= allowed]
+    focus = [c for c in chains if set(c.tools) & set(cat.focus)]
+    chain = r.choice(focus if focus and r.random() < FOCUS_P else chains)
+    try:
+        run = run_chain(chain, r, cat.world.copy(), cat.split)
+    except ChainError as e:
+        raise Retry(str(e)) from None
+    specs = [CATALOG[n] for n in chain.tools]
+    offered = specs + cat.distractors(r, specs, r.randint(1, 3))
+    meta = {"chain": chain.name, "sub_questions": run.sub_questions, "sub_answers": run.sub_answers,
+            "dependencies": run.dependencies}
+    return run.messages, offer(r, offered), meta
+
+
+#: category -> builder; a source builds the categories it lists in `ToolSource.categories`
+BUILDERS: dict[str, Callable[[Random, ToolSource], Task]] = {
+    "simple": simple, "multiple": multiple, "parallel": parallel, "parallel_multiple": parallel_multiple,
+    "irrelevance": irrelevance, "missing_parameter": missing_parameter, "multi_step": multi_step,
+}
+
+__all__ = ["BUILDERS", "Task", "irrelevance", "missing_parameter", "multi_step", "multiple", "parallel",
+           "parallel_multiple", "simple"]
