@@ -32,6 +32,7 @@ from typing import Any
 from tinytool.data.demo.catalog import CATALOG
 from tinytool.data.demo.catalog.base import (
     NO_DEFAULT,
+    OPTIONAL_P,
     Template,
     fmt_number,
     say_date,
@@ -69,7 +70,6 @@ from tinytool.data.demo.values import (
 )
 from tinytool.schema import Tool
 
-OPTIONAL_P = 0.4  # chance an optional parameter is given in a request (usually omitted)
 ALT_P = 0.35  # chance a tool variant takes a slot's alternative whose description states the value's format
 VARIANTS = 10  # variants drawn per action (names that collide are dropped)
 HELD_OUT_SHARE = 0.1  # share of the tools of the other domains held out for dev

@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 
 from tinytool.data.demo import proctools
 from tinytool.data.demo.catalog import CATALOG, HELD_OUT, TRAIN_TOOLS, Template, ToolSpec, World, execute
+from tinytool.data.demo.catalog.base import OPTIONAL_P
 from tinytool.data.demo.proctools import GenTool, Pool, family
 
-OPTIONAL_P = 0.45  # chance an optional parameter the phrasing can express is given
 FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
 
 #: one call: the tool's name and its arguments
@@ -291,4 +291,4 @@ class GeneratedTools(ToolSource):
             raise Retry("a call repeats a value that must differ")
 
 
-__all__ = ["FOCUS_P", "OPTIONAL_P", "CatalogTools", "GeneratedTools", "Retry", "ToolSource"]
+__all__ = ["FOCUS_P", "CatalogTools", "GeneratedTools", "Retry", "ToolSource"]
