@@ -25,6 +25,7 @@ from tinytool.data.demo.catalog.base import OPTIONAL_P
 from tinytool.data.demo.proctools import GenTool, Pool, family
 
 FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
+FRESH_TRIES = 12  # draws for a value a request has not used yet
 
 #: one call: the tool's name and its arguments
 Call = tuple[str, dict[str, Any]]
@@ -43,14 +44,13 @@ class ToolSource:
     dev). The class attributes are the source's own choices: the task categories it serves, the
     shapes a request for several calls of one tool takes (each tried when a uniform draw falls below
     its bound: ``listed``, values listed in one slot or "then repeat for ..."; ``respectively``, two
-    slots listed in step), the chance ``listed`` lists its values in the slot, the draws allowed for a
-    value not yet used, whether two slots listed in step are paired in the order of their names or of
-    the text, and whether parallel_multiple draws its call plan before its first tool."""
+    slots listed in step), the chance ``listed`` lists its values in the slot, whether two slots listed
+    in step are paired in the order of their names or of the text, and whether parallel_multiple draws
+    its call plan before its first tool."""
 
     categories: ClassVar[tuple[str, ...]]
     shapes: ClassVar[tuple[tuple[str, float], ...]]
     list_p: ClassVar[float]
-    fresh_tries: ClassVar[int]
     pairs_in_text_order: ClassVar[bool]
     plan_first: ClassVar[bool]
     article_rule: ClassVar[bool]  # a slot after "the"/"a" lists its values plainly ("a X and Y")
@@ -135,7 +135,7 @@ class ToolSource:
 
     def fresh(self, r: Random, t: Any, tpl: Template, p: str, taken: Sequence[Any]) -> Any:
         """A value of ``p`` not in ``taken``."""
-        for _ in range(self.fresh_tries):
+        for _ in range(FRESH_TRIES):
             v = self.sample_value(r, t, tpl, p)
             if v is not None and v not in taken:
                 return v
@@ -149,7 +149,6 @@ class CatalogTools(ToolSource):
                   "multi_step")
     shapes = (("listed", 0.62), ("respectively", 0.8))
     list_p = 0.65
-    fresh_tries = 12
     pairs_in_text_order = False
     plan_first = False
     article_rule = True
@@ -240,7 +239,6 @@ class GeneratedTools(ToolSource):
     categories = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
     shapes = (("respectively", 0.25), ("listed", 0.7))
     list_p = 0.75
-    fresh_tries = 20
     pairs_in_text_order = True
     plan_first = True
     article_rule = False
