@@ -53,7 +53,6 @@ class ToolSource:
     list_p: ClassVar[float]
     pairs_in_text_order: ClassVar[bool]
     plan_first: ClassVar[bool]
-    article_rule: ClassVar[bool]  # a slot after "the"/"a" lists its values plainly ("a X and Y")
 
     def __init__(self, split: str, general: Sequence[str], focus: Sequence[str]) -> None:
         self.split = split
@@ -151,7 +150,6 @@ class CatalogTools(ToolSource):
     list_p = 0.65
     pairs_in_text_order = False
     plan_first = False
-    article_rule = True
 
     def __init__(self, world: World, split: str) -> None:
         super().__init__(split, TRAIN_TOOLS if split == "train" else tuple(CATALOG),
@@ -241,7 +239,6 @@ class GeneratedTools(ToolSource):
     list_p = 0.75
     pairs_in_text_order = True
     plan_first = True
-    article_rule = False
 
     def __init__(self, pool: Pool, split: str) -> None:
         super().__init__(split, pool.train, pool.held_out if split == "dev" else ())

@@ -84,7 +84,7 @@ def _listed(r: Random, src: ToolSource, t: Any, k: int, args: dict[str, Any], te
     src.check([(t.name, c) for c in calls])
     said = [t.param_map[axis].say(v, r) for v in values]
     if r.random() < src.list_p:
-        listed = plain_join(said, r) if src.article_rule and _after_article(tpl, axis) else join_values(said, r)
+        listed = plain_join(said, r) if _after_article(tpl, axis) else join_values(said, r)
         return calls, [tpl.render(dict(texts, **{axis: listed}))]
     return calls, [f"{ensure_end(text)} {repeat_tail(said[1:], r, src.split)}"]
 
