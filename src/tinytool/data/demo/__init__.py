@@ -19,7 +19,8 @@ A share ``proc_fraction`` of the simple, multiple, parallel, parallel_multiple a
 tasks is built over procedurally generated tools instead (`tinytool.data.demo.proctools`: hundreds of
 schemas, 2-8 offered in ``multiple``), so a model has to read the schema rather than recall one of
 the catalog's tools; their calls are checked against the schema, not executed. The catalog's
-executable tools keep the missing-parameter and multi-step tasks.
+executable tools keep the missing-parameter and multi-step tasks. One set of builders
+(`tinytool.data.demo.tasks`) makes the tasks of both, over a tool source (`tinytool.data.demo.sources`).
 
 Requests are drawn from several phrasings per tool and argument values are sampled by type from the
 seeded `World`, so the same tool appears in many surface forms. Every ground-truth call is executed
@@ -42,7 +43,7 @@ from typing import Any
 from tinytool.data.demo import proctools
 from tinytool.data.demo.catalog import World
 from tinytool.data.demo.catalog.world import pristine_world
-from tinytool.data.demo.sources import CatalogTools, GeneratedTools, Retry
+from tinytool.data.demo.sources import CatalogTools, GeneratedTools, Retry, ToolSource
 from tinytool.data.demo.tasks import BUILDERS
 from tinytool.errors import UserInputError
 from tinytool.io import atomic_dir, write_jsonl
@@ -89,9 +90,10 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
     out = []
     for i, category in enumerate(labels):
         rng = Random(f"tinytool-demo:{seed}:{split}:{i}")
-        generated = (generated_tools is not None and category in generated_tools.categories
-                     and Random(f"tinytool-demo:{seed}:{split}:{i}:proc").random() < proc_fraction)
-        source = generated_tools if generated_tools is not None and generated else catalog
+        source: ToolSource[Any] = catalog
+        if (generated_tools is not None and category in generated_tools.categories
+                and Random(f"tinytool-demo:{seed}:{split}:{i}:proc").random() < proc_fraction):
+            source = generated_tools
         for _ in range(MAX_TRIES):
             try:
                 messages, offered, extra = BUILDERS[category](rng, source)
@@ -101,7 +103,7 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
         else:  # pragma: no cover - every builder succeeds well within MAX_TRIES
             raise RuntimeError(f"could not build a {category} task ({split} #{i}, seed {seed})")
         meta = {"id": f"demo-s{seed}-{split}-{i:06d}", "source": SOURCE, "category": category, "split": split,
-                "seed": seed, "world_seed": seed, "tools": "generated" if generated else "catalog",
+                "seed": seed, "world_seed": seed, "tools": "generated" if source is generated_tools else "catalog",
                 "tools_used": _tools_used(messages),
                 "sub_questions": [], "sub_answers": [], **extra}
         out.append(Conversation(messages=messages, tools=offered, meta=meta))

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from random import Random
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from tinytool.data.demo import proctools
 from tinytool.data.demo.catalog import CATALOG, HELD_OUT, TRAIN_TOOLS, Template, ToolSpec, World, execute
 from tinytool.data.demo.catalog.base import OPTIONAL_P
 from tinytool.data.demo.proctools import GenTool, Pool, family
+from tinytool.schema import Tool
 
 FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
 FRESH_TRIES = 12  # draws for a value a request has not used yet
@@ -37,22 +38,42 @@ class Retry(Exception):
     """This sample did not work out (an invalid call, no usable phrasing); draw another."""
 
 
-class ToolSource:
-    """The tools one split's tasks are built over, and how a source draws from them.
+class _Sayer(Protocol):
+    def say(self, value: Any, r: Random) -> str: ...
 
-    ``general`` are the tools the split may use, ``focus`` those to favour as targets (held-out ones in
-    dev). The class attributes are the source's own choices: the task categories it serves, the
-    shapes a request for several calls of one tool takes (each tried when a uniform draw falls below
-    its bound: ``listed``, values listed in one slot or "then repeat for ..."; ``respectively``, two
-    slots listed in step), the chance ``listed`` lists its values in the slot, whether two slots listed
-    in step are paired in the order of their names or of the text, and whether parallel_multiple draws
-    its call plan before its first tool."""
 
-    categories: ClassVar[tuple[str, ...]]
+class SourceTool(Protocol):
+    """What the task builders read of a tool: a catalog `ToolSpec` or a generated `GenTool`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def tool(self) -> Tool: ...
+    @property
+    def gist(self) -> str: ...
+    @property
+    def params(self) -> Collection[Any]: ...
+    @property
+    def param_map(self) -> Mapping[str, _Sayer]: ...
+    @property
+    def parallel_axes(self) -> tuple[str, ...]: ...
+
+
+T = TypeVar("T", bound=SourceTool)
+
+
+class ToolSource(Generic[T]):
+    """The tools one split's tasks are built over, and how a source draws from them: ``general`` are the
+    tools the split may use, ``focus`` those to favour as targets (held-out ones in dev)."""
+
+    categories: ClassVar[tuple[str, ...]]  # the task categories this source builds
+    #: the shapes a request for several calls of one tool takes, in the order they are tried, each when the
+    #: group's uniform draw falls below its bound: ``listed`` (values listed in one slot, or "then repeat
+    #: for ..."), ``respectively`` (two slots listed in step)
     shapes: ClassVar[tuple[tuple[str, float], ...]]
-    list_p: ClassVar[float]
-    pairs_in_text_order: ClassVar[bool]
-    plan_first: ClassVar[bool]
+    list_p: ClassVar[float]  # chance ``listed`` lists its values in the slot (else "then repeat for ...")
+    pairs_in_text_order: ClassVar[bool]  # ``respectively`` pairs slots in the order of the text (else of names)
+    plan_first: ClassVar[bool]  # parallel_multiple draws its call plan before its first tool
 
     def __init__(self, split: str, general: Sequence[str], focus: Sequence[str]) -> None:
         self.split = split
@@ -61,19 +82,19 @@ class ToolSource:
 
     # ---- what a source is made of ----------------------------------------------------------------
 
-    def get(self, name: str) -> Any:
+    def get(self, name: str) -> T:
         raise NotImplementedError
 
-    def key(self, t: Any) -> str:
+    def key(self, t: T) -> str:
         """What two tools of one task must not share (their name, or their action)."""
         return t.name
 
-    def near(self, chosen: Sequence[Any]) -> list[tuple[Sequence[str], float]]:
+    def near(self, chosen: Sequence[T]) -> list[tuple[Sequence[str], float]]:
         """Tiers of distractor candidates for ``chosen``, nearest first, each with its chance of being drawn
         from; the last tier is drawn from surely."""
         raise NotImplementedError
 
-    def substitutes(self, t: Any) -> frozenset[str]:
+    def substitutes(self, t: T) -> frozenset[str]:
         """Keys of tools that could serve ``t``'s request: never offered in its place."""
         return frozenset()
 
@@ -81,26 +102,26 @@ class ToolSource:
         """How many distractors a ``multiple`` task offers beside its target."""
         raise NotImplementedError
 
-    def kin(self, t: Any) -> list[str]:
+    def kin(self, t: T) -> list[str]:
         """The usable tools of ``t``'s domain (``t`` among them)."""
         raise NotImplementedError
 
-    def other(self, r: Random) -> Any:
+    def other(self, r: Random) -> T:
         """A further tool for a parallel_multiple request when it does not stay in the first one's domain."""
         return self.target(r)
 
-    def some(self, r: Random, k: int) -> list[Any]:
+    def some(self, r: Random, k: int) -> list[T]:
         """Up to ``k`` tools to offer beside a question no tool answers."""
         return list({self.key(t): t for t in (self.target(r) for _ in range(k))}.values())
 
-    def request(self, r: Random, t: Any) -> Request:
+    def request(self, r: Random, t: T) -> Request:
         raise NotImplementedError
 
-    def sample_value(self, r: Random, t: Any, tpl: Template, p: str) -> Any:
+    def sample_value(self, r: Random, t: T, tpl: Template, p: str) -> Any:
         """A value of parameter ``p`` (None when the draw leaves it out)."""
         raise NotImplementedError
 
-    def value_pairs(self, r: Random, t: Any, tpl: Template, args: Mapping[str, Any], a: str, b: str,
+    def value_pairs(self, r: Random, t: T, tpl: Template, args: Mapping[str, Any], a: str, b: str,
                     k: int) -> list[tuple[Any, Any]]:
         """``k`` distinct ``(a, b)`` value pairs for a request listing both slots in step, ``args``'s first."""
         raise NotImplementedError
@@ -110,18 +131,18 @@ class ToolSource:
 
     # ---- shared by both sources --------------------------------------------------------------------
 
-    def target(self, r: Random, ok: Callable[[Any], bool] | None = None) -> Any:
+    def target(self, r: Random, ok: Callable[[T], bool] | None = None) -> T:
         names = self.focus if self.focus and r.random() < FOCUS_P else self.general
         if ok is not None:
             names = [n for n in names if ok(self.get(n))] or [n for n in self.general if ok(self.get(n))]
         return self.get(r.choice(names))
 
-    def distractors(self, r: Random, chosen: Sequence[Any], k: int, exclude: Collection[str] = ()) -> list[Any]:
+    def distractors(self, r: Random, chosen: Sequence[T], k: int, exclude: Collection[str] = ()) -> list[T]:
         """``k`` more tools, drawn tier by tier from `near`; none shares a key with another offered tool
         or is in ``exclude``."""
         taken = {self.key(t) for t in chosen} | set(exclude)
         tiers = self.near(chosen)
-        out: list[Any] = []
+        out: list[T] = []
         for _ in range(k):
             for names, p in tiers:
                 free = [n for n in names if self.key(self.get(n)) not in taken]
@@ -132,7 +153,7 @@ class ToolSource:
                     break
         return out
 
-    def fresh(self, r: Random, t: Any, tpl: Template, p: str, taken: Sequence[Any]) -> Any:
+    def fresh(self, r: Random, t: T, tpl: Template, p: str, taken: Sequence[Any]) -> Any:
         """A value of ``p`` not in ``taken``."""
         for _ in range(FRESH_TRIES):
             v = self.sample_value(r, t, tpl, p)
@@ -141,7 +162,7 @@ class ToolSource:
         raise Retry(f"could not find another value for {t.name}.{p}")
 
 
-class CatalogTools(ToolSource):
+class CatalogTools(ToolSource[ToolSpec]):
     """The catalog's executable tools; train never sees a held-out one, dev favours them."""
 
     categories = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance", "missing_parameter",
@@ -231,7 +252,7 @@ class CatalogTools(ToolSource):
                 raise Retry("a ground-truth call fails on the world")
 
 
-class GeneratedTools(ToolSource):
+class GeneratedTools(ToolSource[GenTool]):
     """The generated tools of one seed's pool: held-out domains and tools only in dev, favoured there."""
 
     categories = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
@@ -286,4 +307,4 @@ class GeneratedTools(ToolSource):
             raise Retry("a call repeats a value that must differ")
 
 
-__all__ = ["FOCUS_P", "CatalogTools", "GeneratedTools", "Retry", "ToolSource"]
+__all__ = ["FOCUS_P", "CatalogTools", "GeneratedTools", "Retry", "SourceTool", "ToolSource"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from tinytool.data.demo.catalog import CATALOG, Template
 from tinytool.data.demo.chains import CHAINS, ChainError, run_chain
-from tinytool.data.demo.sources import FOCUS_P, CatalogTools, Retry, ToolSource
+from tinytool.data.demo.sources import FOCUS_P, CatalogTools, Request, Retry, SourceTool, ToolSource
 from tinytool.data.demo.text import (
     CHITCHAT,
     CHITCHAT_P,
@@ -71,11 +71,11 @@ def _after_article(tpl: Template, slot: str) -> bool:
     return before.endswith((" the", " a", " an", " my"))
 
 
-def _listed(r: Random, src: ToolSource, t: Any, k: int, args: dict[str, Any], text: str, tpl: Template,
-            texts: dict[str, str], axes: list[str]) -> Group | None:
+def _listed(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first: Request, axes: list[str]) -> Group | None:
     """One slot takes ``k`` values ("in Paris, Rome and Oslo"), or the request ends "then repeat for ..."."""
     if not axes:
         return None
+    args, text, tpl, texts = first
     axis = r.choice(axes)
     values = [args[axis]]
     while len(values) < k:
@@ -89,9 +89,11 @@ def _listed(r: Random, src: ToolSource, t: Any, k: int, args: dict[str, Any], te
     return calls, [f"{ensure_end(text)} {repeat_tail(said[1:], r, src.split)}"]
 
 
-def _respectively(r: Random, src: ToolSource, t: Any, k: int, args: dict[str, Any], text: str, tpl: Template,
-                  texts: dict[str, str], axes: list[str]) -> Group | None:
+def _respectively(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first: Request,
+                  axes: list[str]) -> Group | None:
     """Two slots take ``k`` values each, in step: "... from A and B to C and D respectively"."""
+    args, _, tpl, texts = first
+
     def paired(a: str, b: str) -> bool:
         return (_at(tpl, a) < _at(tpl, b) if src.pairs_in_text_order else a < b) and _apart(tpl, a, b)
 
@@ -115,14 +117,14 @@ def _respectively(r: Random, src: ToolSource, t: Any, k: int, args: dict[str, An
 _SHAPES = {"listed": _listed, "respectively": _respectively}
 
 
-def _group(r: Random, src: ToolSource, t: Any, k: int) -> Group:
+def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
     """``k`` calls of one tool and the request for them: one compact request when the phrasing allows
     it (in one of the source's `ToolSource.shapes`), else ``k`` requests."""
-    args, text, tpl, texts = src.request(r, t)
+    first = args, text, tpl, texts = src.request(r, t)
     axes = [a for a in t.parallel_axes if a in texts and not tpl.crowded(a)]
     mode = r.random()
     for shape, below in src.shapes:
-        made = _SHAPES[shape](r, src, t, k, args, text, tpl, texts, axes) if mode < below else None
+        made = _SHAPES[shape](r, src, t, k, first, axes) if mode < below else None
         if made is not None:
             return made
     calls, parts = [args], [text]  # separate requests, joined: "..., and also ...", numbered lists
@@ -144,14 +146,14 @@ def _group(r: Random, src: ToolSource, t: Any, k: int) -> Group:
 # ---------------------------------------------------------------------------------------------
 
 
-def simple(r: Random, src: ToolSource) -> Task:
+def simple(r: Random, src: ToolSource[Any]) -> Task:
     t = src.target(r)
     args, text, _, _ = src.request(r, t)
     src.check([(t.name, args)])
     return [user_turn(text), calls_turn([(t.name, args)])], [t.tool], {}
 
 
-def multiple(r: Random, src: ToolSource) -> Task:
+def multiple(r: Random, src: ToolSource[Any]) -> Task:
     t = src.target(r)
     args, text, _, _ = src.request(r, t)
     src.check([(t.name, args)])
@@ -161,7 +163,7 @@ def multiple(r: Random, src: ToolSource) -> Task:
     return [user_turn(text), calls_turn([(t.name, args)])], offer(r, [t, *others]), {}
 
 
-def parallel(r: Random, src: ToolSource) -> Task:
+def parallel(r: Random, src: ToolSource[Any]) -> Task:
     t = src.target(r, lambda s: bool(s.params))
     k = r.choices((2, 3, 4), (0.55, 0.3, 0.15))[0]
     calls, parts = _group(r, src, t, k)
@@ -169,7 +171,7 @@ def parallel(r: Random, src: ToolSource) -> Task:
     return [user_turn(text), calls_turn([(t.name, c) for c in calls])], [t.tool], {}
 
 
-def parallel_multiple(r: Random, src: ToolSource) -> Task:
+def parallel_multiple(r: Random, src: ToolSource[Any]) -> Task:
     if src.plan_first:
         counts = call_plan(r)
         chosen = [src.target(r)]
@@ -201,7 +203,7 @@ def parallel_multiple(r: Random, src: ToolSource) -> Task:
     return [user_turn(join_requests(parts, r, src.split)), calls_turn(calls)], offer(r, offered), {}
 
 
-def irrelevance(r: Random, src: ToolSource) -> Task:
+def irrelevance(r: Random, src: ToolSource[Any]) -> Task:
     u = r.random()
     if u < OPEN_P:  # small talk, or an open question no tool answers
         offered = src.some(r, r.randint(1, 3))
@@ -229,13 +231,13 @@ def _droppable(name: str, split: str) -> tuple[tuple[Template, str], ...]:
     return tuple((t, p) for t in spec.phrasings(split) for p in spec.required if p in t.slots and p not in t.bare)
 
 
-def _catalog(src: ToolSource) -> CatalogTools:
+def _catalog(src: ToolSource[Any]) -> CatalogTools:
     if not isinstance(src, CatalogTools):
         raise TypeError(f"this category needs the catalog's executable tools, not {type(src).__name__}")
     return src
 
 
-def missing_parameter(r: Random, src: ToolSource) -> Task:
+def missing_parameter(r: Random, src: ToolSource[Any]) -> Task:
     cat = _catalog(src)
     spec = cat.target(r, lambda s: bool(_droppable(s.name, cat.split)))
     tpl, missing = r.choice(_droppable(spec.name, cat.split))
@@ -248,7 +250,7 @@ def missing_parameter(r: Random, src: ToolSource) -> Task:
     return [user_turn(tpl.render(texts)), answer_turn(reply)], offer(r, offered), {"missing_parameter": missing}
 
 
-def multi_step(r: Random, src: ToolSource) -> Task:
+def multi_step(r: Random, src: ToolSource[Any]) -> Task:
     cat = _catalog(src)
     allowed = set(cat.general)
     chains = [c for c in CHAINS if set(c.tools) <= allowed]
@@ -266,7 +268,7 @@ def multi_step(r: Random, src: ToolSource) -> Task:
 
 
 #: category -> builder; a source builds the categories it lists in `ToolSource.categories`
-BUILDERS: dict[str, Callable[[Random, ToolSource], Task]] = {
+BUILDERS: dict[str, Callable[[Random, ToolSource[Any]], Task]] = {
     "simple": simple, "multiple": multiple, "parallel": parallel, "parallel_multiple": parallel_multiple,
     "irrelevance": irrelevance, "missing_parameter": missing_parameter, "multi_step": multi_step,
 }
