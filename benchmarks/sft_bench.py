@@ -106,7 +106,7 @@ def sequence_tokens(data: Path, model_spec: str) -> dict:
     `tinytool sft`'s sequences (a conversation whose turns chain is one sequence)."""
     from tinytool.formats import get_format
     from tinytool.models.loading import load_tokenizer
-    from tinytool.train.common import read_conversations, sft_examples
+    from tinytool.train.examples import read_conversations, sft_examples
     from tinytool.train.sft import SFTRunConfig, build_sft_dataset
 
     fmt = SFTRunConfig.__dataclass_fields__["format"].default

@@ -390,7 +390,8 @@ def test_cli_stats_non_utf8_bad_format_and_empty_input_are_one_line(tmp_path):
     good = tmp_path / "good.jsonl"
     good.write_text(GOOD_OPENAI + "\n")
     res = runner.invoke(convert_app, ["stats", str(good), "--format", "nope"])
-    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1 and "unknown format 'nope'" in res.stderr
+    lines = res.stderr.splitlines()  # the error, then its fix
+    assert res.exit_code == 2 and len(lines) == 2 and "unknown format 'nope'" in lines[0] and lines[1].startswith("fix:")
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     for args in (["stats", str(empty)], ["stats", str(empty), "--json"]):

@@ -19,7 +19,7 @@ from tinytool.models.loading import load_model, load_tokenizer
 from tinytool.models.students import save_tiny_model
 from tinytool.schema import Conversation, read_jsonl, write_jsonl
 from tinytool.train.cli_kto import kto_app
-from tinytool.train.common import sft_examples
+from tinytool.train.examples import sft_examples
 from tinytool.train.kto import KTORunConfig, build_kto_dataset, conversation_label, read_labelled
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

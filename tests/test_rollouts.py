@@ -254,7 +254,7 @@ def test_resume_after_crash_matches_an_unbroken_run(tmp_path):
         assert stats[k] == full[k]
     # resuming a finished run asks nothing and changes nothing
     again = scripted(_answers)
-    run(again, [data], out, n=3, batch_size=2, resume=True)
+    run(again, [data], out, n=3, batch_size=2)
     assert again.calls == [] and out.read_bytes() == (tmp_path / "full.jsonl").read_bytes()
 
 
@@ -268,7 +268,7 @@ def test_resume_refuses_other_settings_and_data(tmp_path):
     with pytest.raises(RunDirError, match="min_similarity: None there, 0.5 now"):
         run(scripted(_answers), [data], out, n=3, min_similarity=0.5)
     with pytest.raises(RunDirError, match="teacher: 'scripted' there, 'other' now"):
-        run(scripted(_answers), [data], out, n=3, teacher_id="other", resume=True)
+        run(scripted(_answers), [data], out, n=3, teacher_id="other")
     other = write_data(tmp_path / "e.jsonl", conv_single("Rome"))
     with pytest.raises(RunDirError, match="data_sha256"):
         run(scripted(_answers), [other], out, n=3)
@@ -368,14 +368,12 @@ def test_cli(tmp_path, cli):
     assert stats["config"]["teacher"] == "http://localhost:8000/v1@teacher"
     assert "kept: " in res.output and len(read_jsonl(out)) == stats["kept"]
 
-    # other settings are refused before the teacher is loaded; the same settings resume (--resume
-    # is accepted and changes nothing); --overwrite starts again
+    # other settings are refused before the teacher is loaded; the same settings resume; --overwrite starts
+    # again
     res = runner.invoke(app, [*args, "--temperature", "0.5"])
     assert res.exit_code == 2 and "temperature: 1.0 there, 0.5 now" in res.output and len(made) == 1
     assert "--overwrite" in res.output
     res = runner.invoke(app, args)
-    assert res.exit_code == 0 and "(3 done before)" in res.output
-    res = runner.invoke(app, [*args, "--resume"])
     assert res.exit_code == 0 and "(3 done before)" in res.output
     res = runner.invoke(app, [*args, "--temperature", "0.5", "--overwrite"])
     assert res.exit_code == 0 and "(0 done before)" in res.output
@@ -391,7 +389,7 @@ def test_cli(tmp_path, cli):
     assert res.exit_code == 2 and "n > 1 needs sampling" in res.output
     res = runner.invoke(app, ["--teacher", "x", "--data", data, "--out", str(tmp_path / "c.jsonl"), "--format", "yaml"])
     assert res.exit_code == 2 and "unknown format 'yaml'" in res.output
-    assert len(made) == 4  # the first run, two resumes, the overwrite: refused runs never load the teacher
+    assert len(made) == 3  # the first run, a resume, the overwrite: refused runs never load the teacher
 
 
 # ---- the Hugging Face path -------------------------------------------------------------------------
@@ -413,7 +411,7 @@ def test_hf_teacher_end_to_end(tmp_path):
     assert len(read_jsonl(out)) == stats["kept"]  # the file exists even when nothing was kept
     run_record = json.loads(output_paths(out)["run"].read_text())
     assert run_record["client"]["backend"] == "HFClient" and run_record["settings"]["teacher"] == "tiny"
-    job = RolloutJob.create([data], out, teacher_id="tiny", n=2, resume=True,
+    job = RolloutJob.create([data], out, teacher_id="tiny", n=2,
                             gen=GenerationConfig(max_new_tokens=4, temperature=1.0))
     assert job.run(client, progress=False)["resumed_prompts"] == 3
 

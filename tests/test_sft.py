@@ -19,7 +19,7 @@ from tinytool.models.students import save_tiny_model
 from tinytool.schema import read_jsonl, write_jsonl
 from tinytool.train import LoraSpec, SFTRunConfig, build_sft_dataset, build_trainer, train_sft
 from tinytool.train.cli_sft import sft_app
-from tinytool.train.common import sft_examples
+from tinytool.train.examples import sft_examples
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -255,7 +255,7 @@ def test_a_stop_signal_saves_a_checkpoint_and_the_run_resumes_there(env, signame
 
 
 def test_resume_skips_incomplete_checkpoints(env, caplog):
-    from tinytool.train.common import checkpoint_problem, resume_checkpoint
+    from tinytool.train.run import checkpoint_problem, resume_checkpoint
 
     train_sft(_cfg(env, "torn", max_steps=3, save_steps=1, save_total_limit=None))
     out = Path(env["root"] / "torn")

@@ -169,7 +169,7 @@ def test_resume_after_killed_build_skips_finished_shards(env, tmp_path):
         _build(env, out, on_shard=_kill_after(0))
     manifest = json.loads((out / "manifest.json").read_text())
     assert not manifest["complete"] and len(manifest["shards"]) == 1
-    with pytest.raises(CacheError, match="incomplete.*--resume"):
+    with pytest.raises(CacheError, match="incomplete.*re-running the same build"):
         TeacherTopKCache.open(out)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
@@ -187,7 +187,7 @@ def test_resume_after_killed_build_skips_finished_shards(env, tmp_path):
 
     handle = env["model"].model.register_forward_pre_hook(record, with_kwargs=True)
     try:
-        resumed = _build(env, out, resume=True)
+        resumed = _build(env, out)
     finally:
         handle.remove()
     assert resumed["complete"] and len(resumed["shards"]) == resumed["n_shards"]
@@ -199,7 +199,7 @@ def test_resume_after_killed_build_skips_finished_shards(env, tmp_path):
 
     _same(TeacherTopKCache.open(out), TeacherTopKCache.open(env["ref"]))
     # resuming a finished cache is a no-op
-    assert _build(env, out, resume=True)["shards"] == resumed["shards"]
+    assert _build(env, out)["shards"] == resumed["shards"]
 
 
 def test_resume_refuses_another_configuration(env, tmp_path):
@@ -207,12 +207,12 @@ def test_resume_refuses_another_configuration(env, tmp_path):
     with pytest.raises(_Killed):
         _build(env, out, on_shard=_kill_after(0))
     with pytest.raises(CacheError, match=r"cannot resume.*\bk: 100 there, 50 now.*temperature") as e:
-        _build(env, out, resume=True, k=50, temperature=0.5)
+        _build(env, out, k=50, temperature=0.5)
     assert str(out) in str(e.value)
     with pytest.raises(CacheError, match="examples_per_shard"):
-        _build(env, out, resume=True, examples_per_shard=4)
+        _build(env, out, examples_per_shard=4)
     with pytest.raises(CacheError, match="teacher: 'tiny' there, 'other' now"):
-        _build(env, out, resume=True, teacher_id="other")
+        _build(env, out, teacher_id="other")
 
 
 def test_resume_refuses_a_corrupt_finished_shard(env, tmp_path):
@@ -221,7 +221,7 @@ def test_resume_refuses_a_corrupt_finished_shard(env, tmp_path):
         _build(env, out, on_shard=_kill_after(1))
     _flip(out / "shard-00001.safetensors")
     with pytest.raises(CacheError, match="shard-00001.safetensors.*corrupt"):
-        _build(env, out, resume=True)
+        _build(env, out)
 
 
 # ---- corruption ------------------------------------------------------------------------------------
@@ -389,8 +389,6 @@ def test_cli(env, tmp_path):
 
     res = runner.invoke(app, args)  # the same settings: the finished cache is returned as is
     assert res.exit_code == 0, res.output
-    res = runner.invoke(app, [*args, "--resume"])  # accepted for older scripts
-    assert res.exit_code == 0, res.output
     res = runner.invoke(app, [*args[:-1], "--k", "8"])
     assert res.exit_code == 2 and "cannot resume" in res.output and "k: 16 there, 8 now" in res.output
     assert "--overwrite" in res.output
@@ -436,7 +434,8 @@ def test_cli_names_a_malformed_row_in_one_line(env, tmp_path):
                                    "--out", str(tmp_path / "c"), "--no-bf16"])
     assert res.exit_code == 2, res.output  # fail() exits 2; an uncaught error would exit 1
     assert "bad.jsonl:2: messages[0].role" in res.output and "Traceback" not in res.output
-    assert len(res.output.strip().splitlines()) == 1, res.output
+    lines = res.output.strip().splitlines()  # the error and its fix, no traceback
+    assert len(lines) == 2 and lines[1].startswith("fix: correct the field"), res.output
     res = CliRunner().invoke(app, ["cache", "--teacher", env["model_dir"], "--data", str(bad.with_name("x.jsonl")),
                                    "--out", str(tmp_path / "d")])
     assert res.exit_code == 2

@@ -25,7 +25,7 @@ example (prompt included), so bytes per completion token stay well under 600 unl
 Examples are `tinytool.distill.examples.token_examples` of the data, so the trainer, SFT and the
 cache agree on every token. A shard is written aside, fsynced and renamed, and only then appended to
 the manifest (also written aside and renamed): a killed build loses at most the shard in flight, and
-``resume=True`` skips every finished shard without a forward pass. Every shard load checks the file's
+rerunning the build skips every finished shard without a forward pass. Every shard load checks the file's
 size and sha256 against the manifest, so a corrupt or missing shard is named rather than trained on.
 
 Backends: Hugging Face (one batched forward pass, no generation; the LM head is applied only at the
@@ -59,7 +59,7 @@ MANIFEST = "manifest.json"
 SHARD_PATTERN = "shard-{:05d}.safetensors"
 TOKENS_DTYPE = "int32"
 LOGPROBS_DTYPE = "float16"
-#: fields that must agree for ``resume=True`` to continue an existing build
+#: fields that must agree for a rerun to continue an existing build
 RESUME_KEYS = ("format_version", "teacher", "tokenizer_fingerprint", "k", "temperature", "format",
                "data_sha256", "max_length", "examples_per_shard")
 _TENSORS = ("tokens", "offsets", "n_prompt", "topk_ids", "topk_logprobs")
@@ -173,8 +173,8 @@ class TeacherTopKCache:
         if not manifest.get("complete"):
             raise CacheError(
                 f"{root}: incomplete teacher cache ({len(manifest.get('shards', []))} of "
-                f"{manifest.get('n_shards', '?')} shards written); finish it by re-running the build with "
-                "--resume (`tinytool teacher cache ... --resume`)")
+                f"{manifest.get('n_shards', '?')} shards written); finish it by re-running the same build "
+                "(`tinytool teacher cache ...` with the same settings)")
         shards = manifest.get("shards", [])
         if len(shards) != manifest.get("n_shards") or sum(s["n_examples"] for s in shards) != manifest.get("n_examples"):
             raise CacheError(f"{root / MANIFEST}: shard list does not add up to n_shards/n_examples")
@@ -538,7 +538,6 @@ def build_cache(
     batch_size: int = 4,
     max_length: int = 2048,
     examples_per_shard: int = 256,
-    resume: bool = False,
     overwrite: bool = False,
     backend: str = "hf",
     progress: bool = True,
@@ -566,11 +565,10 @@ def build_cache(
     ``out`` resumes as every run directory does: an unfinished build of the same configuration
     (`RESUME_KEYS`) continues after its last committed shard, a finished one is returned as is, another
     configuration is refused naming what differs, and ``overwrite`` deletes the cache and builds it again. A
-    non-empty directory that is not a teacher cache is refused. (``resume`` is accepted for older callers;
-    resuming needs no flag.)
+    non-empty directory that is not a teacher cache is refused.
     """
     from tinytool.distill.examples import token_examples
-    from tinytool.train.common import read_conversations
+    from tinytool.train.examples import read_conversations
 
     if backend not in ("hf", "vllm"):
         raise CacheError(f"unknown backend {backend!r}; use 'hf' or 'vllm'")
@@ -591,7 +589,6 @@ def build_cache(
     existing: dict[str, Any] | None = None
     if root.exists() and not root.is_dir():
         raise CacheError(f"{root}: exists and is not a directory")
-    del resume  # a build with the same configuration always resumes
     if root.is_dir() and any(root.iterdir()):
         if not (root / MANIFEST).is_file():
             raise CacheError(f"{root}: output directory is not empty and holds no teacher cache ({MANIFEST})",

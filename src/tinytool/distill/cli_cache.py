@@ -27,8 +27,6 @@ def cache_command(
     max_length: int = typer.Option(2048, "--max-length", help="Longest example in tokens; longer ones are dropped."),
     examples_per_shard: int = typer.Option(256, "--examples-per-shard", help="Examples per shard file."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Delete the cache in OUT and build it again."),
-    resume: bool = typer.Option(False, "--resume", help="Accepted for older scripts: rerunning with the same "
-                                "settings always finishes an interrupted build (finished shards are kept)."),
     bf16: bool | None = typer.Option(None, "--bf16/--no-bf16", help="bf16 teacher compute [default: on with "
                                      "CUDA or a CPU with native bf16]."),
 ) -> None:
@@ -55,7 +53,7 @@ def cache_command(
         manifest = build_cache(
             teacher, [str(p) for p in data], out, fmt=format, k=k, temperature=temperature,
             batch_size=batch_size, max_length=max_length, examples_per_shard=examples_per_shard,
-            resume=resume, overwrite=overwrite, backend=backend, bf16=bf16, progress=True,
+            overwrite=overwrite, backend=backend, bf16=bf16, progress=True,
         )
     except TinytoolError:
         raise  # a malformed data row, a corrupt cache, a missing model: one line and a fix, printed by the CLI

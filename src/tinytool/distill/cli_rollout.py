@@ -39,8 +39,6 @@ def rollout_command(
                                    "(a crash loses at most one batch; vLLM likes larger)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start again, discarding what OUT and its run "
                                    "directory hold."),
-    resume: bool = typer.Option(False, "--resume", help="Accepted for old scripts and ignored: a rerun with the "
-                                "same settings always resumes."),
     env: str | None = typer.Option(None, "--env", help="MENTOR reference trajectories: run the teacher on each task "
                                    "in this environment (demo) and write the task with meta.teacher (its messages) "
                                    "and meta.teacher_reward; one episode per task, --n is ignored."),
@@ -60,7 +58,6 @@ def rollout_command(
     from tinytool.io import check_not_input
     from tinytool.llm import GenerationConfig, get_client
 
-    del resume  # a rerun with the same settings resumes by itself
     for p in data:
         if not p.is_file():
             fail(f"{p}: no such data file")
@@ -125,7 +122,7 @@ def _env_rollouts(teacher: str, data: list[Path], out: Path, env: str, fmt: str,
     from tinytool.distill.env_teacher import teacher_env_rollouts
     from tinytool.formats import get_format
     from tinytool.llm import GenerationConfig, get_client
-    from tinytool.train.common import read_conversations
+    from tinytool.train.examples import read_conversations
 
     convs = read_conversations([str(p) for p in data])
     if out.exists() and overwrite:

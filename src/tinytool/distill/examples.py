@@ -1,8 +1,9 @@
 """Token-level training examples shared by the teacher cache and the distillation trainer.
 
-An example is one assistant turn of a conversation, exactly as `tinytool sft` trains on it
-(`tinytool.train.common.sft_examples`): the prompt is the conversation up to that turn in the chosen
-format, the completion is the turn with its end-of-turn token. The completion is a contiguous suffix
+An example is one assistant turn of a conversation (`tinytool.train.examples.sft_examples`): the prompt is
+the conversation up to that turn in the chosen format, the completion is the turn with its end-of-turn token.
+These are the tokens `tinytool sft` trains on for a single-turn conversation; a multi-turn one it trains as one
+sequence with a loss span per turn, where each turn follows the same text as its prompt here when the turns chain. The completion is a contiguous suffix
 of the token sequence, so an example is its token ids and the length of its prompt; positions
 ``n_prompt .. len-1`` are the completion targets (predicted from the logits one position earlier).
 """
@@ -35,7 +36,7 @@ def token_examples(conversations: list[Any], fmt: Any, tokenizer: Any,
     does), and the end-of-turn token is appended when the completion lacks it, so the teacher cache,
     the distillation loss and SFT see the same tokens.
     """
-    from tinytool.train.common import sft_examples
+    from tinytool.train.examples import sft_examples
 
     pairs, end = sft_examples(conversations, fmt, tokenizer)
     eos = end or tokenizer.eos_token

@@ -419,13 +419,11 @@ class RolloutJob:
     def create(cls, data: Sequence[str | os.PathLike | Conversation], out: str | os.PathLike, *,
                teacher_id: str, fmt: str | PromptFormat = "hermes", n: int = DEFAULT_N,
                gen: GenerationConfig | None = None, min_similarity: float | None = None, unique: bool = True,
-               max_per_prompt: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE, resume: bool = False,
+               max_per_prompt: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
                require_think: bool | None = None, keep_truncated: bool = False,
                overwrite: bool = False, limit: int | None = None) -> RolloutJob:
-        """``resume`` is accepted and ignored: a run with the same settings always resumes.
-        ``overwrite`` starts the run again, discarding what ``out`` holds. ``limit`` keeps a seeded random
+        """A run with the same settings resumes by itself; ``overwrite`` starts the run again, discarding what ``out`` holds. ``limit`` keeps a seeded random
         subset of that many prompts (in their original order; the seed is the sampling seed, else 0)."""
-        del resume
         pf = get_format(fmt)
         if isinstance(data, (str, os.PathLike, Conversation)):  # one file or conversation, not a list
             data = [data]
@@ -587,7 +585,7 @@ def _append(path: Path, lines: list[str]) -> None:
 def rollout(client: LLMClient, data: Sequence[str | os.PathLike | Conversation], out: str | os.PathLike, *,
             fmt: str | PromptFormat = "hermes", n: int = DEFAULT_N, gen: GenerationConfig | None = None,
             min_similarity: float | None = None, unique: bool = True, max_per_prompt: int | None = None,
-            batch_size: int = DEFAULT_BATCH_SIZE, resume: bool = False, teacher_id: str | None = None,
+            batch_size: int = DEFAULT_BATCH_SIZE, teacher_id: str | None = None,
             require_think: bool | None = None, keep_truncated: bool = False, progress: bool = True,
             overwrite: bool = False, limit: int | None = None) -> dict[str, Any]:
     """Build D_T (STAR §3.3): sample ``n`` teacher completions per assistant turn of ``data`` (JSONL
@@ -597,13 +595,12 @@ def rollout(client: LLMClient, data: Sequence[str | os.PathLike | Conversation],
     ``gen`` sets max_new_tokens / temperature / top_p / seed / stop (default: 512 tokens, T = 1,
     top-p 1, seed 0); ``n`` overrides its ``n``. ``require_think`` defaults to what the format asks
     (`requires_think`). ``teacher_id`` (default: the client's name) is recorded and must match to resume.
-    ``resume`` is accepted and ignored: a rerun with the same settings resumes by itself;
-    ``overwrite`` starts again; ``limit`` keeps a seeded subset of that many prompts. See the module docstring
+    A rerun with the same settings resumes by itself; ``overwrite`` starts again; ``limit`` keeps a seeded subset of that many prompts. See the module docstring
     for the filters and files.
     """
     job = RolloutJob.create(
         data, out, teacher_id=teacher_id or client.name, fmt=fmt, n=n, gen=gen, min_similarity=min_similarity,
-        unique=unique, max_per_prompt=max_per_prompt, batch_size=batch_size, resume=resume,
+        unique=unique, max_per_prompt=max_per_prompt, batch_size=batch_size,
         require_think=require_think, keep_truncated=keep_truncated, overwrite=overwrite, limit=limit,
     )
     return job.run(client, progress=progress)

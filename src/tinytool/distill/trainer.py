@@ -35,14 +35,9 @@ from tinytool.distill.losses import (
 from tinytool.errors import MissingInputError, UserInputError
 from tinytool.io import write_json
 from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, whole_run_loss
-from tinytool.train.common import (
-    open_training_run,
-    read_conversations,
-    save_final,
-    sft_examples,
-    versions,
-)
 from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
+from tinytool.train.examples import read_conversations, sft_examples
+from tinytool.train.run import open_training_run, save_final, versions
 
 log = logging.getLogger(__name__)
 

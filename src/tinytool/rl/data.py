@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from tinytool.schema import Conversation
-from tinytool.train.common import adds_bos
+from tinytool.train.examples import adds_bos
 
 #: the columns a row always has
 COLUMNS = ("prompt", "ground_truth", "tools", "task_id", "category")

@@ -25,13 +25,8 @@ from tinytool.errors import UserInputError
 from tinytool.rl.config import RLRunConfig
 from tinytool.rl.groups import GroupPool, concat, informative, take
 from tinytool.rl.rollouts import group_rollouts, unsupported
-from tinytool.train.common import (
-    finish_training,
-    open_training_run,
-    read_conversations,
-    save_final,
-    start_training,
-)
+from tinytool.train.examples import read_conversations
+from tinytool.train.run import finish_training, open_training_run, save_final, start_training
 
 log = logging.getLogger(__name__)
 

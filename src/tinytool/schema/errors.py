@@ -13,6 +13,8 @@ class SchemaError(TinytoolError, ValueError):
     ``train.jsonl:17: messages[2].role: expected one of ...``.
     """
 
+    fix = "correct the field named in the record at that line (or leave the record out)"
+
     def __init__(self, message: str, field: str = "", file: str | None = None, line: int | None = None):
         self.reason = message
         self.field = field

@@ -1,5 +1,6 @@
 """Training stages built on TRL: supervised fine-tuning (`train_sft`, `CompletionSFTTrainer`), and what every
-training verb shares (`tinytool.train.common`, `tinytool.train.config`).
+training verb shares: the run's life (`tinytool.train.run`), the examples (`tinytool.train.examples`), LoRA
+(`tinytool.train.lora`) and the configs (`tinytool.train.config`).
 
 Names are imported on first use, so that ``import tinytool.train`` (and the command line) does not import TRL.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 from tinytool.lazy import lazy_exports
 
 _EXPORTS = {
-    "LoraSpec": "tinytool.train.common",
+    "LoraSpec": "tinytool.train.lora",
     "load_config": "tinytool.train.config",
     "parse_config": "tinytool.train.config",
     "SFTData": "tinytool.train.sft",

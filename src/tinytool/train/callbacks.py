@@ -173,11 +173,6 @@ def whole_run_loss(log_history: list[dict[str, Any]]) -> float | None:
     return total / last if last else None
 
 
-def last_logged(log_history: list[dict[str, Any]], key: str) -> Any:
-    vals = [h[key] for h in log_history if key in h]
-    return vals[-1] if vals else None
-
-
 def weights_digest(model: Any) -> str:
     """sha256 over the trainable weights: equal on every rank of a data-parallel run that stayed in sync."""
     h = hashlib.sha256()

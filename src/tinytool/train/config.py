@@ -79,7 +79,6 @@ class RunOptions:
                             "kept in OUT/adapter).", "--merge")
     overwrite: bool = option(False, "Delete an earlier run in --out and start again (otherwise a run with the same "
                            "settings resumes, and one with other settings is refused).")
-    resume: bool = option(False, "Accepted for older scripts: a run with the same settings resumes on its own.")
 
     # --- TrainingArguments fields, with tinytool's defaults and short flags ---
     output_dir: str | None = option(None, "Output directory: checkpoints (checkpoint-N), the final model, the run "
@@ -166,7 +165,7 @@ class RunOptions:
             if not ok:
                 raise UserInputError(msg)
         if self.learning_rate is None:
-            from tinytool.train.common import LORA_LR
+            from tinytool.train.lora import LORA_LR
 
             self.learning_rate = LORA_LR if self.lora is not None else self.FULL_LR
         if self.warmup_steps is None:
@@ -201,7 +200,7 @@ class RunOptions:
     @property
     def lora_spec(self):
         """The parsed `LoraSpec`, or None without LoRA."""
-        from tinytool.train.common import LoraSpec
+        from tinytool.train.lora import LoraSpec
 
         return LoraSpec.parse(self.lora) if self.lora is not None else None
 
@@ -221,13 +220,13 @@ class RunOptions:
     #: fields that do not change what is trained: a resumed run may differ in these (raise the step or epoch
     #: count to train on from where a finished run stopped)
     NOT_SETTINGS: ClassVar[frozenset[str]] = frozenset({
-        "output_dir", "overwrite", "resume", "max_steps", "max_seconds", "num_train_epochs", "logging_steps", "logging_first_step", "logging_dir", "save_steps",
+        "output_dir", "overwrite", "max_steps", "max_seconds", "num_train_epochs", "logging_steps", "logging_first_step", "logging_dir", "save_steps",
         "save_total_limit", "save_strategy", "report_to", "eval_steps", "disable_tqdm", "run_name",
         "dataloader_num_workers", "push_to_hub", "hub_model_id", "hub_token",
     })
     #: tinytool's fields that `saved_config` leaves out: what to do with an earlier run (a rerun of the saved
     #: config must not delete it), and the older alias that mirrors ``activation_checkpointing``
-    NOT_SAVED: ClassVar[frozenset[str]] = frozenset({"overwrite", "resume", "gradient_checkpointing"})
+    NOT_SAVED: ClassVar[frozenset[str]] = frozenset({"overwrite", "gradient_checkpointing"})
     #: fields that hold paths (or a model spec that may be one): saved and compared absolute where they exist
     PATHS: ClassVar[tuple[str, ...]] = ("output_dir", "model", "data", "eval_data", "student", "teacher", "cache")
     #: `TrainingArguments` fields beyond tinytool's own that change what is trained
@@ -267,7 +266,7 @@ def check_inputs(cfg: Any, *more_files: str) -> Any:
 
 def _lora_text(value: Any) -> str:
     """A LoRA spec (text, mapping or `LoraSpec`) as its canonical text: YAML and the manifest compare strings."""
-    from tinytool.train.common import LoraSpec
+    from tinytool.train.lora import LoraSpec
 
     try:
         return LoraSpec.parse(value).text()

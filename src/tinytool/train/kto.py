@@ -26,8 +26,9 @@ from typing import Any, ClassVar
 from trl import KTOConfig
 
 from tinytool.errors import UserInputError
-from tinytool.train.common import finish_training, open_training_run, save_final, start_training, turn_pairs
 from tinytool.train.config import RunOptions, check_inputs, listed, option
+from tinytool.train.examples import turn_pairs
+from tinytool.train.run import finish_training, open_training_run, save_final, start_training
 
 log = logging.getLogger(__name__)
 

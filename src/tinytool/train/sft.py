@@ -29,16 +29,9 @@ from typing import Any, ClassVar
 from trl import SFTConfig
 
 from tinytool.errors import UserInputError
-from tinytool.train.common import (
-    TrainText,
-    finish_training,
-    open_training_run,
-    read_conversations,
-    save_final,
-    start_training,
-    whole_conversations,
-)
 from tinytool.train.config import RunOptions, check_inputs, listed, option, paths
+from tinytool.train.examples import TrainText, read_conversations, whole_conversations
+from tinytool.train.run import finish_training, open_training_run, save_final, start_training
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +116,7 @@ def _tokenize(texts: list[TrainText], tokenizer: Any) -> list[tuple[list[int], l
 
 def build_sft_dataset(conversations: list[Any], fmt: Any, tokenizer: Any, max_length: int | None) -> SFTData:
     """The tokenized `datasets.Dataset`: one sequence per conversation where its turns chain
-    (`tinytool.train.common.whole_conversations`), else one per assistant turn. A conversation longer than
+    (`tinytool.train.examples.whole_conversations`), else one per assistant turn. A conversation longer than
     ``max_length`` tokens falls back to its turns; a turn longer than that is dropped and counted, never
     truncated (a truncated tool call teaches the model to stop mid-JSON)."""
     from datasets import Dataset
