@@ -473,3 +473,15 @@ def test_serve_port_has_a_help_line():
     res = CliRunner().invoke(app, ["serve", "--help"], terminal_width=200)
     line = next(x for x in res.output.splitlines() if "--port" in x)
     assert "Port to listen on" in line
+
+
+def test_a_context_past_the_models_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    path = save_varied_model(tmp_path / "m", CONTEXT)
+    res = CliRunner().invoke(app, ["serve", "-m", str(path), "--port", str(_port()), "--context", str(CONTEXT + 1)])
+    out = res.output if "error:" in res.output else res.stderr
+    assert res.exit_code == 2, out
+    assert f"--context {CONTEXT + 1}: the model's context is {CONTEXT} tokens" in out and "fix:" in out

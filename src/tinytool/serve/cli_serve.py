@@ -56,6 +56,9 @@ def serve_command(
     batch_size: int = typer.Option(8, "--batch-size", min=1, help="Requests generated together at most."),
     max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Completion tokens when a request sets none "
                                     "(a request's, or this, capped at what the model's context leaves)."),
+    context: int = typer.Option(None, "--context", min=2, help="Prompt and completion tokens together at most: a "
+                                "longer prompt is a 400, max_tokens is capped at what is left [default: the model's "
+                                "max_position_embeddings]."),
     catalog: list[Path] = typer.Option(None, "--catalog", "-c", exists=True, dir_okay=False, help="JSONL of tools "
                                        "(servers, conversations or tools): a request that brings no tools is offered "
                                        "the ones retrieved from it for its last user message (repeatable)."),
@@ -79,24 +82,29 @@ def serve_command(
     served = name or Path(model.rstrip("/")).name
     listening = bind(host, port)  # before the model loads: a busy port is found at once
     try:
-        _serve(listening, model, fmt, host, port, served, batch_size, max_tokens, catalog, top_k, retrieval)
+        _serve(listening, model, fmt, host, port, served, batch_size, max_tokens, context, catalog, top_k,
+               retrieval)
     finally:
         listening.close()
 
 
 def _serve(listening: socket.socket, model: str, fmt: str, host: str, port: int, served: str, batch_size: int,
-           max_tokens: int, catalog: list[Path] | None, top_k: int, retrieval: str) -> None:
+           max_tokens: int, context: int | None, catalog: list[Path] | None, top_k: int, retrieval: str) -> None:
     import uvicorn
 
     from tinytool.formats import get_format
     from tinytool.llm.hf import HFClient
     from tinytool.serve.app import create_app
-    from tinytool.serve.engine import Engine
+    from tinytool.serve.engine import Engine, model_context
 
     try:
         client = HFClient.from_spec(model, batch_size=batch_size)
     except (OSError, ValueError) as e:
         fail(f"--model {model}: {e}")
+    own = model_context(client)
+    if context is not None and own is not None and context > own:
+        raise UserInputError(f"--context {context}: the model's context is {own} tokens",
+                             fix=f"give --context {own} or less, or leave it out")
     retriever = None
     if catalog:
         from tinytool.retrieval import ToolRetriever, read_catalog
@@ -108,7 +116,7 @@ def _serve(listening: socket.socket, model: str, fmt: str, host: str, port: int,
         err.print(f"retrieval: {len(retriever.tools)} tools indexed; requests without tools get the {top_k} best "
                   f"({retrieval})")
     engine = Engine(client, get_format(fmt), served, batch_size=batch_size, max_tokens=max_tokens,
-                    retriever=retriever, top_k=top_k, method=retrieval)
+                    retriever=retriever, top_k=top_k, method=retrieval, context=context)
     context = f", context {engine.context} tokens" if engine.context else ""
     err.print(f"serving {served!r} ({fmt}{context}) on http://{host}:{port}/v1")
     server = uvicorn.Server(uvicorn.Config(create_app(engine), host=host, port=port, log_level="warning"))

@@ -5,11 +5,12 @@ window and share its sampling settings (up to the batch size), and runs them as 
 batched generation (`tinytool.llm.hf.HFClient`). A streamed request is generated alone, token by token, while
 the batch worker waits: one generation runs at a time.
 
-Sizes are checked against the model's context (its ``max_position_embeddings``): a prompt that fills it is
-refused with a 400 that gives both lengths, and the completion tokens a request asks for (``max_tokens``, or
-the server's default) are *capped* at what the context leaves — the answer then ends with finish reason
-``"length"`` — rather than refused as vLLM refuses them. Every buffer generation allocates is sized from the
-capped value, so no request can make the server allocate more than a full context's worth per row.
+Sizes are checked against the context (the model's ``max_position_embeddings``, or less where
+``tinytool serve --context`` says so): a prompt that fills it is refused with a 400 that gives both lengths,
+and the completion tokens a request asks for (``max_tokens``, or the server's default) are *capped* at what the
+context leaves — the answer then ends with finish reason ``"length"`` — rather than refused as vLLM refuses
+them. Every buffer generation allocates is sized from the capped value, so no request can make the server
+allocate more than a full context's worth per row.
 """
 
 from __future__ import annotations
