@@ -69,11 +69,11 @@ ROWS: dict[str, dict] = {
                     "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600, "flags": []},
     # the control at the sweep's budget: the base's own SFT data at its schedule's end rate region (constant)
     "sft-10m": {"kind": "sft", "lr": 2e-5, "seconds": 600},
-    # a pair one session can run from the sft-v6-150 base: 15 minutes of GRPO against 15 minutes more SFT
-    "tr-15m": {"kind": "rl", "reward": "toolrl", "lr": 2e-5, "prompts": "hard", "G": 8, "per_step": 2,
-               "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 900,
+    # a pair one session can run from the sft-v6-100 base: 10 minutes of GRPO against 10 minutes more SFT
+    # (sft-10m above)
+    "tr-10m": {"kind": "rl", "reward": "toolrl", "lr": 2e-5, "prompts": "hard", "G": 8, "per_step": 2,
+               "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600,
                "flags": ["--no-call", "symmetric"]},
-    "sft-15m": {"kind": "sft", "lr": 2e-5, "seconds": 900},
     # the one-hour pair (chosen from the sweep)
     "tr-1h": {"kind": "rl", "reward": "toolrl", "lr": 1e-5, "prompts": "hard", "G": 8, "per_step": 2,
               "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 3600,
