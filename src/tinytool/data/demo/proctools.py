@@ -79,9 +79,6 @@ HELD_OUT_SHARE = 0.1  # share of the tools of the other domains held out for dev
 # Values and how users write them
 # ---------------------------------------------------------------------------------------------
 
-_WORD_NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                 "twelve")
-
 
 def _date(r: Random) -> str:
     return (date(2025, 1, 1) + timedelta(days=r.randrange(730))).isoformat()

@@ -63,10 +63,9 @@ T = TypeVar("T", bound=SourceTool)
 
 
 class ToolSource(Generic[T]):
-    """The tools one split's tasks are built over, and how a source draws from them: ``general`` are the
-    tools the split may use, ``focus`` those to favour as targets (held-out ones in dev)."""
+    """The tools one split's tasks are built over, and how a source draws from them: ``tools`` by name,
+    ``general`` those the split may use, ``focus`` those to favour as targets (held-out ones in dev)."""
 
-    categories: ClassVar[tuple[str, ...]]  # the task categories this source builds
     #: the shapes a request for several calls of one tool takes, in the order they are tried, each when the
     #: group's uniform draw falls below its bound: ``listed`` (values listed in one slot, or "then repeat
     #: for ..."), ``respectively`` (two slots listed in step)
@@ -75,15 +74,13 @@ class ToolSource(Generic[T]):
     pairs_in_text_order: ClassVar[bool]  # ``respectively`` pairs slots in the order of the text (else of names)
     plan_first: ClassVar[bool]  # parallel_multiple draws its call plan before its first tool
 
-    def __init__(self, split: str, general: Sequence[str], focus: Sequence[str]) -> None:
+    def __init__(self, split: str, tools: Mapping[str, T], general: Sequence[str], focus: Sequence[str]) -> None:
         self.split = split
+        self.tools = tools  # name -> tool
         self.general = tuple(general)
         self.focus = tuple(focus)
 
     # ---- what a source is made of ----------------------------------------------------------------
-
-    def get(self, name: str) -> T:
-        raise NotImplementedError
 
     def key(self, t: T) -> str:
         """What two tools of one task must not share (their name, or their action)."""
@@ -115,6 +112,7 @@ class ToolSource(Generic[T]):
         return list({self.key(t): t for t in (self.target(r) for _ in range(k))}.values())
 
     def request(self, r: Random, t: T) -> Request:
+        """A call of ``t`` and the request that states exactly its values."""
         raise NotImplementedError
 
     def sample_value(self, r: Random, t: T, tpl: Template, p: str) -> Any:
@@ -134,8 +132,8 @@ class ToolSource(Generic[T]):
     def target(self, r: Random, ok: Callable[[T], bool] | None = None) -> T:
         names = self.focus if self.focus and r.random() < FOCUS_P else self.general
         if ok is not None:
-            names = [n for n in names if ok(self.get(n))] or [n for n in self.general if ok(self.get(n))]
-        return self.get(r.choice(names))
+            names = [n for n in names if ok(self.tools[n])] or [n for n in self.general if ok(self.tools[n])]
+        return self.tools[r.choice(names)]
 
     def distractors(self, r: Random, chosen: Sequence[T], k: int, exclude: Collection[str] = ()) -> list[T]:
         """``k`` more tools, drawn tier by tier from `near`; none shares a key with another offered tool
@@ -145,9 +143,9 @@ class ToolSource(Generic[T]):
         out: list[T] = []
         for _ in range(k):
             for names, p in tiers:
-                free = [n for n in names if self.key(self.get(n)) not in taken]
+                free = [n for n in names if self.key(self.tools[n]) not in taken]
                 if free and r.random() < p:
-                    t = self.get(r.choice(free))
+                    t = self.tools[r.choice(free)]
                     taken.add(self.key(t))
                     out.append(t)
                     break
@@ -165,20 +163,15 @@ class ToolSource(Generic[T]):
 class CatalogTools(ToolSource[ToolSpec]):
     """The catalog's executable tools; train never sees a held-out one, dev favours them."""
 
-    categories = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance", "missing_parameter",
-                  "multi_step")
     shapes = (("listed", 0.62), ("respectively", 0.8))
     list_p = 0.65
     pairs_in_text_order = False
     plan_first = False
 
     def __init__(self, world: World, split: str) -> None:
-        super().__init__(split, TRAIN_TOOLS if split == "train" else tuple(CATALOG),
+        super().__init__(split, CATALOG, TRAIN_TOOLS if split == "train" else tuple(CATALOG),
                          sorted(HELD_OUT) if split == "dev" else ())
         self.world = world  # the pristine world of the seed: read it, never mutate it
-
-    def get(self, name: str) -> ToolSpec:
-        return CATALOG[name]
 
     def near(self, chosen: Sequence[ToolSpec]) -> list[tuple[Sequence[str], float]]:
         allowed = set(self.general)
@@ -255,6 +248,7 @@ class CatalogTools(ToolSource[ToolSpec]):
 class GeneratedTools(ToolSource[GenTool]):
     """The generated tools of one seed's pool: held-out domains and tools only in dev, favoured there."""
 
+    #: the categories built over generated tools (missing_parameter and multi_step need executable ones)
     categories = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
     shapes = (("respectively", 0.25), ("listed", 0.7))
     list_p = 0.75
@@ -262,11 +256,8 @@ class GeneratedTools(ToolSource[GenTool]):
     plan_first = True
 
     def __init__(self, pool: Pool, split: str) -> None:
-        super().__init__(split, pool.train, pool.held_out if split == "dev" else ())
+        super().__init__(split, pool.tools, pool.train, pool.held_out if split == "dev" else ())
         self.pool = pool
-
-    def get(self, name: str) -> GenTool:
-        return self.pool.tools[name]
 
     def key(self, t: GenTool) -> str:
         return family(t)  # one variant per action, and never a substitute action

@@ -120,7 +120,8 @@ _SHAPES = {"listed": _listed, "respectively": _respectively}
 def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
     """``k`` calls of one tool and the request for them: one compact request when the phrasing allows
     it (in one of the source's `ToolSource.shapes`), else ``k`` requests."""
-    first = args, text, tpl, texts = src.request(r, t)
+    first = src.request(r, t)
+    args, text, tpl, texts = first
     axes = [a for a in t.parallel_axes if a in texts and not tpl.crowded(a)]
     mode = r.random()
     for shape, below in src.shapes:
@@ -146,21 +147,25 @@ def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
 # ---------------------------------------------------------------------------------------------
 
 
-def simple(r: Random, src: ToolSource[Any]) -> Task:
+def _one_call(r: Random, src: ToolSource[Any]) -> tuple[SourceTool, list[Message]]:
+    """A target tool, and a request for one call of it with that call."""
     t = src.target(r)
     args, text, _, _ = src.request(r, t)
     src.check([(t.name, args)])
-    return [user_turn(text), calls_turn([(t.name, args)])], [t.tool], {}
+    return t, [user_turn(text), calls_turn([(t.name, args)])]
+
+
+def simple(r: Random, src: ToolSource[Any]) -> Task:
+    t, messages = _one_call(r, src)
+    return messages, [t.tool], {}
 
 
 def multiple(r: Random, src: ToolSource[Any]) -> Task:
-    t = src.target(r)
-    args, text, _, _ = src.request(r, t)
-    src.check([(t.name, args)])
+    t, messages = _one_call(r, src)
     others = src.distractors(r, [t], src.n_others(r))
     if not others:
         raise Retry("no distractors")
-    return [user_turn(text), calls_turn([(t.name, args)])], offer(r, [t, *others]), {}
+    return messages, offer(r, [t, *others]), {}
 
 
 def parallel(r: Random, src: ToolSource[Any]) -> Task:
@@ -182,7 +187,7 @@ def parallel_multiple(r: Random, src: ToolSource[Any]) -> Task:
     for _ in range(40):
         if len(chosen) == len(counts):
             break
-        t = src.get(r.choice(kin)) if kin and r.random() < SAME_DOMAIN_P else src.other(r)
+        t = src.tools[r.choice(kin)] if kin and r.random() < SAME_DOMAIN_P else src.other(r)
         if src.key(t) not in {src.key(c) for c in chosen}:
             chosen.append(t)
     if len(chosen) < len(counts):
