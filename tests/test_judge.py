@@ -13,7 +13,6 @@ from tinytool.eval.judge import (
     DIMENSIONS,
     JudgeItem,
     JudgeScore,
-    extract_json_object,
     judge,
     load_template,
     parse_judge_output,
@@ -185,13 +184,6 @@ def test_summarize():
     assert s["overall"] == pytest.approx((scores[0].overall + scores[1].overall) / 2)
     empty = summarize([])
     assert empty["n"] == 0 and empty["Accuracy"] is None and empty["overall"] is None
-
-
-def test_extract_json_object():
-    assert extract_json_object('x {"a": {"b": 1}} y {"c": 2}') == {"a": {"b": 1}}
-    assert extract_json_object("{bad} then {\"ok\": 1}") == {"ok": 1}
-    assert extract_json_object("[1, 2]") is None
-    assert extract_json_object("") is None
 
 
 @given(st.text(max_size=300))

@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from tinytool.llm import GenerationConfig, ScriptedClient
 from tinytool.schema import Tool
-from tinytool.synth.ask import read_json_object
 from tinytool.synth.chains import (
     ChainStats,
     build_chains,
@@ -22,12 +21,6 @@ from tinytool.synth.chains import (
 
 TOOLS = [Tool(n, f"Tool {n} of the shop.", {"type": "object", "properties": {}}) for n in ("search", "details", "cart",
                                                                                             "checkout")]
-
-
-def test_json_objects_are_read_out_of_replies():
-    assert read_json_object('Sure!\n```json\n{"a": 1}\n```') == {"a": 1}
-    assert read_json_object('{"a": {"b": 2}} and then {"c": 3}') == {"a": {"b": 2}}
-    assert read_json_object("no json here") is None and read_json_object("[1, 2]") is None
 
 
 def test_proposals_with_unknown_tools_or_unreadable_replies_are_dropped_and_counted():

@@ -100,7 +100,7 @@ class Verdict:
 
 def read_verdict(text: str) -> Verdict:
     """The label and reasons of a judge reply; never raises (an unusable reply is an unreadable rejection)."""
-    from tinytool.synth.ask import read_json_object
+    from tinytool.llm.ask import read_json_object
 
     obj = read_json_object(text)
     label = str(obj.get("label", "")).strip().lower() if obj else ""
@@ -114,7 +114,7 @@ def read_verdict(text: str) -> Verdict:
 def judge_trajectories(client: LLMClient, convs: Sequence[Conversation],
                        gen: GenerationConfig | None = None) -> list[Verdict]:
     """The teacher's verdict on each trajectory, in one batched call."""
-    from tinytool.synth.ask import ask
+    from tinytool.llm.ask import ask
 
     if not convs:
         return []

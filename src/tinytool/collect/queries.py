@@ -61,7 +61,7 @@ def teacher_variants(client: LLMClient, seeds: Sequence[Conversation], history: 
     """One variant per seed from the teacher; returns the variants and how many replies held no usable query
     (those seeds get none)."""
     from tinytool.collect.filters import user_query
-    from tinytool.synth.ask import ask_json
+    from tinytool.llm.ask import ask_json
 
     gen = gen or GenerationConfig(max_new_tokens=160, temperature=0.8, top_p=0.95)
     rng = random.Random(seed)

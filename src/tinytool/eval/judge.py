@@ -27,6 +27,7 @@ from typing import Any
 import jinja2
 
 from tinytool.errors import UserInputError
+from tinytool.llm.ask import read_json_object
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
 
 __all__ = [
@@ -35,7 +36,6 @@ __all__ = [
     "SCORE_MIN",
     "JudgeItem",
     "JudgeScore",
-    "extract_json_object",
     "judge",
     "load_template",
     "parse_judge_output",
@@ -59,7 +59,6 @@ def _compile(template: str) -> jinja2.Template:
         return _JINJA.from_string(template)
     except jinja2.TemplateSyntaxError as e:
         raise UserInputError(f"judge template, line {e.lineno}: {e.message}") from None
-_MAX_BRACES = 64  # '{' positions tried when looking for the first JSON object
 
 
 @dataclass
@@ -196,26 +195,6 @@ def render_prompt(item: JudgeItem, template: str | None = None) -> str:
 # ----------------------------------------------------------------------------------------- parsing
 
 
-def extract_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` — anywhere, e.g. inside ```json fences or after chatter;
-    None when there is none. Arrays and scalars do not count."""
-    if not isinstance(text, str):
-        return None
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    tried = 0
-    while start != -1 and tried < _MAX_BRACES:
-        try:
-            obj, _ = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            obj = None
-        if isinstance(obj, dict):
-            return obj
-        tried += 1
-        start = text.find("{", start + 1)
-    return None
-
-
 def _check_score(name: str, value: Any) -> tuple[float | None, str | None]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None, f"{name}: expected a number, got {json.dumps(value, default=str)[:40]}"
@@ -233,7 +212,7 @@ def parse_judge_output(text: str) -> JudgeScore:
     [0, 1]. ``rationale`` is optional. Never raises; ``attempts`` is left at 0.
     """
     raw = text if isinstance(text, str) else str(text)
-    obj = extract_json_object(raw)
+    obj = read_json_object(raw)
     if obj is None:
         return JudgeScore(raw=raw, error="no JSON object found in the reply")
     by_key: dict[str, Any] = {}

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from tinytool.llm.ask import ask_json
 from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.schema import Tool
-from tinytool.synth.ask import ask_json
 
 _PROPOSE = """You design realistic multi-step tasks for a tool-using assistant.
 The tools of the service "{server}" are listed below, one JSON object per line:

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from tinytool.envs.base import ToolEnv, error_observation
+from tinytool.llm.ask import ask
 from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.schema import SchemaError, Tool
 from tinytool.schema.types import value_problem
-from tinytool.synth.ask import ask
 
 FAILURES = ("the service timed out", "the service is unreachable", "upstream error 503: try again later")
 

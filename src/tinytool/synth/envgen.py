@@ -26,10 +26,10 @@ from typing import Any
 
 from tinytool.envs.bfcl import CallSyntaxError, parse_call
 from tinytool.envs.synth import run_call
+from tinytool.llm.ask import ask, ask_json
 from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.rewards.astra import answer_found
 from tinytool.schema import SchemaError, Tool
-from tinytool.synth.ask import ask, ask_json
 from tinytool.synth.qa import QAInstance
 
 _SPEC = """Design one tool an assistant would call to answer this step of a task.

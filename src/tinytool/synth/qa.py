@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tinytool.llm.ask import ask_json
 from tinytool.llm.base import GenerationConfig, LLMClient
-from tinytool.synth.ask import ask_json
 
 _GENERATE = """Knowledge:
 {knowledge}

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tinytool.llm.ask import ask_json
 from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.schema import Tool
-from tinytool.synth.ask import ask_json
 
 _CHAIN_TASK = """Tools of the service "{server}", one JSON object per line:
 {tools}

@@ -24,9 +24,9 @@ from typing import Any
 
 from tinytool.envs.base import ToolEnv
 from tinytool.envs.episodes import Episode, run_episodes
+from tinytool.llm.ask import ask_json
 from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.schema import Conversation, Message, Tool
-from tinytool.synth.ask import ask_json
 
 SCORES = ("QU", "QP", "TCU", "TCP", "TCS", "TC", "FA")
 

@@ -1,32 +1,35 @@
-"""Asking the synthesis LLM: one user message per prompt, one completion each, the replies as text or as the
-first JSON object they hold (`tinytool.llm` backends: an OpenAI-compatible endpoint, vLLM or a local model)."""
+"""Asking an LLM for text or JSON: one user message per prompt, one completion each, the replies as text or as
+the first JSON object they hold (any `tinytool.llm` backend: an OpenAI-compatible endpoint, vLLM or a local
+model). `read_json_object` is the one reader of a JSON object out of an LLM reply."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
 
-_JSON = re.compile(r"\{.*\}", re.DOTALL)
+_MAX_BRACES = 64  # '{' positions tried when looking for the first JSON object
 
 
 def read_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in an LLM reply (code fences and prose around it allowed), None if there is none."""
-    m = _JSON.search(text or "")
-    if not m:
+    """The first JSON object in an LLM reply: anywhere, e.g. inside ```json fences, after chatter or before more
+    text; None when there is none. Arrays and scalars do not count; a ``{`` that starts no object is passed over."""
+    if not isinstance(text, str):
         return None
-    blob = m.group(0)
-    for end in range(len(blob), 0, -1):  # a reply may run on after the object: take the longest that reads
-        if blob[end - 1] != "}":
-            continue
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    tried = 0
+    while start != -1 and tried < _MAX_BRACES:
         try:
-            value = json.loads(blob[:end])
-        except ValueError:
-            continue
-        return value if isinstance(value, dict) else None
+            obj, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict):
+            return obj
+        tried += 1
+        start = text.find("{", start + 1)
     return None
 
 
