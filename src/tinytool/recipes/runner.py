@@ -69,8 +69,7 @@ def stage_command(stage: Stage, args: dict[str, Any], positional: list[Any], fol
 def _hash_path(path: Path, h: Any) -> None:
     if path.is_file():
         with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+            hashlib.file_digest(fh, lambda: h)  # the file's bytes go into ``h`` itself
     elif path.is_dir():
         for p in sorted(path.rglob("*")):
             if p.is_file():
