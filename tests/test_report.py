@@ -111,6 +111,9 @@ def test_write_report_files_and_numbers(runs: tuple[Path, Path], tmp_path: Path)
     assert "Pari\\|s" in md
     assert "```text\n<tool_call>" in md
     assert "](accuracy_by_category.png)" in md and "](group_scores.png)" in md
+    # paragraphs one blank line apart, one newline at the end
+    assert md.startswith("# Evaluation report (2 runs)\n\n## Runs\n\n| Run |")
+    assert "\n\n\n" not in md and md.endswith("```\n") and not md.endswith("\n\n")
 
 
 def test_html_escapes_model_output(runs: tuple[Path, Path], tmp_path: Path) -> None:
@@ -231,7 +234,7 @@ def test_report_interrupted_leaves_the_old_report(runs: tuple[Path, Path], tmp_p
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report, "_render_html", interrupted)
+    monkeypatch.setattr(report, "_render", interrupted)
     with pytest.raises(KeyboardInterrupt):
         write_report([runs[0]], out, overwrite=True)
     assert sorted(p.name for p in out.iterdir()) == before

@@ -19,8 +19,9 @@ less without them). Every optional key inside them may be missing. A file that i
 raises `ReportError` naming the file (and the line, for JSONL).
 
 Output in ``out_dir``: ``report.md`` (GitHub-flavoured Markdown), ``report.html`` (self-contained
-apart from the PNG charts beside it; rendered from the Jinja template ``templates/report.html.j2``,
-which holds the page's markup and CSS) and the charts themselves. The directory is written as a
+apart from the PNG charts beside it) and the charts themselves. Both pages are rendered from one
+view of the report by the Jinja templates ``templates/report.md.j2`` (the Markdown, its notes and
+escaping) and ``templates/report.html.j2`` (the page's markup and CSS). The directory is written as a
 whole (built aside, then put in place), so a rerun leaves no chart of an older report behind and an
 interrupted one leaves the old report as it was. An existing non-empty ``out_dir`` is replaced only
 with ``overwrite``, and only when it holds a previous report. Charts are drawn with matplotlib's
@@ -303,10 +304,10 @@ def _md_escape(text: Any) -> str:
     return re.sub(r"(?<!\w)_|_(?!\w)", r"\\_", text)
 
 
-def _md_fence(text: str, lang: str = "") -> str:
+def _md_fence(text: str) -> str:
+    """A Markdown code fence longer than any run of backticks in ``text``."""
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
+    return "`" * max(3, longest + 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -319,12 +320,6 @@ class _Table:
     header: list[str]
     rows: list[list[str]]
     align_right_from: int = 1  # columns from this index on are numeric
-
-    def markdown(self) -> str:
-        aligns = [":---" if i < self.align_right_from else "---:" for i in range(len(self.header))]
-        lines = ["| " + " | ".join(_md_escape(h) for h in self.header) + " |", "| " + " | ".join(aligns) + " |"]
-        lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in self.rows]
-        return "\n".join(lines)
 
     def html_view(self) -> dict[str, list[Any]]:
         """Header and rows as ``(text, css class)`` pairs for the HTML template: numeric columns
@@ -735,38 +730,19 @@ def _failure_view(row: dict[str, Any]) -> _Failure:
     )
 
 
-def _failures_md(run: RunData, rows: list[dict[str, Any]]) -> list[str]:
-    out = [f"### {_md_escape(run.label)}", ""]
-    if run.results is None:
-        return [*out, "_No results.jsonl in this run._", ""]
-    if not rows:
-        return [*out, "_No failed items._", ""]
-    n_failed = sum(1 for r in run.results if r.get("valid") is False)
-    out += [f"{len(rows)} of {n_failed} failed items, spread over categories and error types.", ""]
-    for i, row in enumerate(rows, start=1):
-        f = _failure_view(row)
-        meta = f"{_md_escape(f.category)} · {_md_escape(f.error_type)}"
-        if f.samples:
-            meta += f" · {f.samples}"
-        out += [f"#### {i}. {_md_escape(f.id)}", "", meta, ""]
-        if f.reason:
-            out += [f"**Reason:** {_md_escape(f.reason)}", ""]
-        for label, text, lang in (("Question", f.question, "text"), ("Model output", f.output, "text"),
-                                  ("Decoded calls", f.decoded, "json"), ("Expected", f.expected, "json")):
-            if text:
-                out += [f"**{label}:**", "", _md_fence(text, lang), ""]
-    return out
-
-
 def _failures_view(run: RunData, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """One run's failures as the HTML template shows them: a short text is shown open, a long one
-    (and the model output always) folded under its label."""
+    """One run's failures as the templates show them: each text under its label, in a code block (``lang``,
+    fenced by ``fence`` in Markdown); in HTML a short text is shown open, a long one (and the model output
+    always) folded under its label."""
     items = []
     for row in rows:
         f = _failure_view(row)
-        blocks = [{"label": label, "text": text, "folded": len(text) > open_below or text.count("\n") >= 4}
-                  for label, text, open_below in (("Question", f.question, 200), ("Model output", f.output, 0),
-                                                  ("Decoded calls", f.decoded, 200), ("Expected", f.expected, 200))
+        blocks = [{"label": label, "text": text, "lang": lang, "fence": _md_fence(text),
+                   "folded": len(text) > open_below or text.count("\n") >= 4}
+                  for label, text, lang, open_below in (("Question", f.question, "text", 200),
+                                                        ("Model output", f.output, "text", 0),
+                                                        ("Decoded calls", f.decoded, "json", 200),
+                                                        ("Expected", f.expected, "json", 200))
                   if text]
         items.append({**dataclasses.asdict(f), "blocks": blocks})
     n_failed = sum(1 for r in run.results or [] if r.get("valid") is False)
@@ -828,7 +804,6 @@ def _write_report_files(runs: list[RunData], out_dir: Path, worst: int, title: s
 
     groups = _group_names(runs)
     categories = _category_names(runs)
-    run_names = [r.label for r in runs]
 
     # charts
     charts: dict[str, Path] = {}
@@ -869,11 +844,10 @@ def _write_report_files(runs: list[RunData], out_dir: Path, worst: int, title: s
     ]
     failures = [(run, select_failures(run.results, worst, categories)) for run in runs]
 
-    md = _render_md(title, run_names, tables, charts, error_charts, failures, out_dir)
-    page = _render_html(title, tables, charts, error_charts, failures, out_dir)
+    view = _report_view(title, tables, charts, error_charts, failures, out_dir)
     md_path, html_path = out_dir / "report.md", out_dir / "report.html"
-    md_path.write_text(md, encoding="utf-8")
-    html_path.write_text(page, encoding="utf-8")
+    md_path.write_text(_render("report.md.j2", view), encoding="utf-8")
+    html_path.write_text(_render("report.html.j2", view), encoding="utf-8")
     return {"markdown": md_path, "html": html_path,
             "charts": [*charts.values(), *(p for _, p in error_charts)]}
 
@@ -887,62 +861,33 @@ def _rel(path: Path, out_dir: Path) -> str:
     return path.relative_to(out_dir).as_posix()
 
 
-def _render_md(title: str, run_names: list[str], tables: list[tuple[str, str, _Table | None]],
-               charts: dict[str, Path], error_charts: list[tuple[RunData, Path]],
-               failures: list[tuple[RunData, list[dict[str, Any]]]], out_dir: Path) -> str:
-    out = [f"# {_md_escape(title)}", ""]
-    notes = {"overall": "Group scores as reported by each run. BFCL figures decode strictly (a call counts only "
-                        "when written as valid JSON, as BFCL v4 reads it). irrelevance is BFCL's figure, "
-                        "which credits a call that fails to parse; irrelevance_strict counts any attempted call, "
-                        "readable or not, as wrong (it is not part of overall).",
-             "categories": "Accuracy per category (n = items evaluated); a \"(strict)\" row under an irrelevance "
-                           "category counts any attempted call as wrong.",
-             "decoding": "The headline (strict: each call block must be valid JSON as written) beside what "
-                         "tinytool's lenient parser would give by repairing Python tuples, single quotes and "
-                         "trailing commas. Only the strict figure is the score.",
-             "calls": "Mean number of calls per item / share of items with no call.",
-             "training": "The training runs behind the models: steps, wall time, real (non-padding) tokens per "
-                         "second, and the loss (and, for RL, the mean reward) at the first and last logged step."}
-    for key, heading, table in tables:
-        if table is None:
-            continue
-        out += [f"## {heading}", ""]
-        if key in notes:
-            out += [notes[key], ""]
-        out += [table.markdown(), ""]
-        for chart, alt in _CHARTS_UNDER.get(key, ()):
-            if chart in charts:
-                out += [f"![{alt}]({_rel(charts[chart], out_dir)})", ""]
-    if error_charts:
-        out += ["## Error types", ""]
-        for run, path in error_charts:
-            out += [f"![Error types — {_md_escape(run.label)}]({_rel(path, out_dir)})", ""]
-    out += ["## Worst failures", ""]
-    for run, rows in failures:
-        out += _failures_md(run, rows)
-    return "\n".join(out).rstrip() + "\n"
-
-
 @functools.cache
-def _html_template() -> jinja2.Template:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("tinytool.eval", "templates"), autoescape=True,
+def _templates() -> jinja2.Environment:
+    """The report's templates: HTML escaped (``*.html.j2``), Markdown escaped by its own ``md`` filter."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("tinytool.eval", "templates"),
+                             autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default=False),
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)
-    return env.get_template("report.html.j2")
+    env.filters["md"] = _md_escape
+    return env
 
 
-def _render_html(title: str, tables: list[tuple[str, str, _Table | None]], charts: dict[str, Path],
+def _report_view(title: str, tables: list[tuple[str, str, _Table | None]], charts: dict[str, Path],
                  error_charts: list[tuple[RunData, Path]],
-                 failures: list[tuple[RunData, list[dict[str, Any]]]], out_dir: Path) -> str:
-    """The page, from ``templates/report.html.j2``: the same tables, charts and failures as the Markdown."""
+                 failures: list[tuple[RunData, list[dict[str, Any]]]], out_dir: Path) -> dict[str, Any]:
+    """What both pages show: the tables there are (each with the charts under it), the error-type
+    charts and each run's failures."""
     sections = []
     for key, heading, table in tables:
         if table is None:
             continue
         shown = [{"src": _rel(charts[chart], out_dir), "alt": alt} for chart, alt in _CHARTS_UNDER.get(key, ())
                  if chart in charts]
-        sections.append({"heading": heading, "table": table.html_view(), "charts": shown})
-    return _html_template().render(
-        title=title, sections=sections,
-        error_charts=[{"src": _rel(path, out_dir), "alt": f"Error types — {run.label}"} for run, path in error_charts],
-        failures=[_failures_view(run, rows) for run, rows in failures])
+        sections.append({"key": key, "heading": heading, "table": table, "charts": shown})
+    return {"title": title, "sections": sections,
+            "error_charts": [{"src": _rel(path, out_dir), "label": run.label} for run, path in error_charts],
+            "failures": [_failures_view(run, rows) for run, rows in failures]}
+
+
+def _render(template: str, view: dict[str, Any]) -> str:
+    return _templates().get_template(template).render(view)
