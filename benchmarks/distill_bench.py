@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from tinytool.formats import get_format
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
 
@@ -56,10 +58,10 @@ def main() -> None:
     convs = read_jsonl(work / "demo" / "train.jsonl")
     # single-turn conversations: one example each, so every side trains on exactly the same examples
     tok = load_tokenizer(args.teacher, padding_side="right")
-    picked = [c for c in convs if len(token_examples([c], "hermes", tok)[0]) == 1][: args.examples]
+    picked = [c for c in convs if len(token_examples([c], get_format("hermes"), tok)[0]) == 1][: args.examples]
     data = work / "data.jsonl"
     write_jsonl(data, picked)
-    examples, _ = token_examples(picked, "hermes", tok, 2048)
+    examples, _ = token_examples(picked, get_format("hermes"), tok, 2048)
     n_tokens = sum(len(e.input_ids) for e in examples)
     n_completion = sum(e.n_completion for e in examples)
     print(f"{len(examples)} examples, {n_tokens} tokens, {n_completion} completion tokens", flush=True)

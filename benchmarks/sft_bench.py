@@ -115,7 +115,7 @@ def sequence_tokens(data: Path, model_spec: str) -> dict:
     pairs, _ = sft_examples(convs, get_format(fmt), tok)
     per_turn = sum(len(x) for x in tok([p["prompt"] + p["completion"] for p in pairs],
                                        add_special_tokens=False)["input_ids"])
-    built = build_sft_dataset(convs, fmt, tok, max_length=None)
+    built = build_sft_dataset(convs, get_format(fmt), tok, max_length=None)
     return {"format": fmt, "conversations": len(convs), "assistant_turns": built.turns,
             "per_turn_examples": {"sequences": len(pairs), "tokens": per_turn},
             "tinytool_sequences": {"sequences": built.examples, "tokens": built.tokens},

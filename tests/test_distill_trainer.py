@@ -12,6 +12,7 @@ import torch
 from tinytool.data.demo import write_demo
 from tinytool.distill.examples import token_examples
 from tinytool.distill.trainer import DistillConfig, build_distill_trainer, collate, train_distill
+from tinytool.formats import get_format
 from tinytool.models.loading import load_model, load_tokenizer
 from tinytool.models.students import save_tiny_model
 from tinytool.schema import read_jsonl, write_jsonl
@@ -69,7 +70,7 @@ def test_ce_loss_equals_a_direct_computation(env):
     labels = batch["labels"][:, 1:].reshape(-1)
     ref = torch.nn.functional.cross_entropy(shift, labels, ignore_index=-100)
     assert loss.item() == pytest.approx(ref.item(), rel=1e-5)
-    examples, _ = token_examples(env["convs"], "hermes", env["tok"])
+    examples, _ = token_examples(env["convs"], get_format("hermes"), env["tok"])
     assert (batch["labels"] != -100).sum().item() == sum(e.n_completion for e in examples)
 
 

@@ -84,7 +84,8 @@ def test_bfcl_empty_categories_is_a_one_line_error(tmp_path, scripted):
 
 def test_bfcl_unknown_format_is_a_flag_error(tmp_path, scripted):
     result = runner.invoke(app, ["eval", "bfcl", "-m", "x", "-o", str(tmp_path / "run"), "--format", "nope"])
-    assert "--format: unknown format 'nope'" in _error(result)
+    assert "Invalid value for '--format' / '-f': unknown format 'nope'" in _error(result)
+    assert "choose one of hermes, hermes-nothink, toolrl, python" in result.output
 
 
 def test_rescore_refuses_truncated_generations(tmp_path):

@@ -71,18 +71,18 @@ def test_a_trajectory_without_a_label_names_its_file_and_line(tmp_path, env):
 
 def test_examples_are_the_sft_turns_with_their_trajectory_label_shuffled(env):
     tok, convs = env["tok"], env["convs"]
-    data = build_kto_dataset(convs, "hermes-nothink", tok, max_length=None, seed=0)
-    pairs, end = sft_examples(convs, "hermes-nothink", tok)
+    data = build_kto_dataset(convs, get_format("hermes-nothink"), tok, max_length=None, seed=0)
+    pairs, end = sft_examples(convs, get_format("hermes-nothink"), tok)
     assert end == "<|im_end|>" and data.desirable == data.undesirable == 4 and data.dropped_too_long == 0
     rows = list(data.dataset)
     want = {(p["prompt"], p["completion"]) for p in pairs}
     assert {(r["prompt"], r["completion"]) for r in rows} == want  # nothing added: TRL sees <|im_end|> as EOS
     by_text = {(r["prompt"], r["completion"]): r["label"] for r in rows}
     for conv in convs:
-        (p,), _ = sft_examples([conv], "hermes-nothink", tok)
+        (p,), _ = sft_examples([conv], get_format("hermes-nothink"), tok)
         assert by_text[(p["prompt"], p["completion"])] is conv.meta["label"]
     assert [r["label"] for r in rows] != sorted((r["label"] for r in rows), reverse=True)  # not left in file order
-    short = build_kto_dataset(convs, "hermes-nothink", tok, max_length=50)
+    short = build_kto_dataset(convs, get_format("hermes-nothink"), tok, max_length=50)
     assert short.dropped_too_long == 8 and len(short.dataset) == 0
 
 
@@ -105,7 +105,7 @@ def test_kto_raises_desirable_and_lowers_undesirable_completions(env):
     """A real learning signal: after KTO the desirable completions gain log-probability relative to the
     undesirable ones, against the starting policy."""
     tok = env["tok"]
-    rows = list(build_kto_dataset(env["convs"], "hermes-nothink", tok, max_length=None).dataset)
+    rows = list(build_kto_dataset(env["convs"], get_format("hermes-nothink"), tok, max_length=None).dataset)
 
     def margin(model_dir) -> float:
         model = load_model(model_dir).eval()

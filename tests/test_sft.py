@@ -74,7 +74,7 @@ def _loss_runs(labels: list[int]) -> list[tuple[int, int]]:
 def test_labels_cover_exactly_each_turn_predicted_from_its_own_prompt(env, fmt):
     """Every assistant turn is in the loss once, predicted from exactly the tokens its own prompt has; a chained
     multi-turn conversation is one sequence; nothing is added (no second <|im_end|>, no BOS)."""
-    tok, convs = env["tok"], env["convs"]
+    tok, convs, fmt = env["tok"], env["convs"], get_format(fmt)
     data = build_sft_dataset(convs, fmt, tok, max_length=None)
     pairs, _ = sft_examples(convs, fmt, tok)
     assert data.turns == len(pairs) and data.dropped_too_long == 0 and data.end_token == "<|im_end|>"
@@ -102,14 +102,14 @@ def test_labels_cover_exactly_each_turn_predicted_from_its_own_prompt(env, fmt):
 
 def test_overlong_conversations_fall_back_to_turns_and_overlong_turns_are_dropped(env):
     tok, convs = env["tok"], env["convs"]
-    multi = next(c for c in convs if len(sft_examples([c], "hermes", tok)[0]) > 2)
-    pairs, _ = sft_examples([multi], "hermes", tok)
+    multi = next(c for c in convs if len(sft_examples([c], get_format("hermes"), tok)[0]) > 2)
+    pairs, _ = sft_examples([multi], get_format("hermes"), tok)
     turn_lengths = sorted(len(tok(p["prompt"] + p["completion"], add_special_tokens=False)["input_ids"])
                           for p in pairs)
-    whole = build_sft_dataset([multi], "hermes", tok, max_length=None)
+    whole = build_sft_dataset([multi], get_format("hermes"), tok, max_length=None)
     assert whole.examples == 1 and whole.turns == len(pairs)
     limit = turn_lengths[1]  # the whole conversation and the longest turns do not fit; the shortest two do
-    split = build_sft_dataset([multi], "hermes", tok, max_length=limit)
+    split = build_sft_dataset([multi], get_format("hermes"), tok, max_length=limit)
     expected_dropped = sum(n > limit for n in turn_lengths)
     assert split.dropped_too_long == expected_dropped > 0
     assert split.examples == split.turns == len(pairs) - expected_dropped

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tinytool.formats import get_format
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
@@ -50,7 +52,7 @@ def env(tmp_path_factory):
     convs = sorted(convs, key=lambda c: len(json.dumps(c.to_dict())))[:8]
     data = root / "data.jsonl"
     write_jsonl(data, convs)
-    examples, _ = token_examples(read_jsonl(data), "hermes", tok, 2048)
+    examples, _ = token_examples(read_jsonl(data), get_format("hermes"), tok, 2048)
     assert len(examples) > 2 * PER_SHARD, len(examples)  # at least 3 shards
     model = load_model(model_dir)
     ref = root / "ref"

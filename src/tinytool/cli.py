@@ -11,6 +11,8 @@ import typer
 from tinytool import __version__
 from tinytool.clikit import err, make_app, on_interrupt
 from tinytool.errors import OutputExistsError, TinytoolError, UserInputError
+from tinytool.formats import PromptFormat
+from tinytool.formats.option import format_option
 from tinytool.io import write_json
 
 app = make_app(
@@ -47,7 +49,7 @@ def reward(
     name: str = typer.Argument(..., help="simrl, toolrl, mentor, astra-f1 or exact."),
     input: Path = typer.Option(..., "--input", "-i", exists=True, dir_okay=False, help="JSONL of rows to score."),
     output: Path = typer.Option(..., "--output", "-o", dir_okay=False, help="JSONL of scores, one per input row."),
-    format: str | None = typer.Option(None, "--format", "-f", help="Completion format (default: the reward's own)."),
+    format: PromptFormat | None = format_option(None, "default: the reward's own"),
     granularity: str = typer.Option("original", help="ToolRL: original, finegrained, intermediate, coarse."),
     scale: str = typer.Option("original", help="ToolRL: original, equal_max, two_stage, dynamic."),
     think: bool | None = typer.Option(None, "--think/--no-think", show_default=False,
@@ -74,7 +76,7 @@ def reward(
 
     try:
         spec = get_reward(name)
-        fmt = get_format(format or spec.default_format)
+        fmt = format or get_format(spec.default_format)
     except ValueError as e:
         raise UserInputError(str(e)) from None
     if granularity not in ("original", "finegrained", "intermediate", "coarse"):

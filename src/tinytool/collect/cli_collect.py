@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 
 from tinytool.clikit import err, fail
+from tinytool.formats import PromptFormat
+from tinytool.formats.option import format_option
 
 
 def collect_command(
@@ -22,7 +24,7 @@ def collect_command(
                               "(a trajectory must make its seed's reference calls; for runs without a teacher "
                               "strong enough to judge) [default: the teacher]."),
     env: str = typer.Option(None, "--env", help="Environment the trajectories run in [default: demo]."),
-    fmt: str = typer.Option(None, "--format", "-f", help="Prompt format [default: hermes-nothink]."),
+    fmt: PromptFormat | None = format_option(None),
     iterations: int = typer.Option(None, "--iterations", help="Loop iterations [default: 1]."),
     queries: int = typer.Option(None, "--queries", help="Queries per iteration [default: the number of seeds]."),
     teacher_share: float = typer.Option(None, "--teacher-share", help="Share of the first iteration's interactions "
@@ -56,7 +58,7 @@ def collect_command(
     if not isinstance(values, dict):
         fail(f"{config}: expected a mapping of option: value")
     flags = {"seeds": seeds, "teacher": teacher, "out": out, "student": student, "judge": judge, "env": env,
-             "format": fmt, "iterations": iterations, "queries": queries, "teacher_share": teacher_share,
+             "format": fmt.name if fmt else None, "iterations": iterations, "queries": queries, "teacher_share": teacher_share,
              "review": review, "gate_data": gate_data, "gate_limit": gate_limit, "serve": serve,
              "overwrite": overwrite}
     values.update({k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})

@@ -52,6 +52,7 @@ from tinytool.collect.filters import (
 from tinytool.collect.queries import seed_task, teacher_variants
 from tinytool.collect.replay import ReplayStore
 from tinytool.errors import MissingInputError, UserInputError
+from tinytool.formats import DEFAULT_FORMAT
 from tinytool.io import read_json, read_jsonl_rows, write_json, write_jsonl
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 from tinytool.schema import Conversation
@@ -71,7 +72,7 @@ class CollectConfig:
     student: str = "smollm2-135m-instruct"
     judge: str | None = None  # default: the teacher; "reference": compare with the seed queries' reference calls
     env: str = "demo"
-    format: str = "hermes-nothink"
+    format: str = DEFAULT_FORMAT
     iterations: int = 1
     queries: int | None = None  # per iteration [default: the number of seeds]
     teacher_share: float = 0.2  # EfficientTool §3.1.1

@@ -12,6 +12,8 @@ from rich.table import Table
 
 from tinytool.clikit import make_app, on_interrupt
 from tinytool.errors import UserInputError
+from tinytool.formats import DEFAULT_FORMAT, PromptFormat
+from tinytool.formats.option import format_option
 from tinytool.schema import SchemaError
 
 convert_app = make_app(help="Convert datasets to Conversation JSONL and describe them.", no_args_is_help=True)
@@ -126,20 +128,13 @@ def stats_cmd(
         "--tokenizer", help="Tokenizer (hub id or local dir) to count tokens with; default counts whitespace words.",
     )] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
-    format: Annotated[str, typer.Option("--format", "-f", help="Prompt format the lengths are measured on.")] = (
-        "hermes-nothink"),
+    format: PromptFormat = format_option(DEFAULT_FORMAT),
 ) -> None:
     """Counts by category, calls and tools per sample, messages per sample, lengths.
 
     Example: tinytool data stats data/demo/train.jsonl --tokenizer smollm2-135m-instruct
     """
     from tinytool.data.stats import dataset_stats
-    from tinytool.formats import get_format
-
-    try:
-        get_format(format)
-    except ValueError as e:
-        raise UserInputError(f"--format: {e}") from None
     tok = _load_tokenizer(tokenizer) if tokenizer else None
     stats = dataset_stats(file, tokenizer=tok, fmt=format)
     if not stats["n"]:

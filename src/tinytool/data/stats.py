@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from tinytool.formats import DEFAULT_FORMAT, PromptFormat
 from tinytool.schema import Conversation, iter_jsonl
 
 
@@ -59,7 +60,7 @@ def _conversations(source: str | os.PathLike | Iterable[Conversation | dict]) ->
 def dataset_stats(
     path_or_convs: str | os.PathLike | Iterable[Conversation | dict],
     tokenizer: Any = None,
-    fmt: str = "hermes-nothink",
+    fmt: str | PromptFormat = DEFAULT_FORMAT,
 ) -> dict[str, Any]:
     """Statistics of a dataset (a Conversation JSONL path, or conversations/dicts) as a plain dict.
 

@@ -51,6 +51,7 @@ import torch
 
 from tinytool.distill.lm_parts import decoder_and_head, head_logits, head_topk
 from tinytool.errors import MissingInputError, TinytoolError
+from tinytool.formats import DEFAULT_FORMAT, PromptFormat, resolve_format
 from tinytool.io import atomic_file, read_json, write_json
 from tinytool.progress import ProgressBar
 
@@ -529,7 +530,7 @@ def build_cache(
     data: list[str],
     out: str | os.PathLike,
     *,
-    fmt: str = "hermes",
+    fmt: PromptFormat | str = DEFAULT_FORMAT,
     k: int = 100,
     temperature: float = 1.0,
     batch_size: int = 4,
@@ -595,16 +596,17 @@ def build_cache(
         else:
             existing = _read_manifest(root)
 
+    fmt = resolve_format(fmt)  # a name from a script; the command line passes the format itself
     convs = read_conversations([str(p) for p in files])  # a malformed row is named before any model loads
     tok, name = _teacher_tokenizer(teacher, teacher_id, backend)
     examples, dropped = token_examples(convs, fmt, tok, max_length)
     if not examples:
-        raise CacheError(f"{', '.join(map(str, files))}: no examples to cache in format {fmt!r} "
+        raise CacheError(f"{', '.join(map(str, files))}: no examples to cache in format {fmt.name!r} "
                          f"({dropped} dropped as longer than {max_length} tokens or empty)")
     n_shards = (len(examples) + examples_per_shard - 1) // examples_per_shard
     config = {
         "format_version": FORMAT_VERSION, "teacher": name, "tokenizer_fingerprint": tokenizer_fingerprint(tok),
-        "k": int(k), "temperature": float(temperature), "format": str(getattr(fmt, "name", fmt)),
+        "k": int(k), "temperature": float(temperature), "format": fmt.name,
         "data_sha256": [d["sha256"] for d in data_info], "max_length": int(max_length),
         "examples_per_shard": int(examples_per_shard),
     }

@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 
 from tinytool.clikit import err, fail
+from tinytool.formats import DEFAULT_FORMAT, PromptFormat
+from tinytool.formats.option import format_option
 
 
 def cache_command(
@@ -17,8 +19,7 @@ def cache_command(
                                     "D_T (repeatable)."),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Cache directory (shards + manifest.json)."),
     k: int = typer.Option(100, "--k", "-k", help="Teacher tokens kept per position (STAR App. A.2: 100)."),
-    format: str = typer.Option("hermes", "--format", "-f", help="Prompt format: hermes, hermes-nothink, toolrl, "
-                               "python."),
+    format: PromptFormat = format_option(DEFAULT_FORMAT),
     temperature: float = typer.Option(1.0, "--temperature", help="Softmax temperature of the cached log-probs."),
     backend: str = typer.Option("hf", "--backend", help="hf (one forward pass per batch) or vllm "
                                 "(prompt_logprobs; needs a GPU)."),
@@ -38,17 +39,12 @@ def cache_command(
     """
     from tinytool.distill.cache import build_cache
     from tinytool.errors import TinytoolError
-    from tinytool.formats import get_format
     from tinytool.io import check_not_input
 
     for p in data:
         if not p.is_file():
             fail(f"{p}: no such data file")
     check_not_input(out, teacher, *data)
-    try:
-        get_format(format)
-    except ValueError as e:
-        fail(e)
     try:
         manifest = build_cache(
             teacher, [str(p) for p in data], out, fmt=format, k=k, temperature=temperature,

@@ -13,6 +13,8 @@ from pathlib import Path
 import typer
 
 from tinytool.clikit import err, fail
+from tinytool.formats import DEFAULT_FORMAT, PromptFormat
+from tinytool.formats.option import format_option
 
 
 def rollout_command(
@@ -34,7 +36,7 @@ def rollout_command(
     max_per_prompt: int | None = typer.Option(None, "--max-per-prompt", help="Keep at most this many samples per prompt "
                                               "(the most similar to the ground truth)."),
     keep_truncated: bool = typer.Option(False, "--keep-truncated", help="Keep samples cut off by --max-new-tokens."),
-    format: str = typer.Option("hermes", "--format", "-f", help="Prompt format: hermes, hermes-nothink, toolrl, python."),
+    format: PromptFormat = format_option(DEFAULT_FORMAT),
     batch_size: int = typer.Option(32, "--batch-size", min=1, help="Prompts per generate call and per checkpoint "
                                    "(a crash loses at most one batch; vLLM likes larger)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start again, discarding what OUT and its run "
@@ -115,12 +117,11 @@ def _discard(job) -> None:
     discard_start(folder)
 
 
-def _env_rollouts(teacher: str, data: list[Path], out: Path, env: str, fmt: str, temperature: float, top_p: float,
+def _env_rollouts(teacher: str, data: list[Path], out: Path, env: str, fmt: PromptFormat, temperature: float, top_p: float,
                   max_new_tokens: int, seed: int, batch_size: int, max_turns: int, overwrite: bool,
                   limit: int | None) -> None:
     """``teacher rollout --env``: the teacher's reference trajectory per task (MENTOR §3.1)."""
     from tinytool.distill.env_teacher import teacher_env_rollouts
-    from tinytool.formats import get_format
     from tinytool.llm import GenerationConfig, get_client
     from tinytool.train.examples import read_conversations
 
@@ -130,7 +131,7 @@ def _env_rollouts(teacher: str, data: list[Path], out: Path, env: str, fmt: str,
     gen = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, n=1, seed=seed)
     client = get_client(teacher)
     try:
-        stats = teacher_env_rollouts(client, convs, out, env, get_format(fmt), gen, max_turns=max_turns,
+        stats = teacher_env_rollouts(client, convs, out, env, fmt, gen, max_turns=max_turns,
                                      batch_size=batch_size, limit=limit)
     finally:
         client.close()

@@ -16,6 +16,7 @@ from typing import Any
 from tinytool.envs import ENVS
 from tinytool.envs.episodes import run_episodes
 from tinytool.errors import UserInputError
+from tinytool.formats.base import PromptFormat
 from tinytool.io import append_jsonl, read_jsonl_rows
 from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.progress import ProgressBar
@@ -33,7 +34,7 @@ def _task(conv: Conversation) -> tuple[Conversation, dict[str, Any]] | None:
 
 
 def teacher_env_rollouts(client: LLMClient, conversations: list[Conversation], out: str | os.PathLike, env: str,
-                         fmt: Any, gen: GenerationConfig, *, max_turns: int = 8, batch_size: int = 16,
+                         fmt: PromptFormat, gen: GenerationConfig, *, max_turns: int = 8, batch_size: int = 16,
                          progress: bool = True, limit: int | None = None) -> dict[str, int]:
     """Run the teacher on every task ``env`` can run (the first ``limit`` of them, in the data's order, when
     given); append each task with its trajectory to ``out``. Returns counts: tasks, skipped (not runnable), done

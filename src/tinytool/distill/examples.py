@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tinytool.formats.base import PromptFormat
+
 
 @dataclass(frozen=True)
 class TokenExample:
@@ -26,7 +28,7 @@ class TokenExample:
         return len(self.input_ids) - self.n_prompt
 
 
-def token_examples(conversations: list[Any], fmt: Any, tokenizer: Any,
+def token_examples(conversations: list[Any], fmt: PromptFormat, tokenizer: Any,
                    max_length: int | None = None) -> tuple[list[TokenExample], int]:
     """Tokenize every assistant turn of ``conversations``; returns ``(examples, dropped)`` where
     ``dropped`` counts examples longer than ``max_length`` (dropped, never truncated: a truncated tool

@@ -33,6 +33,7 @@ from tinytool.distill.losses import (
     fused_kd_loss,
 )
 from tinytool.errors import MissingInputError, UserInputError
+from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
 from tinytool.io import write_json
 from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, whole_run_loss
 from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
@@ -61,7 +62,7 @@ class DistillConfig(RunOptions, TrainingArguments):
     teacher: str | None = option(None, "Online teacher held in memory (instead of a cache; needs --data). With "
                                  "--loss gkd: TRL's on-policy teacher.", "-t")
     data: list[str] = listed("Conversations JSONL (online teacher, gkd, or ce without a cache).", "-d")
-    format: str = option("hermes", "Prompt format for --data.", "-f")
+    format: str = option(DEFAULT_FORMAT, f"{FORMAT_HELP} (of --data).", "-f")
     loss: str = option("ckd", f"Loss: {', '.join(ALL_LOSSES)} (STAR Eq. 3: ckd = top-k FKL + λ·tail).")
     k: int = option(DEFAULT_K, "Teacher top-k (STAR App. A.2: 100).")
     m: int = option(DEFAULT_M, "Student top-m scanned by the tail term (STAR App. A.2: 100).")
@@ -100,9 +101,11 @@ class DistillConfig(RunOptions, TrainingArguments):
             raise MissingInputError(f"{self.cache}: no teacher cache there (no manifest.json)",
                                     fix="build one with tinytool teacher cache -t TEACHER -d DATA -o "
                                         f"{self.cache}, or pass the folder it wrote")
+        from tinytool.formats import resolve_format
         from tinytool.io import check_not_input
 
         check_not_input(self.output_dir, self.student, self.teacher, self.cache, *self.data)
+        self.prompt_format = resolve_format(self.format)  # resolved once: the builders take the format itself
         super().__post_init__()
 
 
@@ -281,7 +284,7 @@ def build_distill_trainer(cfg: DistillConfig, callbacks: list[Any] | None = None
         dataset: torch.utils.data.Dataset = CacheDataset(cache)
         info.update(source="cache", cache=cfg.cache, teacher=cache.manifest.get("teacher"), cache_k=cache.k)
     else:
-        examples, dropped = token_examples(read_conversations(cfg.data), cfg.format, tokenizer, cfg.max_length)
+        examples, dropped = token_examples(read_conversations(cfg.data), cfg.prompt_format, tokenizer, cfg.max_length)
         if not examples:
             raise UserInputError(f"no training examples in {', '.join(cfg.data)} ({dropped} dropped)")
         dataset = TokenDataset(examples)
@@ -320,7 +323,7 @@ def build_gkd_trainer(cfg: DistillConfig, callbacks: list[Any] | None = None):
     from tinytool.models.loading import load_model, load_tokenizer
 
     tokenizer = load_tokenizer(cfg.student, padding_side="left")
-    pairs, _ = sft_examples(read_conversations(cfg.data), cfg.format, tokenizer)
+    pairs, _ = sft_examples(read_conversations(cfg.data), cfg.prompt_format, tokenizer)
     if not pairs:
         raise UserInputError(f"no prompts in {', '.join(cfg.data)}")
     dataset = Dataset.from_dict({"prompt": [p["prompt"] for p in pairs]})

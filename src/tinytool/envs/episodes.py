@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinytool.envs.base import ToolEnv
+from tinytool.formats.base import PromptFormat
 from tinytool.llm.base import GenerationConfig, LLMClient, chat_request
 from tinytool.schema import Conversation, Message, ToolCall
 
@@ -35,7 +36,7 @@ class Episode:
         return [m.to_dict() for m in self.conversation.messages[self.start:]]
 
 
-def run_episodes(client: LLMClient, fmt: Any, tasks: Sequence[tuple[Conversation, Mapping[str, Any]]],
+def run_episodes(client: LLMClient, fmt: PromptFormat, tasks: Sequence[tuple[Conversation, Mapping[str, Any]]],
                  env_factory: Callable[[], ToolEnv], gen: GenerationConfig, tokenizer: Any = None,
                  progress: Callable[[int], None] | None = None) -> list[Episode]:
     """Run one episode per ``(prefix, task)``; ``gen.n`` must be 1. ``progress(k)`` is told as episodes end."""

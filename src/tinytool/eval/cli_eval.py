@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 
 from tinytool.clikit import err, fail, make_app, on_interrupt
+from tinytool.formats import PromptFormat
+from tinytool.formats.option import format_option
 from tinytool.io import check_not_input
 
 eval_app = make_app(help="Score models: BFCL v4, the demo dev split, an LLM judge.")
@@ -58,16 +60,14 @@ def _client(model: str, batch_size: int, dtype: str = "float32"):
     return get_client(model, batch_size=batch_size)
 
 
-def _check_format(fmt: str | None, model: str) -> str:
-    """``--format``, or the format the model was trained in (its ``config.yaml``), or hermes."""
-    from tinytool.formats import FORMATS
+def _format(fmt: PromptFormat | None, model: str) -> PromptFormat:
+    """``--format``, or the format the model was trained in (its ``config.yaml``), else the default."""
+    from tinytool.formats import DEFAULT_FORMAT, resolve_format
     from tinytool.models.loading import trained_format
 
     if fmt is None:
-        fmt = trained_format(model) or "hermes"
-        err.print(f"format: {fmt}")
-    if fmt not in FORMATS:
-        fail(f"--format: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        fmt = resolve_format(trained_format(model) or DEFAULT_FORMAT)
+        err.print(f"format: {fmt.name}")
     return fmt
 
 
@@ -99,7 +99,7 @@ def _table(summary: dict, benchmark: str) -> None:
 def bfcl(
     model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory (resumed if it exists)."),
-    fmt: str = typer.Option(None, "--format", help="Prompt format: hermes, hermes-nothink, toolrl, python [default: the one the model was trained in, else hermes]."),
+    fmt: PromptFormat | None = format_option(trained=True),
     categories: str = typer.Option(
         "ast", "--categories",
         help="Comma-separated categories or groups: all, ast, non_live, live, multi_turn, simple_python, ..."),
@@ -129,11 +129,11 @@ def bfcl(
     else:
         check_not_input(out, model)
         _check_dtype(dtype, model)
-        fmt = _check_format(fmt, model)
+        fmt = _format(fmt, model)
         if samples > 1 and temperature == 0:
             fail("--samples > 1 needs --temperature > 0")
         cfg = BFCLRunConfig(
-            model=model, format=fmt, categories=expand_categories(categories), limit=limit, samples=samples,
+            model=model, format=fmt.name, categories=expand_categories(categories), limit=limit, samples=samples,
             temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
             step_limit=step_limit, seed=seed, entropy=entropy, label=label)
         with on_interrupt(f"the generations finished so far are kept in {out}/generations.jsonl; the same command "
@@ -148,7 +148,7 @@ def demo(
     model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
     data: Path = typer.Option(..., "--data", "-d", exists=True, dir_okay=False, help="Demo dev split (JSONL)."),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory."),
-    fmt: str = typer.Option(None, "--format", help="Prompt format: hermes, hermes-nothink, toolrl, python [default: the one the model was trained in, else hermes]."),
+    fmt: PromptFormat | None = format_option(trained=True),
     limit: int = typer.Option(None, "--limit", min=1, help="At most N tasks (the first N of the split)."),
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="Longest answer in tokens."),
     batch_size: int = typer.Option(16, "--batch-size", min=1, help=_BATCH_HELP),
@@ -165,7 +165,7 @@ def demo(
 
     check_not_input(out, model, data)
     _check_dtype(dtype, model)
-    fmt = _check_format(fmt, model)
+    fmt = _format(fmt, model)
     with on_interrupt(f"the answers finished so far are kept in {out}; the same command resumes there"):
         summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
                                 max_new_tokens=max_new_tokens, batch_size=batch_size,

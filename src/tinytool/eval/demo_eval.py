@@ -20,7 +20,7 @@ from tinytool import __version__
 from tinytool.errors import UserInputError
 from tinytool.eval.bfcl_runner import is_generation, read_generations
 from tinytool.eval.metrics import TaskRecord, four_t
-from tinytool.formats import get_format
+from tinytool.formats import DEFAULT_FORMAT, PromptFormat, get_format
 from tinytool.io import append_jsonl, iter_jsonl_rows, open_run_dir, repair_log, write_json, write_jsonl
 from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
 from tinytool.progress import ProgressBar
@@ -80,7 +80,7 @@ def run_settings(model: str, data: str | os.PathLike, fmt: str, limit: int | Non
 
 
 def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
-                  fmt: str = "hermes", limit: int | None = None, max_new_tokens: int = 256,
+                  fmt: PromptFormat | str = DEFAULT_FORMAT, limit: int | None = None, max_new_tokens: int = 256,
                   batch_size: int = 16, label: str | None = None, progress: bool = True,
                   overwrite: bool = False) -> dict:
     """Generate (resuming) and score the demo dev split; returns the summary.
@@ -89,9 +89,9 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     one with other settings (another model, format, data file, ...) raises `RunDirError` naming
     them, and ``overwrite`` starts again."""
     out = Path(out)
-    pf = get_format(fmt)
+    pf = get_format(fmt)  # a name from a script; the command line passes the format itself
     tasks = load_tasks(data, limit)
-    run = open_run_dir(out, "demo", run_settings(model, data, fmt, limit, max_new_tokens), overwrite=overwrite)
+    run = open_run_dir(out, "demo", run_settings(model, data, pf.name, limit, max_new_tokens), overwrite=overwrite)
     run.update(label=label or run.info.get("label"), batch_size=batch_size, client=client.describe(),
                tinytool_version=__version__)
     gen_path = out / "generations.jsonl"
@@ -148,7 +148,7 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     n = max(len(results), 1)
     secs = sum(r["seconds"] or 0.0 for r in results)
     summary = {
-        "model": model, "format": fmt, "categories": categories,
+        "model": model, "format": pf.name, "categories": categories,
         "groups": {"overall": sum(r["valid"] for r in results) / n},
         "metrics": {"simrl": sum(r["simrl"] for r in results) / n, **four_t(records).as_dict()},
         "throughput": {"items": len(results), "generation_seconds": round(secs, 2),

@@ -18,6 +18,11 @@ FORMATS = {
 }
 
 
+#: the format every verb uses unless told otherwise (the one place it is set)
+DEFAULT_FORMAT = "hermes"
+#: what ``--format`` takes, for every verb's help
+FORMAT_HELP = f"Prompt format: {', '.join(FORMATS)}"
+
 _INSTANCES: dict[tuple[str, bool], PromptFormat] = {}
 
 
@@ -37,8 +42,21 @@ def get_format(name: str | PromptFormat, strict: bool = False) -> PromptFormat:
     return fmt
 
 
+def resolve_format(name: str | PromptFormat) -> PromptFormat:
+    """``--format`` read once, where the user gave it: the format, or `UserInputError` naming the choices."""
+    from tinytool.errors import UserInputError
+
+    try:
+        return get_format(name)
+    except ValueError as e:
+        raise UserInputError(f"--format: {e}", fix=f"choose one of {', '.join(FORMATS)} (default: {DEFAULT_FORMAT})") \
+            from None
+
+
 __all__ = [
+    "DEFAULT_FORMAT",
     "FORMATS",
+    "FORMAT_HELP",
     "HermesFormat",
     "Parsed",
     "PromptFormat",
@@ -46,5 +64,6 @@ __all__ = [
     "Rendered",
     "ToolRLFormat",
     "get_format",
+    "resolve_format",
     "template_supports_tools",
 ]

@@ -10,6 +10,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from tinytool.formats.base import PromptFormat
+
 #: batches of items a caller that saves results after every `LLMClient.generate` call hands over per call: a
 #: continuous-batching client refills a finished row's slot only from the prompts of the same call
 CALL_BATCHES = 4
@@ -111,7 +113,7 @@ class ScriptedClient(LLMClient):
         return out
 
 
-def chat_request(fmt: Any, conv: Any, tokenizer: Any = None, seed: int | None = None) -> Request:
+def chat_request(fmt: PromptFormat, conv: Any, tokenizer: Any = None, seed: int | None = None) -> Request:
     """The request that asks for ``conv``'s next assistant turn. With a tokenizer (local backends)
     ``Request.prompt`` is exactly the prompt `tinytool sft` trains on (``fmt.render``); HTTP backends send the
     messages, with the tools in the format's system prompt or the template's own tool block."""

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from trl import GRPOConfig
 
 from tinytool.errors import UserInputError
+from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
 from tinytool.train.config import RunOptions, check_inputs, listed, option
 
 FULL_LR = 1e-6  # ToolRL App. B (actor learning rate); MENTOR App. uses the same
@@ -62,7 +63,7 @@ class RLRunConfig(RunOptions, GRPOConfig):
                                          ".gguf file, or smollm2-135m-instruct.", "aliases": ["-m"]})
     data: list[str] = listed("Training JSONL file(s) of conversations: each gives one prompt, at its first "
                              "assistant turn, scored against that turn.", "-d", required=True)
-    format: str = option("hermes", "Prompt format: hermes, hermes-nothink, toolrl, python.", "-f")
+    format: str = option(DEFAULT_FORMAT, f"{FORMAT_HELP}.", "-f")
     reward: str = option("simrl", "Reward, or a weighted mix: simrl, toolrl, mentor, astra-f1, exact; "
                          "e.g. 'simrl=1,toolrl=0.5'.", "-r")
     require_think: bool | None = option(None, "Sim-RL rule 1: the completion must hold a <think> block "

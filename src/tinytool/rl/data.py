@@ -15,6 +15,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from tinytool.formats.base import PromptFormat
 from tinytool.schema import Conversation
 from tinytool.train.examples import adds_bos
 
@@ -22,7 +23,7 @@ from tinytool.train.examples import adds_bos
 COLUMNS = ("prompt", "ground_truth", "tools", "task_id", "category")
 
 
-def rl_row(conv: Conversation, fmt: Any, tokenizer: Any, index: int = 0) -> dict[str, Any] | None:
+def rl_row(conv: Conversation, fmt: PromptFormat, tokenizer: Any, index: int = 0) -> dict[str, Any] | None:
     """The RL row of a conversation (None when it has no assistant turn after a user turn)."""
     first = next((i for i, m in enumerate(conv.messages) if m.role == "assistant"), None)
     if first is None or not any(m.role == "user" for m in conv.messages[:first]):
@@ -47,7 +48,7 @@ def rl_row(conv: Conversation, fmt: Any, tokenizer: Any, index: int = 0) -> dict
     return row
 
 
-def build_rl_dataset(conversations: list[Conversation], fmt: Any, tokenizer: Any) -> Any:
+def build_rl_dataset(conversations: list[Conversation], fmt: PromptFormat, tokenizer: Any) -> Any:
     """The `datasets.Dataset` of RL rows (see the module docstring); conversations without a first assistant turn
     after a user turn are skipped. Optional columns are present in every row (empty JSON ``null`` where absent)."""
     from datasets import Dataset

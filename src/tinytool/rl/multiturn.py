@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tinytool.envs.base import ToolEnv
+from tinytool.formats.base import PromptFormat
 from tinytool.rewards.astra import answer_found
 from tinytool.schema import Conversation, Message, ToolCall
 
 log = logging.getLogger(__name__)
 
 
-def observation_text(fmt: Any, tokenizer: Any, calls: list[ToolCall], observations: list[str]) -> str:
+def observation_text(fmt: PromptFormat, tokenizer: Any, calls: list[ToolCall], observations: list[str]) -> str:
     """The text between the end of an assistant turn that made ``calls`` and the start of the next assistant
     turn: the tool results as the format and the chat template render them, then the next turn's header."""
     tool_msgs = [Message(role="tool", content=o, name=c.name, tool_call_id=c.id) for c, o in zip(calls, observations)]
@@ -56,7 +57,7 @@ def _hf_client(model: Any, tokenizer: Any, args: Any) -> Any:
     return HFClient(model, tokenizer, batch_size=8, bf16=bool(args.bf16), prefix_cache_mb=0)
 
 
-def env_rollouts(env_factory: Callable[[], ToolEnv], tasks: dict[str, dict[str, Any]], fmt: Any,
+def env_rollouts(env_factory: Callable[[], ToolEnv], tasks: dict[str, dict[str, Any]], fmt: PromptFormat,
                  client_factory: Callable[[Any, Any, Any], Any] = _hf_client) -> Callable[[list[Any], Any], dict]:
     """A TRL ``rollout_func`` running each prompt's task in a fresh environment. ``tasks`` maps a prompt text to
     its dataset row (the environment's ``reset`` reads it: tools, world seed, sub-answers). ``client_factory``

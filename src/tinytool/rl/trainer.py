@@ -25,6 +25,7 @@ from tinytool.errors import UserInputError
 from tinytool.rl.config import RLRunConfig
 from tinytool.rl.groups import GroupPool, concat, informative, take
 from tinytool.rl.rollouts import group_rollouts, unsupported
+from tinytool.train import trl_private
 from tinytool.train.examples import read_conversations
 from tinytool.train.run import finish_training, open_training_run, save_final, start_training
 
@@ -41,11 +42,15 @@ class ToolGRPOTrainer(GRPOTrainer):
     ``"drop"`` leaves the groups without signal out of this step; ``"off"`` is plain GRPO. A batch that stays
     short is completed with groups without signal whose tokens are masked out of the loss (no gradient, not
     counted by the token-mean normalisers ``dapo``/``bnpo``).
+
+    The private `GRPOTrainer` methods overridden here, and the private state touched, are those of
+    `tinytool.train.trl_private`, checked when the trainer is built.
     """
 
     def __init__(self, *args: Any, group_filter: str = "fill", group_delta: float = 0.0, fill_rounds: int = 4,
                  share_prompts: bool = True, tool_format: Any = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        trl_private.check_grpo(self)
         self.tool_format = tool_format
         self.share_prompts = share_prompts
         self.group_filter = group_filter
@@ -75,12 +80,11 @@ class ToolGRPOTrainer(GRPOTrainer):
                 model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                 compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
         from transformers import DynamicCache
-        from trl.models.utils import disable_gradient_checkpointing
 
         # checkpointing would drop the prefill's cache and append to it twice on recompute; the shared prompt
         # holds activations once per group, so going without it costs little here
         inner = self.accelerator.unwrap_model(model)
-        with disable_gradient_checkpointing(inner, self.args.gradient_checkpointing_kwargs), \
+        with trl_private.disable_gradient_checkpointing(inner, self.args.gradient_checkpointing_kwargs), \
                 self.accelerator.autocast():
             shared = DynamicCache(config=inner.config)
             model(input_ids=unique[:, :width - 1], attention_mask=unique[:, width:2 * width - 1],
@@ -113,8 +117,8 @@ class ToolGRPOTrainer(GRPOTrainer):
         parsed = [self.tool_format.parse(t) for t in texts]
         calls = [x["n_calls"] if "n_calls" in x else len(p.calls) for x, p in zip(inputs, parsed)]
         mode = "train" if self.model.training else "eval"
-        self._metrics[mode]["tools/format_ok"].append(sum(p.ok for p in parsed) / max(1, len(parsed)))
-        self._metrics[mode]["tools/calls_per_rollout"].append(sum(calls) / max(1, len(calls)))
+        trl_private.append_metric(self, mode, "tools/format_ok", sum(p.ok for p in parsed) / max(1, len(parsed)))
+        trl_private.append_metric(self, mode, "tools/calls_per_rollout", sum(calls) / max(1, len(calls)))
 
     def _scored(self, inputs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[float]]:
         batch = super()._generate_and_score_completions(inputs)
@@ -141,8 +145,8 @@ class ToolGRPOTrainer(GRPOTrainer):
             batch, rewards = self._scored(inputs)
             seen, dropped = self.group_pool.seen, self.group_pool.dropped
             self.group_pool.count(rewards, self.group_delta)
-            self._metrics["train"]["groups/zero_signal"].append(
-                (self.group_pool.dropped - dropped) / max(1, self.group_pool.seen - seen))
+            trl_private.append_metric(self, "train", "groups/zero_signal",
+                                      (self.group_pool.dropped - dropped) / max(1, self.group_pool.seen - seen))
             return batch
         g = self.num_generations
         need = len(inputs) // g
@@ -170,10 +174,9 @@ class ToolGRPOTrainer(GRPOTrainer):
         if out.get("tool_mask") is not None:
             mask = mask * out["tool_mask"]
         out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
-        metrics = self._metrics["train"]
-        metrics["groups/zero_signal"].append((pool.dropped - dropped) / max(1, pool.seen - seen))
-        metrics["groups/fill_rounds"].append(float(rounds))
-        metrics["groups/masked_out"].append(short / max(1, need))
+        trl_private.append_metric(self, "train", "groups/zero_signal", (pool.dropped - dropped) / max(1, pool.seen - seen))
+        trl_private.append_metric(self, "train", "groups/fill_rounds", float(rounds))
+        trl_private.append_metric(self, "train", "groups/masked_out", short / max(1, need))
         return out
 
 
@@ -186,7 +189,7 @@ def reward_functions(cfg: RLRunConfig) -> tuple[list[Any], list[float]]:
 
     funcs, weights = [], []
     for name, w in cfg.reward_mix.items():
-        funcs.append(trl_reward(name, cfg.format, **cfg.reward_options()))
+        funcs.append(trl_reward(name, cfg.prompt_format, **cfg.reward_options()))
         weights.append(w)
     return funcs, weights
 
@@ -245,12 +248,11 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
     """Model, data and trainer of a run; returns ``(trainer, data report)``."""
     import transformers
 
-    from tinytool.formats import get_format
     from tinytool.models.loading import load_model, load_tokenizer
     from tinytool.rl.data import build_rl_dataset, split_by_sub_answers
 
     transformers.set_seed(cfg.seed)
-    fmt = get_format(cfg.format)
+    fmt = cfg.prompt_format
     convs = read_conversations(cfg.data)
     tokenizer = load_tokenizer(cfg.model, padding_side="left")
     dataset = build_rl_dataset(convs, fmt, tokenizer)

@@ -14,6 +14,8 @@ import typer
 
 from tinytool.clikit import err, fail
 from tinytool.errors import UserInputError
+from tinytool.formats import PromptFormat
+from tinytool.formats.option import format_option
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -46,8 +48,7 @@ def bind(host: str, port: int) -> socket.socket:
 def serve_command(
     model: str = typer.Option(..., "--model", "-m", help="Model: a trained run directory, hub id, .gguf file or "
                               "smollm2-135m-instruct."),
-    fmt: str = typer.Option(None, "--format", "-f", help="Prompt format: hermes, hermes-nothink, toolrl, python "
-                            "[default: the one the model was trained in, else hermes]."),
+    fmt: PromptFormat | None = format_option(trained=True),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(8000, "--port", "-p", min=1, max=65535, help="Port to listen on (a busy one is an "
                              "error before the model loads)."),
@@ -69,12 +70,10 @@ def serve_command(
 
     Example: tinytool serve -m runs/sft -p 8000, then tinytool eval bfcl -m http://127.0.0.1:8000/v1@sft -o runs/served
     """
-    from tinytool.formats import FORMATS
+    from tinytool.formats import DEFAULT_FORMAT, resolve_format
     from tinytool.models.loading import trained_format
 
-    fmt = fmt or trained_format(model) or "hermes"
-    if fmt not in FORMATS:
-        fail(f"--format: unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    fmt = fmt or resolve_format(trained_format(model) or DEFAULT_FORMAT)
     plain = ("cosine", "bm25", "weighted", "cascade")  # cosine-max and rrf need an intent refiner
     if retrieval not in plain:
         fail(f"--retrieval {retrieval!r}: choose one of {', '.join(plain)} (cosine-max and rrf refine the request "
@@ -88,11 +87,10 @@ def serve_command(
         listening.close()
 
 
-def _serve(listening: socket.socket, model: str, fmt: str, host: str, port: int, served: str, batch_size: int,
+def _serve(listening: socket.socket, model: str, fmt: PromptFormat, host: str, port: int, served: str, batch_size: int,
            max_tokens: int, context: int | None, catalog: list[Path] | None, top_k: int, retrieval: str) -> None:
     import uvicorn
 
-    from tinytool.formats import get_format
     from tinytool.llm.hf import HFClient
     from tinytool.serve.app import create_app
     from tinytool.serve.engine import Engine, model_context
@@ -115,10 +113,10 @@ def _serve(listening: socket.socket, model: str, fmt: str, host: str, port: int,
         retriever = ToolRetriever(tools)
         err.print(f"retrieval: {len(retriever.tools)} tools indexed; requests without tools get the {top_k} best "
                   f"({retrieval})")
-    engine = Engine(client, get_format(fmt), served, batch_size=batch_size, max_tokens=max_tokens,
+    engine = Engine(client, fmt, served, batch_size=batch_size, max_tokens=max_tokens,
                     retriever=retriever, top_k=top_k, method=retrieval, context=context)
     context = f", context {engine.context} tokens" if engine.context else ""
-    err.print(f"serving {served!r} ({fmt}{context}) on http://{host}:{port}/v1")
+    err.print(f"serving {served!r} ({fmt.name}{context}) on http://{host}:{port}/v1")
     server = uvicorn.Server(uvicorn.Config(create_app(engine), host=host, port=port, log_level="warning"))
     try:
         server.run(sockets=[listening])

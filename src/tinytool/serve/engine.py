@@ -23,6 +23,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from tinytool.formats.base import PromptFormat
 from tinytool.llm.base import Completion, GenerationConfig, chat_request
 from tinytool.serve.protocol import ChatRequest, ServeError, conversation
 
@@ -66,7 +67,7 @@ class Job:
 class Engine:
     """A loaded model answering chat requests in ``fmt``, batched across callers."""
 
-    def __init__(self, client: Any, fmt: Any, name: str, *, batch_size: int = 8, window_s: float = 0.01,
+    def __init__(self, client: Any, fmt: PromptFormat, name: str, *, batch_size: int = 8, window_s: float = 0.01,
                  max_tokens: int = 512, retriever: Any = None, top_k: int = 5, method: str = "weighted",
                  context: int | None = None):
         self.client, self.fmt, self.name = client, fmt, name

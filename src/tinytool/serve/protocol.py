@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tinytool.formats.base import PromptFormat
 from tinytool.schema import Conversation, SchemaError
 
 
@@ -153,7 +154,7 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:24]}"
 
 
-def assistant_message(fmt: Any, text: str, allow_calls: bool) -> tuple[dict[str, Any], str]:
+def assistant_message(fmt: PromptFormat, text: str, allow_calls: bool) -> tuple[dict[str, Any], str]:
     """(OpenAI assistant message, finish reason) of model text read strictly; ``allow_calls`` False gives the
     text as content whatever it holds."""
     parsed = fmt.strict_copy().parse(text)

@@ -10,6 +10,8 @@ from typing import Any
 import typer
 
 from tinytool.clikit import err, make_app
+from tinytool.formats import DEFAULT_FORMAT, PromptFormat
+from tinytool.formats.option import format_option
 
 synth_app = make_app(help="Synthesize data and environments from tool documents (ASTRA).", no_args_is_help=True)
 
@@ -214,7 +216,7 @@ def trajectories_cmd(
     emulator: str = typer.Option(None, "--emulator", help="The LLM that emulates document-only tools [default: the "
                                  "judge]."),
     out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="Conversation JSONL (SFT data) with scores."),
-    fmt: str = typer.Option("hermes", "--format", "-f", help="Prompt format the teacher answers in."),
+    fmt: PromptFormat = format_option(DEFAULT_FORMAT),
     failure_rate: float = typer.Option(0.2, "--failure-rate", min=0.0, max=1.0,
                                        help="Share of emulated calls that fail (ASTRA §2.1.4: 0.2)."),
     max_turns: int = typer.Option(8, "--max-turns", min=1),
@@ -232,7 +234,6 @@ def trajectories_cmd(
     """
     from tinytool.data.demo.catalog import CATALOG
     from tinytool.envs import DemoEnv
-    from tinytool.formats import get_format
     from tinytool.io import read_jsonl_rows
     from tinytool.llm.pool import pooled, thread_safe
     from tinytool.synth.emulator import EmulatedEnv
@@ -253,13 +254,13 @@ def trajectories_cmd(
 
         def work(shard: list[dict], _: int) -> tuple[list[Any], dict[str, Any]]:
             kept, report = collect(clients[teacher], clients[judge or teacher], shard, servers, env_for,
-                                   get_format(fmt), min_reward=min_reward)
+                                   fmt, min_reward=min_reward)
             report.pop("mean_reward")
             return [c.to_dict() for c in kept], report
 
         guard = min(clients.values(), key=thread_safe)  # a local model among them: one shard at a time
         kept, report = _sharded(rows, lambda t: str(t["id"]), work, out, guard, shard_size, workers, "trajectories",
-                                {"teacher": teacher, "judge": judge, "emulator": emulator, "format": fmt,
+                                {"teacher": teacher, "judge": judge, "emulator": emulator, "format": fmt.name,
                                  "failure_rate": failure_rate, "max_turns": max_turns, "min_reward": min_reward},
                                 overwrite)
     finally:

@@ -245,7 +245,7 @@ def check_inputs(cfg: Any, *more_files: str) -> Any:
     """What every training config checks first: ``data`` (and ``more_files``) name files that exist, ``model``
     is a string, ``format`` is a known prompt format (returned)."""
     from tinytool.errors import MissingInputError
-    from tinytool.formats import get_format
+    from tinytool.formats import resolve_format
 
     cfg.data = paths(cfg.data)
     cfg.model = str(cfg.model)
@@ -258,10 +258,8 @@ def check_inputs(cfg: Any, *more_files: str) -> Any:
 
     check_not_input(cfg.output_dir, cfg.model, *cfg.data, *more_files,
                     *(getattr(cfg, k, None) for k in ("teacher", "cache")))
-    try:
-        return get_format(cfg.format)
-    except ValueError as e:
-        raise UserInputError(str(e)) from None
+    cfg.prompt_format = resolve_format(cfg.format)  # resolved once: every builder takes the format itself
+    return cfg.prompt_format
 
 
 def _lora_text(value: Any) -> str:
@@ -322,7 +320,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _default(f: dataclasses.Field) -> Any:
+def field_default(f: dataclasses.Field) -> Any:
+    """A dataclass field's default (from its factory where it has one), or `dataclasses.MISSING`."""
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
@@ -346,7 +345,7 @@ def saved_config(cfg: Any) -> dict[str, Any]:
             continue
         if name in own:
             value = getattr(cfg, name)
-        elif name in given and not _same(given[name], _default(f)):
+        elif name in given and not _same(given[name], field_default(f)):
             value = given[name]
         else:
             continue
@@ -444,25 +443,73 @@ def load_config(cls: type[C], path: str | os.PathLike | None = None, **overrides
         raise UserInputError(f"{path or 'config'}: {e}") from None
 
 
+def config_parser(cls: type, prog: str) -> Any:
+    """The parser of ``cls``'s flags and ``--config`` file (a `ConfigParser`, see `_parser_class`)."""
+    return _parser_class()(cls, prog)
+
+
 def _parser_class() -> type:
-    """`HfArgumentParser` whose errors are `UserInputError`s (one line, caught by the CLI) instead of an exit;
-    built on first use so that importing this module does not import transformers."""
+    """`ConfigParser`, built on first use so that importing this module imports neither TRL nor transformers."""
     global _PARSER
     if _PARSER is None:
-        from transformers import HfArgumentParser
+        import typing
 
-        class ConfigParser(HfArgumentParser):
+        from trl import TrlParser
+
+        class ConfigParser(TrlParser):
+            """TRL's parser of a config dataclass's flags and ``--config`` YAML (the file's values become the
+            defaults, flags override them), the tinytool way: errors are `UserInputError`s (a YAML error names the
+            file and line, an unknown key the field it may mean); a file's ``env:`` sets environment variables
+            only when it is a mapping (``env: demo`` is ``tinytool rl``'s option); every boolean also takes
+            ``--no-NAME``, an optional one (default None: decided at run time) a bare ``--NAME`` too; and the
+            config is built from the values the file and the flags gave only (the rest are the dataclass's
+            defaults), so that it records which values the user chose (`saved_config`). ``--help`` is the
+            verb's (`tinytool.train.cli_common`)."""
+
+            def __init__(self, cls: type, prog: str) -> None:
+                super().__init__(cls, prog=prog, add_help=False)
+                self.config_cls = cls
+                hints = typing.get_type_hints(cls)
+                taken = set(self._option_string_actions)
+                for action in list(self._actions):
+                    if hints.get(action.dest) == bool | None and action.nargs is None:
+                        action.nargs, action.const = "?", True
+                    if action.nargs != "?" or action.const is not True:
+                        continue  # not a boolean (TRL's parser makes one take a value, or none for true)
+                    names = [s[2:] for s in action.option_strings if s.startswith("--")]
+                    negations = [f"--no{sep}{n}" for n in names for sep in "-_" if f"--no{sep}{n}" not in taken]
+                    if negations:
+                        self.add_argument(*negations, action="store_false", dest=action.dest, help=argparse.SUPPRESS)
+
             def error(self, message: str):  # type: ignore[override]
                 raise UserInputError(f"{self.prog}: {message}", fix=f"see {self.prog} --help")
 
-        class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-            """Shows an option's default unless its help already says what the default is."""
+            def parse_args_and_config(self, args: list[str] | None = None) -> tuple[Any]:  # type: ignore[override]
+                """``args`` (``--config FILE`` among them) → ``(config,)``."""
+                import sys
 
-            def _get_help_string(self, action: argparse.Action) -> str:
-                text = action.help or ""
-                return text if "default" in text else super()._get_help_string(action)
-
-        ConfigParser.help_formatter = HelpFormatter
+                args = list(sys.argv[1:] if args is None else args)
+                from_file: dict[str, Any] = {}
+                if "--config" in args:
+                    i = args.index("--config")
+                    if i + 1 >= len(args):
+                        raise UserInputError(f"{self.prog}: --config needs a file path", fix=f"see {self.prog} --help")
+                    path = args[i + 1]
+                    del args[i:i + 2]
+                    from_file = _read_yaml(path)
+                    for k, v in _pop_environment(from_file).items():
+                        os.environ[k] = str(v)
+                    _check_keys(self.config_cls, from_file, path)
+                    self.set_defaults_with_config(**from_file)
+                unset = object()  # argparse fills in a field's default only where the namespace lacks it
+                ns = argparse.Namespace(**{a.dest: unset for a in self._actions if a.dest not in from_file})
+                ns, rest = self.parse_known_args(args, ns)
+                if rest:
+                    flags = [a for a in rest if a.startswith("-")] or rest
+                    raise UserInputError(f"{self.prog}: unknown option{'s' * (len(flags) > 1)}: {' '.join(flags)}",
+                                         fix=f"see {self.prog} --help")
+                init = {f.name for f in dataclasses.fields(self.config_cls) if f.init}
+                return (self.config_cls(**{k: v for k, v in vars(ns).items() if k in init and v is not unset}),)
 
         _PARSER = ConfigParser
     return _PARSER
@@ -471,76 +518,18 @@ def _parser_class() -> type:
 _PARSER: type | None = None
 
 
-def _bool_flags(cls: type, args: list[str]) -> list[str]:
-    """``--no-bf16`` → ``--bf16 false`` for optional booleans (default None: decided at run time), which argparse
-    gives no negative form; a bare ``--bf16`` is a switch through the parser (``nargs="?"``)."""
-    names = {f.name for f in dataclasses.fields(cls) if f.type in ("bool | None", bool | None)}
-    out: list[str] = []
-    for a in args:
-        flag = a[2:].replace("-", "_") if a.startswith("--no") else ""
-        out += [f"--{flag[3:]}", "false"] if flag.startswith("no_") and flag[3:] in names else [a]
-    return out
-
-
-def parse_config(cls: type[C], args: list[str], prog: str, description: str = "") -> C:
-    """Flags (and ``--config FILE``, which they override) → a config of ``cls``. ``--help`` lists tinytool's
-    fields; every other field of TRL's config is accepted too. Errors are `UserInputError`s."""
-    args = _bool_flags(cls, list(args))
-    parser_cls = _parser_class()
-    parser = parser_cls(cls, prog=prog, description=description, add_help=False,
-                        formatter_class=parser_cls.help_formatter,
-                        epilog="Every other field of the underlying TRL/transformers config is accepted too "
-                               "(--field_name VALUE), in flags and in the --config YAML file.")
-    parser.add_argument("--config", help="YAML file of option: value; flags given beside it override it.")
-    parser.add_argument("-h", "--help", action="help", help="Show this message and exit.")
-    own = set(cls.own_fields())  # type: ignore[attr-defined]
-    switches = {f.name for f in dataclasses.fields(cls) if f.type in ("bool | None", bool | None)}
-    for action in parser._actions:
-        if action.dest in switches and action.nargs is None:
-            action.nargs, action.const, action.metavar = "?", True, "true|false"
-        if action.dest not in own and action.dest not in ("config", "help"):
-            action.help = argparse.SUPPRESS
-    from_file: set[str] = set()
-    if "--config" in args:
-        i = args.index("--config")
-        if i + 1 >= len(args):
-            raise UserInputError(f"{prog}: --config needs a file path")
-        path = args[i + 1]
-        args = args[:i] + args[i + 2:]
-        values = _read_yaml(path)
-        for k, v in _pop_environment(values).items():
-            os.environ[k] = str(v)
-        _check_keys(cls, values, path)
-        from_file = set(values)
-        for action in parser._actions:
-            if action.dest in values:
-                action.default = values[action.dest]
-                action.required = False
-    ns, rest = parser.parse_known_args(args)
-    if rest:
-        flags = [a for a in rest if a.startswith("-")] or rest
-        raise UserInputError(f"{prog}: unknown option{'s' * (len(flags) > 1)}: {' '.join(flags)}",
-                             fix=f"see {prog} --help")
-    # only what the file or the flags set: the rest takes the dataclass's defaults, so that the config records
-    # which values the user chose (`saved_config`)
-    given = from_file | _flags_given(parser, args)
-    init = {f.name for f in dataclasses.fields(cls) if f.init}
-    return cls(**{k: v for k, v in vars(ns).items() if k in init and k in given})
-
-
-def _flags_given(parser: argparse.ArgumentParser, args: list[str]) -> set[str]:
-    """The fields that ``args`` (already parsed once without error) set: parsed again into a namespace that
-    already holds every field, which argparse then fills only from the flags given."""
-    unset = object()
-    ns = argparse.Namespace(**{a.dest: unset for a in parser._actions})
-    parser.parse_known_args(args, namespace=ns)
-    return {k for k, v in vars(ns).items() if v is not unset}
+def parse_config(cls: type[C], args: list[str], prog: str) -> C:
+    """Flags (and ``--config FILE``, which they override) → a config of ``cls``: every field of it, TRL's
+    included, is a flag. Errors are `UserInputError`s."""
+    (cfg,) = config_parser(cls, prog).parse_args_and_config(args)
+    return cfg
 
 
 __all__ = [
     "CONFIG_FILE",
     "Repeatable",
     "RunOptions",
+    "config_parser",
     "describe_config",
     "listed",
     "load_config",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tinytool.errors import MissingInputError
-from tinytool.formats.base import END_MARKERS
+from tinytool.formats.base import END_MARKERS, PromptFormat
 
 
 def adds_bos(tokenizer: Any) -> bool:
@@ -42,7 +42,7 @@ def _in_vocab(tokenizer: Any, token: str) -> bool:
     return tid is not None and (tid != tokenizer.unk_token_id or token == tokenizer.unk_token)
 
 
-def _turn_pairs(conv: Any, fmt: Any, tokenizer: Any, strip_bos: str | None) -> list[tuple[dict[str, str], str | None]]:
+def _turn_pairs(conv: Any, fmt: PromptFormat, tokenizer: Any, strip_bos: str | None) -> list[tuple[dict[str, str], str | None]]:
     """The prompt–completion pairs of one conversation, one per assistant turn (see `sft_examples`), each with
     the end-of-turn token its completion ends with (None if it has none)."""
     pairs = []
@@ -59,15 +59,13 @@ def _turn_pairs(conv: Any, fmt: Any, tokenizer: Any, strip_bos: str | None) -> l
     return pairs
 
 
-def turn_pairs(conv: Any, fmt: Any, tokenizer: Any) -> list[tuple[dict[str, str], str | None]]:
+def turn_pairs(conv: Any, fmt: PromptFormat, tokenizer: Any) -> list[tuple[dict[str, str], str | None]]:
     """The ``{"prompt", "completion"}`` pairs of one conversation, one per assistant turn, shaped as
     `sft_examples` shapes them, each with the end-of-turn token its completion ends with (None if it has none)."""
-    from tinytool.formats import get_format
-
-    return _turn_pairs(conv, get_format(fmt), tokenizer, tokenizer.bos_token if adds_bos(tokenizer) else None)
+    return _turn_pairs(conv, fmt, tokenizer, tokenizer.bos_token if adds_bos(tokenizer) else None)
 
 
-def sft_examples(conversations: list[Any], fmt: Any, tokenizer: Any) -> tuple[list[dict[str, str]], str | None]:
+def sft_examples(conversations: list[Any], fmt: PromptFormat, tokenizer: Any) -> tuple[list[dict[str, str]], str | None]:
     """One ``{"prompt", "completion"}`` pair of strings per assistant turn, shaped so that TRL's tokenization
     adds no special token a second time. Returns the pairs and the end-of-turn token.
 
@@ -76,9 +74,6 @@ def sft_examples(conversations: list[Any], fmt: Any, tokenizer: Any) -> tuple[li
     prompt) and that token is told to TRL as the EOS. A tokenizer that prepends BOS would double the one the
     chat template already wrote, so the template's one is cut.
     """
-    from tinytool.formats import get_format
-
-    fmt = get_format(fmt)
     strip_bos = tokenizer.bos_token if adds_bos(tokenizer) else None
     pairs = [p for conv in conversations for p in _turn_pairs(conv, fmt, tokenizer, strip_bos)]
     return [p for p, _ in pairs], next((e for _, e in pairs if e), None)
@@ -101,7 +96,7 @@ class ConversationTexts:
     turns: list[TrainText]
 
 
-def whole_conversations(conversations: list[Any], fmt: Any,
+def whole_conversations(conversations: list[Any], fmt: PromptFormat,
                         tokenizer: Any) -> tuple[list[ConversationTexts], str | None]:
     """For each conversation, the sequences that train every assistant turn of it, and the end-of-turn token.
 
@@ -114,9 +109,6 @@ def whole_conversations(conversations: list[Any], fmt: Any,
     sequences are always given too: a length limit that the whole conversation exceeds can still keep its
     shorter turns.
     """
-    from tinytool.formats import get_format
-
-    fmt = get_format(fmt)
     strip_bos = tokenizer.bos_token if adds_bos(tokenizer) else None
     out: list[ConversationTexts] = []
     end: str | None = None

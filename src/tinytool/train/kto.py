@@ -26,6 +26,8 @@ from typing import Any, ClassVar
 from trl import KTOConfig
 
 from tinytool.errors import UserInputError
+from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
+from tinytool.formats.base import PromptFormat
 from tinytool.train.config import RunOptions, check_inputs, listed, option
 from tinytool.train.examples import turn_pairs
 from tinytool.train.run import finish_training, open_training_run, save_final, start_training
@@ -55,7 +57,7 @@ class KTORunConfig(RunOptions, KTOConfig):
                                          ".gguf file, or smollm2-135m-instruct.", "aliases": ["-m"]})
     data: list[str] = listed("Labelled conversation JSONL file(s): meta.label true (desirable) or false.", "-d",
                              required=True)
-    format: str = option("hermes", "Prompt format: hermes, hermes-nothink, toolrl, python.", "-f")
+    format: str = option(DEFAULT_FORMAT, f"{FORMAT_HELP}.", "-f")
     max_length: int | None = option(2048, "Longest example (prompt + completion) in tokens; longer ones are "
                                   "dropped and counted, never truncated.")
 
@@ -122,7 +124,7 @@ class KTOData:
                 "dropped_too_long": self.dropped_too_long}
 
 
-def build_kto_dataset(conversations: list[Any], fmt: Any, tokenizer: Any, max_length: int | None,
+def build_kto_dataset(conversations: list[Any], fmt: PromptFormat, tokenizer: Any, max_length: int | None,
                       seed: int = 0) -> KTOData:
     """One ``{prompt, completion, label}`` row per assistant turn, shuffled with ``seed`` (TRL reads them in
     order, and its KL estimate pairs neighbours: a file sorted by label would pair like with like)."""
@@ -160,7 +162,7 @@ def build_kto_trainer(cfg: KTORunConfig, callbacks: list[Any] | None = None):
     transformers.set_seed(cfg.seed)
     convs = read_labelled(cfg.data)
     tokenizer = load_tokenizer(cfg.model, padding_side="right")
-    data = build_kto_dataset(convs, cfg.format, tokenizer, cfg.max_length, cfg.seed)
+    data = build_kto_dataset(convs, cfg.prompt_format, tokenizer, cfg.max_length, cfg.seed)
     if data.desirable + data.undesirable < 2:
         raise UserInputError(f"{', '.join(cfg.data)}: {data.desirable + data.undesirable} usable examples; KTO needs "
                              "at least 2 (a batch to estimate its KL term from)")

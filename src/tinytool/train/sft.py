@@ -29,6 +29,8 @@ from typing import Any, ClassVar
 from trl import SFTConfig
 
 from tinytool.errors import UserInputError
+from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
+from tinytool.formats.base import PromptFormat
 from tinytool.train.config import RunOptions, check_inputs, listed, option, paths
 from tinytool.train.examples import TrainText, read_conversations, whole_conversations
 from tinytool.train.run import finish_training, open_training_run, save_final, start_training
@@ -59,7 +61,7 @@ class SFTRunConfig(RunOptions, SFTConfig):
     model: str = field(metadata={"help": "Model: hub id (org/name), checkpoint directory, .gguf file, or "
                                          "smollm2-135m-instruct.", "aliases": ["-m"]})
     data: list[str] = listed("Training JSONL file(s) of conversations.", "-d", required=True)
-    format: str = option("hermes", "Prompt format: hermes, hermes-nothink, toolrl, python.", "-f")
+    format: str = option(DEFAULT_FORMAT, f"{FORMAT_HELP}.", "-f")
     eval_data: list[str] = listed("Dev JSONL file(s): eval loss every --eval-steps and at the end.")
     compact_loss: bool = option(True, "Off GPU, send only completion positions through the LM head "
                               "(CompletionSFTTrainer).")
@@ -114,7 +116,7 @@ def _tokenize(texts: list[TrainText], tokenizer: Any) -> list[tuple[list[int], l
     return out
 
 
-def build_sft_dataset(conversations: list[Any], fmt: Any, tokenizer: Any, max_length: int | None) -> SFTData:
+def build_sft_dataset(conversations: list[Any], fmt: PromptFormat, tokenizer: Any, max_length: int | None) -> SFTData:
     """The tokenized `datasets.Dataset`: one sequence per conversation where its turns chain
     (`tinytool.train.examples.whole_conversations`), else one per assistant turn. A conversation longer than
     ``max_length`` tokens falls back to its turns; a turn longer than that is dropped and counted, never
@@ -164,14 +166,13 @@ def build_trainer(cfg: SFTRunConfig, callbacks: list[Any] | None = None):
     import transformers
     from trl import SFTTrainer
 
-    from tinytool.formats import get_format
     from tinytool.models.loading import load_model, load_tokenizer
     from tinytool.train.callbacks import WholeRunLog
     from tinytool.train.sft_trainer import CompletionSFTTrainer
     from tinytool.train.trl_private import set_train_tokens
 
     transformers.set_seed(cfg.seed)
-    fmt = get_format(cfg.format)
+    fmt = cfg.prompt_format
     convs = read_conversations(cfg.data)
     dev_convs = read_conversations(cfg.eval_data) if cfg.eval_data else []
     tokenizer = load_tokenizer(cfg.model, padding_side="right")
