@@ -17,9 +17,11 @@ teacher_app.command("cache")(cache_command)
 def distill_command(ctx: typer.Context) -> None:
     """Distil a teacher into a student over completion tokens (CKD by default: top-k FKL + λ·tail, STAR Eq. 3).
 
-    The flags are DistillConfig's fields (transformers' TrainingArguments plus the distillation options), read
-    with --config run.yaml underneath them; `tinytool distill --help` lists them. Writes checkpoints, the student,
-    OUT/config.yaml, OUT/run.json and OUT/distill_summary.json.
+    Example: tinytool distill --student students/smol15 --cache cache/ --loss ckd --k 100 -o runs/ckd
+
+    The flags are DistillConfig's fields (the distillation options, then transformers' TrainingArguments), read
+    with --config run.yaml underneath them. Writes checkpoints, the student, OUT/config.yaml, OUT/run.json and
+    OUT/distill_summary.json.
     """
     from tinytool.distill.trainer import DistillConfig, train_distill
     from tinytool.train.cli_common import run_training_verb

@@ -21,8 +21,8 @@ def rl(ctx: typer.Context) -> None:
     Example: tinytool rl -m runs/sft -d demo/train.jsonl -f hermes-nothink --reward simrl --max-steps 50 -o runs/rl
 
     Writes checkpoints to OUT/checkpoint-N, the final policy to OUT, OUT/config.yaml, OUT/run.json and
-    OUT/rl_summary.json (reward curves, share of groups without signal, step times). `tinytool rl --help` lists
-    the options; every field of TRL's GRPOConfig is accepted too, in flags and in --config YAML.
+    OUT/rl_summary.json (reward curves, share of groups without signal, step times). Every field of TRL's
+    GRPOConfig is an option too, listed after tinytool's own, in flags and in --config YAML.
     """
     from tinytool.rl.config import RLRunConfig
     from tinytool.rl.trainer import train_rl

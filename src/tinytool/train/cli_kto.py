@@ -22,7 +22,8 @@ def kto(ctx: typer.Context) -> None:
 
     Writes checkpoints to OUT/checkpoint-N, the final model (or LoRA adapter; --merge saves it merged) and
     tokenizer to OUT, OUT/config.yaml, OUT/run.json and OUT/kto_summary.json. Every field of TRL's KTOConfig
-    (beta, desirable_weight, undesirable_weight, loss_type, …) is accepted too, in flags and in --config YAML.
+    (beta, desirable_weight, undesirable_weight, loss_type, …) is an option too, listed after tinytool's own, in
+    flags and in --config YAML.
     """
     from tinytool.train.cli_common import run_training_verb
     from tinytool.train.kto import KTORunConfig, train_kto

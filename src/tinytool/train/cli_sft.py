@@ -21,8 +21,8 @@ def sft(ctx: typer.Context) -> None:
     Example: tinytool sft -m smollm2-135m-instruct -d demo/train.jsonl -f hermes-nothink --lr 1e-4 -o runs/sft
 
     Writes checkpoints to OUT/checkpoint-N, the final model (or LoRA adapter) and tokenizer to OUT,
-    OUT/config.yaml (the resolved config), OUT/run.json and OUT/sft_summary.json. `tinytool sft --help` lists
-    the options; every field of TRL's SFTConfig is accepted too, in flags and in --config YAML.
+    OUT/config.yaml (the resolved config), OUT/run.json and OUT/sft_summary.json. Every field of TRL's SFTConfig
+    is an option too, listed after tinytool's own, in flags and in --config YAML.
     """
     from tinytool.train.cli_common import run_training_verb
     from tinytool.train.sft import SFTRunConfig, train_sft
