@@ -125,3 +125,18 @@ def test_every_flag_the_help_shows_parses(helps, data):
     taken = config_parser(SFTRunConfig, "tinytool sft")._option_string_actions
     shown = [f for flags, _ in _rows(helps["sft"]) for f in flags.split("/")]
     assert not [f for f in shown if f not in taken and f not in ("--config", "--help")]
+
+
+def test_a_config_file_under_flags_records_only_what_was_given(data, tmp_path):
+    """The file's values are defaults that flags override; fields neither sets keep the dataclass's defaults (the
+    parser's differ for some: ``include_num_input_tokens_seen`` is False there, "no" here), so the saved config
+    holds only what the user chose."""
+    from tinytool.train.config import parse_config, saved_config
+    from tinytool.train.sft import SFTRunConfig
+
+    path = tmp_path / "run.yaml"
+    path.write_text(f"model: m\ndata: [{data}]\nlearning_rate: 1.0e-3\nweight_decay: 0.1\n")
+    cfg = parse_config(SFTRunConfig, ["--config", str(path), "--lr", "5e-4", "-o", "X"], prog="tinytool sft")
+    saved = saved_config(cfg)
+    assert cfg.learning_rate == 5e-4 and saved["weight_decay"] == 0.1 and saved["data"] == [data]
+    assert "include_num_input_tokens_seen" not in saved and "debug" not in saved

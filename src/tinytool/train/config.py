@@ -395,29 +395,26 @@ def describe_config(cfg: Any) -> str:
     return yaml.safe_dump(config_dict(cfg, only_own=True), sort_keys=False, allow_unicode=True).rstrip()
 
 
-def _read_yaml(path: str | os.PathLike) -> dict[str, Any]:
+def _read_config_file(cls: type, path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A config file's options for ``cls`` (an unknown one is an error that names the field it may mean) and its
+    ``env:`` mapping, the environment variables to set; an ``env`` that is not a mapping is an option
+    (``tinytool rl``'s multi-turn environment, ``env: demo``)."""
     from tinytool.io import read_yaml
 
     data = read_yaml(path, "config file")
     if data is None:
-        return {}
+        data = {}
     if not isinstance(data, dict):
         raise UserInputError(f"{path}: a config file holds a mapping of option: value")
     # transformers writes ``<HUB_TOKEN>`` in place of every ``*_token`` field: never a setting (older config.yaml)
-    return {k: v for k, v in data.items() if not (str(k).endswith("_token") and v == f"<{str(k).upper()}>")}
-
-
-def _pop_environment(values: dict[str, Any]) -> dict[str, Any]:
-    """Take a config file's ``env:`` mapping (environment variables to set) out of ``values``; an ``env`` that is
-    not a mapping stays: it is an option (``tinytool rl``'s multi-turn environment, ``env: demo``)."""
-    env = values.get("env")
-    if isinstance(env, dict):
-        del values["env"]
-        return env
-    return {}
+    values = {k: v for k, v in data.items() if not (str(k).endswith("_token") and v == f"<{str(k).upper()}>")}
+    env = values.pop("env") if isinstance(values.get("env"), dict) else {}
+    _check_keys(cls, values, str(path))
+    return values, env
 
 
 def _check_keys(cls: type, values: dict[str, Any], source: str) -> None:
+    """Every key of ``values`` is a field of ``cls``; an unknown one is an error that names the closest field."""
     names = {f.name for f in dataclasses.fields(cls) if f.init}
     unknown = [k for k in values if k not in names]
     if unknown:
@@ -432,10 +429,9 @@ def load_config(cls: type[C], path: str | os.PathLike | None = None, **overrides
     """The Python API's way to a config: ``path`` (a YAML file, as ``--config`` reads it) with ``overrides``
     on top. ``load_config(SFTRunConfig, "run.yaml", max_steps=10)`` is ``tinytool sft --config run.yaml
     --max-steps 10``."""
-    values = _read_yaml(path) if path is not None else {}
-    _pop_environment(values)
+    values = _read_config_file(cls, path)[0] if path is not None else {}
+    _check_keys(cls, overrides, "load_config")
     values.update(overrides)
-    _check_keys(cls, values, str(path) if path is not None else "config")
     init = {f.name for f in dataclasses.fields(cls) if f.init}
     try:
         return cls(**{k: v for k, v in values.items() if k in init})
@@ -496,10 +492,8 @@ def _parser_class() -> type:
                         raise UserInputError(f"{self.prog}: --config needs a file path", fix=f"see {self.prog} --help")
                     path = args[i + 1]
                     del args[i:i + 2]
-                    from_file = _read_yaml(path)
-                    for k, v in _pop_environment(from_file).items():
-                        os.environ[k] = str(v)
-                    _check_keys(self.config_cls, from_file, path)
+                    from_file, env = _read_config_file(self.config_cls, path)
+                    os.environ.update({k: str(v) for k, v in env.items()})
                     self.set_defaults_with_config(**from_file)
                 unset = object()  # argparse fills in a field's default only where the namespace lacks it
                 ns = argparse.Namespace(**{a.dest: unset for a in self._actions if a.dest not in from_file})
