@@ -334,7 +334,7 @@ def test_cli_help_and_bad_flags(env):
     assert res.exit_code == 0
     for flag in ("--batch-size", "--lr", "--out", "--config", "--lora", "--overwrite", "--eval-data"):
         assert flag in res.output, flag
-    assert "--push_to_hub" not in res.output  # TRL's other fields are accepted, not listed
+    assert "--push_to_hub" not in res.output  # a TRL field is listed once, dashed
     res = runner.invoke(sft_app, ["--model", env["model"], "--data", env["two"], "--out", "x", "--bacth-size", "2"])
     assert res.exit_code == 2 and "unknown option: --bacth-size" in res.output and "Traceback" not in res.output
     bad = env["root"] / "bad.yaml"
