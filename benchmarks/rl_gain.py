@@ -74,6 +74,11 @@ ROWS: dict[str, dict] = {
     "tr-10m": {"kind": "rl", "reward": "toolrl", "lr": 2e-5, "prompts": "hard", "G": 8, "per_step": 2,
                "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600,
                "flags": ["--no-call", "symmetric"]},
+    # tr-10m on the SFT model's own mix (16 % irrelevance) instead of the hard set (35 %): does the prompt mix
+    # decide whether GRPO teaches abstaining at the cost of calling?
+    "tr-10m-train": {"kind": "rl", "reward": "toolrl", "lr": 2e-5, "prompts": "train", "G": 8, "per_step": 2,
+                     "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600,
+                     "flags": ["--no-call", "symmetric"]},
     # the one-hour pair (chosen from the sweep)
     "tr-1h": {"kind": "rl", "reward": "toolrl", "lr": 1e-5, "prompts": "hard", "G": 8, "per_step": 2,
               "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 3600,
