@@ -24,6 +24,7 @@ from typing import Any
 
 from tinytool.envs.base import ToolEnv
 from tinytool.envs.episodes import Episode, run_episodes
+from tinytool.formats.base import PromptFormat
 from tinytool.llm.ask import ask_json
 from tinytool.llm.base import GenerationConfig, LLMClient
 from tinytool.schema import Conversation, Message, Tool
@@ -156,7 +157,7 @@ def reward(scores: dict[str, float]) -> float:
 
 
 def collect(teacher: LLMClient, judge: LLMClient, tasks: Sequence[dict[str, Any]], servers: dict[str, list[Tool]],
-            env_factory: Callable[[dict[str, Any]], ToolEnv], fmt: Any, *, gen: GenerationConfig | None = None,
+            env_factory: Callable[[dict[str, Any]], ToolEnv], fmt: PromptFormat, *, gen: GenerationConfig | None = None,
             min_reward: float = 0.0, tokenizer: Any = None) -> tuple[list[Conversation], dict[str, Any]]:
     """Run the teacher on every task (its server's tools offered), score each trajectory and keep those whose
     reward reaches ``min_reward``, as conversations with ``meta.scores`` and ``meta.reward``."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from random import Random
-
 from tinytool.data.demo.catalog.base import ToolError, ToolSpec, p_enum, p_int, p_num, phrases
 from tinytool.data.demo.catalog.world import DOORS, ROOMS, TODAY, World
 
@@ -60,10 +58,6 @@ def energy_usage(w: World, period: str) -> dict:
     days = {"day": 1, "week": 7, "month": 30}[period]
     kwh = round(sum(r.uniform(6, 14) for _ in range(days)), 1)
     return {"period": period, "kwh": kwh, "estimated_cost_usd": round(kwh * 0.17, 2)}
-
-
-def _room(r: Random, w: World) -> str:
-    return r.choice(ROOMS)
 
 
 ROOM = p_enum("room", "Room name.", ROOMS, label="room")
