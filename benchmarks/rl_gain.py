@@ -310,7 +310,9 @@ def main() -> None:
 
 
 def _write(out: Path, result: dict, sweep: list[dict]) -> None:
-    result.update({"machine": machine(), "versions": versions("torch", "transformers", "trl"), "rl_sweep": sweep})
+    # the file's other parts were measured elsewhere (rl_bench.py): this benchmark's machine gets keys of its own
+    result.update({"rl_sweep_machine": machine(), "rl_sweep_versions": versions("torch", "transformers", "trl"),
+                   "rl_sweep": sweep})
     out.write_text(json.dumps(result, indent=1) + "\n")
 
 
