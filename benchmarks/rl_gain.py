@@ -53,36 +53,29 @@ N_PROMPTS = 800
 RL_COMMON = ["-f", FORMAT, "--lr-scheduler-type", "constant", "--max-completion-length", "224",
              "--save-steps", "0", "--logging-steps", "1", "--max-steps", "100000"]
 
+#: what every GRPO row shares unless it says otherwise: ToolRL's fine-grained reward (call count, names, each
+#: parameter value; §3.3) with declining rewarded symmetrically, so near-miss prompts teach abstaining; 2 prompts x
+#: 8 rollouts a step; DAPO's clip-higher and token-mean loss; no KL; 10 minutes
+GRPO = {"kind": "rl", "reward": "toolrl", "lr": 1e-5, "prompts": "hard", "G": 8, "per_step": 2, "eps_high": 0.28,
+        "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600, "flags": ["--no-call", "symmetric"]}
+
 #: the rows: ``kind`` rl (GRPO) or sft (the control: more SFT from the base on its own data)
 ROWS: dict[str, dict] = {
-    # ToolRL's fine-grained reward (call count, names, each parameter value; §3.3), declining rewarded
-    # symmetrically so near-miss prompts teach abstaining; lr a decade above ToolRL's 1e-6 (a 7B setting)
-    "tr-lr1e5": {"kind": "rl", "reward": "toolrl", "lr": 1e-5, "prompts": "hard", "G": 8, "per_step": 2,
-                 "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600,
-                 "flags": ["--no-call", "symmetric"]},
-    "tr-lr3e5": {"kind": "rl", "reward": "toolrl", "lr": 3e-5, "prompts": "hard", "G": 8, "per_step": 2,
-                 "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600,
-                 "flags": ["--no-call", "symmetric"]},
-    "simrl-lr1e5": {"kind": "rl", "reward": "simrl", "lr": 1e-5, "prompts": "hard", "G": 8, "per_step": 2,
-                    "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600, "flags": []},
-    "exact-lr1e5": {"kind": "rl", "reward": "exact", "lr": 1e-5, "prompts": "hard", "G": 8, "per_step": 2,
-                    "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600, "flags": []},
+    # lr a decade and more above ToolRL's 1e-6 (a 7B setting)
+    "tr-lr1e5": GRPO,
+    "tr-lr3e5": {**GRPO, "lr": 3e-5},
+    "simrl-lr1e5": {**GRPO, "reward": "simrl", "flags": []},
+    "exact-lr1e5": {**GRPO, "reward": "exact", "flags": []},
     # the control at the sweep's budget: the base's own SFT data at its schedule's end rate region (constant)
     "sft-10m": {"kind": "sft", "lr": 2e-5, "seconds": 600},
     # a pair one session can run from the sft-v6-100 base: 10 minutes of GRPO against 10 minutes more SFT
     # (sft-10m above)
-    "tr-10m": {"kind": "rl", "reward": "toolrl", "lr": 2e-5, "prompts": "hard", "G": 8, "per_step": 2,
-               "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600,
-               "flags": ["--no-call", "symmetric"]},
+    "tr-10m": {**GRPO, "lr": 2e-5},
     # tr-10m on the SFT model's own mix (16 % irrelevance) instead of the hard set (35 %): does the prompt mix
     # decide whether GRPO teaches abstaining at the cost of calling?
-    "tr-10m-train": {"kind": "rl", "reward": "toolrl", "lr": 2e-5, "prompts": "train", "G": 8, "per_step": 2,
-                     "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600,
-                     "flags": ["--no-call", "symmetric"]},
+    "tr-10m-train": {**GRPO, "lr": 2e-5, "prompts": "train"},
     # the one-hour pair (chosen from the sweep)
-    "tr-1h": {"kind": "rl", "reward": "toolrl", "lr": 1e-5, "prompts": "hard", "G": 8, "per_step": 2,
-              "eps_high": 0.28, "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 3600,
-              "flags": ["--no-call", "symmetric"]},
+    "tr-1h": {**GRPO, "seconds": 3600},
     "sft-1h": {"kind": "sft", "lr": 2e-5, "seconds": 3600},
 }
 
@@ -233,7 +226,7 @@ def sweep_record(row: str, summary: dict, sc: dict, base: dict) -> dict:
         "seconds_budget": spec["seconds"],
         "seconds": round(summary.get("seconds", 0.0), 1),
         "steps": summary.get("global_step"),
-        "seconds_per_step": round(summary.get("seconds_per_step", 0.0), 1),
+        "seconds_per_step": round(summary.get("seconds", 0.0) / max(1, summary.get("global_step") or 1), 1),
         **sc["table"],
         "delta": {k: round(sc["table"][k] - base["table"][k], 4)
                   for k in (*CATEGORIES, "non_live_ast_avg", "irrelevance_strict", "demo_dev")},
