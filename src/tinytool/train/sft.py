@@ -15,6 +15,10 @@ Sequences are tokenized here and handed to TRL with a ``completion_mask`` (TRL b
 - no special token is added: the chat template wrote BOS (if any) and each turn's ``<|im_end|>``;
 - a sequence longer than ``max_length`` is never truncated (a truncated tool call teaches the model to stop
   mid-JSON): a conversation falls back to its turns, and a turn that is still too long is dropped and counted.
+- with ``shared_prefix``, sequences of conversations that offer the same tools under the same system prompt are
+  tree-packed (`tinytool.train.tree_pack`): the shared prefix (mostly the tool listing) once, then up to
+  ``branches`` of them after it, each attending to the prefix and itself only; loss and gradients are those of
+  the separate sequences, at a fraction of the tokens.
 
 SFT on a small model overfits readily (a training loss near 0 leaves a near-zero-entropy policy, and GRPO
 nothing to learn from); watch ``eval_loss`` on a dev split and keep epochs low.
@@ -72,10 +76,19 @@ class SFTRunConfig(RunOptions, SFTConfig):
     completion_only_loss: bool | None = option(True, "Loss on completion (assistant) tokens only.")
     eval_steps: float | None = option(None, "Eval every N steps when --eval-data is given [default: 5 × "
                                     "--logging-steps].")
+    shared_prefix: bool = option(False, "Tree-pack conversations that share a system prompt and tool listing: "
+                                 "one sequence holds the shared prefix once, then each conversation after it, "
+                                 "each attending to the prefix and itself only (same loss and gradients as "
+                                 "separate sequences; needs SDPA or eager attention).")
+    branches: int = option(4, "With --shared-prefix, how many conversations one sequence may carry after its "
+                           "prefix (memory: the attention mask is [T, T], T ≤ --max-length).")
 
     def __post_init__(self) -> None:
         self.eval_data = paths(self.eval_data)
         check_inputs(self, *self.eval_data)
+        if self.branches < 1:
+            raise UserInputError(f"--branches: must be ≥ 1, got {self.branches}",
+                                 fix="give the most conversations one sequence may carry, e.g. --branches 4")
         if self.eval_data:
             self.eval_strategy = "steps"
             self.eval_steps = self.eval_steps or self.logging_steps * 5
@@ -89,15 +102,18 @@ class SFTRunConfig(RunOptions, SFTConfig):
 class SFTData:
     """Tokenized training sequences ready for `SFTTrainer`, and what was dropped on the way."""
 
-    dataset: Any  # datasets.Dataset with "input_ids" and "completion_mask" (1 on assistant-turn tokens)
+    dataset: Any  # datasets.Dataset with "input_ids" and "completion_mask" (1 on assistant-turn tokens); tree
+    # rows also with "prefix_length" and "branch_lengths"
     conversations: int
-    examples: int  # sequences kept (a whole conversation counts once)
+    examples: int  # sequences kept (a whole conversation counts once; a tree row counts each branch)
     dropped_too_long: int  # assistant turns left out: even alone, longer than max_length
     tokens: int  # tokens of the kept sequences
     completion_tokens: int  # tokens the loss falls on
     longest: int  # tokens of the longest kept sequence
     end_token: str | None  # the end-of-turn token completions end with
     turns: int = 0  # assistant turns trained
+    rows: int = 0  # training sequences: ``examples``, or fewer when tree-packed
+    shared_tokens: int = 0  # tokens tree packing does not run again (prefixes read once for several branches)
 
     def report(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k != "dataset"}
@@ -116,11 +132,23 @@ def _tokenize(texts: list[TrainText], tokenizer: Any) -> list[tuple[list[int], l
     return out
 
 
-def build_sft_dataset(conversations: list[Any], fmt: PromptFormat, tokenizer: Any, max_length: int | None) -> SFTData:
+def listing_key(conv: Any) -> str:
+    """What conversations that may share a prompt prefix have in common: their tools and system prompt."""
+    import json
+
+    system = conv.messages[0].content if conv.messages and conv.messages[0].role == "system" else None
+    return json.dumps([[t.to_dict() for t in conv.tools], system], sort_keys=True)
+
+
+def build_sft_dataset(conversations: list[Any], fmt: PromptFormat, tokenizer: Any, max_length: int | None,
+                      branches: int | None = None) -> SFTData:
     """The tokenized `datasets.Dataset`: one sequence per conversation where its turns chain
     (`tinytool.train.examples.whole_conversations`), else one per assistant turn. A conversation longer than
     ``max_length`` tokens falls back to its turns; a turn longer than that is dropped and counted, never
-    truncated (a truncated tool call teaches the model to stop mid-JSON)."""
+    truncated (a truncated tool call teaches the model to stop mid-JSON).
+
+    With ``branches``, sequences of conversations with the same tools and system prompt are tree-packed
+    (`tinytool.train.tree_pack.tree_pack`), up to ``branches`` of them and ``max_length`` tokens a row."""
     from datasets import Dataset
 
     texts, end = whole_conversations(conversations, fmt, tokenizer)
@@ -150,11 +178,22 @@ def build_sft_dataset(conversations: list[Any], fmt: PromptFormat, tokenizer: An
     rows = [seq for conv in kept for seq in conv]
     ids_col, mask_col = [ids for ids, _ in rows], [mask for _, mask in rows]
     tokens, completion_tokens = sum(map(len, ids_col)), sum(map(sum, mask_col))
-    longest = max(map(len, ids_col), default=0)
     if dropped:
         log.warning("dropped %d assistant turns longer than max_length=%s tokens", dropped, max_length)
-    ds = Dataset.from_dict({"input_ids": ids_col, "completion_mask": mask_col})
-    return SFTData(ds, len(conversations), len(ids_col), dropped, tokens, completion_tokens, longest, end, turns)
+    columns: dict[str, list[Any]] = {"input_ids": ids_col, "completion_mask": mask_col}
+    if branches is not None:
+        from tinytool.train.tree_pack import tree_pack
+
+        keys = [listing_key(conversations[i]) for i, conv in enumerate(kept) for _ in conv]
+        tree = tree_pack(rows, keys, branches, max_length)
+        columns = {"input_ids": [r.input_ids for r in tree], "completion_mask": [r.completion_mask for r in tree],
+                   "prefix_length": [r.prefix_length for r in tree],
+                   "branch_lengths": [r.branch_lengths for r in tree]}
+    run_tokens = sum(map(len, columns["input_ids"]))
+    longest = max(map(len, columns["input_ids"]), default=0)
+    ds = Dataset.from_dict(columns)
+    return SFTData(ds, len(conversations), len(ids_col), dropped, run_tokens, completion_tokens, longest, end, turns,
+                   rows=len(columns["input_ids"]), shared_tokens=tokens - run_tokens)
 
 
 # ---- training ------------------------------------------------------------------------------
@@ -176,24 +215,33 @@ def build_trainer(cfg: SFTRunConfig, callbacks: list[Any] | None = None):
     convs = read_conversations(cfg.data)
     dev_convs = read_conversations(cfg.eval_data) if cfg.eval_data else []
     tokenizer = load_tokenizer(cfg.model, padding_side="right")
-    data = build_sft_dataset(convs, fmt, tokenizer, cfg.max_length)
+    branches = cfg.branches if cfg.shared_prefix else None
+    data = build_sft_dataset(convs, fmt, tokenizer, cfg.max_length, branches)
     if data.examples == 0:
         raise UserInputError(
             f"no training examples: {len(convs)} conversations gave {data.dropped_too_long} examples, all longer "
             f"than max_length={cfg.max_length}" if data.dropped_too_long else
             f"no training examples: {len(convs)} conversations have no assistant turn")
-    dev = build_sft_dataset(dev_convs, fmt, tokenizer, cfg.max_length) if dev_convs else None
+    dev = build_sft_dataset(dev_convs, fmt, tokenizer, cfg.max_length, branches) if dev_convs else None
     if dev is None or dev.examples == 0:
         cfg.eval_strategy, dev = "no", None
     # told only when it differs: TRL then sets it on the tokenizer and the model's configs
     cfg.eos_token = data.end_token if data.end_token and data.end_token != tokenizer.eos_token else None
     model = load_model(cfg.model)
     model.train()
-    trainer_cls = CompletionSFTTrainer if cfg.compact_loss else SFTTrainer
+    extra: dict[str, Any] = {}
+    if cfg.shared_prefix:  # tree rows need CompletionSFTTrainer's columns and token count, and their collator
+        from tinytool.train.tree_pack import TreeCollator
+
+        extra["data_collator"] = TreeCollator(tokenizer.pad_token_id if tokenizer.pad_token_id is not None
+                                              else tokenizer.eos_token_id)
+    trainer_cls = CompletionSFTTrainer if cfg.compact_loss or cfg.shared_prefix else SFTTrainer
     trainer = trainer_cls(
         model=model, args=cfg, train_dataset=data.dataset, eval_dataset=dev.dataset if dev else None,
         processing_class=tokenizer, peft_config=cfg.lora_spec.to_peft() if cfg.lora is not None else None,
-        callbacks=callbacks)
+        callbacks=callbacks, **extra)
+    if not cfg.compact_loss:
+        trainer._compact = False
     trainer.whole_run_log = WholeRunLog("num_tokens", lambda n: set_train_tokens(trainer, n))
     trainer.add_callback(trainer.whole_run_log)
     return trainer, data

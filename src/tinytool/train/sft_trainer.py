@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from trl import SFTTrainer
 
 from tinytool.train import trl_private
+from tinytool.train.tree_pack import for_model, tokens_in
 
 
 class CompletionSFTTrainer(SFTTrainer):
@@ -23,6 +24,10 @@ class CompletionSFTTrainer(SFTTrainer):
     ``num_items_in_batch``. The metrics TRL logs (``entropy``, ``mean_token_accuracy``, ``num_tokens``) are
     logged the same way. On CUDA/XPU, or for anything this path does not cover (DFT loss, label smoothing,
     an MoE auxiliary loss, logits asked for), TRL's own `compute_loss` runs.
+
+    Tree-packed rows (`tinytool.train.tree_pack`: a 4-D ``attention_mask`` and per-branch ``position_ids`` from
+    `TreeCollator`) go through either path unchanged: the mask reaches the attention as it is (additive for the
+    eager implementation), and the tokens counted are the rows' real tokens, not the mask's entries.
     """
 
     _compact: bool | None = None
@@ -30,6 +35,19 @@ class CompletionSFTTrainer(SFTTrainer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         trl_private.check_private_state(self)
+
+    def _set_signature_columns_if_needed(self) -> None:
+        """TRL's columns, and the tree rows' ``prefix_length`` and ``branch_lengths`` that `TreeCollator` reads."""
+        super()._set_signature_columns_if_needed()
+        self._signature_columns = [*self._signature_columns, "prefix_length", "branch_lengths"]
+
+    def _prepare_inputs(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The batch on the device, a 4-D mask in the form the model's attention implementation takes."""
+        inputs = super()._prepare_inputs(inputs)
+        mask = inputs.get("attention_mask")
+        if mask is not None and mask.dim() == 4:
+            inputs["attention_mask"] = for_model(mask, self.model)
+        return inputs
 
     def _use_compact(self, inputs: dict[str, Any], return_outputs: bool) -> bool:
         if self._compact is None:
@@ -44,7 +62,7 @@ class CompletionSFTTrainer(SFTTrainer):
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if not self._use_compact(inputs, return_outputs):
-            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            return self._trl_loss(model, inputs, return_outputs, num_items_in_batch)
         mode = "train" if self.model.training else "eval"
         labels = inputs["labels"]
         # position t predicts token t+1: keep t where the next label is a completion token
@@ -57,7 +75,7 @@ class CompletionSFTTrainer(SFTTrainer):
         if logits.dim() != 2 or logits.shape[0] != targets.numel():
             # the model does not take a boolean logits_to_keep: TRL's path from now on
             self._compact = False
-            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            return self._trl_loss(model, inputs, return_outputs, num_items_in_batch)
         logits = logits.float()  # [N, V]
         nll = F.cross_entropy(logits, targets, reduction="sum")
         denom = targets.numel() if num_items_in_batch is None else num_items_in_batch
@@ -74,10 +92,24 @@ class CompletionSFTTrainer(SFTTrainer):
         trl_private.append_metric(self, mode, "entropy", (ent / n).item() if n > 0 else 0.0)
         trl_private.append_metric(self, mode, "mean_token_accuracy", (correct / n).item() if n > 0 else 0.0)
         if mode == "train":
-            tokens = self.accelerator.gather_for_metrics(inputs["attention_mask"].sum()).sum().item()
+            tokens = self.accelerator.gather_for_metrics(tokens_in(inputs["attention_mask"])).sum().item()
             trl_private.add_train_tokens(self, int(tokens))
         trl_private.show_train_tokens(self, mode)
         return loss
+
+    def _trl_loss(self, model, inputs, return_outputs, num_items_in_batch):
+        """TRL's `compute_loss`; with a 4-D mask, the token count it adds (the mask's entries) corrected to the
+        batch's real tokens."""
+        mask = inputs.get("attention_mask")
+        if mask is None or mask.dim() != 4 or not self.model.training:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        before = trl_private.train_tokens(self)
+        out = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        trl_private.set_train_tokens(self, before)
+        trl_private.add_train_tokens(
+            self, int(self.accelerator.gather_for_metrics(tokens_in(mask)).sum().item()))
+        trl_private.show_train_tokens(self, "train")
+        return out
 
 
 __all__ = ["CompletionSFTTrainer"]

@@ -1,0 +1,186 @@
+"""Tree-packed sequences: several sequences that begin with the same tokens trained as one.
+
+In tool-calling data most of a sequence is its prompt, and most of the prompt is the system prompt with the tool
+listing. Conversations that offer the same tools begin with the same tokens, so they train as one sequence: the
+shared prefix once, then each branch (the rest of one conversation) after it::
+
+    [ prefix | branch 1 | branch 2 | ... ]
+
+Each branch attends to the prefix and to its own earlier tokens only (a 4-D attention mask), and its position ids
+continue from the prefix's end as if it were alone, so every token sees exactly what it would see in its own
+sequence and the loss and gradients are those of the separate sequences. The prefix is the longest common token
+prefix of the group's sequences, cut before the first loss token of any of them, so that the prefix holds no loss
+token and no branch begins with one (a branch's first token would otherwise be predicted from the previous
+branch's last token). The labels of every branch's first token are -100 for the same reason.
+
+The dense mask is ``[T, T]`` per sequence: attention implementations that take a custom 4-D mask (SDPA, eager)
+train these sequences; flash-attention kernels, which build their own causal mask, cannot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tinytool.errors import UserInputError
+
+#: attention implementations that take a dense 4-D mask as it is given
+MASKED_ATTENTION = ("sdpa", "eager")
+
+
+@dataclass
+class TreeRow:
+    """One training sequence: the prefix's tokens, then each branch's. ``completion_mask`` is 1 on loss tokens."""
+
+    input_ids: list[int]
+    completion_mask: list[int]
+    prefix_length: int
+    branch_lengths: list[int]
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def _first_loss(mask: Sequence[int]) -> int:
+    """Index of the first loss token (the length when there is none)."""
+    return next((i for i, m in enumerate(mask) if m), len(mask))
+
+
+def _row(seqs: list[tuple[list[int], list[int]]], prefix: int) -> TreeRow:
+    """The row of ``seqs`` sharing their first ``prefix`` tokens (one sequence alone: no prefix)."""
+    if len(seqs) == 1:
+        ids, mask = seqs[0]
+        return TreeRow(list(ids), list(mask), 0, [len(ids)])
+    ids, mask = list(seqs[0][0][:prefix]), list(seqs[0][1][:prefix])
+    for s_ids, s_mask in seqs:
+        ids += s_ids[prefix:]
+        mask += s_mask[prefix:]
+    return TreeRow(ids, mask, prefix, [len(s) - prefix for s, _ in seqs])
+
+
+def tree_pack(seqs: Sequence[tuple[list[int], list[int]]], keys: Sequence[Hashable], branches: int,
+              max_length: int | None) -> list[TreeRow]:
+    """Pack ``(input_ids, completion_mask)`` sequences into tree rows: sequences of one key (same system prompt and
+    tools), in their order, are taken greedily into a row while it holds at most ``branches`` of them and at most
+    ``max_length`` tokens; a row's prefix is its sequences' longest common prefix, cut before the first loss token.
+    Groups come in the order their key first appears. Every sequence is in exactly one row."""
+    if branches < 1:
+        raise UserInputError(f"branches must be ≥ 1, got {branches}", fix="give --branches 1 or more")
+    groups: dict[Hashable, list[int]] = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    rows: list[TreeRow] = []
+    for members in groups.values():
+        chunk: list[tuple[list[int], list[int]]] = []
+        prefix = 0
+        for i in members:
+            s = seqs[i]
+            if chunk:
+                p = min(prefix, common_prefix(chunk[0][0], s[0]), _first_loss(s[1]) - 1)
+                p = max(p, 0)
+                total = p + sum(len(c) - p for c, _ in chunk) + len(s[0]) - p
+                if len(chunk) < branches and (max_length is None or total <= max_length):
+                    chunk.append(s)
+                    prefix = p
+                    continue
+                rows.append(_row(chunk, prefix))
+            chunk, prefix = [s], max(_first_loss(s[1]) - 1, 0)
+        if chunk:
+            rows.append(_row(chunk, prefix))
+    return rows
+
+
+def tree_layout(prefix_length: int, branch_lengths: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
+    """Per token of a tree row: its segment (0 the prefix, 1.. the branches), its position id (each branch
+    continues from the prefix's end) and the indices where branches start."""
+    seg, pos, starts = [0] * prefix_length, list(range(prefix_length)), []
+    at = prefix_length
+    for b, n in enumerate(branch_lengths, start=1):
+        seg += [b] * n
+        pos += range(prefix_length, prefix_length + n)
+        starts.append(at)
+        at += n
+    return seg, pos, starts
+
+
+def tree_mask(segments: Any) -> Any:
+    """The boolean attention mask ``[B, 1, T, T]`` (True: may attend) of rows given their per-token segments
+    ``[B, T]`` (-1 on padding): a token attends to earlier tokens of the prefix and of its own branch. A padding
+    token attends to the row's first token only, so that no row of the mask is empty (an empty one gives NaN)."""
+    import torch
+
+    t = segments.shape[1]
+    causal = torch.ones(t, t, dtype=torch.bool, device=segments.device).tril()
+    q, k = segments[:, :, None], segments[:, None, :]
+    mask = causal & ((k == 0) | (k == q)) & (q >= 0)
+    mask[:, :, 0] |= q[..., 0] < 0
+    return mask[:, None]
+
+
+@dataclass
+class TreeCollator:
+    """Collates tree rows (``input_ids``, ``labels``, ``prefix_length``, ``branch_lengths``) into a batch the
+    model takes: right-padded ``input_ids`` and ``labels`` (-100 on padding and on every branch's first token),
+    per-branch ``position_ids`` and the boolean 4-D ``attention_mask`` of `tree_mask`."""
+
+    pad_token_id: int
+
+    def __call__(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+        """The batch of ``examples``."""
+        import torch
+
+        t = max(len(e["input_ids"]) for e in examples)
+        n = len(examples)
+        ids = torch.full((n, t), self.pad_token_id, dtype=torch.long)
+        labels = torch.full((n, t), -100, dtype=torch.long)
+        pos = torch.zeros((n, t), dtype=torch.long)
+        seg = torch.full((n, t), -1, dtype=torch.long)
+        for i, e in enumerate(examples):
+            m = len(e["input_ids"])
+            s, p, starts = tree_layout(e["prefix_length"], e["branch_lengths"])
+            if len(s) != m:
+                raise ValueError(f"tree row {i}: {m} tokens, but prefix and branches give {len(s)}")
+            ids[i, :m] = torch.as_tensor(e["input_ids"])
+            labels[i, :m] = torch.as_tensor(e["labels"])
+            labels[i, starts] = -100
+            pos[i, :m] = torch.as_tensor(p)
+            seg[i, :m] = torch.as_tensor(s)
+        return {"input_ids": ids, "labels": labels, "position_ids": pos, "attention_mask": tree_mask(seg)}
+
+
+def tokens_in(mask: Any) -> Any:
+    """The real (non-padding) tokens of a batch whose ``attention_mask`` is 2-D (its sum) or a `tree_mask`
+    (its diagonal: a padding token does not attend to itself), boolean or additive."""
+    import torch
+
+    if mask.dim() != 4:
+        return mask.sum()
+    diag = mask.diagonal(dim1=-2, dim2=-1)
+    return diag.sum() if diag.dtype == torch.bool else (diag == 0).sum()
+
+
+def for_model(mask: Any, model: Any, dtype: Any = None) -> Any:
+    """A boolean `tree_mask` as ``model``'s attention implementation takes it: as it is for SDPA, additive (0 or
+    the dtype's minimum) for eager; refused for implementations that build their own causal mask."""
+    import torch
+
+    impl = getattr(getattr(model, "config", None), "_attn_implementation", None) or "eager"
+    if impl not in MASKED_ATTENTION:
+        raise UserInputError(
+            f"shared-prefix training needs an attention implementation that takes a 4-D mask; the model uses "
+            f"{impl!r}", fix="load the model with attn_implementation='sdpa', or turn --shared-prefix off")
+    if impl == "sdpa" or mask.dtype != torch.bool:
+        return mask
+    dtype = dtype or next(model.parameters()).dtype
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
+
+
+__all__ = ["MASKED_ATTENTION", "TreeCollator", "TreeRow", "common_prefix", "for_model", "tokens_in", "tree_layout",
+           "tree_mask", "tree_pack"]

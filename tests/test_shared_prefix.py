@@ -1,0 +1,215 @@
+"""Tree-packed (shared-prefix) SFT: the rows, the mask, and the loss and gradients against separate sequences."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from tinytool.data.demo import generate_demo
+from tinytool.models.loading import load_tokenizer
+from tinytool.models.students import save_tiny_model
+from tinytool.train import SFTRunConfig, build_sft_dataset, build_trainer
+from tinytool.train.tree_pack import TreeCollator, common_prefix, tree_layout, tree_mask, tree_pack
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+REL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """A tiny model with the SmolLM2 tokenizer, and demo conversations regrouped so that three groups of them
+    offer one tool listing each: single-turn ones of unequal length and a multi-step one much longer than the
+    rest."""
+    from tinytool.schema import write_jsonl
+
+    root = tmp_path_factory.mktemp("shared")
+    model = save_tiny_model("smollm2-135m-instruct", root / "m", layers=2)
+    train, _ = generate_demo(40, 0, dev_fraction=0.0)
+    single = [c for c in train if c.meta["category"] != "multi_step"]
+    multi = [c for c in train if c.meta["category"] == "multi_step"]
+    convs = []
+    for g, tools_from in enumerate(single[:3]):
+        members = single[3 + 3 * g: 6 + 3 * g] + ([multi[0]] if g == 0 else [])
+        convs += [dataclasses.replace(c, tools=list(tools_from.tools)) for c in members]
+    write_jsonl(root / "train.jsonl", convs)
+    tok = load_tokenizer(model, padding_side="right")
+    return {"root": root, "model": str(model), "train": str(root / "train.jsonl"), "convs": convs, "tok": tok}
+
+
+# ---- rows -----------------------------------------------------------------------------------------
+
+
+def test_rows_share_the_common_prefix_cut_before_the_first_loss_token():
+    """The prefix is the longest common prefix, cut so that no loss token is in it and no branch begins with one;
+    a row holds at most ``branches`` sequences and ``max_length`` tokens; keys never mix."""
+    a = ([1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 1, 1])
+    b = ([1, 2, 3, 4, 5, 7, 8], [0, 0, 0, 0, 1, 1, 1])  # shares 5 tokens, the 5th a loss token
+    c = ([1, 2, 9, 9], [0, 0, 0, 1])
+    d = ([1, 2, 3], [0, 0, 1])  # another key
+    rows = tree_pack([a, b, c, d], ["k", "k", "k", "j"], branches=2, max_length=None)
+    assert [(r.prefix_length, r.branch_lengths) for r in rows] == [(3, [3, 4]), (0, [4]), (0, [3])]
+    first = rows[0]
+    assert first.input_ids == [1, 2, 3, 4, 5, 6, 4, 5, 7, 8]
+    assert first.completion_mask == [0, 0, 0, 0, 1, 1, 0, 1, 1, 1]
+    # three of one key in one row when allowed; the prefix shrinks to what all three share
+    rows = tree_pack([a, b, c], ["k"] * 3, branches=4, max_length=None)
+    assert [(r.prefix_length, r.branch_lengths) for r in rows] == [(2, [4, 5, 2])]
+    # max_length closes a row
+    rows = tree_pack([a, b, c], ["k"] * 3, branches=4, max_length=10)
+    assert [(r.prefix_length, r.branch_lengths) for r in rows] == [(3, [3, 4]), (0, [4])]
+    assert common_prefix([1, 2], [1, 2, 3]) == 2
+
+
+def test_mask_positions_and_labels_of_a_row():
+    """A branch sees the prefix and itself, causally; its positions continue from the prefix's end; its first
+    label is -100; padding attends to the first token only and is not counted."""
+    from tinytool.train.tree_pack import tokens_in
+
+    seg, pos, starts = tree_layout(2, [2, 3])
+    assert seg == [0, 0, 1, 1, 2, 2, 2] and pos == [0, 1, 2, 3, 2, 3, 4] and starts == [2, 4]
+    mask = tree_mask(torch.tensor([seg + [-1]]))[0, 0]
+    assert mask[5].tolist() == [True, True, False, False, True, True, False, False]
+    assert mask[3].tolist() == [True, True, True, True, False, False, False, False]
+    assert mask[7].tolist() == [True] + [False] * 7
+    batch = TreeCollator(pad_token_id=0)([{"input_ids": [5] * 7, "labels": list(range(7)), "prefix_length": 2,
+                                           "branch_lengths": [2, 3]}])
+    assert batch["labels"][0].tolist() == [0, 1, -100, 3, -100, 5, 6]
+    assert batch["position_ids"][0].tolist() == pos and batch["attention_mask"].shape == (1, 1, 7, 7)
+    assert tokens_in(tree_mask(torch.tensor([seg + [-1]]))) == 7
+
+
+# ---- loss and gradients ---------------------------------------------------------------------------
+
+
+def _trainer(env, out, **kw):
+    cfg = SFTRunConfig(model=env["model"], data=[env["train"]], output_dir=str(env["root"] / out), bf16=False,
+                       shared_prefix=True, branches=4, max_length=4096, save_steps=0, **kw)
+    trainer, data = build_trainer(cfg)
+    return trainer, data
+
+
+def _separate_batch(env, fmt):
+    """Every sequence alone, right-padded into one batch with a 2-D mask."""
+    data = build_sft_dataset(env["convs"], fmt, env["tok"], max_length=4096)
+    ids, masks = data.dataset["input_ids"], data.dataset["completion_mask"]
+    t = max(map(len, ids))
+    batch = {"input_ids": torch.zeros(len(ids), t, dtype=torch.long),
+             "attention_mask": torch.zeros(len(ids), t, dtype=torch.long),
+             "labels": torch.full((len(ids), t), -100, dtype=torch.long)}
+    for i, (x, m) in enumerate(zip(ids, masks)):
+        batch["input_ids"][i, :len(x)] = torch.tensor(x)
+        batch["attention_mask"][i, :len(x)] = 1
+        batch["labels"][i, :len(x)] = torch.tensor([a if b else -100 for a, b in zip(x, m)])
+    return batch, data
+
+
+def _loss_and_grads(trainer, batch, n_items):
+    model = trainer.model
+    model.zero_grad(set_to_none=True)
+    loss = trainer.compute_loss(model, trainer._prepare_inputs(dict(batch)), num_items_in_batch=n_items)
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    return loss.detach(), grads
+
+
+def _close(a, b) -> float:
+    return float((a - b).norm() / b.norm().clamp(min=1e-30))
+
+
+@pytest.mark.parametrize("compact", [True, False], ids=["compact-head", "trl-fused-head"])
+@pytest.mark.parametrize("checkpointing", [False, True], ids=["plain", "checkpointing"])
+def test_tree_packed_loss_and_gradients_equal_separate_sequences(env, compact, checkpointing):
+    """fp32: the token-mean loss and every parameter's gradient of the tree-packed batch equal those of the same
+    sequences trained separately (≤ 1e-5 relative), through the trainer's own loss path, with and without
+    activation checkpointing; the groups hold branches of unequal length and one much longer than the rest."""
+    trainer, data = _trainer(env, f"eq-{compact}-{checkpointing}", compact_loss=compact,
+                             activation_checkpointing=checkpointing)
+    assert data.rows == 3 and data.examples == len(env["convs"]) and data.shared_tokens > 0
+    rows = [trainer.train_dataset[i] for i in range(len(trainer.train_dataset))]
+    lengths = sorted(b for r in rows for b in r["branch_lengths"])
+    assert lengths[-1] > 1.4 * lengths[-2] and len(set(lengths)) > 3  # unequal, one much longer
+    if checkpointing:
+        trainer.model.activation_checkpointing_enable({"use_reentrant": False})
+    trainer.model.train()
+    packed = trainer.data_collator(rows)
+    separate, sep_data = _separate_batch(env, trainer.args.prompt_format)
+    n_items = sep_data.completion_tokens
+    assert int((packed["labels"] != -100).sum()) == int((separate["labels"] != -100).sum()) == n_items
+    loss_p, grads_p = _loss_and_grads(trainer, packed, n_items)
+    loss_s, grads_s = _loss_and_grads(trainer, separate, n_items)
+    assert abs(float(loss_p - loss_s)) <= REL * abs(float(loss_s))
+    assert grads_p.keys() == grads_s.keys() and len(grads_s) == len(list(trainer.model.parameters()))
+    worst = max((_close(grads_p[n], grads_s[n]), n) for n in grads_s)
+    assert worst[0] <= REL, worst
+
+
+def test_eager_attention_takes_the_mask_too_and_a_causal_mask_would_differ(env):
+    """Under eager attention the boolean mask becomes additive and the logits are the same; the same rows under a
+    plain causal mask give other logits in every branch after the first (the 4-D mask is what the model used, not
+    replaced by a causal one)."""
+    trainer, _ = _trainer(env, "eager")
+    model = trainer.model.eval()
+    rows = [trainer.train_dataset[i] for i in range(len(trainer.train_dataset))]
+    packed = trainer.data_collator(rows)
+    later = torch.zeros_like(packed["input_ids"], dtype=torch.bool)  # tokens of the second branch on
+    for i, r in enumerate(rows):
+        later[i, r["prefix_length"] + r["branch_lengths"][0]:sum(r["branch_lengths"]) + r["prefix_length"]] = True
+
+    def logits(batch):
+        with torch.no_grad():
+            return model(**{k: v for k, v in trainer._prepare_inputs(dict(batch)).items() if k != "labels"}).logits
+
+    sdpa = logits(packed)[later]
+    causal = logits(dict(packed, attention_mask=torch.ones_like(packed["input_ids"])))[later]
+    model.set_attn_implementation("eager")
+    assert trainer._prepare_inputs(dict(packed))["attention_mask"].dtype == torch.float32
+    eager = logits(packed)[later]
+    assert _close(eager, sdpa) <= REL
+    assert _close(causal, sdpa) > 100 * REL
+
+
+def test_flash_attention_is_refused_with_a_fix(env):
+    from tinytool.errors import UserInputError
+    from tinytool.train.tree_pack import for_model
+
+    class Cfg:
+        _attn_implementation = "flash_attention_2"
+
+    class M:
+        config = Cfg()
+
+    with pytest.raises(UserInputError) as e:
+        for_model(tree_mask(torch.zeros(1, 3, dtype=torch.long)), M())
+    assert "sdpa" in e.value.fix
+
+
+# ---- through train_sft ----------------------------------------------------------------------------
+
+
+def test_train_sft_with_shared_prefix_lora_bf16_and_resume(env):
+    """A tree-packed run trains through the usual path (LoRA, bf16 autocast, checkpointing), counts real tokens,
+    and a rerun with more steps resumes from its checkpoint."""
+    from tinytool.train import train_sft
+
+    base = {"model": env["model"], "data": [env["train"]], "output_dir": str(env["root"] / "run"),
+            "shared_prefix": True, "branches": 3, "lora": "r=4", "bf16": True, "save_steps": 1,
+            "logging_steps": 1, "lr_scheduler_type": "constant"}
+    s = train_sft(SFTRunConfig(max_steps=1, **base))
+    assert s["global_step"] == 1 and s["data"]["rows"] < s["data"]["examples"] == len(env["convs"])
+    # batch 1 × 4 accumulation: the tokens of the first four rows, not the mask's entries
+    assert 0 < s["tokens"] <= s["data"]["tokens"]
+    s2 = train_sft(SFTRunConfig(max_steps=2, **base))
+    assert s2["global_step"] == 2 and s2["resumed_from"] is not None
+
+
+def test_branches_must_be_positive(env):
+    from tinytool.errors import UserInputError
+
+    with pytest.raises(UserInputError, match="--branches"):
+        SFTRunConfig(model=env["model"], data=[env["train"]], output_dir=str(env["root"] / "bad"), branches=0)
