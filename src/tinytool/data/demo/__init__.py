@@ -27,6 +27,11 @@ seeded `World`, so the same tool appears in many surface forms. Every ground-tru
 on a fresh copy of the world while generating and resampled if it fails, so calls are valid by
 construction. Held-out tools (`HELD_OUT`, ≥ 10 % of the catalog) and some phrasings appear only in
 dev, and so do held-out generated domains and tools. Equal ``(n, seed)`` give byte-identical files.
+``per_toolset=K`` draws K tasks per offered tool set: each task drawn as above is followed by K-1 more over
+the same tools in the same order (a call of another of them, several calls of one, a near miss or open question
+none of them answers), so K conversations share one system prompt and tool listing and the same listing is seen
+with different right answers; their ``meta.toolset`` is the first one's id. K=1 (the default) is the set above,
+byte for byte.
 ``meta`` of every record: ``id``, ``category``, ``split``, ``seed``, ``world_seed``, ``source``,
 ``tools`` (``"catalog"`` or ``"generated"``), ``tools_used``, ``sub_questions`` and ``sub_answers``
 (empty outside ``multi_step``).
@@ -44,7 +49,7 @@ from tinytool.data.demo import proctools
 from tinytool.data.demo.catalog import World
 from tinytool.data.demo.catalog.world import pristine_world
 from tinytool.data.demo.sources import CatalogTools, GeneratedTools, Retry, ToolSource
-from tinytool.data.demo.tasks import BUILDERS
+from tinytool.data.demo.tasks import BUILDERS, SIBLING_KINDS, sibling
 from tinytool.errors import UserInputError
 from tinytool.io import atomic_dir, write_jsonl
 from tinytool.schema import Conversation, Message
@@ -81,27 +86,57 @@ def _tools_used(messages: list[Message]) -> list[str]:
     return sorted({c.name for m in messages for c in m.tool_calls})
 
 
+def _sibling(rng: Random, source: ToolSource[Any], offered: list[Any], kind: str, used: set[str], split: str,
+             i: int, seed: int) -> tuple[str, list[Message], dict[str, Any]]:
+    """Task ``i``, a further one over an offered tool set: of ``kind`` if it can be built, else a call of one of
+    its tools, else a request none of them serves (`tinytool.data.demo.tasks.sibling`); tools the set has not
+    called yet (``used``: those it has) first."""
+    for k in dict.fromkeys((kind, "other_tool", "no_tool")):
+        for _ in range(MAX_TRIES):
+            try:
+                category, (messages, _, extra) = sibling(rng, source, offered, k, used)
+                return category, messages, extra
+            except Retry:
+                continue
+    raise RuntimeError(f"could not build a task over an offered tool set ({split} #{i}, seed {seed})")  # pragma: no cover
+
+
 def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[str, float], proc_fraction: float,
-                    progress: Callable[[int], None] | None = None) -> list[Conversation]:
+                    progress: Callable[[int], None] | None = None, per_toolset: int = 1) -> list[Conversation]:
     labels = _quota(n, mix)
     Random(f"tinytool-demo:{seed}:{split}:order").shuffle(labels)
     catalog = CatalogTools(world, split)
     generated_tools = GeneratedTools(proctools.tool_pool(seed), split) if proc_fraction > 0 else None
-    out = []
+    out: list[Conversation] = []
+    anchor: tuple[int, ToolSource[Any], list[Any]] | None = None
+    kinds: list[str] = []
+    used: set[str] = set()  # the tools the current tool set's tasks called
     for i, category in enumerate(labels):
         rng = Random(f"tinytool-demo:{seed}:{split}:{i}")
-        source: ToolSource[Any] = catalog
-        if (generated_tools is not None and category in generated_tools.categories
-                and Random(f"tinytool-demo:{seed}:{split}:{i}:proc").random() < proc_fraction):
-            source = generated_tools
-        for _ in range(MAX_TRIES):
-            try:
-                messages, offered, extra = BUILDERS[category](rng, source)
-                break
-            except Retry:
-                continue
-        else:  # pragma: no cover - every builder succeeds well within MAX_TRIES
-            raise RuntimeError(f"could not build a {category} task ({split} #{i}, seed {seed})")
+        if per_toolset > 1 and i % per_toolset and anchor is not None:
+            first, source, offered = anchor
+            category, messages, extra = _sibling(rng, source, offered, kinds[i % per_toolset - 1], used, split, i,
+                                                 seed)
+            extra = {"toolset": f"demo-s{seed}-{split}-{first:06d}", **extra}
+            used |= set(_tools_used(messages))
+        else:
+            source = catalog
+            if (generated_tools is not None and category in generated_tools.categories
+                    and Random(f"tinytool-demo:{seed}:{split}:{i}:proc").random() < proc_fraction):
+                source = generated_tools
+            for _ in range(MAX_TRIES):
+                try:
+                    messages, offered, extra = BUILDERS[category](rng, source)
+                    break
+                except Retry:
+                    continue
+            else:  # pragma: no cover - every builder succeeds well within MAX_TRIES
+                raise RuntimeError(f"could not build a {category} task ({split} #{i}, seed {seed})")
+            if per_toolset > 1:
+                anchor, used = (i, source, offered), set(_tools_used(messages))
+                kinds = [SIBLING_KINDS[j % len(SIBLING_KINDS)] for j in range(per_toolset - 1)]
+                Random(f"tinytool-demo:{seed}:{split}:{i}:kinds").shuffle(kinds)
+                extra = {"toolset": f"demo-s{seed}-{split}-{i:06d}", **extra}
         meta = {"id": f"demo-s{seed}-{split}-{i:06d}", "source": SOURCE, "category": category, "split": split,
                 "seed": seed, "world_seed": seed, "tools": "generated" if source is generated_tools else "catalog",
                 "tools_used": _tools_used(messages),
@@ -142,14 +177,18 @@ def parse_mix(text: str) -> dict[str, float]:
 
 
 def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapping[str, float] | None = None,
-                  proc_fraction: float = PROC_FRACTION,
+                  proc_fraction: float = PROC_FRACTION, per_toolset: int = 1,
                   progress: Callable[[int], None] | None = None) -> tuple[list[Conversation], list[Conversation]]:
     """``n`` demo tasks split into ``(train, dev)``; dev gets ``round(n * dev_fraction)`` of them.
 
     Train never uses a held-out tool, not even as a distractor; dev favours them. ``mix`` maps
     category -> weight (default `DEFAULT_MIX`). ``proc_fraction`` of the single-turn tasks other
     than missing_parameter use generated tools (`tinytool.data.demo.proctools`); 0 keeps to the catalog.
-    Deterministic in ``(n, seed, dev_fraction, mix, proc_fraction)``. ``progress(k)`` is called as
+    ``per_toolset`` > 1 draws that many tasks per offered tool set: each task drawn as above is followed by
+    ``per_toolset - 1`` more over the same tools in the same order (so the same system prompt; a call of one of
+    them, several calls of one, a near miss or open question none answers: `tinytool.data.demo.tasks.sibling`),
+    ``meta.toolset`` naming the first; the mix then holds for the first tasks of the sets.
+    Deterministic in ``(n, seed, dev_fraction, mix, proc_fraction, per_toolset)``. ``progress(k)`` is called as
     every ``k`` tasks are built.
     """
     if n < 0:
@@ -158,14 +197,16 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapp
         raise ValueError("dev_fraction must be in [0, 1]")
     if not 0.0 <= proc_fraction <= 1.0:
         raise ValueError("proc_fraction must be in [0, 1]")
+    if per_toolset < 1:
+        raise ValueError("per_toolset must be >= 1")
     mix = dict(mix or DEFAULT_MIX)
     unknown = set(mix) - set(CATEGORIES)
     if unknown:
         raise ValueError(f"unknown categories {sorted(unknown)}; known: {', '.join(CATEGORIES)}")
     world = pristine_world(seed)
     n_dev = round(n * dev_fraction)
-    return (_generate_split("train", n - n_dev, seed, world, mix, proc_fraction, progress),
-            _generate_split("dev", n_dev, seed, world, mix, proc_fraction, progress))
+    return (_generate_split("train", n - n_dev, seed, world, mix, proc_fraction, progress, per_toolset),
+            _generate_split("dev", n_dev, seed, world, mix, proc_fraction, progress, per_toolset))
 
 
 #: the files of a demo split directory
@@ -191,10 +232,12 @@ def write_split(out_dir: str | os.PathLike, train: Iterable[Any], dev: Iterable[
 
 
 def write_demo(n: int, seed: int, out_dir: str | os.PathLike, *, dev_fraction: float = 0.1,
-               mix: Mapping[str, float] | None = None, proc_fraction: float = PROC_FRACTION) -> dict[str, int]:
+               mix: Mapping[str, float] | None = None, proc_fraction: float = PROC_FRACTION,
+               per_toolset: int = 1) -> dict[str, int]:
     """Generate ``train.jsonl`` and ``dev.jsonl`` and write them under ``out_dir`` as a whole
     (see `write_split`); returns the counts."""
-    train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=mix, proc_fraction=proc_fraction)
+    train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=mix, proc_fraction=proc_fraction,
+                               per_toolset=per_toolset)
     return write_split(out_dir, train, dev)
 
 

@@ -8,7 +8,7 @@ tools (`CatalogTools`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import cache
 from random import Random
 from typing import Any
@@ -272,11 +272,72 @@ def multi_step(r: Random, src: ToolSource[Any]) -> Task:
     return run.messages, offer(r, offered), meta
 
 
+# ---------------------------------------------------------------------------------------------
+# More tasks over a tool set already offered
+# ---------------------------------------------------------------------------------------------
+
+#: what a further task over an offered tool set asks: a call of one of its tools, several calls of one of them,
+#: or something none of them does (a near miss, or an open question)
+SIBLING_KINDS = ("other_tool", "parallel", "no_tool")
+
+
+def _offered(src: ToolSource[Any], offered: list[Tool]) -> list[Any]:
+    """The source's tools behind the offered schemas (all of them, or `Retry`)."""
+    try:
+        return [src.tools[t.name] for t in offered]
+    except KeyError:
+        raise Retry("an offered tool is not the source's") from None
+
+
+def _no_tool(r: Random, src: ToolSource[Any], have: list[Any]) -> Task:
+    """A request none of ``have`` serves: a near miss (a tool near them that is not offered and none of them
+    substitutes), or an open question; the answer says what the tools do instead."""
+    if r.random() < 0.5:
+        taken = {src.key(t) for t in have}
+        for t in src.distractors(r, have, 1):
+            if taken & src.substitutes(t):
+                raise Retry("an offered tool could serve the near miss")
+            _, text, _, _ = src.request(r, t)
+            return [user_turn(text), answer_turn(refusal(t.gist, [o.gist for o in have[:2]], r))], [], {
+                "requested_tool": t.name}
+    question, reply = open_question(r, [t.gist for t in have])
+    return [user_turn(question), answer_turn(reply)], [], {"requested_tool": None}
+
+
+def _fresh_first(have: list[Any], used: Collection[str]) -> list[Any]:
+    """The tools of ``have`` no earlier task of the set called, or all of them when every one was."""
+    return [h for h in have if h.name not in used] or have
+
+
+def sibling(r: Random, src: ToolSource[Any], offered: list[Tool], kind: str,
+            used: Collection[str] = ()) -> tuple[str, Task]:
+    """A further task over the tool set ``offered`` (its schemas in the same order, so the system prompt is the
+    same): ``kind`` is one of `SIBLING_KINDS`; a tool the set's earlier tasks did not call (``used``) is chosen
+    first. Returns the task's category and the task."""
+    have = _offered(src, offered)
+    if kind == "parallel":
+        t = r.choice(_fresh_first([h for h in have if h.params], used) or [None])
+        if t is None:
+            raise Retry("no offered tool takes arguments")
+        calls, parts = _group(r, src, t, r.choices((2, 3), (0.7, 0.3))[0])
+        text = parts[0] if len(parts) == 1 else join_requests(parts, r, src.split)
+        category = "parallel" if len(have) == 1 else "parallel_multiple"  # BFCL's names: by the tools offered
+        return category, ([user_turn(text), calls_turn([(t.name, c) for c in calls])], offered, {})
+    if kind == "other_tool":
+        t = r.choice(_fresh_first(have, used))
+        args, text, _, _ = src.request(r, t)
+        src.check([(t.name, args)])
+        return ("multiple" if len(have) > 1 else "simple"), ([user_turn(text), calls_turn([(t.name, args)])],
+                                                             offered, {})
+    messages, _, extra = _no_tool(r, src, have)
+    return "irrelevance", (messages, offered, extra)
+
+
 #: category -> builder; a source builds the categories it lists in `ToolSource.categories`
 BUILDERS: dict[str, Callable[[Random, ToolSource[Any]], Task]] = {
     "simple": simple, "multiple": multiple, "parallel": parallel, "parallel_multiple": parallel_multiple,
     "irrelevance": irrelevance, "missing_parameter": missing_parameter, "multi_step": multi_step,
 }
 
-__all__ = ["BUILDERS", "Task", "irrelevance", "missing_parameter", "multi_step", "multiple", "parallel",
-           "parallel_multiple", "simple"]
+__all__ = ["BUILDERS", "SIBLING_KINDS", "Task", "irrelevance", "missing_parameter", "multi_step", "multiple",
+           "parallel", "parallel_multiple", "sibling", "simple"]

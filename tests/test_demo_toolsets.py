@@ -1,0 +1,65 @@
+"""`tinytool data demo --per-toolset K`: several tasks over one offered tool set."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from tinytool.data.demo import generate_demo
+from tinytool.data.demo.catalog import World, execute
+
+K = 4
+
+
+@pytest.fixture(scope="module")
+def sets():
+    train, dev = generate_demo(240, 0, per_toolset=K)
+    return train, dev
+
+
+def test_default_is_one_task_per_tool_set_as_before():
+    """K=1 is the generator as it was: no toolset key, the same records."""
+    a, b = generate_demo(60, 3), generate_demo(60, 3, per_toolset=1)
+    assert [c.to_dict() for c in a[0] + a[1]] == [c.to_dict() for c in b[0] + b[1]]
+    assert all("toolset" not in c.meta for c in a[0])
+
+
+def test_k_tasks_share_one_listing_and_ask_different_things(sets):
+    """Every K consecutive tasks offer the same tools in the same order, and among them are calls of one of
+    those tools, several calls of one, and requests none of them serves."""
+    train, dev = sets
+    assert len(train) + len(dev) == 240
+    for split in (train, dev):
+        groups = defaultdict(list)
+        for c in split:
+            groups[c.meta["toolset"]].append(c)
+        assert all(len(g) <= K for g in groups.values()) and len(groups) == -(-len(split) // K)
+        for g in groups.values():
+            assert all(c.tools == g[0].tools for c in g)
+            assert g[0].meta["id"] == g[0].meta["toolset"]
+            for c in g[1:]:
+                called = {call.name for m in c.messages for call in m.tool_calls}
+                assert called <= {t.name for t in c.tools}
+                if c.meta["category"] == "irrelevance" and c.meta["requested_tool"]:
+                    assert c.meta["requested_tool"] not in {t.name for t in c.tools}
+    kinds = Counter(c.meta["category"] for c in train if c.meta["id"] != c.meta["toolset"])
+    assert kinds["irrelevance"] > 10 and kinds["parallel"] + kinds["parallel_multiple"] > 10
+    assert kinds["simple"] + kinds["multiple"] > 10
+
+
+def test_further_tasks_validate_and_their_catalog_calls_execute(sets):
+    train, dev = sets
+    for c in train + dev:
+        assert c.call_problems() == []
+        if c.meta["id"] == c.meta["toolset"] or c.meta["tools"] == "generated":
+            continue
+        w = World(c.meta["world_seed"])
+        for call in (x for m in c.messages for x in m.tool_calls):
+            out = execute(w, call.name, call.arguments)
+            assert not (isinstance(out, dict) and "error" in out), (c.meta["id"], call, out)
+
+
+def test_deterministic(sets):
+    again = generate_demo(240, 0, per_toolset=K)
+    assert [c.to_dict() for c in again[0]] == [c.to_dict() for c in sets[0]]
