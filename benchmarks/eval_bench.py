@@ -48,18 +48,24 @@ def _sequential_fp32(model, tokenizer, prompts: list[str], max_new_tokens: int, 
     return out
 
 
+def _bench_requests(n_items: int, fmt_name: str) -> tuple[list, list[Request]]:
+    """The benchmark's items (seeded: half ``simple_python``, half ``multiple``) and their requests."""
+    data = bfcl_data()
+    half = n_items // 2
+    items = data.items("simple_python", limit=half, seed=1) + data.items("multiple", limit=n_items - half, seed=1)
+    fmt = get_format(fmt_name)
+    return items, [Request(messages=fmt.to_chat(item_conversation(it))) for it in items]
+
+
 def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str,
                batch_sizes: tuple[int, ...] = (8, 16)) -> dict:
     """The same ``n_items`` BFCL prompts: the runner with continuous batching (bf16 prefill, fp32 decode, each
     batch size), the same runner decoding padded batches, and plain one-at-a-time fp32 greedy ``generate``, all
     in one run."""
-    data = bfcl_data()
     import torch
 
     half = n_items // 2
-    items = data.items("simple_python", limit=half, seed=1) + data.items("multiple", limit=n_items - half, seed=1)
-    fmt = get_format(fmt_name)
-    requests = [Request(messages=fmt.to_chat(item_conversation(it))) for it in items]
+    items, requests = _bench_requests(n_items, fmt_name)
     gen = GenerationConfig(max_new_tokens=max_new_tokens)
     sides, texts = {}, {}
 
@@ -100,6 +106,65 @@ def throughput(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: st
     }
 
 
+def _transformers_batch(model, tokenizer, prompts: list[str], max_new_tokens: int, eos: list[int],
+                        slots: int) -> list[tuple[str, int]]:
+    """transformers' own continuous batching (``model.generate_batch``, paged cache), greedy, at most ``slots``
+    requests a step: text and token count (the EOS counted) of each prompt, in order."""
+    from transformers import GenerationConfig as HFGenerationConfig
+    from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in prompts]
+    gen = HFGenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=eos,
+                             pad_token_id=tokenizer.pad_token_id)
+    cb = ContinuousBatchingConfig(max_requests_per_batch=slots, num_blocks=4 * slots, page_size=256,
+                                  max_batch_tokens=2048)
+    out = model.generate_batch(ids, generation_config=gen, continuous_batching_config=cb, warmup=False)
+    texts = []
+    for i in range(len(ids)):
+        tokens = list(out[f"req_{i}"].generated_tokens)
+        end = next((j for j, t in enumerate(tokens) if t in eos), None)
+        body = tokens if end is None else tokens[:end]
+        texts.append((tokenizer.decode(body, skip_special_tokens=True), len(body) + (end is not None)))
+    return texts
+
+
+def continuous_vs_transformers(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str,
+                               slots: int = 16) -> dict:
+    """Our continuous batching (`tinytool.llm.continuous`, through `HFClient`) against transformers'
+    ``generate_batch`` on the same BFCL prompts, the same slots, greedy, in one run; fp32 weights and a bfloat16
+    copy of them."""
+    import torch
+
+    items, requests = _bench_requests(n_items, fmt_name)
+    prompts = [render_prompt(tokenizer, r) for r in requests]
+    sides, texts = {}, {}
+    for weights, m in (("fp32", model), ("bf16", copy.deepcopy(model).to(torch.bfloat16))):
+        ours = HFClient(m, tokenizer, batch_size=slots, bf16=True, continuous=True)
+        t0 = time.perf_counter()
+        outs = [(c[0].text, c[0].n_tokens) for c in ours.generate(requests, GenerationConfig(max_new_tokens=max_new_tokens))]
+        runs = {f"tinytool_{weights}": (time.perf_counter() - t0, outs)}
+        with torch.inference_mode():
+            t0 = time.perf_counter()
+            outs = _transformers_batch(m, tokenizer, prompts, max_new_tokens, ours.eos_ids, slots)
+            runs[f"transformers_{weights}"] = (time.perf_counter() - t0, outs)
+        for name, (secs, outs) in runs.items():
+            tokens = sum(n for _, n in outs)
+            sides[name] = {"seconds": round(secs, 2), "generated_tokens": tokens, "tokens_per_s": round(tokens / secs, 1),
+                           "items_per_s": round(len(items) / secs, 4)}
+            texts[name] = [t for t, _ in outs]
+            print(f"{name}: {len(items)} items in {secs:.1f}s ({tokens} tokens)", flush=True)
+    return {
+        "items": len(items), "slots": slots, "max_new_tokens": max_new_tokens, "format": fmt_name, **sides,
+        "speedup_ours_over_transformers": {w: round(sides[f"transformers_{w}"]["seconds"] / sides[f"tinytool_{w}"]["seconds"], 2)
+                                           for w in ("fp32", "bf16")},
+        "identical_outputs": {w: sum(a == b for a, b in zip(texts[f"tinytool_{w}"], texts[f"transformers_{w}"], strict=True))
+                              for w in ("fp32", "bf16")},
+        "note": "tinytool: prompts prefilled one at a time under bf16 autocast (prefix cache across calls), decode "
+                "in the weights' dtype; transformers: generate_batch with a paged cache of the same number of "
+                "request slots, autocast off",
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=BUNDLED_ALIAS)
@@ -111,6 +176,8 @@ def main() -> None:
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--throughput-only", action="store_true", help="leave the BFCL base-model run as it is")
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 16], help="continuous batching slots")
+    ap.add_argument("--vs-transformers", action="store_true",
+                    help="only the comparison with transformers' generate_batch (key continuous_vs_transformers)")
     ap.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "base-smollm2")
     args = ap.parse_args()
 
@@ -119,6 +186,11 @@ def main() -> None:
     result = json.loads(RESULT.read_text()) if RESULT.exists() else {}
     result.update({"benchmark": "eval", "machine": machine(), "versions": versions("torch", "transformers"),
                    "model": args.model, "bfcl_version": BFCL_VERSION, "cpu_bf16": cpu_supports_bf16()})
+    if args.vs_transformers:
+        result["continuous_vs_transformers"] = continuous_vs_transformers(
+            model, tokenizer, args.throughput_items, args.max_new_tokens, args.format, max(args.batch_sizes))
+        RESULT.write_text(json.dumps(result, indent=2) + "\n")
+        return
     if not args.skip_throughput:
         result["throughput"] = throughput(model, tokenizer, args.throughput_items, args.max_new_tokens, args.format,
                                           tuple(args.batch_sizes))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import ClassVar
 
 import pytest
 
@@ -134,3 +135,56 @@ def test_run_dir_refuses_foreign_and_corrupt(tmp_path):
     (out / "run.json").write_text("{broken")
     with pytest.raises(RunDirError, match="damaged"):
         open_run_dir(out, "demo", {})
+
+
+def test_run_settings_read_the_one_declaration(tmp_path):
+    """Every field of a config defines its run except the ones its ``FREE`` lists; a config that extends a
+    library's dataclass counts inherited fields only where ``LIBRARY_SETTINGS`` names them; enums read as their
+    values and ``PATHS`` as absolute paths; derived settings are added."""
+    import dataclasses
+    import enum
+
+    from tinytool.io import run_settings
+    from tinytool.train.sft import SFTRunConfig
+
+    class Mode(enum.Enum):
+        FAST = "fast"
+
+    @dataclasses.dataclass
+    class Plain:
+        FREE: ClassVar[frozenset[str]] = frozenset({"label"})
+        PATHS: ClassVar[tuple[str, ...]] = ("data",)
+        model: str
+        data: str
+        mode: Mode = Mode.FAST
+        label: str = "x"
+
+    (tmp_path / "d.jsonl").write_text("{}\n")
+    os.chdir(tmp_path)
+    got = run_settings(Plain("m", "d.jsonl"), data_sha256="abc")
+    assert got == {"model": "m", "data": str(tmp_path / "d.jsonl"), "mode": "fast", "data_sha256": "abc"}
+
+    cfg = SFTRunConfig(model="m", data=["d.jsonl"], output_dir=str(tmp_path / "out"), report_to="none")
+    settings = run_settings(cfg)
+    assert {"model", "lora", "learning_rate", "seed", "weight_decay", "lr_scheduler_type"} <= set(settings)
+    assert not {"output_dir", "max_steps", "logging_steps", "overwrite"} & set(settings)  # FREE
+    assert "dataloader_num_workers" not in settings and "hub_model_id" not in settings  # inherited, not named
+    assert settings["lr_scheduler_type"] == cfg.lr_scheduler_type.value
+
+
+def test_step_marks_a_finished_unit(tmp_path):
+    """A unit's ``step.json`` counts as done only when it finished, with the same fingerprint; a torn or
+    unfinished record means the unit runs again."""
+    from tinytool.io import Step
+
+    step = Step(tmp_path / "u", fingerprint="a")
+    assert step.done is None
+    step.start(command=["x"])
+    assert step.done is None and step.record["command"] == ["x"]
+    assert step.finish({"kept": 3}) == {"kept": 3}
+    assert Step(tmp_path / "u", "a").done == {"kept": 3}
+    assert Step(tmp_path / "u", "b").done is None  # what it depends on changed
+    step.finish({"kept": 0}, status="failed (exit 2)")
+    assert step.done is None
+    (tmp_path / "u" / "step.json").write_text('{"status": "do')
+    assert step.done is None and step.record == {}

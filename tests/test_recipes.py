@@ -49,14 +49,14 @@ def test_a_recipe_runs_skips_what_did_not_change_and_reruns_what_did(tmp_path, m
     state = run_recipe(load_recipe(path), run, echo=lines.append)
     assert [s["status"] for s in state["stages"]] == ["done"] * 3
     assert sorted(p.name for p in run.iterdir()) == ["01-data", "02-sft", "03-eval", "recipe.json"]
-    sft = json.loads((run / "02-sft" / "stage.json").read_text())
+    sft = json.loads((run / "02-sft" / "step.json").read_text())
     assert sft["figures"]["global_step"] == 2 and (run / "02-sft" / "out" / "model.safetensors").is_file()
-    assert "overall" in json.loads((run / "03-eval" / "stage.json").read_text())["figures"]
+    assert "overall" in json.loads((run / "03-eval" / "step.json").read_text())["figures"]
     again = run_recipe(load_recipe(path), run, echo=lines.append)
     assert [s["status"] for s in again["stages"]] == ["skipped (unchanged)"] * 3
     changed = run_recipe(load_recipe(path, {"steps": "3"}), run, echo=lines.append)
     assert [s["status"] for s in changed["stages"]] == ["skipped (unchanged)", "done", "done"]
-    assert json.loads((run / "02-sft" / "stage.json").read_text())["figures"]["global_step"] == 3
+    assert json.loads((run / "02-sft" / "step.json").read_text())["figures"]["global_step"] == 3
     forced = run_recipe(load_recipe(path, {"steps": "3"}), run, force=("eval",), echo=lines.append)
     assert [s["status"] for s in forced["stages"]] == ["skipped (unchanged)", "skipped (unchanged)", "done"]
 
@@ -67,7 +67,7 @@ def test_a_failing_stage_names_its_log_and_a_rerun_goes_on_from_it(tmp_path, mod
     with pytest.raises(StageFailed) as e:
         run_recipe(load_recipe(_recipe(tmp_path, model, bad)), run, echo=lambda s: None)
     assert "stage 'eval'" in str(e.value) and "03-eval/log.txt" in str(e.value)
-    assert json.loads((run / "03-eval" / "stage.json").read_text())["status"].startswith("failed")
+    assert json.loads((run / "03-eval" / "step.json").read_text())["status"].startswith("failed")
     state = run_recipe(load_recipe(_recipe(tmp_path, model)), run, echo=lambda s: None)
     assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)", "skipped (unchanged)", "done"]
 

@@ -309,7 +309,8 @@ def test_cli(env):
 
 
 def test_one_yaml_drives_the_cli_and_the_python_api(env):
-    from tinytool.train.config import load_config, run_settings
+    from tinytool.io import run_settings
+    from tinytool.train.config import load_config
 
     runner = CliRunner()
     out = env["root"] / "yaml-run"

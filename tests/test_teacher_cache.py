@@ -29,6 +29,8 @@ from tinytool.distill.cache import (
 )
 from tinytool.distill.cli_cache import cache_command
 from tinytool.distill.examples import token_examples
+from tinytool.errors import OutputExistsError
+from tinytool.io import RunDirError
 from tinytool.models.loading import load_model, load_tokenizer
 from tinytool.models.students import save_tiny_model
 from tinytool.schema import read_jsonl, write_jsonl
@@ -169,13 +171,14 @@ def test_resume_after_killed_build_skips_finished_shards(env, tmp_path):
     out = tmp_path / "c"
     with pytest.raises(_Killed):
         _build(env, out, on_shard=_kill_after(0))
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["kind"] == "teacher-cache" and manifest["settings"]["k"] == 100
     assert not manifest["complete"] and len(manifest["shards"]) == 1
     with pytest.raises(CacheError, match="incomplete.*re-running the same build"):
         TeacherTopKCache.open(out)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    with pytest.raises(CacheError, match="holds no teacher cache"):
+    with pytest.raises(OutputExistsError, match="holds files but no run.json"):
         _build(env, tmp_path / "other")
 
     # count what the resumed build sends through the teacher
@@ -208,12 +211,12 @@ def test_resume_refuses_another_configuration(env, tmp_path):
     out = tmp_path / "c"
     with pytest.raises(_Killed):
         _build(env, out, on_shard=_kill_after(0))
-    with pytest.raises(CacheError, match=r"cannot resume.*\bk: 100 there, 50 now.*temperature") as e:
+    with pytest.raises(RunDirError, match=r"other settings.*\bk: 100 there, 50 now.*temperature") as e:
         _build(env, out, k=50, temperature=0.5)
     assert str(out) in str(e.value)
-    with pytest.raises(CacheError, match="examples_per_shard"):
+    with pytest.raises(RunDirError, match="examples_per_shard"):
         _build(env, out, examples_per_shard=4)
-    with pytest.raises(CacheError, match="teacher: 'tiny' there, 'other' now"):
+    with pytest.raises(RunDirError, match="teacher: 'tiny' there, 'other' now"):
         _build(env, out, teacher_id="other")
 
 
@@ -263,8 +266,8 @@ def test_missing_shard_and_bad_manifest(env, tmp_path):
     (out / "shard-00002.safetensors").unlink()
     with pytest.raises(CacheError, match=r"shard-00002\.safetensors: shard 2 .* missing"):
         TeacherTopKCache.open(out, verify=False)
-    (out / "manifest.json").write_text("{not json")
-    with pytest.raises(CacheError, match="manifest.json: unreadable"):
+    (out / "run.json").write_text("{not json")
+    with pytest.raises(CacheError, match="run.json: unreadable"):
         TeacherTopKCache.open(out)
     with pytest.raises(CacheError, match="not a teacher cache"):
         TeacherTopKCache.open(env["root"] / "demo")
@@ -392,7 +395,7 @@ def test_cli(env, tmp_path):
     res = runner.invoke(app, args)  # the same settings: the finished cache is returned as is
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, [*args[:-1], "--k", "8"])
-    assert res.exit_code == 2 and "cannot resume" in res.output and "k: 16 there, 8 now" in res.output
+    assert res.exit_code == 2 and "other settings" in res.output and "k: 16 there, 8 now" in res.output
     assert "--overwrite" in res.output
     res = runner.invoke(app, [*args[:-1], "--k", "8", "--overwrite"])
     assert res.exit_code == 0, res.output

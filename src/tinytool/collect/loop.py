@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -53,7 +53,7 @@ from tinytool.collect.queries import seed_task, teacher_variants
 from tinytool.collect.replay import ReplayStore
 from tinytool.errors import MissingInputError, UserInputError
 from tinytool.formats import DEFAULT_FORMAT
-from tinytool.io import read_json, read_jsonl_rows, write_json, write_jsonl
+from tinytool.io import Step, read_json, read_jsonl_rows, write_json, write_jsonl
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 from tinytool.schema import Conversation
 
@@ -94,11 +94,8 @@ class CollectConfig:
     seed: int = 0
     overwrite: bool = False  # start again in ``out`` (otherwise the same settings resume, others are refused)
 
-    #: settings that may change between a run and its resumption
-    FREE: ClassVar[tuple[str, ...]] = ("iterations", "review", "overwrite", "serve")
-
-    def settings(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k not in self.FREE}
+    #: settings that may change between a run and its resumption (`tinytool.io.run_settings`)
+    FREE: ClassVar[frozenset[str]] = frozenset({"iterations", "review", "overwrite", "serve"})
 
     def __post_init__(self) -> None:
         from tinytool.envs import ENVS
@@ -187,22 +184,6 @@ class MeteredClient(LLMClient):
 # ---- steps -----------------------------------------------------------------------------------------------------
 
 
-class Step:
-    """A finished step leaves ``step.json`` (its counts) in its folder; a rerun reads it instead of redoing."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.marker = folder / "step.json"
-
-    @property
-    def done(self) -> dict[str, Any] | None:
-        return read_json(self.marker) if self.marker.is_file() else None
-
-    def finish(self, counts: dict[str, Any]) -> dict[str, Any]:
-        write_json(self.marker, counts)
-        return counts
-
-
 def _convs(path: Path) -> list[Conversation]:
     return [Conversation.from_dict(r) for r in read_jsonl_rows(path)] if path.is_file() else []
 
@@ -253,12 +234,12 @@ def served(model: str, fmt: str, timeout_s: float = 300.0, log_file: str | os.Pa
 class Loop:
     def __init__(self, cfg: CollectConfig, progress: bool = True):
         from tinytool.formats import get_format
-        from tinytool.io import open_run_dir
+        from tinytool.io import open_run_dir, run_settings
 
         self.cfg, self.progress = cfg, progress
         self.out = Path(cfg.out)
         self.fmt = get_format(cfg.format)
-        self.run_dir = open_run_dir(self.out, "collect", cfg.settings(), overwrite=cfg.overwrite)
+        self.run_dir = open_run_dir(self.out, "collect", run_settings(cfg), overwrite=cfg.overwrite)
         self.store = ReplayStore(self.out / "store.jsonl", cfg.dedup_threshold)
         self.seeds, self.skipped_seeds = self._runnable([seed_task(c) for c in _convs(Path(cfg.seeds))])
         if not self.seeds:
@@ -332,7 +313,7 @@ class Loop:
     # -- steps
     def queries(self, k: int, folder: Path) -> list[Conversation]:
         step, path = Step(folder), folder / "queries.jsonl"
-        if step.done:
+        if step.done is not None:
             return _convs(path)
         n = self.cfg.queries or len(self.seeds)
         rng = random.Random(self.cfg.seed * 7919 + k)
@@ -398,7 +379,7 @@ class Loop:
         the loop must wait for a person)."""
         step, path = Step(folder), folder / "labelled.jsonl"
         queue = folder / "review_queue.jsonl"
-        if not step.done and not path.is_file():
+        if step.done is None and not path.is_file():
             labelled, rule_fail, passed = [], 0, []
             for r in rows:
                 conv = Conversation.from_dict(r["conversation"])
@@ -430,8 +411,8 @@ class Loop:
                                 "unreadable": sum(not v.readable for v in verdicts)},
                       "review_queue": len(picks)}
             write_json(folder / "counts.json", counts)
-        if step.done:
-            return list(read_jsonl_rows(path)), step.done
+        if (done := step.done) is not None:
+            return list(read_jsonl_rows(path)), done
         labelled = list(read_jsonl_rows(path))
         counts = read_json(folder / "counts.json")
         decided = apply_reviews(labelled, list(read_jsonl_rows(queue)))
@@ -511,8 +492,8 @@ class Loop:
 
     def _store(self, labelled: list[dict[str, Any]], k: int, folder: Path) -> dict[str, Any]:
         step = Step(folder)
-        if step.done:
-            return step.done
+        if (done := step.done) is not None:
+            return done
         kept, dup = self.store.add({**r, "iteration": k} for r in labelled)
         return step.finish({"in": len(labelled), "kept": kept, "duplicates": dup, "store_size": len(self.store),
                             "store_desirable": sum(r["label"] for r in self.store.rows)})

@@ -9,8 +9,9 @@ top-k mass ``sum(exp(logprobs))`` is the teacher's real coverage, not 1.
 
 Layout of a cache directory::
 
-    manifest.json            teacher, tokenizer fingerprint, k, temperature, dtypes, data files with
-                             sha256, per-shard sizes and sha256, ``complete``
+    run.json                 the run directory's manifest: settings (teacher, tokenizer fingerprint, k,
+                             temperature, format, data sha256, ...) and the build's record (dtypes,
+                             data files, per-shard sizes and sha256, ``complete``)
     shard-00000.safetensors  flat tensors for up to ``examples_per_shard`` consecutive examples:
                                tokens         int32   [sum L]        all token ids, example after example
                                offsets        int64   [n + 1]        example i is tokens[offsets[i]:offsets[i+1]]
@@ -39,11 +40,10 @@ import bisect
 import hashlib
 import json
 import os
-import shutil
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,22 +52,40 @@ import torch
 from tinytool.distill.lm_parts import decoder_and_head, head_logits, head_topk
 from tinytool.errors import MissingInputError, TinytoolError
 from tinytool.formats import DEFAULT_FORMAT, PromptFormat, resolve_format
-from tinytool.io import atomic_file, read_json, write_json
+from tinytool.io import RunDir, RunDirError, atomic_file, check_not_input, open_run_dir, run_settings
+from tinytool.io.rundir import MANIFEST, read_manifest
 from tinytool.progress import ProgressBar
 
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
+FORMAT_VERSION = 2  #: 2: the manifest is the run directory's run.json
+KIND = "teacher-cache"
 SHARD_PATTERN = "shard-{:05d}.safetensors"
 TOKENS_DTYPE = "int32"
 LOGPROBS_DTYPE = "float16"
-#: fields that must agree for a rerun to continue an existing build
-RESUME_KEYS = ("format_version", "teacher", "tokenizer_fingerprint", "k", "temperature", "format",
-               "data_sha256", "max_length", "examples_per_shard")
 _TENSORS = ("tokens", "offsets", "n_prompt", "topk_ids", "topk_logprobs")
 
 
 class CacheError(TinytoolError, ValueError):
     """A teacher cache that cannot be built, resumed or read; the message names the file and the problem."""
+
+
+@dataclass
+class CacheSettings:
+    """What defines a teacher cache (its run directory's settings): a build with the same ones resumes."""
+
+    teacher: str
+    tokenizer_fingerprint: str
+    k: int
+    temperature: float
+    format: str
+    data_sha256: list[str]
+    max_length: int
+    examples_per_shard: int
+    format_version: int = FORMAT_VERSION
+
+
+def _flat(settings: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+    """The cache's manifest as one mapping: its settings and what the build recorded."""
+    return {**settings, **info}
 
 
 # ---- tokenizer identity --------------------------------------------------------------------
@@ -121,21 +139,20 @@ def _sha256_file(path: Path) -> str:
 
 
 def _read_manifest(root: Path) -> dict[str, Any]:
-    path = root / MANIFEST
+    """The manifest of the cache at ``root`` (settings and build record as one mapping)."""
     if not root.is_dir():
         raise CacheError(f"{root}: no such teacher cache directory")
-    if not path.is_file():
-        raise CacheError(f"{root}: not a teacher cache (no {MANIFEST})")
     try:
-        manifest = read_json(path)
-    except TinytoolError as e:
-        raise CacheError(f"{path}: unreadable manifest ({str(e).removeprefix(str(path) + ': ')})",
-                         fix=_rebuild_fix(root)) from None
-    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
-        version = manifest.get("format_version") if isinstance(manifest, dict) else None
-        raise CacheError(f"{path}: unsupported teacher cache format_version {version!r} "
+        manifest = read_manifest(root)
+    except RunDirError as e:
+        raise CacheError(f"{root / MANIFEST}: unreadable manifest ({e})", fix=_rebuild_fix(root)) from None
+    if manifest is None or manifest.get("kind") != KIND:
+        raise CacheError(f"{root}: not a teacher cache (no {MANIFEST} of a {KIND!r} run)")
+    flat = _flat(manifest["settings"], {k: v for k, v in manifest.items() if k not in ("kind", "settings")})
+    if flat.get("format_version") != FORMAT_VERSION:
+        raise CacheError(f"{root / MANIFEST}: unsupported teacher cache format_version {flat.get('format_version')!r} "
                          f"(this tinytool reads {FORMAT_VERSION})")
-    return manifest
+    return flat
 
 
 def _rebuild_fix(root: Path) -> str:
@@ -457,10 +474,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
-def _write_manifest(root: Path, manifest: dict[str, Any]) -> None:
-    write_json(root / MANIFEST, manifest)
-
-
 def _shard_bytes(examples: Sequence[Any], results: Sequence[tuple[torch.Tensor, torch.Tensor]],
                  ids_dtype: torch.dtype, index: int, k: int) -> bytes:
     from safetensors.torch import save
@@ -545,7 +558,7 @@ def build_cache(
     device: str | None = None,
     engine_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Build (or, with ``resume``, finish) the top-k teacher cache of ``data`` at ``out``; returns the manifest.
+    """Build (or finish) the top-k teacher cache of ``data`` at ``out``; returns the manifest.
 
     ``teacher`` is a model spec (hub id, checkpoint dir, .gguf, alias) or a loaded ``(model, tokenizer)``
     pair (named ``teacher_id`` in the manifest). Examples are `token_examples` of the conversations in
@@ -560,14 +573,72 @@ def build_cache(
     ``vllm.LLM``. ``on_shard(index)`` is called after each shard is committed (and may raise: the
     build then stops with that shard kept).
 
-    ``out`` resumes as every run directory does: an unfinished build of the same configuration
-    (`RESUME_KEYS`) continues after its last committed shard, a finished one is returned as is, another
-    configuration is refused naming what differs, and ``overwrite`` deletes the cache and builds it again. A
-    non-empty directory that is not a teacher cache is refused.
+    ``out`` is a run directory (`tinytool.io.open_run_dir`, settings `CacheSettings`): an unfinished build of
+    the same settings continues after its last committed shard, a finished one is returned as is, other
+    settings are refused naming what differs, and ``overwrite`` deletes the cache and builds it again. A
+    non-empty directory that is not a tinytool run is refused.
     """
     from tinytool.distill.examples import token_examples
     from tinytool.train.examples import read_conversations
 
+    _check_build(backend, k, examples_per_shard, batch_size, temperature)
+    files = [Path(p) for p in data]
+    for p in files:
+        if not p.is_file():
+            raise MissingInputError(f"{p}: no such data file", fix="check the --data path")
+    check_not_input(out, *files)
+    fmt = resolve_format(fmt)  # a name from a script; the command line passes the format itself
+    convs = read_conversations([str(p) for p in files])  # a malformed row is named before any model loads
+    tok, name = _teacher_tokenizer(teacher, teacher_id, backend)
+    examples, dropped = token_examples(convs, fmt, tok, max_length)
+    if not examples:
+        raise CacheError(f"{', '.join(map(str, files))}: no examples to cache in format {fmt.name!r} "
+                         f"({dropped} dropped as longer than {max_length} tokens or empty)")
+    data_info = [{"path": str(p), "sha256": _sha256_file(p), "bytes": p.stat().st_size} for p in files]
+    settings = CacheSettings(name, tokenizer_fingerprint(tok), int(k), float(temperature), fmt.name,
+                             [d["sha256"] for d in data_info], int(max_length), int(examples_per_shard))
+    run = open_run_dir(out, KIND, run_settings(settings), overwrite=overwrite)
+    root = run.path
+    if run.resumed:
+        if run.info.get("complete"):
+            return _flat(run.settings, run.info)
+        if run.info.get("n_examples") != len(examples):
+            raise CacheError(f"{root}: cannot resume, the data now gives {len(examples)} examples, the cache "
+                             f"was planned for {run.info.get('n_examples')}", fix=_rebuild_fix(root))
+        # shards committed before the crash must be intact; anything else is rewritten
+        TeacherTopKCache(root, _flat(run.settings, run.info)).verify(checksums=True)
+
+    model = _teacher_model(teacher, device, bf16) if backend == "hf" else None
+    vocab_size = _vocab_size(model, teacher, tok)
+    if k > vocab_size:
+        raise CacheError(f"k={k} is larger than the teacher's vocabulary ({vocab_size})")
+    if run.resumed and run.info.get("vocab_size") != vocab_size:
+        raise CacheError(f"{root}: cannot resume, the teacher's vocabulary is {vocab_size}, the cache's "
+                         f"{run.info.get('vocab_size')}", fix=_rebuild_fix(root))
+    ids_dtype = torch.uint16 if vocab_size <= 65536 else torch.int32
+    if not run.resumed:
+        run.update(
+            data=data_info, vocab_size=vocab_size, tokenizer_size=len(tok), tokens_dtype=TOKENS_DTYPE,
+            ids_dtype=str(ids_dtype).removeprefix("torch."), logprobs_dtype=LOGPROBS_DTYPE,
+            n_conversations=len(convs), n_examples=len(examples), n_dropped=dropped,
+            n_tokens=sum(len(ex.input_ids) for ex in examples),
+            n_completion_tokens=sum(ex.n_completion for ex in examples),
+            n_shards=(len(examples) + examples_per_shard - 1) // examples_per_shard, backend=backend,
+            complete=False, shards=[])
+    if backend == "hf":
+        runner: Any = _HFTeacher(model, temperature, k, bf16)
+        run.update(bf16=runner.bf16)
+    else:
+        runner = _VLLMTeacher(str(teacher), k, max_length, temperature, engine_kwargs or {})
+    _write_shards(run, examples, runner, ids_dtype, batch_size, backend, progress, on_shard)
+    total = sum(sh["bytes"] for sh in run.info["shards"])
+    run.update(complete=True, finished=datetime.now(UTC).isoformat(timespec="seconds"), bytes=total,
+               bytes_per_completion_token=total / max(1, run.info["n_completion_tokens"]))
+    return _flat(run.settings, run.info)
+
+
+def _check_build(backend: str, k: int, examples_per_shard: int, batch_size: int, temperature: float) -> None:
+    """The build's arguments, checked before anything is read."""
     if backend not in ("hf", "vllm"):
         raise CacheError(f"unknown backend {backend!r}; use 'hf' or 'vllm'")
     if k < 1 or examples_per_shard < 1 or batch_size < 1:
@@ -577,99 +648,18 @@ def build_cache(
         raise CacheError(f"temperature must be positive, got {temperature}")
     if backend == "vllm":
         _check_vllm(temperature)
-    root = Path(out)
-    files = [Path(p) for p in data]
-    for p in files:
-        if not p.is_file():
-            raise MissingInputError(f"{p}: no such data file", fix="check the --data path")
-    data_info = [{"path": str(p), "sha256": _sha256_file(p), "bytes": p.stat().st_size} for p in files]
 
-    existing: dict[str, Any] | None = None
-    if root.exists() and not root.is_dir():
-        raise CacheError(f"{root}: exists and is not a directory")
-    if root.is_dir() and any(root.iterdir()):
-        if not (root / MANIFEST).is_file():
-            raise CacheError(f"{root}: output directory is not empty and holds no teacher cache ({MANIFEST})",
-                             fix="choose an empty or new --out")
-        if overwrite:
-            shutil.rmtree(root)
-        else:
-            existing = _read_manifest(root)
 
-    fmt = resolve_format(fmt)  # a name from a script; the command line passes the format itself
-    convs = read_conversations([str(p) for p in files])  # a malformed row is named before any model loads
-    tok, name = _teacher_tokenizer(teacher, teacher_id, backend)
-    examples, dropped = token_examples(convs, fmt, tok, max_length)
-    if not examples:
-        raise CacheError(f"{', '.join(map(str, files))}: no examples to cache in format {fmt.name!r} "
-                         f"({dropped} dropped as longer than {max_length} tokens or empty)")
-    n_shards = (len(examples) + examples_per_shard - 1) // examples_per_shard
-    config = {
-        "format_version": FORMAT_VERSION, "teacher": name, "tokenizer_fingerprint": tokenizer_fingerprint(tok),
-        "k": int(k), "temperature": float(temperature), "format": fmt.name,
-        "data_sha256": [d["sha256"] for d in data_info], "max_length": int(max_length),
-        "examples_per_shard": int(examples_per_shard),
-    }
-    if existing is not None:
-        differing = [key for key in RESUME_KEYS if existing.get(key) != config[key]]
-        if differing:
-            detail = "; ".join(f"{key}: {existing.get(key)!r} there, {config[key]!r} now" for key in differing)
-            raise CacheError(f"{root}: cannot resume, the cache was built with another configuration ({detail})",
-                             fix="rerun with the settings it was built with, --overwrite to build it again, or "
-                                 "choose another --out")
-        if existing.get("n_examples") != len(examples):
-            raise CacheError(f"{root}: cannot resume, the data now gives {len(examples)} examples, the cache "
-                             f"was planned for {existing.get('n_examples')}")
-        if existing.get("complete"):
-            return existing
-        # shards committed before the crash must be intact; anything else (a temp file, a shard renamed
-        # but never recorded) is rewritten
-        TeacherTopKCache(root, existing).verify(checksums=True)
-
-    model = _teacher_model(teacher, device, bf16) if backend == "hf" else None
-    vocab_size = _vocab_size(model, teacher, tok)
-    if k > vocab_size:
-        raise CacheError(f"k={k} is larger than the teacher's vocabulary ({vocab_size})")
-    ids_dtype = torch.uint16 if vocab_size <= 65536 else torch.int32
-    if existing is not None:
-        if existing.get("vocab_size") != vocab_size:
-            raise CacheError(f"{root}: cannot resume, the teacher's vocabulary is {vocab_size}, the cache's "
-                             f"{existing.get('vocab_size')}")
-        manifest = existing
-    else:
-        root.mkdir(parents=True, exist_ok=True)
-        manifest = {
-            **config,
-            "data": data_info,
-            "vocab_size": vocab_size,
-            "tokenizer_size": len(tok),
-            "tokens_dtype": TOKENS_DTYPE,
-            "ids_dtype": str(ids_dtype).removeprefix("torch."),
-            "logprobs_dtype": LOGPROBS_DTYPE,
-            "n_conversations": len(convs),
-            "n_examples": len(examples),
-            "n_dropped": dropped,
-            "n_tokens": sum(len(ex.input_ids) for ex in examples),
-            "n_completion_tokens": sum(ex.n_completion for ex in examples),
-            "n_shards": n_shards,
-            "backend": backend,
-            "complete": False,
-            "created_at": time.time(),
-            "shards": [],
-        }
-        _write_manifest(root, manifest)
-
-    if backend == "hf":
-        runner: Any = _HFTeacher(model, temperature, k, bf16)
-        manifest["bf16"] = runner.bf16
-    else:
-        runner = _VLLMTeacher(str(teacher), k, max_length, temperature, engine_kwargs or {})
-
-    done = len(manifest["shards"])
+def _write_shards(run: RunDir, examples: Sequence[Any], runner: Any, ids_dtype: torch.dtype, batch_size: int,
+                  backend: str, progress: bool, on_shard: Callable[[int], Any] | None) -> None:
+    """Compute and commit every shard the run has not committed yet: each shard is written aside, fsynced and
+    renamed, then appended to the manifest (``on_shard(index)`` after each)."""
+    per_shard, k = run.settings["examples_per_shard"], run.settings["k"]
+    shards = run.info["shards"]
     with ProgressBar("teacher top-k", len(examples), unit="example",
-                     done=min(done * examples_per_shard, len(examples)), enabled=progress) as bar:
-        for s in range(done, n_shards):
-            shard = examples[s * examples_per_shard: (s + 1) * examples_per_shard]
+                     done=min(len(shards) * per_shard, len(examples)), enabled=progress) as bar:
+        for s in range(len(shards), run.info["n_shards"]):
+            shard = examples[s * per_shard: (s + 1) * per_shard]
             results: list[Any] = [None] * len(shard)
             order = list(range(len(shard)))
             if backend == "hf":
@@ -682,19 +672,12 @@ def build_cache(
                 bar.advance(len(idx))
             blob = _shard_bytes(shard, results, ids_dtype, s, k)
             fname = SHARD_PATTERN.format(s)
-            _atomic_write(root / fname, blob)
-            manifest["shards"].append({
+            _atomic_write(run / fname, blob)
+            shards.append({
                 "file": fname, "n_examples": len(shard), "n_tokens": sum(len(ex.input_ids) for ex in shard),
                 "n_completion_tokens": sum(ex.n_completion for ex in shard), "bytes": len(blob),
                 "sha256": _sha256_bytes(blob),
             })
-            _write_manifest(root, manifest)
+            run.update(shards=shards)
             if on_shard is not None:
                 on_shard(s)
-    manifest["complete"] = True
-    manifest["finished_at"] = time.time()
-    total = sum(sh["bytes"] for sh in manifest["shards"])
-    manifest["bytes"] = total
-    manifest["bytes_per_completion_token"] = total / max(1, manifest["n_completion_tokens"])
-    _write_manifest(root, manifest)
-    return manifest

@@ -17,7 +17,7 @@ def cache_command(
                                 "or smollm2-135m-instruct."),
     data: list[Path] = typer.Option(..., "--data", "-d", help="JSONL of conversations, e.g. teacher rollouts "
                                     "D_T (repeatable)."),
-    out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Cache directory (shards + manifest.json)."),
+    out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Cache directory (shards + run.json)."),
     k: int = typer.Option(100, "--k", "-k", help="Teacher tokens kept per position (STAR App. A.2: 100)."),
     format: PromptFormat = format_option(DEFAULT_FORMAT),
     temperature: float = typer.Option(1.0, "--temperature", help="Softmax temperature of the cached log-probs."),

@@ -73,6 +73,7 @@ from tinytool.io import (
     open_run_dir,
     read_jsonl_rows,
     repair_log,
+    run_settings,
     write_json,
 )
 from tinytool.io.rundir import MANIFEST
@@ -478,7 +479,7 @@ class RolloutJob:
         if fresh and not overwrite and p["out"].exists() and p["out"].stat().st_size > 0:
             raise OutputExistsError(f"{p['out']}: not empty, and {p['dir'].name}/ with the run it belongs to is "
                                     "missing; not a rollout output this run can resume")
-        self.rundir = open_run_dir(p["dir"], "teacher-rollout", asdict(self.config), overwrite=overwrite,
+        self.rundir = open_run_dir(p["dir"], "teacher-rollout", run_settings(self.config), overwrite=overwrite,
                                    info={"out": str(p["out"]), "data_files": self.data_files,
                                          "tinytool_version": __version__})
         if overwrite or not self.rundir.resumed:

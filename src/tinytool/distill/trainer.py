@@ -97,8 +97,8 @@ class DistillConfig(RunOptions, TrainingArguments):
         for p in self.data:
             if not Path(p).is_file():
                 raise MissingInputError(f"{p}: no such data file")
-        if self.cache is not None and not (Path(self.cache) / "manifest.json").is_file():
-            raise MissingInputError(f"{self.cache}: no teacher cache there (no manifest.json)",
+        if self.cache is not None and not (Path(self.cache) / "run.json").is_file():
+            raise MissingInputError(f"{self.cache}: no teacher cache there (no run.json)",
                                     fix="build one with tinytool teacher cache -t TEACHER -d DATA -o "
                                         f"{self.cache}, or pass the folder it wrote")
         from tinytool.formats import resolve_format

@@ -24,11 +24,12 @@ from tinytool.io.files import (
     write_json,
     write_jsonl,
 )
-from tinytool.io.rundir import RunDir, RunDirError, open_run_dir
+from tinytool.io.rundir import RunDir, RunDirError, Step, open_run_dir, run_settings
 
 __all__ = [
     "RunDir",
     "RunDirError",
+    "Step",
     "append_jsonl",
     "atomic_dir",
     "atomic_file",
@@ -42,6 +43,7 @@ __all__ = [
     "read_jsonl_rows",
     "read_yaml",
     "repair_log",
+    "run_settings",
     "write_json",
     "write_jsonl",
 ]

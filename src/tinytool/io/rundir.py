@@ -10,14 +10,24 @@ figures, status). Opening a directory:
 - holding files but no manifest → refused, since it is not a tinytool run (nothing is deleted);
 - holding a manifest but no results yet (a start that failed) → a new run, whatever its settings;
 - ``overwrite=True`` → a tinytool run's contents are removed and a new run starts.
+
+What defines a run is declared once, on its config dataclass: every field does, except those the class lists in
+``FREE`` (where to write, how often to log, how far to go: a resumed run may change them); a config that extends a
+library's dataclass (TRL's, transformers') counts the fields it inherits without declaring them only where it
+lists them in ``LIBRARY_SETTINGS``. `run_settings` reads that declaration, for every verb.
+
+Work inside a run that is done in units (an iteration's steps, a recipe's stages) marks each finished unit with
+a `Step`: its folder's ``step.json`` records the outcome, and a rerun reads it instead of redoing the unit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +80,95 @@ class RunDir:
             "kind": self.kind, "settings": self.settings, **self.info,
             "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         })
+
+
+def declared_fields(cls: type) -> list[str]:
+    """The fields tinytool's own classes declare in ``cls``'s hierarchy (their own, and library fields they
+    re-declare with tinytool's defaults), in declaration order."""
+    import inspect
+
+    names_all = {f.name for f in dataclasses.fields(cls)}
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("tinytool.") and dataclasses.is_dataclass(klass):
+            names += [n for n in inspect.get_annotations(klass) if n not in names and n in names_all]
+    return names
+
+
+def absolute(value: Any, always: bool = False) -> Any:
+    """A path (or each of a list of paths) made absolute where it exists (``always``: also where it does not
+    yet); anything else, such as a hub id or a model alias, as it is."""
+    if isinstance(value, (list, tuple)):
+        return [absolute(v, always) for v in value]
+    if isinstance(value, (str, Path)) and str(value) and (always or Path(value).exists()):
+        return str(Path(value).expanduser().absolute())
+    return value
+
+
+def path_value(cfg: Any, name: str, value: Any) -> Any:
+    """``value`` of field ``name`` with its paths absolute: the fields a config lists in ``PATHS`` and those
+    named ``*_dir`` or ``*_path`` (the same run started from another directory is the same run)."""
+    if name in getattr(cfg, "PATHS", ()) or name.endswith(("_dir", "_path")):
+        return absolute(value, always=name == "output_dir")
+    return value
+
+
+def run_settings(cfg: Any, **derived: Any) -> dict[str, Any]:
+    """The settings that define a run of the config dataclass ``cfg`` (see the module docstring): what its
+    manifest records and a resumed run must match, enums as their values, paths absolute. ``derived`` adds
+    settings computed from the inputs (a data file's sha256, a tokenizer's fingerprint)."""
+    cls = type(cfg)
+    free = getattr(cls, "FREE", frozenset())
+    library = getattr(cls, "LIBRARY_SETTINGS", None)
+    declared = set(declared_fields(cls)) if library is not None else None
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        if f.name in free or (declared is not None and f.name not in declared and f.name not in library):
+            continue
+        value = getattr(cfg, f.name)
+        out[f.name] = path_value(cfg, f.name, value.value if isinstance(value, Enum) else value)
+    return {**out, **derived}
+
+
+class Step:
+    """A unit of work inside a run directory (an iteration's step, a recipe's stage) in its own folder: when it
+    finishes, ``step.json`` records its outcome, and a rerun reads that instead of redoing the unit. With a
+    ``fingerprint`` (of what the unit depends on) a record counts only while the fingerprint is the same."""
+
+    FILE = "step.json"
+
+    def __init__(self, folder: str | Path, fingerprint: str | None = None):
+        self.folder = Path(folder)
+        self.marker = self.folder / self.FILE
+        self.fingerprint = fingerprint
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """What the folder's ``step.json`` holds ({} when missing or unreadable: the unit runs again)."""
+        try:
+            record = read_json(self.marker) if self.marker.is_file() else {}
+        except FileFormatError:
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    @property
+    def done(self) -> dict[str, Any] | None:
+        """The finished unit's record (its outcome and what it ran), or None when it must run (again)."""
+        record = self.record
+        if record.get("status") != "done" or record.get("fingerprint") != self.fingerprint:
+            return None
+        return {k: v for k, v in record.items() if k not in ("status", "fingerprint")}
+
+    def start(self, **info: Any) -> None:
+        """Record that the unit runs now (``info``: what it runs); an unfinished record never counts as done."""
+        self.finish(info, status="running")
+
+    def finish(self, outcome: dict[str, Any], status: str = "done") -> dict[str, Any]:
+        """Record the unit's outcome (``status`` other than "done": it did not finish and runs again); returns
+        ``outcome``."""
+        ensure_dir(self.folder)
+        write_json(self.marker, {"status": status, "fingerprint": self.fingerprint, **_normal(outcome)})
+        return outcome
 
 
 def read_manifest(path: str | Path) -> dict[str, Any] | None:
@@ -168,5 +267,6 @@ def open_run_dir(path: str | Path, kind: str, settings: dict[str, Any], *, overw
     return run
 
 
-__all__ = ["MANIFEST", "SETUP_FILES", "RunDir", "RunDirError", "discard_start", "holds_work", "open_run_dir",
-           "read_manifest", "settings_diff"]
+__all__ = ["MANIFEST", "SETUP_FILES", "RunDir", "RunDirError", "Step", "absolute", "declared_fields",
+           "discard_start", "holds_work", "open_run_dir", "path_value", "read_manifest", "run_settings",
+           "settings_diff"]

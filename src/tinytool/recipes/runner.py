@@ -2,8 +2,8 @@
 changed, resumed where a killed run stopped.
 
 A stage's folder ``NN-name/`` holds ``out/`` (what the verb writes), ``log.txt`` (its console output),
-``command.txt`` and ``stage.json``: the verb, the resolved arguments, the fingerprint, the status, the wall time
-and the figures read from the verb's summary. The fingerprint covers the verb, the resolved arguments, the
+``command.txt`` and ``step.json`` (a `tinytool.io.Step`): the verb, the resolved arguments, the fingerprint, the
+status, the wall time and the figures read from the verb's summary. The fingerprint covers the verb, the resolved arguments, the
 fingerprints of the stages it reads and the content of the input files it names. On a rerun a finished stage
 with the same fingerprint is skipped; one whose fingerprint changed starts again from scratch; an unfinished
 one runs again, and the verb resumes from its own run directory (the newest complete checkpoint, the
@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from tinytool.errors import TinytoolError
-from tinytool.io import write_json
+from tinytool.io import Step, write_json
 from tinytool.recipes.recipe import Recipe, Stage, check_stage_args, resolve, upstream
 
-STAGE_FILE = "stage.json"
 RUN_FILE = "recipe.json"
 
 
@@ -124,13 +123,6 @@ def _figures(out: Path) -> dict[str, Any]:
     return figs
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (),
                echo: Callable[[str], None] = print, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
@@ -152,26 +144,26 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
         fp = fingerprint(stage, args, positional, {u: prints[u] for u in upstream(stage, recipe)}, run_dir)
         prints[stage.name], outs[stage.name] = fp, str(out)
         forced = forced or stage.name in force
-        old = _read(folder / STAGE_FILE)
+        step = Step(folder, fp)
         state = {"name": stage.name, "run": stage.run, "folder": folder.name, "fingerprint": fp, "args": args}
-        if old.get("status") == "done" and old.get("fingerprint") == fp and not forced:
-            state.update(status="skipped (unchanged)", seconds=old.get("seconds"), figures=old.get("figures", {}))
+        if (done := step.done) is not None and not forced:
+            state.update(status="skipped (unchanged)", seconds=done.get("seconds"), figures=done.get("figures", {}))
             states.append(state)
             echo(f"[{stage.name}] unchanged: skipped ({folder.name})")
             continue
-        if old and (old.get("fingerprint") != fp or forced) and folder.exists():
+        if step.record and (step.record.get("fingerprint") != fp or forced) and folder.exists():
             shutil.rmtree(folder)  # its inputs changed: what it wrote no longer holds
         folder.mkdir(parents=True, exist_ok=True)
         cmd = stage_command(stage, args, positional, folder)
         (folder / "command.txt").write_text("tinytool " + " ".join(cmd) + "\n", encoding="utf-8")
-        write_json(folder / STAGE_FILE, {**state, "status": "running", "command": cmd})
+        step.start(**state, command=cmd)
         echo(f"[{stage.name}] tinytool {' '.join(cmd)}")
         t0 = time.perf_counter()
         status = _run(cmd, folder / "log.txt", echo, env)
         seconds = round(time.perf_counter() - t0, 1)
         state.update(status="done" if status == 0 else ("interrupted" if status < 0 else f"failed (exit {status})"),
                      seconds=seconds, figures=_figures(out) if status == 0 else {}, command=cmd)
-        write_json(folder / STAGE_FILE, state)
+        step.finish({k: v for k, v in state.items() if k not in ("status", "fingerprint")}, status=state["status"])
         states.append(state)
         _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
         if status != 0:  # the stage's own error and fix were echoed above: not repeated here
@@ -247,4 +239,4 @@ def _write_run(run_dir: Path, recipe: Recipe, states: list[dict[str, Any]], seco
     return state
 
 
-__all__ = ["RUN_FILE", "STAGE_FILE", "StageEcho", "StageFailed", "fingerprint", "run_recipe", "stage_command"]
+__all__ = ["RUN_FILE", "StageEcho", "StageFailed", "fingerprint", "run_recipe", "stage_command"]

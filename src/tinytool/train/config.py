@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from tinytool.errors import UserInputError
+from tinytool.io.rundir import path_value
 
 C = TypeVar("C")
 
@@ -208,18 +209,14 @@ class RunOptions:
     def own_fields(cls) -> list[str]:
         """The fields tinytool declares (its own and the overridden `TrainingArguments` ones): what ``--help``
         lists and what the printed config shows."""
-        import inspect
+        from tinytool.io.rundir import declared_fields
 
-        fields = {f.name for f in dataclasses.fields(cls)}
-        names: list[str] = []
-        for klass in cls.__mro__:
-            if klass.__module__.startswith("tinytool.") and dataclasses.is_dataclass(klass):
-                names += [n for n in inspect.get_annotations(klass) if n not in names and n in fields]
-        return names
+        return declared_fields(cls)
 
     #: fields that do not change what is trained: a resumed run may differ in these (raise the step or epoch
-    #: count to train on from where a finished run stopped)
-    NOT_SETTINGS: ClassVar[frozenset[str]] = frozenset({
+    #: count to train on from where a finished run stopped); every other field defines the run
+    #: (`tinytool.io.run_settings`)
+    FREE: ClassVar[frozenset[str]] = frozenset({
         "output_dir", "overwrite", "max_steps", "max_seconds", "num_train_epochs", "logging_steps", "logging_first_step", "logging_dir", "save_steps",
         "save_total_limit", "save_strategy", "report_to", "eval_steps", "disable_tqdm", "run_name",
         "dataloader_num_workers", "push_to_hub", "hub_model_id", "hub_token",
@@ -230,7 +227,7 @@ class RunOptions:
     #: fields that hold paths (or a model spec that may be one): saved and compared absolute where they exist
     PATHS: ClassVar[tuple[str, ...]] = ("output_dir", "model", "data", "eval_data", "student", "teacher", "cache")
     #: `TrainingArguments` fields beyond tinytool's own that change what is trained
-    TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+    LIBRARY_SETTINGS: ClassVar[tuple[str, ...]] = (
         "lr_scheduler_type", "lr_scheduler_kwargs", "weight_decay", "max_grad_norm", "optim", "adam_beta1",
         "adam_beta2", "adam_epsilon", "seed", "data_seed", "fp16", "warmup_ratio",
     )
@@ -270,36 +267,6 @@ def _lora_text(value: Any) -> str:
         return LoraSpec.parse(value).text()
     except UserInputError as e:
         raise UserInputError(f"--lora: {e}") from None
-
-
-def _absolute(value: Any, always: bool = False) -> Any:
-    """A path (or each of a list of paths) made absolute where it exists (``always``: also where it does not
-    yet); anything else, such as a hub id or a model alias, as it is."""
-    if isinstance(value, (list, tuple)):
-        return [_absolute(v, always) for v in value]
-    if isinstance(value, (str, Path)) and str(value) and (always or Path(value).exists()):
-        return str(Path(value).expanduser().absolute())
-    return value
-
-
-def _path_value(cfg: Any, name: str, value: Any) -> Any:
-    """``value`` of field ``name`` with its paths absolute (`RunOptions.PATHS`, and other fields named
-    ``*_dir`` or ``*_path``)."""
-    if name in getattr(cfg, "PATHS", ()) or name.endswith(("_dir", "_path")):
-        return _absolute(value, always=name == "output_dir")
-    return value
-
-
-def run_settings(cfg: Any) -> dict[str, Any]:
-    """The settings that define a training run (recorded in its manifest; a resumed run must match them), paths
-    absolute (the same run started from another directory is the same run)."""
-    names = [n for n in type(cfg).own_fields() if n not in cfg.NOT_SETTINGS]
-    names += [n for n in cfg.TRAINING_SETTINGS if hasattr(cfg, n) and n not in names]
-    out = {}
-    for n in names:
-        v = getattr(cfg, n)
-        out[n] = _path_value(cfg, n, getattr(v, "value", v))  # enums (the scheduler type) as their value
-    return out
 
 
 def _plain(value: Any) -> Any:
@@ -349,7 +316,7 @@ def saved_config(cfg: Any) -> dict[str, Any]:
             value = given[name]
         else:
             continue
-        out[name] = _path_value(cfg, name, _plain(value))
+        out[name] = path_value(cfg, name, _plain(value))
     return out
 
 
@@ -529,7 +496,6 @@ __all__ = [
     "load_config",
     "option",
     "parse_config",
-    "run_settings",
     "save_config",
     "saved_config",
 ]

@@ -50,7 +50,7 @@ class KTORunConfig(RunOptions, KTOConfig):
 
     FULL_LR: ClassVar[float] = FULL_LR
     #: KTO's loss settings define the run too (a rerun with another beta is refused, not resumed)
-    TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (*RunOptions.TRAINING_SETTINGS, "beta", "desirable_weight",
+    LIBRARY_SETTINGS: ClassVar[tuple[str, ...]] = (*RunOptions.LIBRARY_SETTINGS, "beta", "desirable_weight",
                                                     "undesirable_weight", "loss_type")
 
     model: str = field(metadata={"help": "Policy to start from (usually an SFT run): hub id, checkpoint directory, "

@@ -134,8 +134,7 @@ def open_training_run(cfg: Any, kind: str, summary_name: str) -> tuple[Any, str 
     other settings → refused; ``cfg.overwrite`` → a fresh start; a run that already finished with the same step
     target → its summary (``summary_name``), and nothing to train. Only the main process of a distributed run
     writes the manifest."""
-    from tinytool.io import RunDir, open_run_dir
-    from tinytool.train.config import run_settings
+    from tinytool.io import RunDir, open_run_dir, run_settings
 
     main = cfg.process_index == 0
     # the main process opens (and, with --overwrite, clears) the directory and records the run's state before
