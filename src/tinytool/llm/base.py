@@ -54,12 +54,15 @@ class Request:
     should render them natively. ``prompt`` is the fully rendered prompt text; local backends use it
     as is when given, HTTP backends always send ``messages``. ``seed``, when set, samples this
     request with its own seed instead of ``GenerationConfig.seed``, so its completions do not depend
-    on which other requests share the call."""
+    on which other requests share the call. ``constraint`` (a `tinytool.llm.constrain.Constraint`, e.g. a
+    `ToolConstraint` of the offered tools) restricts every token of this request's completions to its grammar;
+    only the local engine (`tinytool.llm.hf.HFClient`) applies one, other backends refuse it."""
 
     messages: list[dict[str, str]]
     tools: list[dict[str, Any]] | None = None
     prompt: str | None = None
     seed: int | None = None
+    constraint: Any = None
 
 
 @dataclass
@@ -113,14 +116,23 @@ class ScriptedClient(LLMClient):
         return out
 
 
-def chat_request(fmt: PromptFormat, conv: Any, tokenizer: Any = None, seed: int | None = None) -> Request:
+def chat_request(fmt: PromptFormat, conv: Any, tokenizer: Any = None, seed: int | None = None,
+                 constrain: str | None = None) -> Request:
     """The request that asks for ``conv``'s next assistant turn. With a tokenizer (local backends)
     ``Request.prompt`` is exactly the prompt `tinytool sft` trains on (``fmt.render``); HTTP backends send the
-    messages, with the tools in the format's system prompt or the template's own tool block."""
+    messages, with the tools in the format's system prompt or the template's own tool block. ``constrain``
+    (``"auto"`` or ``"required"``) decodes under a `tinytool.llm.constrain.ToolConstraint` of the conversation's
+    tools (``auto`` without tools: none)."""
     from tinytool.formats.base import template_supports_tools
+    from tinytool.llm.constrain import tool_constraint
+
+    constraint = None
+    if constrain is not None and (conv.tools or constrain != "auto"):
+        constraint = tool_constraint(conv.tools, fmt, constrain)
 
     native = fmt.uses_native_tool_block and bool(conv.tools) and template_supports_tools(tokenizer)
     messages = fmt.to_chat(conv, native_tools=native)
     tools = [t.to_dict() for t in conv.tools] if native else None
-    return Request(messages=messages, tools=tools, prompt=fmt.render(conv, tokenizer).prompt, seed=seed)
+    return Request(messages=messages, tools=tools, prompt=fmt.render(conv, tokenizer).prompt, seed=seed,
+                   constraint=constraint)
 

@@ -107,8 +107,11 @@ Decoded = list[list[tuple[list[int], list[float] | None]]]
 
 
 def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
-                      decode_autocast: Callable[[], AbstractContextManager] = nullcontext) -> Decoded | None:
+                      decode_autocast: Callable[[], AbstractContextManager] = nullcontext,
+                      constraints: list[Any] | None = None) -> Decoded | None:
     """Decode ``config.n`` sequences from each prompt of ``seqs`` through ``client.batch_size × config.n`` slots.
+    ``constraints``: per prompt, a `tinytool.llm.constrain.Constraint` every row of it keeps to (None: free); the
+    masks of all constrained slots of a step are computed together (`tinytool.llm.constrain.RowMasks`).
 
     Returns, per prompt, ``config.n`` pairs ``(generated token ids, per-step entropies or None)`` in the order they
     finished — the ids end at the first EOS (kept), at the first stop string or at ``max_new_tokens`` — or None
@@ -138,6 +141,11 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
     pos: list[int] = []
     nxt: list[int] = []
     device = client.device
+    masks = None
+    if constraints is not None and any(c is not None for c in constraints):
+        from tinytool.llm.constrain import RowMasks
+
+        masks = RowMasks(client.grammars(), slots)
 
     def admit(slot: int) -> bool:
         nonlocal last_prefill
@@ -162,12 +170,16 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             values[i][slot, :, :length] = v[0]
         busy[slot] = _Row(p)
         pos[slot], nxt[slot] = length, seqs[p][-1]
+        if masks is not None:
+            masks.start(slot, constraints[p])
         return True
 
     def finish(slot: int) -> None:
         row = busy[slot]
         done[row.prompt].append((row.tokens, row.entropy if config.entropy else None))
         busy[slot] = None
+        if masks is not None:
+            masks.stop(slot)
 
     busy = [None] * slots
     pos, nxt = [0] * slots, [0] * slots
@@ -187,6 +199,8 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             keys[:] = [k.index_select(0, index) for k in keys]
             values[:] = [v.index_select(0, index) for v in values]
             busy, pos, nxt = [busy[s] for s in keep], [pos[s] for s in keep], [nxt[s] for s in keep]
+            if masks is not None:
+                masks.keep(keep)
             cache = _slot_cache(keys, values, step)
         live = [r is not None for r in busy]
         width = max(p for p, a in zip(pos, live, strict=True) if a) + 1
@@ -204,8 +218,12 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             out = model(input_ids=torch.tensor(nxt, device=device)[:, None], attention_mask=mask,
                         position_ids=step.pos[:, None], past_key_values=cache, use_cache=True)
         logits = out.logits[:, -1, :].float()
+        if masks is not None:
+            masks.apply(logits)
         ent = entropy_of(logits, temperature).tolist() if config.entropy else None
         picked = sample_next(logits, temperature, config.top_p, config.greedy).tolist()
+        if masks is not None:
+            masks.advance(picked)
         for s, row in enumerate(busy):
             if row is None:
                 continue

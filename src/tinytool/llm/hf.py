@@ -84,6 +84,39 @@ def _entropy_recorder(temperature: float):
     return EntropyRecorder()
 
 
+def grammar_processor(client: HFClient, constraints: list[Any]):
+    """A logits processor for ``model.generate`` that keeps row ``i`` to ``constraints[i]`` (None: free): it
+    feeds each row's matcher the token the previous step chose and masks what the grammar forbids next. A row that
+    has ended (an end-of-turn token; ``generate`` pads it from there) is left alone."""
+    from transformers import LogitsProcessor
+
+    from tinytool.llm.constrain import RowMasks
+
+    eos = set(client.eos_ids)
+
+    class GrammarProcessor(LogitsProcessor):
+        def __init__(self) -> None:
+            self.masks = RowMasks(client.grammars(), len(constraints))
+            for i, c in enumerate(constraints):
+                self.masks.start(i, c)
+            self.width: int | None = None
+
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            if self.width is None:
+                self.width = input_ids.shape[1]
+            else:
+                last = input_ids[:, -1].tolist()
+                self.masks.advance(last)
+                for i, t in enumerate(last):
+                    if t in eos:
+                        self.masks.stop(i)
+            scores = scores.clone()
+            self.masks.apply(scores)
+            return scores
+
+    return GrammarProcessor()
+
+
 class _PrefixStore:
     """Least-recently-used key/value caches of prompts, keyed by their token ids, bounded in bytes.
 
@@ -170,6 +203,16 @@ class HFClient(LLMClient):
         self.eos_ids = _eos_ids(model, tokenizer)
         self.name = name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
         self._stop_criteria: dict[tuple[str, ...], Any] = {}
+        self._grammars: Any = None
+
+    def grammars(self) -> Any:
+        """The `tinytool.llm.constrain.GrammarBank` of this model's tokenizer (made on first use)."""
+        if self._grammars is None:
+            from tinytool.llm.constrain import GrammarBank
+
+            vocab = self.model.get_output_embeddings().weight.shape[0]
+            self._grammars = GrammarBank(self.tokenizer, max(vocab, len(self.tokenizer)), self.eos_ids)
+        return self._grammars
 
     @classmethod
     def from_spec(cls, spec: str | os.PathLike, *, cache: str | os.PathLike | None = None, dtype: Any = None,
@@ -241,19 +284,25 @@ class HFClient(LLMClient):
         prompts = [self.render_prompt(r) for r in requests]
         # the rendered prompt already holds BOS/special tokens where the template wants them
         token_ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        return self.generate_ids(token_ids, config, [r.seed for r in requests])
+        return self.generate_ids(token_ids, config, [r.seed for r in requests], [r.constraint for r in requests])
 
     def generate_ids(self, token_ids: list[list[int]], config: GenerationConfig,
-                     seeds: list[int | None] | None = None) -> list[list[Completion]]:
+                     seeds: list[int | None] | None = None,
+                     constraints: list[Any] | None = None) -> list[list[Completion]]:
         """`generate` from prompts already tokenized; each completion's ``meta["token_ids"]`` holds the tokens it
         generated (its end-of-turn token included when it stopped there). ``seeds``: per prompt, as
-        `Request.seed`."""
+        `Request.seed`; ``constraints``: per prompt, as `Request.constraint` (every one is compiled before
+        anything decodes, so a schema that does not compile fails the call at once)."""
         import torch
 
         for i, ids in enumerate(token_ids):
             if not ids:
                 raise ValueError(f"request {i} renders to an empty prompt")
         seeds = seeds or [None] * len(token_ids)
+        constraints = constraints or [None] * len(token_ids)
+        for c in constraints:
+            if c is not None:
+                self.grammars().matcher(c)
         results: list[list[Completion]] = [[] for _ in token_ids]
         # when sampling, requests with a seed of their own form groups of one (the RNG is shared by a batch);
         # greedy decoding draws nothing, so every request shares the batches
@@ -268,20 +317,28 @@ class HFClient(LLMClient):
                     torch.manual_seed(seed)
                 # longest first: similar lengths share a batch, and an out-of-memory shows up at once
                 order = sorted(members, key=lambda i: -len(token_ids[i]))
-                for i, completions in zip(order, self._generate_rows([token_ids[i] for i in order], config)):
+                held = [constraints[i] for i in order]
+                rows = self._generate_rows([token_ids[i] for i in order], config,
+                                           **({"constraints": held} if any(c is not None for c in held) else {}))
+                for i, completions in zip(order, rows):
                     results[i] = completions
         return results
 
-    def _generate_rows(self, seqs: list[list[int]], config: GenerationConfig) -> list[list[Completion]]:
+    def _generate_rows(self, seqs: list[list[int]], config: GenerationConfig,
+                       constraints: list[Any] | None = None) -> list[list[Completion]]:
         """Completions of ``seqs`` (longest first): continuous batching through ``batch_size × n`` slots where
-        the model allows it (`tinytool.llm.continuous`), padded batches of ``batch_size`` prompts otherwise."""
+        the model allows it (`tinytool.llm.continuous`), padded batches of ``batch_size`` prompts otherwise;
+        ``constraints``: per prompt, a grammar its rows keep to (None: free)."""
         from tinytool.llm.continuous import decode_continuous
 
-        decoded = decode_continuous(self, seqs, config, self._decode_autocast) if self.continuous else None
+        constraints = constraints or [None] * len(seqs)
+        decoded = (decode_continuous(self, seqs, config, self._decode_autocast, constraints)
+                   if self.continuous else None)
         if decoded is None:
             out: list[list[Completion]] = []
             for start in range(0, len(seqs), self.batch_size):
-                out.extend(self._generate_batch(seqs[start:start + self.batch_size], config))
+                part = slice(start, start + self.batch_size)
+                out.extend(self._generate_batch(seqs[part], config, constraints[part]))
             return out
         completions = []
         for prompt, rows in zip(seqs, decoded, strict=True):
@@ -394,7 +451,10 @@ class HFClient(LLMClient):
             cache.update(parts[0], parts[1], i)
         return cache
 
-    def _generate_batch(self, seqs: list[list[int]], config: GenerationConfig) -> list[list[Completion]]:
+    def _generate_batch(self, seqs: list[list[int]], config: GenerationConfig,
+                        constraints: list[Any] | None = None) -> list[list[Completion]]:
+        """One left-padded batch decoded by ``model.generate`` (the fallback of continuous batching); rows with a
+        constraint keep to it through `grammar_processor`."""
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
@@ -413,9 +473,15 @@ class HFClient(LLMClient):
             attention_mask = attention_mask.repeat_interleave(config.n, dim=0)
             gen_config.num_return_sequences = 1
         recorder = None
-        if config.entropy:
+        processors = LogitsProcessorList()
+        if any(c is not None for c in constraints or ()):
+            rows = [c for c in constraints for _ in range(config.n)]
+            processors.append(grammar_processor(self, rows))
+        if config.entropy:  # after the grammar: the entropy of what is sampled from
             recorder = _entropy_recorder(config.temperature if not config.greedy else 1.0)
-            kwargs["logits_processor"] = LogitsProcessorList([recorder])
+            processors.append(recorder)
+        if processors:
+            kwargs["logits_processor"] = processors
         if config.stop:
             kwargs["stopping_criteria"] = StoppingCriteriaList([self._stop_criterion(tuple(config.stop))])
         with self._decode_autocast() if cache is not None else self._autocast():

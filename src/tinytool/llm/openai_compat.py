@@ -196,6 +196,9 @@ class OpenAIClient(LLMClient):
         return body
 
     def generate(self, requests: list[Request], config: GenerationConfig) -> list[list[Completion]]:
+        from tinytool.llm.constrain import refuse
+
+        refuse(requests, f"{self.name} (an HTTP endpoint)")
         payloads = [self.payload(r, config) for r in requests]
         if len(payloads) <= 1 or self.concurrency == 1:
             return [self._complete(p) for p in payloads]

@@ -45,8 +45,11 @@ class VLLMClient(LLMClient):
         return render_prompt(self.tokenizer, request)
 
     def generate(self, requests: list[Request], config: GenerationConfig) -> list[list[Completion]]:
+        from tinytool.llm.constrain import refuse
+
         if not requests:
             return []
+        refuse(requests, "vLLM")
         def params(seed: int | None):
             return self._vllm.SamplingParams(
                 n=config.n, temperature=config.temperature, top_p=config.top_p,

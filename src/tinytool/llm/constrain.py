@@ -1,0 +1,507 @@
+"""Schema-constrained tool calls: a grammar per decoded row whose token mask is applied at every step.
+
+A `ToolConstraint` names the tools a request offers, the prompt format whose call syntax the model writes, and a
+mode:
+
+- ``auto``: the model may answer in text; once a call opens it must name an offered tool and carry arguments that
+  satisfy that tool's parameter schema (required keys, types, enums, nested objects, arrays; keys the schema does
+  not list are refused unless it says ``additionalProperties``);
+- ``required``: one call or more (parallel calls allowed), nothing else;
+- ``named``: one call of the named tool.
+
+The grammar is a Lark grammar for `llguidance <https://github.com/guidance-ai/llguidance>`_: the format's tags and
+separators written exactly as the format renders an assistant turn (`tinytool.formats`), each call's JSON object
+embedded as a JSON schema (``%json``) with the separators ``json.dumps`` writes (``", "`` and ``": "``, no other
+whitespace) — the bytes a model trained on tinytool's renderings writes. Per format:
+
+- ``hermes``: ``<think>\\n…\\n</think>``, then (auto) optional text and ``<tool_call>\\n{"name", "arguments"}\\n
+  </tool_call>`` blocks joined by a blank line; ``hermes-nothink`` the same without the reasoning;
+- ``toolrl``: ``<think> … </think>``, one ``<tool_call>`` block holding one ``{"name", "parameters"}`` object per
+  line, and an optional ``<response> … </response>``;
+- ``python``: ``[f(a=1), g(b="x")]`` (after an optional ``<think>`` block). This syntax is not JSON, so only part of the schema is enforced: the function
+  names (offered tools only), the keyword names (each call's own parameters; no positional arguments) and that every
+  value is a Python literal (numbers, strings, True/False/None, lists, tuples and dicts of literals). *Not* enforced
+  there: required parameters, a parameter given twice, value types and enums. In ``auto`` mode a text answer must
+  not start with ``[``.
+
+Special tokens a format's tag is in some tokenizers (Qwen's ``<tool_call>``) are matched as that token. Grammars
+are compiled once per tool set and tokenizer (`GrammarBank`, an LRU cache); every row decodes with its own copy.
+`RowMasks` computes the masks of all constrained rows of a step at once (llguidance's parallel executor) and applies
+them to the logits in place. A schema llguidance cannot compile is a `ConstraintError` that names the tool and
+the schema feature.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinytool.errors import UserInputError
+from tinytool.schema import Tool
+
+#: the modes of a `ToolConstraint`
+MODES = ("auto", "required", "named")
+#: formats whose call syntax has a grammar here
+FORMATS = ("hermes", "hermes-nothink", "toolrl", "python")
+#: how the JSON of a call is written: as ``json.dumps`` writes it, no other whitespace
+JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+#: compiled grammars kept per tokenizer
+CACHE_SIZE = 256
+
+
+class ConstraintError(UserInputError):
+    """A constraint that cannot be built: an unknown format or mode, a named tool not offered, or a schema the
+    grammar library cannot compile (the message names the tool and the schema feature)."""
+
+    fix = "simplify that tool's parameter schema (or leave it out of the strict tools), or decode without constraints"
+
+
+# ---- what a request asks for ---------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Constraint:
+    """A grammar every token of a row must keep to. ``prefix``: text already at the end of the prompt that the
+    grammar reads first (a call a server started), so the row continues from inside the grammar."""
+
+    prefix: str = ""
+
+    def lark(self, special: dict[str, int] | None = None) -> str:
+        """The grammar in llguidance's Lark dialect; ``special`` maps tag texts that are one special token of the
+        tokenizer to that token's id."""
+        raise NotImplementedError
+
+    def key(self) -> str:
+        """What identifies the compiled grammar (equal keys, equal grammars)."""
+        raise NotImplementedError
+
+    def tags(self) -> tuple[str, ...]:
+        """The tag texts the grammar writes (those that are special tokens are matched as such)."""
+        return ()
+
+
+@dataclass(frozen=True, eq=False)
+class LarkConstraint(Constraint):
+    """A grammar given as Lark text (tests, and callers that need a syntax of their own)."""
+
+    text: str = ""
+
+    def lark(self, special: dict[str, int] | None = None) -> str:
+        return self.text
+
+    def key(self) -> str:
+        return json.dumps(["lark", self.text, self.prefix])
+
+
+@dataclass(frozen=True, eq=False)
+class ToolConstraint(Constraint):
+    """Calls of ``tools`` in ``format``'s syntax under ``mode`` (``auto``, ``required``, ``named``: a call of
+    ``name``); see the module docstring."""
+
+    tools: tuple[Tool, ...] = ()
+    format: str = "hermes"
+    mode: str = "auto"
+    name: str | None = None
+    _key: list[str] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fmt = self.format.name if hasattr(self.format, "name") else self.format
+        object.__setattr__(self, "format", fmt)
+        object.__setattr__(self, "tools", tuple(self.tools))
+        if fmt not in FORMATS:
+            raise ConstraintError(f"constrained decoding: format {fmt!r} has no call grammar (known: "
+                                  f"{', '.join(FORMATS)})", fix="choose one of those formats")
+        if self.mode not in MODES:
+            raise ConstraintError(f"constrained decoding: mode {self.mode!r} (known: {', '.join(MODES)})",
+                                  fix="use auto, required or named")
+        if self.mode in ("required", "named") and not self.tools:
+            raise ConstraintError(f"constrained decoding: mode {self.mode!r} needs at least one tool",
+                                  fix="offer tools, or use mode auto")
+        if (self.mode == "named") != (self.name is not None):
+            raise ConstraintError("constrained decoding: a tool name goes with mode 'named', and only there",
+                                  fix="give mode='named' and name= together")
+        if self.name is not None and self.name not in {t.name for t in self.tools}:
+            raise ConstraintError(f"constrained decoding: the named tool {self.name!r} is not among the tools",
+                                  fix="name one of the offered tools")
+
+    def key(self) -> str:
+        if not self._key:
+            tools = [t.function_dict() for t in self.tools]
+            self._key.append(json.dumps([self.format, self.mode, self.name, self.prefix, tools], sort_keys=True,
+                                        ensure_ascii=False, default=str))
+        return self._key[0]
+
+    def called(self) -> tuple[Tool, ...]:
+        """The tools a call may name."""
+        return tuple(t for t in self.tools if self.name is None or t.name == self.name)
+
+    def tags(self) -> tuple[str, ...]:
+        return _TAGS.get(self.format, ())
+
+    def lark(self, special: dict[str, int] | None = None) -> str:
+        return _GRAMMARS[self.format](self, special or {})
+
+
+def tool_constraint(tools: list[Tool], fmt: Any, mode: str = "auto", name: str | None = None,
+                    prefix: str = "") -> ToolConstraint:
+    """A `ToolConstraint` of ``tools`` in ``fmt`` (a format or its name)."""
+    return ToolConstraint(prefix=prefix, tools=tuple(tools), format=getattr(fmt, "name", fmt), mode=mode, name=name)
+
+
+# ---- grammars ----------------------------------------------------------------------------------------------
+_TAGS = {
+    "hermes": ("<think>", "</think>", "<tool_call>", "</tool_call>"),
+    "hermes-nothink": ("<tool_call>", "</tool_call>"),
+    "toolrl": ("<think>", "</think>", "<tool_call>", "</tool_call>", "<response>", "</response>"),
+    "python": (),
+}
+
+
+def _lit(text: str) -> str:
+    """A Lark string literal of ``text``."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _regex_escape(text: str) -> str:
+    """``text`` as a literal inside a Lark ``/regex/``."""
+    return "".join("\\" + ch if ch in r"\.^$|?*+()[]{}/-" else ch for ch in text)
+
+
+def _re(text: str) -> str:
+    """``text`` as a regex fragment that matches it exactly (newlines as ``\\n``)."""
+    return _regex_escape(text).replace("\n", "\\n")
+
+
+def _free(but: str, lead: str = "", tail: str = "") -> str:
+    """A Lark terminal: ``lead``, then text (one character or more) that does not hold ``but``, then ``tail`` (which
+    may hold ``but`` itself): one lexeme that ends at the first ``but``, so nothing around it is ambiguous."""
+    body = f"/{_re(lead)}(?s:.+){_re(tail)}/"
+    return f"{body} & ~/{_re(lead)}(?s:.*){_re(but)}(?s:.*){_re(tail)}/"
+
+
+def _specials(c: ToolConstraint, special: dict[str, int]) -> bool:
+    """Whether every tag of the format is one special token of the tokenizer (Qwen): then tags are matched as
+    tokens and text between them needs no exclusion."""
+    return bool(c.tags()) and all(t in special for t in c.tags())
+
+
+def strict_schema(schema: Any) -> Any:
+    """``schema`` with ``additionalProperties: false`` on every object node that lists its properties and says
+    nothing about others (as OpenAI's strict mode reads a schema): a call cannot carry a key its tool does not
+    declare."""
+    if isinstance(schema, list):
+        return [strict_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: (strict_schema(v) if k in ("items", "anyOf", "oneOf", "allOf", "prefixItems") else v)
+           for k, v in schema.items()}
+    if isinstance(schema.get("properties"), dict):
+        out["properties"] = {k: strict_schema(v) for k, v in schema["properties"].items()}
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def _call_schema(tool: Tool, args_key: str) -> dict[str, Any]:
+    """The JSON schema of one call object ``{"name": <tool>, args_key: <arguments>}``, written as ``json.dumps``
+    writes it."""
+    return {"type": "object", "properties": {"name": {"const": tool.name}, args_key: strict_schema(tool.parameters)},
+            "required": ["name", args_key], "additionalProperties": False, "x-guidance": JSON_STYLE}
+
+
+def _json_calls(c: ToolConstraint, args_key: str) -> list[str]:
+    """Lark rules ``call: call_0 | call_1 | …`` with each tool's call object as an embedded JSON schema."""
+    tools = c.called()
+    rules = [f"call: {' | '.join(f'call_{i}' for i in range(len(tools)))}"]
+    rules += [f"call_{i}: %json {json.dumps(_call_schema(t, args_key), ensure_ascii=False)}"
+              for i, t in enumerate(tools)]
+    return rules
+
+
+def _hermes(c: ToolConstraint, special: dict[str, int]) -> str:
+    """hermes / hermes-nothink: ``[<think>\\n…\\n</think>\\n\\n][text\\n\\n]<tool_call>\\n{…}\\n</tool_call>``,
+    further calls after a blank line."""
+    tok = _specials(c, special)
+    rules = []
+    if tok:
+        t = {k: f"<[{v}]>" for k, v in special.items()}
+        rules += [f'block: {t["<tool_call>"]} "\\n" call "\\n" {t["</tool_call>"]}', "TEXT: /(?s:.+)/",
+                  "answer: TEXT? | TEXT? calls",
+                  f'think: {t["<think>"]} TEXT? {t["</think>"]}' if c.format == "hermes" else ""]
+        first = "block"
+    else:
+        rules += ['block: "<tool_call>\\n" call "\\n</tool_call>"', f"FREE: {_free('<tool_call>')}",
+                  f"LEAD: {_free('<tool_call>', tail='<tool_call>' + chr(10))}",
+                  'answer: FREE? | LEAD call "\\n</tool_call>" ("\\n\\n" block)* | calls']
+        if c.format == "hermes":
+            rules.append(f"THINK: {_free('</think>', lead='<think>' + chr(10), tail=chr(10) + '</think>')}")
+            rules.append('think: THINK | "<think>\\n\\n</think>"')
+        first = "block"
+    rules.append(f"calls: {first}" if c.mode == "named" else f'calls: {first} ("\\n\\n" block)*')
+    body = "answer" if c.mode == "auto" else "calls"
+    if c.format == "hermes":
+        start = f'start: think ("\\n\\n" {body})?' if c.mode == "auto" else f'start: think "\\n\\n" {body}'
+    else:
+        start = f"start: {body}"
+    return "\n".join([start, *[r for r in rules if r], *_json_calls(c, "arguments")]) + "\n"
+
+
+def _toolrl(c: ToolConstraint, special: dict[str, int]) -> str:
+    """toolrl: ``<think> … </think>\\n<tool_call>\\n{…}\\n{…}\\n</tool_call>\\n<response> … </response>``."""
+    if _specials(c, special):
+        t = {k: f"<[{v}]>" for k, v in special.items()}
+        rules = [f'think: {t["<think>"]} TEXT? {t["</think>"]}',
+                 f'block: {t["<tool_call>"]} "\\n" calls "\\n" {t["</tool_call>"]}',
+                 f'reply: {t["<response>"]} TEXT? {t["</response>"]}', "TEXT: /(?s:.+)/"]
+    else:
+        rules = [f"think: {_free('</think>', lead='<think>', tail='</think>')}",
+                 'block: "<tool_call>\\n" calls "\\n</tool_call>"',
+                 f"reply: {_free('</response>', lead='<response>', tail='</response>')}"]
+        rules = [r.replace("think: /", "THINK: /").replace("reply: /", "REPLY: /") for r in rules]
+        rules += ["think: THINK", "reply: REPLY"]
+    start = ('start: think ("\\n" block)? ("\\n" reply)?' if c.mode == "auto"
+             else 'start: think "\\n" block ("\\n" reply)?')
+    rules += [start, "calls: call" if c.mode == "named" else 'calls: call ("\\n" call)*']
+    return "\n".join([*rules, *_json_calls(c, "parameters")]) + "\n"
+
+
+# Python literals as `ast.literal_eval` reads them (what the python format's parser accepts as a value)
+_PY_LITERALS = r"""
+value: STRING | NUMBER | "True" | "False" | "None" | list | tuple | dict
+list: "[" (value (SEP value)*)? "]"
+tuple: "(" (value SEP (value (SEP value)*)?)? ")"
+dict: "{" (pair (SEP pair)*)? "}"
+pair: value COLON value
+SEP: /, ?/
+COLON: /: ?/
+STRING: /"([^"\\\n]|\\.)*"/ | /'([^'\\\n]|\\.)*'/
+NUMBER: /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/
+"""
+
+
+def _python(c: ToolConstraint, special: dict[str, int]) -> str:
+    """python: ``[f(a=1), g()]``; names and keywords constrained, values any Python literal (see the module
+    docstring for what is not enforced)."""
+    tools = c.called()
+    think = f"THINK: {_free('</think>', lead='<think>' + chr(10), tail=chr(10) + '</think>')}"
+    start = 'start: (THINK "\\n\\n")? calls | FREE' if c.mode == "auto" else 'start: (THINK "\\n\\n")? calls'
+    rules_think = [think]
+    calls = 'calls: "[" call "]"' if c.mode == "named" else 'calls: "[" call (SEP call)* "]"'
+    rules = [start, *rules_think, calls, f"call: {' | '.join(f'call_{i}' for i in range(len(tools)))}"]
+    for i, t in enumerate(tools):
+        params = sorted(t.param_names)
+        if params:
+            names = " | ".join(_lit(p) for p in params)
+            rules += [f'call_{i}: {_lit(t.name + "(")} (kw_{i} (SEP kw_{i})*)? ")"', f'kw_{i}: ({names}) "=" value']
+        else:
+            rules.append(f"call_{i}: {_lit(t.name + '()')}")
+    if c.mode == "auto":
+        rules.append(r"FREE: /[^\[](?s:.*)/")
+    return "\n".join(rules) + _PY_LITERALS
+
+
+_GRAMMARS = {"hermes": _hermes, "hermes-nothink": _hermes, "toolrl": _toolrl, "python": _python}
+
+
+# ---- checking and compiling ----------------------------------------------------------------------------------
+def _grammar(lark: str) -> str:
+    import llguidance
+
+    return llguidance.LLMatcher.grammar_from_lark(lark)
+
+
+def _tool_problem(tool: Tool) -> str | None:
+    """Why llguidance cannot compile ``tool``'s parameter schema, or None."""
+    import llguidance
+
+    try:
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(strict_schema(tool.parameters),
+                                                                defaults=dict(JSON_STYLE))  # type: ignore[arg-type]
+    except ValueError as e:
+        return str(e)
+    return llguidance.LLMatcher.validate_grammar(grammar) or None
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _check_key(key: str, lark: str) -> str | None:
+    import llguidance
+
+    return llguidance.LLMatcher.validate_grammar(_grammar(lark)) or None
+
+
+def check(constraint: Constraint) -> None:
+    """Raise `ConstraintError` when ``constraint``'s grammar does not compile (no tokenizer needed; cached per
+    tool set). For a `ToolConstraint` the message names the first tool whose schema is at fault and the feature
+    llguidance reports."""
+    problem = _check_key(constraint.key(), constraint.lark())
+    if problem is None:
+        return
+    raise _error(constraint, problem)
+
+
+def _error(constraint: Constraint, problem: str) -> ConstraintError:
+    """The `ConstraintError` of a grammar that did not compile: the tool at fault when one is."""
+    for tool in getattr(constraint, "tools", ()):
+        why = _tool_problem(tool)
+        if why:
+            return ConstraintError(f"tool {tool.name!r}: its parameters schema cannot be compiled for constrained "
+                                   f"decoding: {_first_line(why)}")
+    return ConstraintError(f"constrained decoding: the grammar does not compile: {_first_line(problem)}",
+                           fix="check the grammar (or the tools' schemas), or decode without constraints")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:500] if text.strip() else "unknown error"
+
+
+class GrammarBank:
+    """Compiled grammars for one tokenizer: an llguidance tokenizer built once (about a second), and per
+    constraint key a matcher already past the constraint's prefix, copied for every row that uses it (LRU,
+    `CACHE_SIZE` entries). ``vocab``: the width of the model's logits; ``eos_ids``: the tokens that end a turn (the
+    only ones allowed once the grammar is complete)."""
+
+    def __init__(self, tokenizer: Any, vocab: int, eos_ids: list[int]):
+        self.tokenizer, self.vocab, self.eos_ids = tokenizer, vocab, list(eos_ids)
+        self._ll: Any = None
+        self._special: dict[tuple[str, ...], dict[str, int]] = {}
+        self._compiled: OrderedDict[str, Any] = OrderedDict()
+        self.compiled = 0  #: grammars compiled (the rest came from the cache)
+
+    def lltokenizer(self) -> Any:
+        """The llguidance tokenizer (built on first use)."""
+        if self._ll is None:
+            import llguidance.hf
+
+            self._ll = llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=self.vocab, eos_token=self.eos_ids)
+        return self._ll
+
+    def special(self, tags: tuple[str, ...]) -> dict[str, int]:
+        """The tags that this tokenizer writes as one special token, with its id."""
+        if tags not in self._special:
+            found = {}
+            added = getattr(self.tokenizer, "added_tokens_encoder", {}) or {}
+            for tag in tags:
+                if tag in added:
+                    found[tag] = int(added[tag])
+            self._special[tags] = found
+        return self._special[tags]
+
+    def matcher(self, constraint: Constraint) -> Any:
+        """A fresh matcher of ``constraint`` positioned after its prefix; `ConstraintError` when it cannot be."""
+        import llguidance
+
+        key = constraint.key()
+        template = self._compiled.get(key)
+        if template is None:
+            check(constraint)
+            lark = constraint.lark(self.special(constraint.tags()))
+            template = llguidance.LLMatcher(self.lltokenizer(), _grammar(lark), log_level=0)
+            if template.is_error():
+                raise _error(constraint, template.get_error())
+            if constraint.prefix:
+                ids = self.tokenizer(constraint.prefix, add_special_tokens=False)["input_ids"]
+                if not template.consume_tokens(ids):
+                    raise ConstraintError(f"constrained decoding: the prompt's forced start {constraint.prefix!r} "
+                                          f"does not fit the grammar ({_first_line(template.get_error())})",
+                                          fix="start the answer as the format writes a call, or leave it out")
+            self.compiled += 1
+            self._compiled[key] = template
+            while len(self._compiled) > CACHE_SIZE:
+                self._compiled.popitem(last=False)
+        else:
+            self._compiled.move_to_end(key)
+        return template.deep_copy()
+
+
+class RowMasks:
+    """The constraints of the rows of one decoding run: a matcher per constrained row (None: free), the step's
+    masks computed for all of them at once, applied to the logits in place, and every row's sampled token fed
+    back."""
+
+    def __init__(self, bank: GrammarBank, rows: int):
+        self.bank = bank
+        self.matchers: list[Any] = [None] * rows
+        self.words = (bank.vocab + 31) // 32
+        self._bitmask: Any = None
+        self._executor: Any = None
+        self._shifts: Any = None
+
+    @property
+    def active(self) -> bool:
+        """Whether any row is constrained now."""
+        return any(m is not None for m in self.matchers)
+
+    def start(self, row: int, constraint: Constraint | None) -> None:
+        """Row ``row`` begins a sequence under ``constraint`` (None: unconstrained)."""
+        self.matchers[row] = None if constraint is None else self.bank.matcher(constraint)
+
+    def stop(self, row: int) -> None:
+        """Row ``row`` ended."""
+        self.matchers[row] = None
+
+    def keep(self, rows: list[int]) -> None:
+        """Only ``rows`` stay, in that order (the decoder dropped idle rows)."""
+        self.matchers = [self.matchers[r] for r in rows]
+
+    def apply(self, logits: Any) -> None:
+        """Set the logits of every token a constrained row may not take next to -inf (``logits``: [rows, vocab],
+        modified in place). A row whose matcher allows nothing (an error state) may only end."""
+        import torch
+
+        live = [(m, i) for i, m in enumerate(self.matchers) if m is not None]
+        if not live:
+            return
+        if self._bitmask is None or self._bitmask.shape[0] < len(self.matchers):
+            import llguidance
+
+            self._bitmask = torch.zeros((len(self.matchers), self.words), dtype=torch.int32)
+            self._executor = self._executor or llguidance.LLExecutor()
+            self._shifts = torch.arange(32, dtype=torch.int32)
+        bits = self._bitmask
+        self._executor.unsafe_compute_mask_ptr(live, bits.data_ptr(), self.words * 4, bits.shape[0])
+        index = torch.tensor([i for _, i in live], dtype=torch.long)
+        rows = bits.index_select(0, index)
+        for j, (m, _) in enumerate(live):
+            if m.is_error():  # nothing fits any more: only ending is allowed
+                rows[j].zero_()
+                for e in self.bank.eos_ids:
+                    rows[j, e // 32] |= (1 << (e % 32)) if e % 32 < 31 else -(2**31)
+        allowed = ((rows.unsqueeze(-1) >> self._shifts) & 1).bool().reshape(len(live), -1)
+        vocab = logits.shape[-1]
+        if allowed.shape[1] < vocab:
+            allowed = torch.cat([allowed, allowed.new_zeros((len(live), vocab - allowed.shape[1]))], dim=1)
+        index = index.to(logits.device)
+        blocked = ~allowed[:, :vocab].to(logits.device)
+        logits[index] = logits[index].masked_fill(blocked, float("-inf"))
+
+    def advance(self, tokens: list[int]) -> None:
+        """Feed each constrained row the token it sampled (``tokens[row]``)."""
+        live = [(m, int(tokens[i])) for i, m in enumerate(self.matchers) if m is not None]
+        if len(live) > 1 and self._executor is not None:
+            self._executor.consume_token_par(live)
+        else:
+            for m, t in live:
+                m.consume_token(t)
+
+
+def copy_constraint(constraint: Constraint, **changes: Any) -> Constraint:
+    """``constraint`` with some fields changed (``prefix=…``)."""
+    twin = copy.copy(constraint)
+    for k, v in changes.items():
+        object.__setattr__(twin, k, v)
+    if hasattr(twin, "_key"):
+        object.__setattr__(twin, "_key", [])
+    return twin
+
+
+def refuse(requests: list[Any], backend: str) -> None:
+    """Raise `ConstraintError` when any of ``requests`` carries a constraint: ``backend`` cannot apply one."""
+    if any(getattr(r, "constraint", None) is not None for r in requests):
+        raise ConstraintError(f"{backend}: constrained decoding runs in the local engine only",
+                              fix="use a local model (a directory, hub id or the bundled alias), or decode "
+                                  "without constraints")
+
+
+__all__ = ["FORMATS", "MODES", "Constraint", "ConstraintError", "GrammarBank", "LarkConstraint", "RowMasks",
+           "ToolConstraint", "check", "copy_constraint", "refuse", "strict_schema", "tool_constraint"]

@@ -1,0 +1,251 @@
+"""Schema-constrained decoding (`tinytool.llm.constrain`) in the local engine: a random-weight tiny model under the
+``required`` grammar always writes calls that parse and validate, under ``auto`` any call it opens does too, and
+free decoding of the same model mostly does not; a grammar that allows everything changes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("llguidance")
+torch = pytest.importorskip("torch")
+jsonschema = pytest.importorskip("jsonschema")
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from tinytool.errors import TinytoolError
+from tinytool.formats import get_format
+from tinytool.llm.base import GenerationConfig, Request, chat_request
+from tinytool.llm.constrain import (
+    ConstraintError,
+    LarkConstraint,
+    ToolConstraint,
+    check,
+    tool_constraint,
+)
+from tinytool.llm.hf import HFClient
+from tinytool.models.loading import load_tokenizer
+from tinytool.models.students import tiny_model
+from tinytool.schema import Conversation, Message, Tool
+
+FORMATS = ("hermes-nothink", "hermes", "toolrl")
+NAMES = ("city", "unit", "count", "tags", "when", "options", "flag")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return load_tokenizer("smollm2-135m-instruct")
+
+
+@pytest.fixture(scope="module")
+def client(tok):
+    """A tiny random model that ends its turn as soon as it may: its head favours the end-of-turn token (a
+    random model would otherwise go on writing parallel calls until the token limit cuts one)."""
+    model = tiny_model(tok, layers=2, seed=0)
+    head = torch.nn.Linear(model.config.hidden_size, model.config.vocab_size, bias=True)
+    with torch.no_grad():
+        head.weight.copy_(model.lm_head.weight)
+        head.bias.zero_()
+        head.bias[tok.eos_token_id] = 12.0
+    model.lm_head = head
+    return HFClient(model, tok, batch_size=4, prefix_cache_mb=0)
+
+
+# schemas whose every value is bounded, so a random model under the grammar always finishes a call
+_leaf = st.one_of(
+    st.just({"type": "string", "maxLength": 5}),
+    st.lists(st.sampled_from(["red", "green", "blue", "dark grey"]), min_size=1, max_size=3, unique=True).map(
+        lambda vals: {"type": "string", "enum": vals}),
+    st.just({"type": "integer", "minimum": 0, "maximum": 99}),
+    st.just({"type": "boolean"}),
+)
+
+
+def _objects(children):
+    props = st.dictionaries(st.sampled_from(NAMES), children, min_size=1, max_size=3)
+    return props.flatmap(lambda p: st.lists(st.sampled_from(sorted(p)), unique=True).map(
+        lambda req: {"type": "object", "properties": p, "required": req}))
+
+
+_node = st.recursive(_leaf, lambda ch: st.one_of(ch.map(lambda it: {"type": "array", "items": it, "maxItems": 2}),
+                                                 _objects(ch)), max_leaves=5)
+_tools = st.lists(_objects(_node), min_size=1, max_size=2).map(
+    lambda params: [Tool(f"tool_{i}", f"Tool number {i}.", p) for i, p in enumerate(params)])
+
+
+def _conv(tools):
+    return Conversation([Message("user", "Please help.")], tools)
+
+
+def _think(pf):
+    """The empty reasoning block a format starts a call with (a random model never closes reasoning of its own)."""
+    prefix = pf.call_prefix()
+    return prefix[:prefix.index("<tool_call>")]
+
+
+PROPERTY = settings(max_examples=20, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def _valid_calls(fmt, text, tools):
+    """The calls of ``text`` read strictly, each checked against its tool's schema; None when the text does not
+    parse or a call does not validate."""
+    parsed = get_format(fmt, strict=True).parse(text)
+    if parsed.errors:
+        return None
+    by_name = {t.name: t for t in tools}
+    for c in parsed.calls:
+        if c.name not in by_name:
+            return None
+        try:
+            jsonschema.validate(c.arguments, by_name[c.name].parameters)
+        except jsonschema.ValidationError:
+            return None
+    return parsed.calls
+
+
+@PROPERTY
+@given(tools=_tools, fmt=st.sampled_from(FORMATS), seed=st.integers(0, 2**16))
+def test_required_output_always_parses_and_validates(client, tools, fmt, seed):
+    """Thinking formats start from an empty reasoning block, as the server starts a required call."""
+    pf = get_format(fmt)
+    think = _think(pf)
+    prompt = chat_request(pf, _conv(tools), client.tokenizer).prompt + think
+    requests = [Request([], prompt=prompt, seed=seed + k,
+                        constraint=tool_constraint(tools, pf, "required", prefix=think)) for k in range(2)]
+    outs = client.generate(requests, GenerationConfig(max_new_tokens=300, temperature=1.0, seed=seed))
+    for (c,) in outs:
+        assert c.finish_reason == "stop", c.text
+        calls = _valid_calls(fmt, think + c.text, tools)
+        assert calls, c.text
+
+
+@PROPERTY
+@given(tools=_tools, fmt=st.sampled_from(FORMATS), seed=st.integers(0, 2**16))
+def test_auto_a_call_once_opened_validates(client, tools, fmt, seed):
+    """Under ``auto`` the answer starts with an opened call (as a server forces one): the model must finish it
+    validly; with no prefix it may write text, and any call it writes validates."""
+    pf = get_format(fmt)
+    conv = _conv(tools)
+    opened = pf.call_prefix()  # the start of a call (after an empty reasoning block where the format has one)
+    base = chat_request(pf, conv, client.tokenizer).prompt
+    forced = Request([], prompt=base + opened, constraint=tool_constraint(tools, pf, "auto", prefix=opened))
+    free = Request([], prompt=base, constraint=tool_constraint(tools, pf, "auto"))
+    gen = GenerationConfig(max_new_tokens=300, temperature=1.0, seed=seed)
+    (forced_out,), (free_out,) = client.generate([forced, free], gen)
+    assert forced_out.finish_reason == "stop"
+    assert _valid_calls(fmt, opened + forced_out.text, tools), opened + forced_out.text
+    parsed = get_format(fmt, strict=True).parse(free_out.text)
+    if free_out.finish_reason == "stop":  # a text answer, or calls that validate
+        assert not parsed.errors or not parsed.calls
+        assert parsed.calls == [] or _valid_calls(fmt, free_out.text, tools)
+
+
+def test_free_decoding_of_the_same_model_mostly_fails(client):
+    """The control: without the grammar the random model's answers almost never hold a valid call."""
+    tools = [Tool("get_weather", "Weather.", {"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 5}, "unit": {"type": "string", "enum": ["c", "f"]}},
+        "required": ["city"]})]
+    pf = get_format("hermes-nothink")
+    prompt = chat_request(pf, _conv(tools), client.tokenizer).prompt + pf.call_prefix()
+    gen = GenerationConfig(max_new_tokens=60, temperature=1.0, seed=0)
+    free = client.generate([Request([], prompt=prompt, seed=s) for s in range(8)], gen)
+    valid = [bool(_valid_calls("hermes-nothink", pf.call_prefix() + c.text, tools)) for (c,) in free]
+    assert sum(valid) <= 2
+    held = client.generate([Request([], prompt=prompt, seed=s, constraint=tool_constraint(
+        tools, pf, "required", prefix=pf.call_prefix())) for s in range(8)], GenerationConfig(
+        max_new_tokens=300, temperature=1.0, seed=0))
+    for (c,) in held:
+        assert _valid_calls("hermes-nothink", pf.call_prefix() + c.text, tools), c.text
+
+
+@pytest.mark.parametrize("continuous", [True, False])
+def test_a_grammar_that_allows_everything_changes_nothing(tok, continuous):
+    """Greedy decoding under a grammar that allows every token gives the unconstrained tokens, in continuous
+    batching and in the padded fallback."""
+    client = HFClient(tiny_model(tok, layers=2, seed=1), tok, batch_size=3, prefix_cache_mb=0, continuous=continuous)
+    anything = LarkConstraint(text=f"start: <[0-{len(tok) - 1}]>*\n")
+    prompts = ["<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n",
+               "<|im_start|>user\nthe weather in Oslo, please<|im_end|>\n<|im_start|>assistant\n",
+               "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "a b c d"]
+    gen = GenerationConfig(max_new_tokens=24)
+    free = client.generate([Request([], prompt=p) for p in prompts], gen)
+    held = client.generate([Request([], prompt=p, constraint=anything if i % 2 == 0 else None)
+                            for i, p in enumerate(prompts)], gen)
+    assert [c[0].meta["token_ids"] for c in held] == [c[0].meta["token_ids"] for c in free]
+
+
+def test_named_and_required_in_the_padded_fallback(tok):
+    client = HFClient(tiny_model(tok, layers=2, seed=2), tok, batch_size=2, prefix_cache_mb=0, continuous=False)
+    tools = [Tool("a", "", {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9}},
+                            "required": ["x"]}),
+             Tool("b", "", {"type": "object", "properties": {}})]
+    pf = get_format("hermes-nothink")
+    named = Request([], prompt=chat_request(pf, _conv(tools), tok).prompt,
+                    constraint=tool_constraint(tools, pf, "named", "a"))
+    required = chat_request(pf, _conv(tools), tok, constrain="required")
+    outs = client.generate([named, required, Request([], prompt="free")],
+                           GenerationConfig(max_new_tokens=200, temperature=1.0, seed=3))
+    calls = _valid_calls("hermes-nothink", outs[0][0].text, tools)
+    assert [c.name for c in calls] == ["a"]
+    assert _valid_calls("hermes-nothink", outs[1][0].text, tools)
+
+
+def test_python_format_constrains_names_and_keywords(client):
+    tools = [Tool("math.hypot", "", {"type": "object", "properties": {"x": {"type": "integer"},
+                                                                     "y": {"type": "integer"}}}),
+             Tool("noop", "", {"type": "object", "properties": {}})]
+    pf = get_format("python")
+    c = tool_constraint(tools, pf, "required", prefix="[")  # the list opened: no reasoning first
+    outs = client.generate([Request([], prompt=chat_request(pf, _conv(tools), client.tokenizer).prompt + "[",
+                                    constraint=c, seed=s) for s in range(4)],
+                           GenerationConfig(max_new_tokens=300, temperature=1.0))
+    for (o,) in outs:
+        assert o.text.startswith(("math.hypot(", "noop()")), o.text
+        if o.finish_reason != "stop":  # a literal of a random model may run long
+            continue
+        parsed = get_format("python", strict=True).parse("[" + o.text)
+        assert parsed.calls and not parsed.errors, o.text
+        for call in parsed.calls:
+            assert call.name in ("math.hypot", "noop") and set(call.arguments) <= {"x", "y"}
+
+
+def test_grammars_are_compiled_once_per_tool_set(client):
+    tools = [Tool("f", "", {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]})]
+    bank = client.grammars()
+    before = bank.compiled
+    pf = get_format("hermes-nothink")
+    for _ in range(3):
+        bank.matcher(tool_constraint(tools, pf, "required"))
+    bank.matcher(tool_constraint([Tool(t.name, t.description, json.loads(json.dumps(t.parameters)))
+                                  for t in tools], pf, "required"))  # an equal tool set, other objects
+    assert bank.compiled == before + 1
+
+
+def test_a_schema_that_cannot_compile_names_the_tool_and_the_feature():
+    tools = [Tool("fine", "", {"type": "object", "properties": {}}),
+             Tool("odd", "", {"type": "object", "properties": {"p": {"$ref": "#/definitions/missing"}}})]
+    with pytest.raises(ConstraintError) as e:
+        check(tool_constraint(tools, "hermes", "required"))
+    assert isinstance(e.value, TinytoolError) and e.value.fix
+    assert "'odd'" in str(e.value) and "missing" in str(e.value)
+
+
+def test_constraint_arguments_are_checked():
+    tools = [Tool("f", "")]
+    for kwargs, words in [({"format": "nope"}, "format 'nope'"), ({"mode": "sometimes"}, "mode 'sometimes'"),
+                          ({"mode": "named", "name": "g"}, "'g' is not among"), ({"mode": "named"}, "named")]:
+        with pytest.raises(ConstraintError, match=words):
+            ToolConstraint(tools=tuple(tools), **kwargs)
+    with pytest.raises(ConstraintError, match="needs at least one tool"):
+        tool_constraint([], "hermes", "required")
+
+
+def test_http_backends_refuse_a_constraint():
+    from tinytool.llm.openai_compat import OpenAIClient
+
+    c = OpenAIClient("http://127.0.0.1:9/v1", "m")
+    with pytest.raises(ConstraintError, match="local engine only"):
+        c.generate([Request([{"role": "user", "content": "x"}], constraint=LarkConstraint(text="start: \"a\""))],
+                   GenerationConfig())
