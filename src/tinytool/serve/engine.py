@@ -11,6 +11,14 @@ and the completion tokens a request asks for (``max_tokens``, or the server's de
 context leaves — the answer then ends with finish reason ``"length"`` — rather than refused as vLLM refuses
 them. Every buffer generation allocates is sized from the capped value, so no request can make the server
 allocate more than a full context's worth per row.
+
+**Strict tool calls.** ``tool_choice`` ``"required"`` or a named function decodes under a grammar of the offered
+tools (`tinytool.llm.constrain.ToolConstraint`, modes ``required``/``named``), as vLLM does: the answer is a call
+that parses and whose arguments satisfy the tool's schema. With ``tool_choice`` ``"auto"``, a request that marks a
+function ``"strict": true`` (or every request, with ``tinytool serve --strict``) decodes under the ``auto``
+grammar: free text, but a call, once opened, must name an offered tool and fit its schema (the schema of a strict
+tool; any JSON object for the arguments of a tool that is not strict). A schema the grammar library cannot compile
+is a 400 that names the tool and the feature.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ class Job:
     allow_calls: bool
     prompt_tokens: int
     future: Future = field(default_factory=Future)
+    constraint: Any = None  #: the grammar the answer keeps to (`tinytool.llm.constrain`), None: free
 
     def key(self) -> tuple[Any, ...]:
         g = self.gen
@@ -69,8 +78,10 @@ class Engine:
 
     def __init__(self, client: Any, fmt: PromptFormat, name: str, *, batch_size: int = 8, window_s: float = 0.01,
                  max_tokens: int = 512, retriever: Any = None, top_k: int = 5, method: str = "weighted",
-                 context: int | None = None):
+                 context: int | None = None, strict: bool = False):
         self.client, self.fmt, self.name = client, fmt, name
+        #: every request strict: tool_choice auto decodes under the auto grammar of all its tools
+        self.strict = strict
         #: prompt and completion tokens together at most (None: the model's, `model_context`; unknown: unchecked)
         self.context = context or model_context(client)
         #: with a retriever (a `tinytool.retrieval.ToolRetriever` over a large catalog), a request that brings no
@@ -96,6 +107,7 @@ class Engine:
                 conv.tools = [t for t, _ in self.retriever.search(query, self.top_k, self.method)]
         prefix = self.fmt.call_prefix(name) if mode in ("required", "named") else ""
         prompt = chat_request(self.fmt, conv, self.tokenizer).prompt + prefix
+        constraint = self.constraint(req, conv.tools, mode, name, prefix)
         tokens = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
         limit = req.limit(self.max_tokens)
         if self.context is not None:
@@ -106,7 +118,30 @@ class Engine:
             limit = min(limit, self.context - tokens)  # capped, not refused: the answer ends with "length"
         gen = GenerationConfig(max_new_tokens=limit, temperature=req.temperature, top_p=req.top_p, n=1,
                                seed=req.seed if req.seed is not None else 0, stop=req.stops())
-        return Job(prompt, prefix, gen, mode != "none", tokens)
+        return Job(prompt, prefix, gen, mode != "none", tokens, constraint=constraint)
+
+    def constraint(self, req: ChatRequest, tools: list[Any], mode: str, name: str | None, prefix: str) -> Any:
+        """The grammar ``req`` is decoded under (see the module docstring), checked: a schema that does not
+        compile is a 400 naming the tool; None when the request is free."""
+        from tinytool.llm.constrain import ConstraintError, check, tool_constraint
+        from tinytool.schema import Tool
+
+        if mode == "none" or not tools:
+            return None
+        if mode in ("required", "named"):
+            constraint = tool_constraint(tools, self.fmt, mode, name if mode == "named" else None, prefix=prefix)
+        else:
+            strict = {t.name for t in tools} if self.strict else req.strict_tools()
+            if not strict:
+                return None
+            loose = {"type": "object"}  # a tool that is not strict: any JSON object as its arguments
+            offered = [t if t.name in strict else Tool(t.name, t.description, loose) for t in tools]
+            constraint = tool_constraint(offered, self.fmt, "auto")
+        try:
+            check(constraint)
+        except ConstraintError as e:
+            raise ServeError(f"tools: {e} ({e.fix})", param="tools") from None
+        return constraint
 
     def complete(self, job: Job, timeout: float | None = None) -> Completion:
         """Queue ``job`` for the next batch and wait for its completion (text without the forced prefix)."""
@@ -137,7 +172,8 @@ class Engine:
                 self.queue.put(job)
             try:
                 with self.lock:
-                    outs = self.client.generate([Request([], prompt=j.prompt) for j in batch], first.gen)
+                    outs = self.client.generate([Request([], prompt=j.prompt, constraint=j.constraint)
+                                                 for j in batch], first.gen)
                 self.batches.append(len(batch))
                 for j, (c, *_) in zip(batch, outs):
                     j.future.set_result(c)
@@ -170,6 +206,12 @@ class Engine:
                       else {"do_sample": False})
         if g.stop:
             kwargs.update({"stop_strings": list(g.stop), "tokenizer": tok})
+        if job.constraint is not None:
+            from transformers import LogitsProcessorList
+
+            from tinytool.llm.hf import grammar_processor
+
+            kwargs["logits_processor"] = LogitsProcessorList([grammar_processor(self.client, [job.constraint])])
         failure: list[BaseException] = []
         output: list[Any] = []
 

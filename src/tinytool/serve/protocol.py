@@ -5,7 +5,9 @@ chunks.
 A request's tools may come as the ``tools`` parameter (the format renders them) or already written in the
 system message by a client that renders prompts itself (tinytool's own HTTP backend): both give the model the
 prompt it was trained on. ``tool_choice`` is ``"auto"`` (the model decides), ``"none"`` (no tools offered),
-``"required"`` or a named function (the answer is started as a call, to any tool or to that one).
+``"required"`` or a named function (the answer is started as a call, to any tool or to that one, and decoded
+under the tools' grammar); a function marked ``"strict": true`` makes ``auto`` decode under the grammar too
+(`tinytool.serve.engine`).
 
 Model text is read strictly, as BFCL and vLLM's tool parsers read it: a call block that is not valid JSON is
 returned as content, never repaired into a call.
@@ -81,6 +83,15 @@ class ChatRequest(BaseModel):
             return v
         raise ValueError("tool_choice must be 'auto', 'none', 'required' or {'type': 'function', 'function': "
                          "{'name': ...}}")
+
+    def strict_tools(self) -> set[str]:
+        """The names of the functions the request marks ``"strict": true`` (OpenAI's Structured Outputs flag)."""
+        names = set()
+        for t in self.tools or []:
+            fn = t.get("function") if isinstance(t.get("function"), dict) else t
+            if isinstance(fn, dict) and fn.get("strict") is True and isinstance(fn.get("name"), str):
+                names.add(fn["name"])
+        return names
 
     def refusals(self) -> None:
         """Raise a 400 for what reads but is not served: log-probabilities, and ``stream_options`` without

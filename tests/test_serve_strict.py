@@ -1,0 +1,127 @@
+"""``tinytool serve`` with strict tool calls, driven by the ``openai`` client against a random-weight tiny model:
+``tool_choice`` required and named, ``"strict": true`` functions under ``auto`` and the server's ``--strict``, streamed
+and not, always give calls whose arguments validate; a schema the grammar library cannot compile is a 400."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("llguidance")
+openai = pytest.importorskip("openai")
+torch = pytest.importorskip("torch")
+jsonschema = pytest.importorskip("jsonschema")
+
+from test_serve import _serve
+
+from tinytool.formats import get_format
+from tinytool.llm.hf import HFClient
+from tinytool.models.loading import load_tokenizer
+from tinytool.models.students import tiny_model
+from tinytool.serve.engine import Engine
+
+PARAMS = {"type": "object", "properties": {
+    "city": {"type": "string", "enum": ["Oslo", "Paris", "Lima"]},
+    "days": {"type": "integer", "minimum": 1, "maximum": 7},
+    "units": {"type": "array", "items": {"type": "string", "enum": ["c", "f"]}, "maxItems": 2},
+    "where": {"type": "object", "properties": {"lat": {"type": "integer", "minimum": -90, "maximum": 90}},
+              "required": ["lat"]}},
+    "required": ["city", "where"]}
+FORECAST = {"type": "function", "function": {"name": "forecast", "description": "Weather forecast.",
+                                             "parameters": PARAMS}}
+CLOCK = {"type": "function", "function": {"name": "clock", "description": "The time.",
+                                          "parameters": {"type": "object", "properties": {
+                                              "zone": {"type": "string", "enum": ["utc", "local"]}},
+                                              "required": ["zone"]}}}
+SCHEMAS = {"forecast": PARAMS, "clock": CLOCK["function"]["parameters"]}
+ASK = [{"role": "user", "content": "What will the weather be in Oslo?"}]
+
+
+def _strict(tool):
+    return {"type": "function", "function": {**tool["function"], "strict": True}}
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """Two servers over one tiny random model: a plain one and one started with ``--strict``."""
+    tok = load_tokenizer("smollm2-135m-instruct")
+    client = HFClient(tiny_model(tok, layers=1, seed=3), tok, batch_size=4)
+    plain = Engine(client, get_format("hermes-nothink"), "tiny", max_tokens=200)
+    strict = Engine(client, get_format("hermes-nothink"), "tiny", max_tokens=200, strict=True)
+    running = [_serve(plain), _serve(strict)]
+    yield tuple(openai.OpenAI(base_url=url, api_key="none") for _, url in running)
+    for (server, _), engine in zip(running, (plain, strict), strict=True):
+        server.should_exit = True
+        engine.close()
+
+
+def _check_calls(calls, names=("forecast", "clock")):
+    assert calls, "no tool call"
+    for call in calls:
+        assert call.function.name in names
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+
+
+def _streamed(client, **kwargs):
+    """The tool calls of a streamed answer, put together from the deltas, and the finish reason."""
+    calls, finish = {}, None
+    for chunk in client.chat.completions.create(model="tiny", stream=True, **kwargs):
+        if not chunk.choices:
+            continue
+        for d in chunk.choices[0].delta.tool_calls or []:
+            calls.setdefault(d.index, d)
+        finish = chunk.choices[0].finish_reason or finish
+    return [calls[i] for i in sorted(calls)], finish
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_required_and_named_give_valid_calls_streamed_and_not(servers, seed):
+    client, _ = servers
+    args = {"messages": ASK, "tools": [FORECAST, CLOCK], "temperature": 1.0, "seed": seed}
+    r = client.chat.completions.create(model="tiny", tool_choice="required", **args)
+    assert r.choices[0].finish_reason == "tool_calls"
+    _check_calls(r.choices[0].message.tool_calls)
+    named = {"type": "function", "function": {"name": "clock"}}
+    r = client.chat.completions.create(model="tiny", tool_choice=named, **args)
+    _check_calls(r.choices[0].message.tool_calls, ("clock",))
+    calls, finish = _streamed(client, tool_choice="required", **args)
+    assert finish == "tool_calls"
+    _check_calls(calls)
+    calls, _ = _streamed(client, tool_choice=named, **args)
+    _check_calls(calls, ("clock",))
+
+
+def test_a_strict_function_under_auto_is_answered_in_text_or_a_valid_call(servers):
+    client, strict_server = servers
+    for c in (client, strict_server):
+        tools = [_strict(FORECAST), CLOCK] if c is client else [FORECAST, CLOCK]
+        for seed in range(3):
+            r = c.chat.completions.create(model="tiny", messages=ASK, tools=tools, temperature=1.0, seed=seed,
+                                          max_tokens=60)
+            if r.choices[0].message.tool_calls:
+                _check_calls(r.choices[0].message.tool_calls)
+            calls, _ = _streamed(c, messages=ASK, tools=tools, temperature=1.0, seed=seed, max_tokens=60)
+            if calls:
+                _check_calls(calls)
+
+
+def test_auto_on_a_strict_server_matches_the_plain_answer_when_no_call_opens(servers):
+    """Greedy text that never opens a call is the same with and without the auto grammar: until a call opens,
+    the grammar allows any text."""
+    client, strict_server = servers
+    hi = [{"role": "user", "content": "hi"}]
+    plain = client.chat.completions.create(model="tiny", messages=hi, tools=[CLOCK], max_tokens=20)
+    held = strict_server.chat.completions.create(model="tiny", messages=hi, tools=[CLOCK], max_tokens=20)
+    if "<tool_call>" not in (plain.choices[0].message.content or ""):
+        assert plain.choices[0].message.content == held.choices[0].message.content
+
+
+def test_a_schema_that_cannot_compile_is_a_400_naming_the_tool(servers):
+    client, _ = servers
+    odd = {"type": "function", "function": {"name": "odd", "description": "", "parameters": {
+        "type": "object", "properties": {"p": {"$ref": "#/definitions/nowhere"}}}}}
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="tiny", messages=ASK, tools=[CLOCK, odd], tool_choice="required")
+    assert "'odd'" in str(e.value) and "nowhere" in str(e.value)
