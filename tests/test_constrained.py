@@ -249,3 +249,41 @@ def test_http_backends_refuse_a_constraint():
     with pytest.raises(ConstraintError, match="local engine only"):
         c.generate([Request([{"role": "user", "content": "x"}], constraint=LarkConstraint(text="start: \"a\""))],
                    GenerationConfig())
+
+
+def test_eval_bfcl_and_demo_constrained_are_marked_so(tmp_path, client):
+    """``eval bfcl --constrained`` and ``eval demo --constrained`` decode every item under its tools' auto grammar
+    (the requests carry it) and say so in the summary and the report."""
+    from tinytool.data.demo import write_demo
+    from tinytool.eval.bfcl_runner import BFCLRunConfig, run_bfcl
+    from tinytool.eval.demo_eval import run_demo_eval
+    from tinytool.eval.report import load_run
+
+    seen = []
+    real = client.generate
+    client.generate = lambda requests, config: seen.extend(requests) or real(requests, config)
+    try:
+        cfg = BFCLRunConfig(model="tiny", format="hermes-nothink", categories=["simple_python", "irrelevance"],
+                            limit=2, max_new_tokens=16, batch_size=4, constrained=True)
+        s = run_bfcl(cfg, tmp_path / "bfcl", client, progress=False)
+        assert s["constrained"] is True and s["unconstrained"] == []
+        assert seen and all(isinstance(r.constraint, ToolConstraint) and r.constraint.mode == "auto" for r in seen)
+        assert load_run(tmp_path / "bfcl").label.endswith("(constrained)")
+        write_demo(12, 3, tmp_path / "demo", dev_fraction=0.5)
+        seen.clear()
+        d = run_demo_eval("tiny", tmp_path / "demo" / "dev.jsonl", tmp_path / "demo-run", client, fmt="hermes-nothink",
+                          limit=3, max_new_tokens=16, progress=False, constrained=True)
+        assert d["constrained"] is True and len(seen) == 3
+        assert all(r.constraint is not None for r in seen)
+    finally:
+        del client.generate
+
+
+def test_an_item_whose_schema_cannot_compile_is_decoded_free_and_named():
+    from tinytool.llm.constrain import auto_constraint
+
+    impossible = Tool("tickets", "", {"type": "object", "properties": {"n": {"type": "integer", "enum": ["1", "2"]}},
+                                      "required": ["n"]})
+    constraint, why = auto_constraint([impossible], "hermes")
+    assert constraint is None and "'tickets'" in why
+    assert auto_constraint([], "hermes") == (None, None)

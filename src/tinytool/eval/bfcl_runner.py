@@ -94,6 +94,9 @@ class BFCLRunConfig:
     seed: int = 0
     entropy: bool = False
     label: str | None = None
+    #: decode under the ``auto`` grammar of each item's tools (`tinytool.llm.constrain`): text, or calls that name
+    #: an offered function and fit its schema; the summary and report mark the run as constrained
+    constrained: bool = False
 
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
@@ -110,6 +113,17 @@ def item_conversation(item: BFCLItem, turn: int = 0) -> Conversation:
     tools = [Tool.from_dict(f) for f in item.functions]
     messages = [Message.from_dict(m) for m in item.turns[turn]] if item.turns else []
     return Conversation(messages=messages, tools=tools, meta={"id": item.id, "category": item.category})
+
+
+def item_request(item: BFCLItem, fmt: PromptFormat, constrained: bool = False) -> tuple[Request, str | None]:
+    """The request of a single-turn item: its conversation in ``fmt``; with ``constrained``, decoded under the
+    ``auto`` grammar of its tools. An item whose schemas cannot be compiled (a few live BFCL functions ask for the
+    impossible, e.g. an integer whose enum holds strings) is decoded free; the second value says why."""
+    from tinytool.llm.constrain import auto_constraint
+
+    conv = item_conversation(item)
+    constraint, why = auto_constraint(conv.tools, fmt) if constrained else (None, None)
+    return Request(messages=fmt.to_chat(conv), constraint=constraint), why
 
 
 def decode(fmt: PromptFormat, text: str) -> tuple[list[dict] | None, list[str]]:
@@ -184,10 +198,12 @@ def _read_run(out: Path) -> dict[str, Any]:
 
 # ---- generation ---------------------------------------------------------------------------------------
 def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
-                     gen: GenerationConfig) -> list[dict]:
-    requests = [Request(messages=fmt.to_chat(item_conversation(it))) for it in items]
+                     gen: GenerationConfig, constrained: bool = False) -> list[dict]:
+    """Generate a batch of single-turn items (under the ``auto`` grammar of each item's tools when
+    ``constrained``)."""
+    made = [item_request(it, fmt, constrained) for it in items]
     t0 = time.perf_counter()
-    outs = client.generate(requests, gen)
+    outs = client.generate([r for r, _ in made], gen)
     share = (time.perf_counter() - t0) / max(len(items), 1)
     return [{
         "id": it.id, "category": it.category,
@@ -196,7 +212,8 @@ def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat
         "entropy": [c.entropy for c in comps],
         "finish": [c.finish_reason for c in comps],
         "seconds": share,
-    } for it, comps in zip(items, outs, strict=True)]
+        **({"unconstrained": why} if why else {}),
+    } for it, comps, (_, why) in zip(items, outs, made, strict=True)]
 
 
 def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
@@ -218,7 +235,8 @@ def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFo
                 sample = f"sample {s + 1}/{cfg.samples}, " if cfg.samples > 1 else ""
                 status(f"{sample}step {steps}, {finished}/{total} dialogues done")
 
-        per_sample.append(run_multi_turn(items, client, fmt, gen, step_limit=cfg.step_limit, progress=progress))
+        per_sample.append(run_multi_turn(items, client, fmt, gen, step_limit=cfg.step_limit, progress=progress,
+                                         constrained=cfg.constrained))
     share = (time.perf_counter() - t0) / max(len(items), 1)
     rows = []
     for k, it in enumerate(items):
@@ -266,7 +284,7 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
                         batch, client, fmt, cfg,
                         status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))
                 else:
-                    rows = _generate_single(batch, client, fmt, gen)
+                    rows = _generate_single(batch, client, fmt, gen, cfg.constrained)
                 append_jsonl(gen_path, rows)
                 bar.advance(len(batch))
     return {"generated": len(todo), "already_done": len(done)}
@@ -379,6 +397,9 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
     summary = {
         "model": run["model"], "format": run["format"], "bfcl_version": run.get("bfcl_version", BFCL_VERSION),
         "decoding": "strict",
+        "constrained": bool(run.get("constrained", False)),
+        #: items of a constrained run decoded free: their schemas could not be compiled
+        "unconstrained": sorted(r["id"] for r in results if gens[r["id"]].get("unconstrained")),
         "categories": per_cat,
         "groups": group_scores(per_cat),
         "groups_lenient": group_scores(per_cat, key="accuracy_lenient"),

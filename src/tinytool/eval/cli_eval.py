@@ -95,6 +95,10 @@ def _table(summary: dict, benchmark: str) -> None:
     Console().print(t)
 
 
+_CONSTRAINED_HELP = ("Decode under the tools' grammar (local models): text, or calls that name an offered function "
+                     "and fit its schema. The run is marked constrained in the summary and report.")
+
+
 @eval_app.command("bfcl")
 def bfcl(
     model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
@@ -113,6 +117,7 @@ def bfcl(
     seed: int = typer.Option(0, "--seed", help="Seed of the --limit subset and of sampling (--temperature > 0)."),
     entropy: bool = typer.Option(False, "--entropy", help="Also record mean token entropy (local models)."),
     label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
+    constrained: bool = typer.Option(False, "--constrained", help=_CONSTRAINED_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
     rescore: bool = typer.Option(False, "--rescore", help="Only re-check the stored generations."),
 ) -> None:
@@ -135,7 +140,7 @@ def bfcl(
         cfg = BFCLRunConfig(
             model=model, format=fmt.name, categories=expand_categories(categories), limit=limit, samples=samples,
             temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
-            step_limit=step_limit, seed=seed, entropy=entropy, label=label)
+            step_limit=step_limit, seed=seed, entropy=entropy, label=label, constrained=constrained)
         with on_interrupt(f"the generations finished so far are kept in {out}/generations.jsonl; the same command "
                           "resumes there"):
             summary = run_bfcl(cfg, out, _client(model, batch_size, dtype), overwrite=overwrite)
@@ -154,6 +159,7 @@ def demo(
     batch_size: int = typer.Option(16, "--batch-size", min=1, help=_BATCH_HELP),
     dtype: str = typer.Option("float32", "--dtype", help=_DTYPE_HELP),
     label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
+    constrained: bool = typer.Option(False, "--constrained", help=_CONSTRAINED_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
 ) -> None:
     """Score a model on the demo dev split: exact call match and STAR's Sim-RL score per category
@@ -169,7 +175,8 @@ def demo(
     with on_interrupt(f"the answers finished so far are kept in {out}; the same command resumes there"):
         summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
                                 max_new_tokens=max_new_tokens, batch_size=batch_size,
-                                client=_client(model, batch_size, dtype), label=label, overwrite=overwrite)
+                                client=_client(model, batch_size, dtype), label=label, overwrite=overwrite,
+                                constrained=constrained)
     _table(summary, "demo dev split")
 
 

@@ -82,12 +82,15 @@ def run_settings(model: str, data: str | os.PathLike, fmt: str, limit: int | Non
 def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
                   fmt: PromptFormat | str = DEFAULT_FORMAT, limit: int | None = None, max_new_tokens: int = 256,
                   batch_size: int = 16, label: str | None = None, progress: bool = True,
-                  overwrite: bool = False) -> dict:
+                  overwrite: bool = False, constrained: bool = False) -> dict:
     """Generate (resuming) and score the demo dev split; returns the summary.
 
     ``out`` is a run directory (`tinytool.io.open_run_dir`): a rerun with the same settings resumes,
     one with other settings (another model, format, data file, ...) raises `RunDirError` naming
-    them, and ``overwrite`` starts again."""
+    them, and ``overwrite`` starts again. ``constrained``: every task decodes under the ``auto`` grammar of its
+    tools (`tinytool.llm.constrain`); the summary says so."""
+    from tinytool.llm.constrain import auto_constraint
+
     out = Path(out)
     pf = get_format(fmt)  # a name from a script; the command line passes the format itself
     tasks = load_tasks(data, limit)
@@ -104,7 +107,8 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
             batch = todo[start:start + batch_size * CALL_BATCHES]
             bar.update(description=f"demo {start + 1}-{start + len(batch)}/{len(todo)}: generating")
             t0 = time.perf_counter()
-            outs = client.generate([Request(messages=pf.to_chat(p)) for _, p, _ in batch], gen)
+            outs = client.generate([Request(messages=pf.to_chat(p), constraint=auto_constraint(p.tools, pf)[0]
+                                            if constrained else None) for _, p, _ in batch], gen)
             share = (time.perf_counter() - t0) / len(batch)
             append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}
                                     for (tid, _, _), c in zip(batch, outs, strict=True)])
@@ -148,7 +152,7 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     n = max(len(results), 1)
     secs = sum(r["seconds"] or 0.0 for r in results)
     summary = {
-        "model": model, "format": pf.name, "categories": categories,
+        "model": model, "format": pf.name, "constrained": constrained, "categories": categories,
         "groups": {"overall": sum(r["valid"] for r in results) / n},
         "metrics": {"simrl": sum(r["simrl"] for r in results) / n, **four_t(records).as_dict()},
         "throughput": {"items": len(results), "generation_seconds": round(secs, 2),

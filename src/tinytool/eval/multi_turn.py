@@ -294,7 +294,7 @@ class _Dialogue:
 def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: str | PromptFormat,
                    config: GenerationConfig | None = None, step_limit: int = STEP_LIMIT,
                    progress: Callable[[int, int], None] | None = None,
-                   system: str | None = None) -> list[dict[str, Any]]:
+                   system: str | None = None, constrained: bool = False) -> list[dict[str, Any]]:
     """Play multi-turn BFCL items against a model, all in lockstep (one batched generate per step).
 
     Returns one record per item, in order: ``id``, ``category``, ``raw`` (per turn, the text of each
@@ -302,8 +302,12 @@ def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: str | PromptFor
     none), ``force_quit`` (a turn went over ``step_limit`` steps with calls; later turns were not
     played, as in BFCL), ``n_steps`` (generations) and ``n_tokens`` (generated tokens). Score a
     record with `check_record`. ``progress(finished, total)`` is called after every step; ``system``
-    is an optional system text the format's tool prompt is built around.
+    is an optional system text the format's tool prompt is built around. ``constrained``: every step decodes
+    under the ``auto`` grammar of the dialogue's tools (`tinytool.llm.constrain.auto_constraint`: free where
+    their schemas cannot be compiled).
     """
+    from tinytool.llm.constrain import auto_constraint
+
     config = config or GenerationConfig()
     if config.n != 1:
         raise ValueError(f"run_multi_turn plays one completion per step; got n={config.n}")
@@ -318,7 +322,9 @@ def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: str | PromptFor
         active = [d for d in dialogues if not d.done]
         if not active:
             break
-        requests = [Request(messages=fmt.to_chat(d.conv)) for d in active]
+        requests = [Request(messages=fmt.to_chat(d.conv),
+                            constraint=auto_constraint(d.conv.tools, fmt)[0] if constrained else None)
+                    for d in active]
         outputs = client.generate(requests, config)
         if len(outputs) != len(active):
             raise RuntimeError(f"{type(client).__name__}.generate returned {len(outputs)} results "

@@ -169,6 +169,8 @@ def load_run(run_dir: Path | str) -> RunData:
         raise ReportError(f"{run_dir / 'summary.json'}: 'groups' must be an object")
     results = _read_results(run_dir / "results.jsonl")
     label = str(run.get("label") or run_dir.resolve().name or run_dir)
+    if run.get("constrained") or summary.get("constrained"):  # never mistaken for a free-decoding headline
+        label += " (constrained)"
     cats = {str(k): (v if isinstance(v, dict) else {}) for k, v in categories.items()}
     return RunData(path=run_dir, run=run, summary=summary, results=results, label=label, categories=cats)
 

@@ -150,6 +150,20 @@ def tool_constraint(tools: list[Tool], fmt: Any, mode: str = "auto", name: str |
     return ToolConstraint(prefix=prefix, tools=tuple(tools), format=getattr(fmt, "name", fmt), mode=mode, name=name)
 
 
+def auto_constraint(tools: list[Tool], fmt: Any) -> tuple[ToolConstraint | None, str | None]:
+    """The ``auto`` constraint of ``tools`` in ``fmt`` for an evaluation that goes on whatever one item's tools
+    are: ``(constraint, None)``, or ``(None, why)`` when there are no tools or their schemas cannot be compiled
+    (then the item is decoded free, and ``why`` says so)."""
+    if not tools:
+        return None, None
+    constraint = tool_constraint(tools, fmt, "auto")
+    try:
+        check(constraint)
+    except ConstraintError as e:
+        return None, str(e)
+    return constraint, None
+
+
 # ---- grammars ----------------------------------------------------------------------------------------------
 _TAGS = {
     "hermes": ("<think>", "</think>", "<tool_call>", "</tool_call>"),
@@ -504,4 +518,4 @@ def refuse(requests: list[Any], backend: str) -> None:
 
 
 __all__ = ["FORMATS", "MODES", "Constraint", "ConstraintError", "GrammarBank", "LarkConstraint", "RowMasks",
-           "ToolConstraint", "check", "copy_constraint", "refuse", "strict_schema", "tool_constraint"]
+           "ToolConstraint", "auto_constraint", "check", "copy_constraint", "refuse", "strict_schema", "tool_constraint"]
