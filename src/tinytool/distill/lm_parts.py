@@ -57,20 +57,23 @@ def head_topk(head: Any, hidden: torch.Tensor, config: Any, temperature: float, 
     return torch.cat(ids), torch.cat(lps)
 
 
-def hidden_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """Last hidden states (after the final norm) at the boolean ``positions`` ``[B, T]`` → ``[N, H]``.
+def hidden_at(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
+              position_ids: torch.Tensor | None = None) -> torch.Tensor:
+    """Last hidden states (after the final norm) at the boolean ``positions`` ``[B, T]`` → ``[N, H]``; a 4-D
+    ``attention_mask`` and ``position_ids`` (tree-packed rows) are passed on as they are.
 
     A model wrapped for data parallelism (`DistributedDataParallel`) is run through its wrapper, whose forward
     arms the gradient all-reduce: calling the decoder inside it directly would train each rank on its own. The
     decoder's output is taken from a hook, and the head runs at one position per row only."""
     decoder, _ = decoder_and_head(model)
     if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
-        out = decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        out = decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False)
         return out.last_hidden_state[positions]
     seen: list[Any] = []
     handle = decoder.register_forward_hook(lambda _m, _i, out: seen.append(out))
     try:
-        model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, logits_to_keep=1)
+        model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False,
+              logits_to_keep=1)
     finally:
         handle.remove()
     out = seen[-1]

@@ -39,6 +39,7 @@ from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, w
 from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
 from tinytool.train.examples import read_conversations, sft_examples
 from tinytool.train.run import open_training_run, save_final, versions
+from tinytool.train.tree_pack import SharedPrefixOptions, for_model
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ ALL_LOSSES = (*LOSSES, "gkd")
 
 
 @dataclass(kw_only=True)
-class DistillConfig(RunOptions, TrainingArguments):
+class DistillConfig(RunOptions, SharedPrefixOptions, TrainingArguments):
     """One distillation run: `transformers.TrainingArguments` (every field of it works, in flags and YAML) with
     the distillation options. The default schedule is constant at STAR's 3e-6 (App. A.2; 2e-4 with LoRA).
     Exactly one teacher source: ``cache`` (a `TeacherTopKCache` directory) or ``teacher`` (a model spec run in
@@ -78,7 +79,6 @@ class DistillConfig(RunOptions, TrainingArguments):
     lr_scheduler_type: SchedulerType | str = option("constant", "Learning-rate schedule: constant (STAR App. A.2), "
                                                     "linear, cosine, …", "--scheduler")
     remove_unused_columns: bool = option(False, "Keep every dataset column (the collator needs the teacher's).")
-
     def __post_init__(self) -> None:
         self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
         self.student = str(self.student)
@@ -90,6 +90,7 @@ class DistillConfig(RunOptions, TrainingArguments):
             (self.cache is not None or bool(self.data), "without a cache, give --data (conversations JSONL)"),
             (self.k >= 1 and self.m >= 1, f"k and m must be positive, got k={self.k}, m={self.m}"),
             (self.temperature is None or self.temperature > 0, f"temperature must be positive, got {self.temperature}"),
+            (self.branches >= 1, f"--branches must be ≥ 1, got {self.branches}"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -209,11 +210,20 @@ class DistillTrainer(Trainer):
         if self.teacher_model is None:
             return TeacherTopK(None, None, targets)
         with torch.no_grad():
-            h = hidden_at(self.teacher_model, inputs["input_ids"], inputs["attention_mask"], inputs["positions"])
+            h = hidden_at(self.teacher_model, inputs["input_ids"], inputs["attention_mask"], inputs["positions"],
+                          inputs.get("position_ids"))
             _, head = decoder_and_head(self.teacher_model)
             ids, logprobs = head_topk(head, h, causal_lm(self.teacher_model).config, self.kd_loss.temperature,
                                       self.kd_loss.k)
         return TeacherTopK(ids, logprobs, targets)
+
+    def _prepare_inputs(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The batch on the device; a tree-packed row's 4-D mask in the form the student's attention takes."""
+        inputs = super()._prepare_inputs(inputs)
+        mask = inputs.get("attention_mask")
+        if mask is not None and mask.dim() == 4:
+            inputs["attention_mask"] = for_model(mask, causal_lm(self.model))
+        return inputs
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         # accelerate puts autocast around the wrapped model's forward only; the decoder and the head are
@@ -224,7 +234,7 @@ class DistillTrainer(Trainer):
     def _kd_loss(self, model, inputs, return_outputs, num_items_in_batch):
         positions = inputs["positions"]
         targets = inputs["labels"][:, 1:][positions[:, :-1]]
-        h = hidden_at(model, inputs["input_ids"], inputs["attention_mask"], positions)
+        h = hidden_at(model, inputs["input_ids"], inputs["attention_mask"], positions, inputs.get("position_ids"))
         teacher = self._teacher(inputs, targets)
         norm = num_items_in_batch if num_items_in_batch is not None else h.shape[0]
         if self.fused:
@@ -290,6 +300,13 @@ def build_distill_trainer(cfg: DistillConfig, callbacks: list[Any] | None = None
         dataset = TokenDataset(examples)
         info.update(source="online" if cfg.teacher else "data", teacher=cfg.teacher, dropped=dropped)
     info["examples"] = len(dataset)
+    collator = collate
+    if cfg.shared_prefix:
+        from tinytool.distill.tree import TreeDataset, tree_collate
+
+        dataset = TreeDataset(dataset, cfg.branches, cfg.max_length)
+        info.update(rows=len(dataset), shared_tokens=dataset.shared_tokens)
+        collator = tree_collate
     teacher_model = None
     if cfg.teacher is not None and cfg.loss != "ce":
         teacher_tok = load_tokenizer(cfg.teacher)
@@ -309,7 +326,7 @@ def build_distill_trainer(cfg: DistillConfig, callbacks: list[Any] | None = None
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     trainer = DistillTrainer(
         model=model, args=cfg, train_dataset=dataset, processing_class=tokenizer,
-        data_collator=lambda rows: collate(rows, pad), callbacks=callbacks, kd_loss=loss,
+        data_collator=lambda rows: collator(rows, pad), callbacks=callbacks, kd_loss=loss,
         teacher_model=teacher_model, fused=cfg.fused)
     return trainer, info
 

@@ -38,6 +38,7 @@ from tinytool.formats.base import PromptFormat
 from tinytool.train.config import RunOptions, check_inputs, listed, option, paths
 from tinytool.train.examples import TrainText, read_conversations, whole_conversations
 from tinytool.train.run import finish_training, open_training_run, save_final, start_training
+from tinytool.train.tree_pack import SharedPrefixOptions
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ EPOCHS = 2.0  # the quality benchmark: a second epoch of the demo data lifts BFC
 
 
 @dataclass(kw_only=True)
-class SFTRunConfig(RunOptions, SFTConfig):
+class SFTRunConfig(RunOptions, SharedPrefixOptions, SFTConfig):
     """One SFT run: TRL's `SFTConfig` (every field of it works, in flags and YAML) with tinytool's data, format
     and run options. ``learning_rate`` left unset is 2e-4 (also with LoRA; STAR's 2e-5 is ``--lr 2e-5``), the
     warm-up 3 % of the steps; bf16 left unset is on where it is fast; ``max_length`` drops longer examples
@@ -76,13 +77,6 @@ class SFTRunConfig(RunOptions, SFTConfig):
     completion_only_loss: bool | None = option(True, "Loss on completion (assistant) tokens only.")
     eval_steps: float | None = option(None, "Eval every N steps when --eval-data is given [default: 5 × "
                                     "--logging-steps].")
-    shared_prefix: bool = option(False, "Tree-pack conversations that share a system prompt and tool listing: "
-                                 "one sequence holds the shared prefix once, then each conversation after it, "
-                                 "each attending to the prefix and itself only (same loss and gradients as "
-                                 "separate sequences; needs SDPA or eager attention).")
-    branches: int = option(4, "With --shared-prefix, how many conversations one sequence may carry after its "
-                           "prefix (memory: the attention mask is [T, T], T ≤ --max-length).")
-
     def __post_init__(self) -> None:
         self.eval_data = paths(self.eval_data)
         check_inputs(self, *self.eval_data)

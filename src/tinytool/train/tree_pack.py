@@ -24,9 +24,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinytool.errors import UserInputError
+from tinytool.train.config import option
 
 #: attention implementations that take a dense 4-D mask as it is given
 MASKED_ATTENTION = ("sdpa", "eager")
+
+
+@dataclass(kw_only=True)
+class SharedPrefixOptions:
+    """The options of a trainer that tree-packs: on or off, and how many branches a row may carry."""
+
+    shared_prefix: bool = option(False, "Tree-pack sequences that share a prompt prefix (system prompt and tool "
+                                 "listing): the prefix once, then each sequence after it, attending to the prefix "
+                                 "and itself only (same loss and gradients as separate sequences; needs SDPA or "
+                                 "eager attention).")
+    branches: int = option(4, "With --shared-prefix, how many sequences one row may carry after its prefix "
+                           "(memory: the attention mask is [T, T], T ≤ --max-length).")
 
 
 @dataclass
@@ -55,14 +68,44 @@ def _first_loss(mask: Sequence[int]) -> int:
 
 def _row(seqs: list[tuple[list[int], list[int]]], prefix: int) -> TreeRow:
     """The row of ``seqs`` sharing their first ``prefix`` tokens (one sequence alone: no prefix)."""
-    if len(seqs) == 1:
-        ids, mask = seqs[0]
-        return TreeRow(list(ids), list(mask), 0, [len(ids)])
     ids, mask = list(seqs[0][0][:prefix]), list(seqs[0][1][:prefix])
     for s_ids, s_mask in seqs:
         ids += s_ids[prefix:]
         mask += s_mask[prefix:]
     return TreeRow(ids, mask, prefix, [len(s) - prefix for s, _ in seqs])
+
+
+def tree_plan(seqs: Sequence[tuple[Sequence[int], Sequence[int]]], keys: Sequence[Hashable], branches: int,
+              max_length: int | None) -> list[tuple[list[int], int]]:
+    """Which sequences share a row, and how many tokens they share: ``(indices, prefix length)`` per row (see
+    `tree_pack`). A row of one sequence has no prefix."""
+    if branches < 1:
+        raise UserInputError(f"branches must be ≥ 1, got {branches}", fix="give --branches 1 or more")
+    groups: dict[Hashable, list[int]] = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    plan: list[tuple[list[int], int]] = []
+
+    def close(chunk: list[int], prefix: int) -> None:
+        plan.append((chunk, prefix if len(chunk) > 1 else 0))
+
+    for members in groups.values():
+        chunk: list[int] = []
+        prefix = 0
+        for i in members:
+            ids, mask = seqs[i]
+            if chunk:
+                p = max(min(prefix, common_prefix(seqs[chunk[0]][0], ids), _first_loss(mask) - 1), 0)
+                total = p + sum(len(seqs[c][0]) - p for c in chunk) + len(ids) - p
+                if len(chunk) < branches and (max_length is None or total <= max_length):
+                    chunk.append(i)
+                    prefix = p
+                    continue
+                close(chunk, prefix)
+            chunk, prefix = [i], max(_first_loss(mask) - 1, 0)
+        if chunk:
+            close(chunk, prefix)
+    return plan
 
 
 def tree_pack(seqs: Sequence[tuple[list[int], list[int]]], keys: Sequence[Hashable], branches: int,
@@ -71,30 +114,21 @@ def tree_pack(seqs: Sequence[tuple[list[int], list[int]]], keys: Sequence[Hashab
     tools), in their order, are taken greedily into a row while it holds at most ``branches`` of them and at most
     ``max_length`` tokens; a row's prefix is its sequences' longest common prefix, cut before the first loss token.
     Groups come in the order their key first appears. Every sequence is in exactly one row."""
-    if branches < 1:
-        raise UserInputError(f"branches must be ≥ 1, got {branches}", fix="give --branches 1 or more")
-    groups: dict[Hashable, list[int]] = {}
-    for i, k in enumerate(keys):
-        groups.setdefault(k, []).append(i)
-    rows: list[TreeRow] = []
-    for members in groups.values():
-        chunk: list[tuple[list[int], list[int]]] = []
-        prefix = 0
-        for i in members:
-            s = seqs[i]
-            if chunk:
-                p = min(prefix, common_prefix(chunk[0][0], s[0]), _first_loss(s[1]) - 1)
-                p = max(p, 0)
-                total = p + sum(len(c) - p for c, _ in chunk) + len(s[0]) - p
-                if len(chunk) < branches and (max_length is None or total <= max_length):
-                    chunk.append(s)
-                    prefix = p
-                    continue
-                rows.append(_row(chunk, prefix))
-            chunk, prefix = [s], max(_first_loss(s[1]) - 1, 0)
-        if chunk:
-            rows.append(_row(chunk, prefix))
-    return rows
+    return [_row([seqs[i] for i in members], prefix) for members, prefix in tree_plan(seqs, keys, branches, max_length)]
+
+
+def prefix_keys(seqs: Sequence[Sequence[int]], prompt_lengths: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Groups of sequences that share most of their prompts, for data that does not say which tools it offers:
+    ``(order, keys)``, the sequences sorted by their tokens (so those with a long common prefix are adjacent) and a
+    group id per sorted position. Adjacent sequences are in one group while they share at least half of the
+    shorter one's prompt (a tool listing is most of a prompt; a template's fixed system header alone is not)."""
+    order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
+    keys, group = [], 0
+    for a, b in zip([None, *order], order):
+        if a is not None and 2 * common_prefix(seqs[a], seqs[b]) < min(prompt_lengths[a], prompt_lengths[b]):
+            group += 1
+        keys.append(group)
+    return order, keys
 
 
 def tree_layout(prefix_length: int, branch_lengths: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
@@ -182,5 +216,5 @@ def for_model(mask: Any, model: Any, dtype: Any = None) -> Any:
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
 
 
-__all__ = ["MASKED_ATTENTION", "TreeCollator", "TreeRow", "common_prefix", "for_model", "tokens_in", "tree_layout",
-           "tree_mask", "tree_pack"]
+__all__ = ["MASKED_ATTENTION", "SharedPrefixOptions", "TreeCollator", "TreeRow", "common_prefix", "for_model", "prefix_keys", "tokens_in",
+           "tree_layout", "tree_mask", "tree_pack", "tree_plan"]
