@@ -14,6 +14,14 @@ Three measurements, run one after the other on an otherwise idle machine:
    checkpointing, and the defaults.
 
     .venv/bin/python benchmarks/sft_bench.py --steps 4 --out benchmarks/results/sft_bench.json
+
+With ``--shared-prefix``, only this is measured (the other keys of ``--out`` are kept): demo data drawn ``--k``
+tasks per offered tool set, one epoch of it trained by `tinytool sft` in today's layout and tree-packed
+(``--shared-prefix``, at most ``--k`` branches a sequence), each in its own subprocess; examples and assistant
+tokens per hour of both, their ratios, peak RSS, and the listing (shared prefix) length in tokens, under key
+``shared_prefix``:
+
+    .venv/bin/python benchmarks/sft_bench.py --shared-prefix --k 4 --n 400
 """
 
 from __future__ import annotations
@@ -122,6 +130,52 @@ def sequence_tokens(data: Path, model_spec: str) -> dict:
             "tokens_ratio": round(built.tokens / per_turn, 3)}
 
 
+def listing_tokens(data: Path, model_spec: str, k: int) -> dict:
+    """Tokens of the prefixes tree packing shares (mean over its rows of several branches) and of an example."""
+    from tinytool.formats import get_format
+    from tinytool.models.loading import load_tokenizer
+    from tinytool.train.examples import read_conversations
+    from tinytool.train.sft import SFTRunConfig, build_sft_dataset
+
+    fmt = get_format(SFTRunConfig.__dataclass_fields__["format"].default)
+    tok = load_tokenizer(model_spec, padding_side="right")
+    convs = read_conversations([str(data)])
+    plain = build_sft_dataset(convs, fmt, tok, max_length=2048)
+    tree = build_sft_dataset(convs, fmt, tok, max_length=2048, branches=k)
+    shared = [p for p, b in zip(tree.dataset["prefix_length"], tree.dataset["branch_lengths"]) if len(b) > 1]
+    return {"listing_tokens_mean": round(sum(shared) / max(len(shared), 1), 1),
+            "example_tokens_mean": round(plain.tokens / max(plain.examples, 1), 1),
+            "assistant_tokens": plain.completion_tokens, "examples": plain.examples,
+            "rows": {"today": plain.rows, "tree_packed": tree.rows},
+            "tokens_per_epoch": {"today": plain.tokens, "tree_packed": tree.tokens}}
+
+
+def shared_prefix(work: Path, n: int, k: int, model_spec: str) -> dict:
+    """One epoch of the same ``--per-toolset k`` demo data, today's layout against tree-packed, each in its own
+    `tinytool sft` process."""
+    from tinytool.data.demo import write_demo
+
+    write_demo(n, 0, work / f"demo-k{k}", per_toolset=k)
+    data = work / f"demo-k{k}" / "train.jsonl"
+    sizes = listing_tokens(data, model_spec, k)
+    sides = {}
+    for name, flags in (("today", []), ("tree_packed", ["--shared-prefix", "--branches", str(k)])):
+        run = peak_rss(data, work, f"sp-{name}", -1, ["--epochs", "1", *flags], model_spec)
+        hours = (run["train_seconds"] or float("nan")) / 3600
+        run["examples_per_hour"] = round(sizes["examples"] / hours, 1)
+        run["assistant_tokens_per_hour"] = round(sizes["assistant_tokens"] / hours, 1)
+        sides[name] = run
+        print(name, json.dumps(run), flush=True)
+    today, tree = sides["today"], sides["tree_packed"]
+    return {
+        "k": k, "demo_tasks": n, "epochs": 1, **sizes, "today": today, "tree_packed": tree,
+        "examples_per_hour_ratio": round(tree["examples_per_hour"] / today["examples_per_hour"], 3),
+        "assistant_tokens_per_hour_ratio": round(
+            tree["assistant_tokens_per_hour"] / today["assistant_tokens_per_hour"], 3),
+        "peak_rss_mb": tree["peak_rss_mb"], "peak_rss_mb_today": today["peak_rss_mb"],
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2-135m-instruct")
@@ -130,7 +184,21 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sft_bench.json")
     ap.add_argument("--layouts", default="batch4,batch1x4,batch1x4_ckpt,defaults",
                     help="peak-RSS layouts to run; those left out keep their figures from --out")
+    ap.add_argument("--shared-prefix", action="store_true",
+                    help="measure only tree-packed against today's layout (key shared_prefix of --out)")
+    ap.add_argument("--k", type=int, default=4, help="with --shared-prefix: tasks per tool set and branches")
     args = ap.parse_args()
+    if args.shared_prefix:
+        from tinytool.models.precision import cpu_supports_bf16
+
+        result = json.loads(args.out.read_text()) if args.out.is_file() else {"benchmark": "sft_bench"}
+        sp = shared_prefix(Path(tempfile.mkdtemp(prefix="sft-bench-sp-")), args.n, args.k, args.model)
+        result["shared_prefix"] = {**sp, "model": args.model,
+                                   "machine": {"platform": platform.platform(), "cpu_bf16": cpu_supports_bf16()}}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.out}: shared_prefix examples/hour x{sp['examples_per_hour_ratio']}")
+        return
 
     from tinytool.data.demo import write_demo
     from tinytool.models.precision import cpu_supports_bf16
