@@ -1,4 +1,5 @@
-"""Tree-packed (shared-prefix) SFT: the rows, the mask, and the loss and gradients against separate sequences."""
+"""Tree-packed (shared-prefix) SFT and distillation: the rows, the mask, and the loss and gradients against separate
+sequences."""
 
 from __future__ import annotations
 
@@ -188,22 +189,24 @@ def test_flash_attention_is_refused_with_a_fix(env):
 
     with pytest.raises(UserInputError) as e:
         for_model(tree_mask(torch.zeros(1, 3, dtype=torch.long)), M())
-    assert "sdpa" in e.value.fix
+    assert "sdpa" in e.value.fix and "flash_attention_2" in str(e.value)
 
 
 # ---- through train_sft ----------------------------------------------------------------------------
 
 
 def test_train_sft_with_shared_prefix_lora_bf16_and_resume(env):
-    """A tree-packed run trains through the usual path (LoRA, bf16 autocast, checkpointing), counts real tokens,
-    and a rerun with more steps resumes from its checkpoint."""
+    """A tree-packed run trains through the usual path (LoRA, bf16 autocast, checkpointing), evaluates tree-packed
+    dev rows, counts real tokens, and a rerun with more steps resumes from its checkpoint."""
     from tinytool.train import train_sft
 
-    base = {"model": env["model"], "data": [env["train"]], "output_dir": str(env["root"] / "run"),
+    base = {"model": env["model"], "data": [env["train"]], "eval_data": [env["train"]],
+            "output_dir": str(env["root"] / "run"),
             "shared_prefix": True, "branches": 3, "lora": "r=4", "bf16": True, "save_steps": 1,
             "logging_steps": 1, "lr_scheduler_type": "constant"}
     s = train_sft(SFTRunConfig(max_steps=1, **base))
     assert s["global_step"] == 1 and s["data"]["rows"] < s["data"]["examples"] == len(env["convs"])
+    assert s["final_eval_loss"] is not None and s["final_eval_loss"] > 0  # dev rows tree-packed too
     # batch 1 × 4 accumulation: the tokens of the first four rows, not the mask's entries
     assert 0 < s["tokens"] <= s["data"]["tokens"]
     s2 = train_sft(SFTRunConfig(max_steps=2, **base))

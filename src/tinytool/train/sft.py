@@ -225,7 +225,9 @@ def build_trainer(cfg: SFTRunConfig, callbacks: list[Any] | None = None):
     model.train()
     extra: dict[str, Any] = {}
     if cfg.shared_prefix:  # tree rows need CompletionSFTTrainer's columns and token count, and their collator
-        from tinytool.train.tree_pack import TreeCollator
+        from tinytool.train.tree_pack import TreeCollator, check_attention
+
+        check_attention(model)
 
         extra["data_collator"] = TreeCollator(tokenizer.pad_token_id if tokenizer.pad_token_id is not None
                                               else tokenizer.eos_token_id)

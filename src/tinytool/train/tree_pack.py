@@ -200,21 +200,27 @@ def tokens_in(mask: Any) -> Any:
     return diag.sum() if diag.dtype == torch.bool else (diag == 0).sum()
 
 
+def check_attention(model: Any) -> str:
+    """The attention implementation of ``model`` (PEFT or not), refused unless it takes a dense 4-D mask."""
+    impl = getattr(getattr(model, "config", None), "_attn_implementation", None) or "eager"
+    if impl not in MASKED_ATTENTION:
+        raise UserInputError(
+            f"--shared-prefix needs an attention implementation that takes a 4-D mask (sdpa or eager); the model "
+            f"uses {impl!r}", fix="turn --shared-prefix off, or use the model with transformers' default attention "
+                                  "(sdpa)")
+    return impl
+
+
 def for_model(mask: Any, model: Any, dtype: Any = None) -> Any:
     """A boolean `tree_mask` as ``model``'s attention implementation takes it: as it is for SDPA, additive (0 or
     the dtype's minimum) for eager; refused for implementations that build their own causal mask."""
     import torch
 
-    impl = getattr(getattr(model, "config", None), "_attn_implementation", None) or "eager"
-    if impl not in MASKED_ATTENTION:
-        raise UserInputError(
-            f"shared-prefix training needs an attention implementation that takes a 4-D mask; the model uses "
-            f"{impl!r}", fix="load the model with attn_implementation='sdpa', or turn --shared-prefix off")
-    if impl == "sdpa" or mask.dtype != torch.bool:
+    if check_attention(model) == "sdpa" or mask.dtype != torch.bool:
         return mask
     dtype = dtype or next(model.parameters()).dtype
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
 
 
-__all__ = ["MASKED_ATTENTION", "SharedPrefixOptions", "TreeCollator", "TreeRow", "common_prefix", "for_model", "prefix_keys", "tokens_in",
+__all__ = ["MASKED_ATTENTION", "SharedPrefixOptions", "TreeCollator", "TreeRow", "check_attention", "common_prefix", "for_model", "prefix_keys", "tokens_in",
            "tree_layout", "tree_mask", "tree_pack", "tree_plan"]
