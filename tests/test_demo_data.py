@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from tinytool.data.demo import CATEGORIES, DEFAULT_MIX, generate_demo, write_demo
+from tinytool.data.demo import CATEGORIES, DEFAULT_MIX, REAL_DEV, generate_demo, write_demo
 from tinytool.data.demo.catalog import CATALOG, DOMAINS, HELD_OUT, NO_DEFAULT, World, execute, observation
 from tinytool.data.demo.chains import CHAINS
 from tinytool.data.demo.text import call_plan
@@ -134,7 +134,7 @@ def test_split_sizes_and_category_mix(demo):
     assert set(mix) == set(CATEGORIES)
     for cat, w in DEFAULT_MIX.items():
         assert abs(mix[cat] / len(train) - w) < 0.01, cat
-    assert set(Counter(c.meta["category"] for c in dev)) == set(CATEGORIES)
+    assert set(Counter(c.meta["category"] for c in dev)) == set(CATEGORIES) | set(REAL_DEV)
 
 
 def test_records_validate_and_round_trip(every):
@@ -151,7 +151,7 @@ def test_records_validate_and_round_trip(every):
 
 def test_category_shapes(every):
     for conv in every:
-        cat, msgs, calls = conv.meta["category"], conv.messages, _calls(conv)
+        cat, msgs, calls = conv.meta["category"].removeprefix("real_"), conv.messages, _calls(conv)
         assert msgs[0].role == "user" and msgs[-1].role == "assistant"
         if cat in ("simple", "multiple"):
             assert len(msgs) == 2 and len(calls) == 1

@@ -29,6 +29,11 @@ def demo(
         0.5, "--proc-fraction", min=0.0, max=1.0,
         help="Share of the simple, multiple, parallel, parallel_multiple and irrelevance tasks built over "
              "generated tool schemas instead of the executable catalog (0: catalog only)."),
+    real_fraction: float = typer.Option(
+        0.3, "--real-fraction", min=0.0, max=1.0,
+        help="Share of the tasks whose request is written the way people write (an opening, context that does "
+             "not matter, a sign-off, lower case, short forms, a typo; every value kept). With the built-in mix, "
+             "dev also holds the realistic categories real_simple and real_multiple."),
     per_toolset: int = typer.Option(
         1, "--per-toolset", min=1,
         help="Tasks per offered tool set: each task is followed by K-1 more over the same tools (a call of another "
@@ -36,7 +41,8 @@ def demo(
              "one system prompt and tool listing (see tinytool sft --shared-prefix)."),
 ) -> None:
     """Write train/dev JSONL of demo tasks: simple, multiple, parallel, parallel_multiple, irrelevance,
-    missing_parameter and multi_step (with sub-questions/sub-answers). Held-out tools appear only in dev.
+    missing_parameter and multi_step (with sub-questions/sub-answers); dev also real_simple and real_multiple
+    (requests written the way people write, one call expected). Held-out tools appear only in dev.
     Both files are replaced together: an interrupted run leaves --out as it was.
 
     Example: tinytool data demo --n 2000 --seed 0 --out data/demo
@@ -54,7 +60,7 @@ def demo(
         t0 = time.perf_counter()
         with ProgressBar("generating demo tasks", total=n, unit="task") as bar:
             train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=weights, proc_fraction=proc_fraction,
-                                       per_toolset=per_toolset, progress=bar.advance)
+                                       per_toolset=per_toolset, real_fraction=real_fraction, progress=bar.advance)
         dt = time.perf_counter() - t0
         write_split(out, train, dev)
     rate = (len(train) + len(dev)) / max(dt, 1e-9)

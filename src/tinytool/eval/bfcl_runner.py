@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tinytool import __version__
 from tinytool.bfcl import (
@@ -65,6 +65,7 @@ from tinytool.io import (
     open_run_dir,
     read_jsonl_rows,
     repair_log,
+    run_settings,
     write_json,
     write_jsonl,
 )
@@ -80,7 +81,11 @@ GROUP_WEIGHTS = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 30
 
 @dataclass
 class BFCLRunConfig:
-    """Everything that defines a BFCL run (recorded in ``run.json``; a resumed run must match)."""
+    """A BFCL run: its fields define it (recorded in ``run.json``; a resumed run must match them), except ``FREE``
+    ones, which a resumed run may change (categories are added to those already run)."""
+
+    #: what a resumed run may change: which categories, how many sequences at once, what else it records
+    FREE: ClassVar[frozenset[str]] = frozenset({"categories", "batch_size", "entropy", "label"})
 
     model: str
     format: str = "hermes"
@@ -101,9 +106,6 @@ class BFCLRunConfig:
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                 n=self.samples, seed=self.seed, entropy=self.entropy)
-
-    # settings that change what is generated: a resumed run must agree on these
-    _IDENTITY = ("model", "format", "samples", "temperature", "max_new_tokens", "step_limit", "seed", "limit")
 
 
 # ---- prompts and decoding ------------------------------------------------------------------------
@@ -165,14 +167,9 @@ def read_generations(path: Path) -> dict[str, dict]:
     return {r["id"]: r for r in rows if is_generation(r)}
 
 
-def run_settings(cfg: BFCLRunConfig) -> dict[str, Any]:
-    """The settings that define a BFCL run directory: a resumed run must agree on every one."""
-    return {k: getattr(cfg, k) for k in BFCLRunConfig._IDENTITY} | {"bfcl_version": BFCL_VERSION}
-
-
 def _open_run(cfg: BFCLRunConfig, out: Path, client: LLMClient, overwrite: bool) -> RunDir:
     """Open (or resume) the run directory; categories asked for now are added to those already in it."""
-    run = open_run_dir(out, "bfcl", run_settings(cfg), overwrite=overwrite)
+    run = open_run_dir(out, "bfcl", run_settings(cfg, bfcl_version=BFCL_VERSION), overwrite=overwrite)
     categories = sorted(set(run.info.get("categories") or []) | set(cfg.categories), key=CATEGORIES.index)
     run.update(categories=categories, label=cfg.label or run.info.get("label"), batch_size=cfg.batch_size,
                entropy=cfg.entropy, client=client.describe(), tinytool_version=__version__)

@@ -12,16 +12,25 @@ import hashlib
 import os
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tinytool import __version__
 from tinytool.errors import UserInputError
 from tinytool.eval.bfcl_runner import is_generation, read_generations
 from tinytool.eval.metrics import TaskRecord, four_t
 from tinytool.formats import DEFAULT_FORMAT, PromptFormat, get_format
-from tinytool.io import append_jsonl, iter_jsonl_rows, open_run_dir, repair_log, write_json, write_jsonl
+from tinytool.io import (
+    append_jsonl,
+    iter_jsonl_rows,
+    open_run_dir,
+    repair_log,
+    run_settings,
+    write_json,
+    write_jsonl,
+)
 from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
 from tinytool.progress import ProgressBar
 from tinytool.rewards.registry import RewardOptions, score_row
@@ -70,13 +79,27 @@ def load_tasks(data: str | os.PathLike, limit: int | None = None) -> list[tuple[
     return tasks[:limit] if limit is not None else tasks
 
 
-def run_settings(model: str, data: str | os.PathLike, fmt: str, limit: int | None,
-                 max_new_tokens: int) -> dict[str, Any]:
-    """The settings that define a demo run directory: a resumed run must agree on every one (the
-    data file by path and content, so another file, or the same file rewritten, is never mixed in)."""
-    digest = hashlib.sha256(Path(data).read_bytes()).hexdigest()
-    return {"model": model, "format": fmt, "data": str(Path(data).resolve()), "data_sha256": digest,
-            "limit": limit, "max_new_tokens": max_new_tokens, "temperature": 0.0, "samples": 1}
+@dataclass
+class DemoRun:
+    """What defines a demo run directory: a resumed run must agree on every field (the data file by path and
+    content, so another file, or the same file rewritten, is never mixed in)."""
+
+    model: str
+    format: str
+    data: str
+    limit: int | None
+    max_new_tokens: int
+    temperature: float = 0.0
+    samples: int = 1
+    constrained: bool = False  #: decoded under the ``auto`` grammar of each task's tools
+
+    PATHS: ClassVar[tuple[str, ...]] = ("data",)
+
+    def settings(self) -> dict[str, Any]:
+        """`tinytool.io.run_settings` of the run, the data file's sha256 added."""
+        with open(self.data, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+        return run_settings(self, data_sha256=digest)
 
 
 def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
@@ -94,7 +117,9 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     out = Path(out)
     pf = get_format(fmt)  # a name from a script; the command line passes the format itself
     tasks = load_tasks(data, limit)
-    run = open_run_dir(out, "demo", run_settings(model, data, pf.name, limit, max_new_tokens), overwrite=overwrite)
+    run = open_run_dir(out, "demo", DemoRun(model, pf.name, str(data), limit, max_new_tokens,
+                                               constrained=constrained).settings(),
+                       overwrite=overwrite)
     run.update(label=label or run.info.get("label"), batch_size=batch_size, client=client.describe(),
                tinytool_version=__version__)
     gen_path = out / "generations.jsonl"

@@ -48,6 +48,7 @@ from typing import Any
 from tinytool.data.demo import proctools
 from tinytool.data.demo.catalog import World
 from tinytool.data.demo.catalog.world import pristine_world
+from tinytool.data.demo.realistic import call_values, casual
 from tinytool.data.demo.sources import CatalogTools, GeneratedTools, Retry, ToolSource
 from tinytool.data.demo.tasks import BUILDERS, SIBLING_KINDS, sibling
 from tinytool.errors import UserInputError
@@ -55,11 +56,19 @@ from tinytool.io import atomic_dir, write_jsonl
 from tinytool.schema import Conversation, Message
 
 CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance", "missing_parameter", "multi_step")
-#: the quality benchmark's mix: parallel and parallel_multiple requests make up over a third
+#: the default mix: one call expected in 46 % of the tasks (simple, multiple), several in 30 % (parallel,
+#: parallel_multiple, multi_step), none in 24 % (irrelevance, missing_parameter). Real users' requests mostly ask
+#: for one call: a mix where several calls are as common as one teaches a model to call more than it is asked.
 DEFAULT_MIX: dict[str, float] = {
-    "simple": 0.15, "multiple": 0.18, "parallel": 0.20, "parallel_multiple": 0.17,
-    "irrelevance": 0.16, "missing_parameter": 0.06, "multi_step": 0.08,
+    "simple": 0.20, "multiple": 0.26, "parallel": 0.12, "parallel_multiple": 0.10,
+    "irrelevance": 0.18, "missing_parameter": 0.06, "multi_step": 0.08,
 }
+#: share of the tasks whose request is written the way people write (`tinytool.data.demo.realistic`)
+REAL_FRACTION = 0.3
+#: the realistic dev categories, each this share of the dev split: requests written the way people write, over
+#: dev's tools and wording (held-out tools favoured), with one call expected (``real_simple``: one tool offered;
+#: ``real_multiple``: several, follow-up actions among them)
+REAL_DEV: dict[str, float] = {"real_simple": 0.15, "real_multiple": 0.15}
 #: default share of the single-turn tasks built over generated tools (a 2,000-task set then offers
 #: well over 500 distinct tools)
 PROC_FRACTION = 0.5
@@ -101,9 +110,31 @@ def _sibling(rng: Random, source: ToolSource[Any], offered: list[Any], kind: str
     raise RuntimeError(f"could not build a task over an offered tool set ({split} #{i}, seed {seed})")  # pragma: no cover
 
 
+def _casual(messages: list[Message], r: Random, split: str) -> list[Message]:
+    """The task with its first request rewritten the way people write (`tinytool.data.demo.realistic.casual`),
+    every value of its calls kept."""
+    calls = [c for m in messages for c in m.tool_calls]
+    out = list(messages)
+    for j, m in enumerate(out):
+        if m.role == "user":
+            out[j] = Message(role="user", content=casual(m.content or "", call_values(calls), r, split))
+            break
+    return out
+
+
+def _split_mix(split: str, mix: Mapping[str, float], real_dev: Mapping[str, float]) -> dict[str, float]:
+    """The categories of a split and their weights: dev gives the realistic categories their share."""
+    if split != "dev" or not real_dev:
+        return dict(mix)
+    rest = max(0.0, 1.0 - sum(real_dev.values()))
+    total = sum(mix.values())
+    return {**{c: rest * w / total for c, w in mix.items()}, **real_dev}
+
+
 def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[str, float], proc_fraction: float,
-                    progress: Callable[[int], None] | None = None, per_toolset: int = 1) -> list[Conversation]:
-    labels = _quota(n, mix)
+                    progress: Callable[[int], None] | None = None, per_toolset: int = 1,
+                    real_fraction: float = 0.0, real_dev: Mapping[str, float] | None = None) -> list[Conversation]:
+    labels = _quota(n, _split_mix(split, mix, real_dev or {}))
     Random(f"tinytool-demo:{seed}:{split}:order").shuffle(labels)
     catalog = CatalogTools(world, split)
     generated_tools = GeneratedTools(proctools.tool_pool(seed), split) if proc_fraction > 0 else None
@@ -113,7 +144,10 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
     used: set[str] = set()  # the tools the current tool set's tasks called
     for i, category in enumerate(labels):
         rng = Random(f"tinytool-demo:{seed}:{split}:{i}")
-        if per_toolset > 1 and i % per_toolset and anchor is not None:
+        real = category.startswith("real_")  # a realistic dev category: the task of its base category, rewritten
+        label, category = category, category.removeprefix("real_")
+        sibling_task = per_toolset > 1 and i % per_toolset and anchor is not None
+        if sibling_task:
             first, source, offered = anchor
             category, messages, extra = _sibling(rng, source, offered, kinds[i % per_toolset - 1], used, split, i,
                                                  seed)
@@ -137,6 +171,11 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
                 kinds = [SIBLING_KINDS[j % len(SIBLING_KINDS)] for j in range(per_toolset - 1)]
                 Random(f"tinytool-demo:{seed}:{split}:{i}:kinds").shuffle(kinds)
                 extra = {"toolset": f"demo-s{seed}-{split}-{i:06d}", **extra}
+        if real or (real_fraction > 0 and Random(f"tinytool-demo:{seed}:{split}:{i}:real").random() < real_fraction):
+            messages = _casual(messages, Random(f"tinytool-demo:{seed}:{split}:{i}:casual"), split)
+            extra = {**extra, "realistic": True}
+            if real and not sibling_task:
+                category = label
         meta = {"id": f"demo-s{seed}-{split}-{i:06d}", "source": SOURCE, "category": category, "split": split,
                 "seed": seed, "world_seed": seed, "tools": "generated" if source is generated_tools else "catalog",
                 "tools_used": _tools_used(messages),
@@ -177,7 +216,8 @@ def parse_mix(text: str) -> dict[str, float]:
 
 
 def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapping[str, float] | None = None,
-                  proc_fraction: float = PROC_FRACTION, per_toolset: int = 1,
+                  proc_fraction: float = PROC_FRACTION, per_toolset: int = 1, real_fraction: float = REAL_FRACTION,
+                  real_dev: Mapping[str, float] | None = None,
                   progress: Callable[[int], None] | None = None) -> tuple[list[Conversation], list[Conversation]]:
     """``n`` demo tasks split into ``(train, dev)``; dev gets ``round(n * dev_fraction)`` of them.
 
@@ -188,7 +228,10 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapp
     ``per_toolset - 1`` more over the same tools in the same order (so the same system prompt; a call of one of
     them, several calls of one, a near miss or open question none answers: `tinytool.data.demo.tasks.sibling`),
     ``meta.toolset`` naming the first; the mix then holds for the first tasks of the sets.
-    Deterministic in ``(n, seed, dev_fraction, mix, proc_fraction, per_toolset)``. ``progress(k)`` is called as
+    ``real_fraction`` of the tasks of every kind have their request written the way people write
+    (`tinytool.data.demo.realistic`; ``meta.realistic``), and dev holds the realistic categories ``real_dev``
+    in their share of it (default: `REAL_DEV` with the default mix, none with a mix of one's own).
+    Deterministic in ``(n, seed, dev_fraction, mix, proc_fraction, per_toolset, real_fraction, real_dev)``. ``progress(k)`` is called as
     every ``k`` tasks are built.
     """
     if n < 0:
@@ -199,14 +242,20 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapp
         raise ValueError("proc_fraction must be in [0, 1]")
     if per_toolset < 1:
         raise ValueError("per_toolset must be >= 1")
+    if not 0.0 <= real_fraction <= 1.0:
+        raise ValueError("real_fraction must be in [0, 1]")
+    real_dev = dict((REAL_DEV if mix is None else {}) if real_dev is None else real_dev)
+    if set(real_dev) - set(REAL_DEV) or not sum(real_dev.values()) < 1:
+        raise ValueError(f"real_dev: categories among {sorted(REAL_DEV)}, shares summing below 1")
     mix = dict(mix or DEFAULT_MIX)
     unknown = set(mix) - set(CATEGORIES)
     if unknown:
         raise ValueError(f"unknown categories {sorted(unknown)}; known: {', '.join(CATEGORIES)}")
     world = pristine_world(seed)
     n_dev = round(n * dev_fraction)
-    return (_generate_split("train", n - n_dev, seed, world, mix, proc_fraction, progress, per_toolset),
-            _generate_split("dev", n_dev, seed, world, mix, proc_fraction, progress, per_toolset))
+    return (_generate_split("train", n - n_dev, seed, world, mix, proc_fraction, progress, per_toolset, real_fraction),
+            _generate_split("dev", n_dev, seed, world, mix, proc_fraction, progress, per_toolset, real_fraction,
+                            real_dev))
 
 
 #: the files of a demo split directory
@@ -233,13 +282,14 @@ def write_split(out_dir: str | os.PathLike, train: Iterable[Any], dev: Iterable[
 
 def write_demo(n: int, seed: int, out_dir: str | os.PathLike, *, dev_fraction: float = 0.1,
                mix: Mapping[str, float] | None = None, proc_fraction: float = PROC_FRACTION,
-               per_toolset: int = 1) -> dict[str, int]:
+               per_toolset: int = 1, real_fraction: float = REAL_FRACTION,
+               real_dev: Mapping[str, float] | None = None) -> dict[str, int]:
     """Generate ``train.jsonl`` and ``dev.jsonl`` and write them under ``out_dir`` as a whole
     (see `write_split`); returns the counts."""
     train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=mix, proc_fraction=proc_fraction,
-                               per_toolset=per_toolset)
+                               per_toolset=per_toolset, real_fraction=real_fraction, real_dev=real_dev)
     return write_split(out_dir, train, dev)
 
 
-__all__ = ["CATEGORIES", "DEFAULT_MIX", "PROC_FRACTION", "SPLIT_FILES", "generate_demo", "parse_mix", "write_demo",
+__all__ = ["CATEGORIES", "DEFAULT_MIX", "PROC_FRACTION", "REAL_DEV", "REAL_FRACTION", "SPLIT_FILES", "generate_demo", "parse_mix", "write_demo",
            "write_split"]

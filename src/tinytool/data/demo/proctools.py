@@ -846,12 +846,22 @@ class GenTool:
         return args, tpl.render(texts), tpl, texts
 
 
-_STYLES = (("{verb}_{obj}", 0.26), ("{ns}.{verb}_{obj}", 0.22), ("{ns}.{obj}", 0.16), ("{ns}_{verb}_{obj}", 0.1),
-           ("{verbC}{Obj}", 0.12), ("{ns}.{verbC}{Obj}", 0.08), ("{ns}.{obj}.{verb}", 0.06))
+#: name styles and their weights; SERVICE is the style of service APIs: ``Weather_2_GetForecast``
+SERVICE = "{Ns}_{k}_{Verb}{Obj}"
+_STYLES = (("{verb}_{obj}", 0.24), ("{ns}.{verb}_{obj}", 0.2), ("{ns}.{obj}", 0.14), ("{ns}_{verb}_{obj}", 0.09),
+           ("{verbC}{Obj}", 0.11), ("{ns}.{verbC}{Obj}", 0.07), ("{ns}.{obj}.{verb}", 0.05), (SERVICE, 0.1))
 _PREFIX = ("{S}", "Please {s}", "Can you {s}?", "Could you {s}?", "I need you to {s}", "I'd like to {s}",
            "Help me {s}", "Hey, {s}", "I want to {s}", "Quick one: {s}")
 _PREFIX_DEV = ("Would you mind helping me {s}?", "Go ahead and {s}", "I was hoping you could {s}")
 _DESC = ("{G}.", "{G}.", "{G} for the given parameters.", "Use this to {g}.", "Tool to {g}.", "{G} (API v2).")
+#: the longer descriptions of service-style tools
+_DESC_SERVICE = (
+    ("{G}. Call this when the user wants to {g}; it returns the matching records from the service, or an error "
+    "when a value is not accepted."),
+    ("{G} through the service's public endpoint. Only the parameters listed are accepted; values are passed as "
+    "given."),
+    "Service method: {g}. The response holds a status field and the result; use it for exactly this action.",
+)
 
 
 def _camel(s: str) -> str:
@@ -899,7 +909,10 @@ def _variant(a: Action, r: Random) -> GenTool:
     """One tool for action ``a``: name style, parameter names, optional parameters, defaults, description."""
     verb, obj, ns = r.choice(a.verbs), r.choice(a.objs), r.choice(NAMESPACES[a.domain])
     style = r.choices([s for s, _ in _STYLES], [w for _, w in _STYLES])[0]
-    name = style.format(verb=verb, obj=obj, ns=ns, verbC=verb, Obj=_camel(obj))
+    if style == SERVICE:
+        name = SERVICE.format(Ns=_camel(ns.replace(".", "_")), k=r.randint(1, 3), Verb=_camel(verb), Obj=_camel(obj))
+    else:
+        name = style.format(verb=verb, obj=obj, ns=ns, verbC=verb, Obj=_camel(obj))
     if style.startswith("{verbC}"):
         name = verb + _camel(obj)
     optional = [s for s in a.optional if r.random() < 0.75]
@@ -924,7 +937,8 @@ def _variant(a: Action, r: Random) -> GenTool:
             default = r.choice(slot.defaults)
         desc = slot.desc + ("" if s in a.required or default is not NO_DEFAULT or r.random() < 0.5 else " (optional)")
         props[names[s]] = slot.schema(desc, default)
-    tool = Tool(name=name, description=r.choice(_DESC).format(G=_cap(a.gist), g=a.gist),
+    desc = r.choice(_DESC_SERVICE if style == SERVICE else _DESC)
+    tool = Tool(name=name, description=desc.format(G=_cap(a.gist), g=a.gist),
                 parameters={"type": "object", "properties": props, "required": [names[s] for s in a.required]})
     train = _templates(a, names, slots, optional, r, 5, _PREFIX)
     dev = _templates(a, names, slots, optional, r, 2, _PREFIX_DEV)

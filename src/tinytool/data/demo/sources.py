@@ -16,6 +16,7 @@ Both pick a target the same way: in dev, `FOCUS_P` of the time among the held-ou
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import cache
 from random import Random
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -27,6 +28,18 @@ from tinytool.schema import Tool
 
 FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
 FRESH_TRIES = 12  # draws for a value a request has not used yet
+#: chance a catalog task's next distractor is a follow-up action of an offered tool (a tool one of its
+#: multi-step chains calls with it: find beside schedule, search beside reserve), when there is one
+FOLLOWUP_P = 0.3
+
+
+@cache
+def followups(name: str) -> tuple[str, ...]:
+    """The catalog tools that a multi-step chain calls together with ``name`` (its follow-up actions and the
+    actions it follows): offered beside it, they make a request for exactly one action harder."""
+    from tinytool.data.demo.chains import CHAINS
+
+    return tuple(sorted({t for c in CHAINS if name in c.tools for t in c.tools if t != name}))
 
 #: one call: the tool's name and its arguments
 Call = tuple[str, dict[str, Any]]
@@ -178,7 +191,8 @@ class CatalogTools(ToolSource[ToolSpec]):
         siblings = [n for s in chosen for n in s.siblings if n in allowed]
         domains = {s.domain for s in chosen}
         same_domain = [n for n in self.general if CATALOG[n].domain in domains]
-        return [(siblings, 0.6), (same_domain, 0.6), (self.general, 1.0)]
+        follow = [n for s in chosen for n in followups(s.name) if n in allowed]
+        return [(follow, FOLLOWUP_P), (siblings, 0.6), (same_domain, 0.6), (self.general, 1.0)]
 
     def substitutes(self, t: ToolSpec) -> frozenset[str]:
         return frozenset(t.substitutes)
