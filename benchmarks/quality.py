@@ -141,8 +141,9 @@ def train(work: Path, row: str) -> tuple[str, dict | None]:
         summary = json.loads((out / "distill_summary.json").read_text())
         summary["tokens_per_second"] = summary.get("completion_tokens_per_second")
     else:
-        run_cli([TINYTOOL, "sft", "-m", start, "-d", str(data / "train.jsonl"), *SFT_COMMON, *spec["sft"],
-                 "-o", str(out)])
+        if not (out / "sft_summary.json").is_file():  # a finished row is reused as it is
+            run_cli([TINYTOOL, "sft", "-m", start, "-d", str(data / "train.jsonl"), *SFT_COMMON, *spec["sft"],
+                     "-o", str(out)])
         summary = json.loads((out / "sft_summary.json").read_text())
     summary["own_seconds"] = summary["seconds"]
     summary["seconds"] = summary["seconds"] + before
@@ -170,7 +171,8 @@ def evaluate(work: Path, row: str, model: str, limit: int, batch_size: int) -> d
     bfcl_out = work / "runs" / row / tag
     cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "--categories", ",".join(CATEGORIES),
            "--batch-size", str(batch_size), "-o", str(bfcl_out), "--label", row]
-    run_cli(cmd + (["--limit", str(limit)] if limit else []))
+    if not (bfcl_out / "summary.json").is_file():  # a finished evaluation is reused as it is
+        run_cli(cmd + (["--limit", str(limit)] if limit else []))
     summary = json.loads((bfcl_out / "summary.json").read_text())
     dev_data = _ensure_data(work, row) / "dev.jsonl"
     demo_out = work / "runs" / row / "demo-dev"
