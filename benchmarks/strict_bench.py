@@ -1,0 +1,184 @@
+"""Schema-constrained decoding (`tinytool.llm.constrain`): what the grammar costs per decoded token, and what it
+does to a model's BFCL answers.
+
+    .venv/bin/python benchmarks/strict_bench.py [--overhead-items 64] [--items 50] [--model PATH] [--full-bfcl]
+
+- ``overhead``: the same BFCL prompts (``simple_python`` + ``multiple``) decoded greedily by the local engine at
+  16 slots, free and under the ``auto`` grammar, alternating (``--repeats`` times each; the fastest run of each
+  side counts), prefix store off so every run prefills alike; seconds per generated token of each and the ratio.
+  Grammar compilation (once per tool set) is timed on its own.
+- ``required``: ``--items`` BFCL items (half ``simple_python``, half ``multiple``) answered by ``--model`` (default:
+  the bundled base model, which never calls on its own) free, started as a call without a grammar, and started so
+  under the ``required`` grammar (as `tinytool serve` answers ``tool_choice: "required"``): accuracy (BFCL's AST
+  checker on the strict reading) and failure classes of each.
+- ``--full-bfcl``: ``tinytool eval bfcl`` on the non-live categories and irrelevance, free and ``--constrained``,
+  run directories under ``--run-dir`` (resumable); the two summaries' groups and failure tables.
+
+Writes ``benchmarks/results/strict.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, machine, versions
+
+from tinytool.bfcl import BFCL_VERSION, bfcl_data
+from tinytool.eval.bfcl_runner import BFCLRunConfig, check_item, decode_strict, item_conversation, run_bfcl
+from tinytool.eval.failures import failure_class
+from tinytool.formats import get_format
+from tinytool.llm.base import Completion, GenerationConfig, Request
+from tinytool.llm.constrain import tool_constraint
+from tinytool.llm.hf import HFClient, render_prompt
+from tinytool.models.loading import BUNDLED_ALIAS, load_model, load_tokenizer
+
+RESULT = ROOT / "benchmarks" / "results" / "strict.json"
+
+
+def _items(n: int, seed: int = 1) -> list:
+    """``n`` BFCL items, half ``simple_python`` and half ``multiple`` (a seeded subset, as eval_bench takes)."""
+    data = bfcl_data()
+    half = n // 2
+    return data.items("simple_python", limit=half, seed=seed) + data.items("multiple", limit=n - half, seed=seed)
+
+
+def _requests(items: list, fmt, mode: str | None, tokenizer=None, prefix: str = "") -> list[Request]:
+    """One request per item: its conversation in ``fmt``, under the ``mode`` grammar of its tools (None: free);
+    with ``prefix`` (and the ``tokenizer``) the prompt ends with it, as `tinytool serve` starts a forced call."""
+    out = []
+    for it in items:
+        conv = item_conversation(it)
+        constraint = tool_constraint(conv.tools, fmt, mode, prefix=prefix) if mode else None
+        prompt = render_prompt(tokenizer, Request(fmt.to_chat(conv))) + prefix if prefix else None
+        out.append(Request(messages=fmt.to_chat(conv), prompt=prompt, constraint=constraint))
+    return out
+
+
+def overhead(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str, repeats: int) -> dict:
+    """Seconds per generated token at 16 slots, free vs the ``auto`` grammar, alternating runs in one process."""
+    fmt = get_format(fmt_name)
+    items = _items(n_items)
+    gen = GenerationConfig(max_new_tokens=max_new_tokens)
+    client = HFClient(model, tokenizer, batch_size=16, bf16=True, prefix_cache_mb=0)
+    held = _requests(items, fmt, "auto")
+    t0 = time.perf_counter()
+    for r in held:  # compile every tool set's grammar once (what a run pays before its first step)
+        client.grammars().matcher(r.constraint)
+    compile_s = time.perf_counter() - t0
+    free = _requests(items, fmt, None)
+    client.generate(free[:2], GenerationConfig(max_new_tokens=4))  # warm-up: allocator, kernels
+    sides: dict[str, list[dict]] = {"free": [], "auto": []}
+    for _ in range(repeats):
+        for name, requests in (("free", free), ("auto", held)):
+            t0 = time.perf_counter()
+            outs = client.generate(requests, gen)
+            secs = time.perf_counter() - t0
+            tokens = sum(c[0].n_tokens for c in outs)
+            sides[name].append({"seconds": round(secs, 3), "generated_tokens": tokens,
+                                "ms_per_token": round(1000 * secs / tokens, 3)})
+            print(f"{name}: {len(items)} items, {tokens} tokens in {secs:.1f}s "
+                  f"({1000 * secs / tokens:.2f} ms/token)", flush=True)
+    best = {k: min(v, key=lambda r: r["ms_per_token"]) for k, v in sides.items()}
+    ratio = best["auto"]["ms_per_token"] / best["free"]["ms_per_token"]
+    return {"items": len(items), "slots": 16, "format": fmt_name, "max_new_tokens": max_new_tokens,
+            "grammar_compile_seconds": round(compile_s, 3), "tool_sets": len({r.constraint.key() for r in held}),
+            "runs": sides, "best": best, "overhead_per_token": round(ratio - 1, 4)}
+
+
+def _score(items: list, outs: list, fmt, max_new_tokens: int) -> dict:
+    """Accuracy (strict reading, BFCL's AST checker) and failure classes of one answer per item."""
+    rows = []
+    for it, (c, *_) in zip(items, outs, strict=True):
+        decoded, _ = decode_strict(fmt, c.text)
+        verdict = check_item(it, decoded)
+        rows.append({"category": it.category, "raw": c.text, "valid": verdict.valid,
+                     "error_type": verdict.error_type, "n_calls": len(decoded or []), "n_tokens": c.n_tokens})
+    failures: dict[str, int] = {}
+    for r in rows:
+        cls = failure_class(r, fmt, max_new_tokens)
+        if cls:
+            failures[cls] = failures.get(cls, 0) + 1
+    per_cat = {}
+    for cat in sorted({r["category"] for r in rows}):
+        sub = [r for r in rows if r["category"] == cat]
+        per_cat[cat] = {"n": len(sub), "accuracy": round(sum(r["valid"] for r in sub) / len(sub), 4)}
+    return {"n": len(rows), "accuracy": round(sum(r["valid"] for r in rows) / len(rows), 4),
+            "categories": per_cat, "failures": dict(sorted(failures.items(), key=lambda kv: -kv[1])),
+            "examples": [r["raw"][:300] for r in rows[:3]]}
+
+
+def required(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str) -> dict:
+    """``n_items`` BFCL items three ways: free; started as a call (the format's ``call_prefix``, what `tinytool
+    serve` wrote for ``tool_choice: "required"`` before grammars) without a grammar; and started so under the
+    ``required`` grammar (what the server does now)."""
+    fmt = get_format(fmt_name)
+    items = _items(n_items, seed=0)
+    client = HFClient(model, tokenizer, batch_size=16, bf16=True)
+    gen = GenerationConfig(max_new_tokens=max_new_tokens)
+    prefix = fmt.call_prefix()
+    out = {"items": len(items), "format": fmt_name, "max_new_tokens": max_new_tokens, "forced_start": prefix}
+    sides = {"free": _requests(items, fmt, None), "forced_start": _requests(items, fmt, None, tokenizer, prefix),
+             "required": _requests(items, fmt, "required", tokenizer, prefix)}
+    for name, requests in sides.items():
+        t0 = time.perf_counter()
+        outs = client.generate(requests, gen)
+        if name != "free":  # the text the answer starts with is the prompt's: score the whole answer
+            outs = [[Completion(prefix + c.text, c.n_tokens, finish_reason=c.finish_reason)] for (c, *_) in outs]
+        out[name] = {**_score(items, outs, fmt, max_new_tokens), "seconds": round(time.perf_counter() - t0, 1)}
+        print(f"{name}: accuracy {out[name]['accuracy']:.3f} failures {out[name]['failures']}", flush=True)
+    return out
+
+
+def full_bfcl(model_spec: str, fmt_name: str, run_dir: Path, batch_size: int) -> dict:
+    """``tinytool eval bfcl`` on the non-live categories and irrelevance, free and constrained."""
+    from tinytool.bfcl import expand_categories
+
+    client = HFClient.from_spec(model_spec, batch_size=batch_size)
+    out = {}
+    for name, constrained in (("free", False), ("constrained", True)):
+        cfg = BFCLRunConfig(model=model_spec, format=fmt_name, categories=expand_categories("non_live,irrelevance"),
+                            batch_size=batch_size, constrained=constrained, label=name)
+        s = run_bfcl(cfg, run_dir / name, client)
+        out[name] = {"groups": s["groups"], "categories": {c: v.get("accuracy") for c, v in s["categories"].items()},
+                     "failures": s["failures"]}
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default=BUNDLED_ALIAS, help="model of the required/full-BFCL parts")
+    p.add_argument("--format", default="hermes")
+    p.add_argument("--overhead-items", type=int, default=64)
+    p.add_argument("--overhead-tokens", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--items", type=int, default=50, help="items of the required part")
+    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--full-bfcl", action="store_true", help="also run the full non-live BFCL free and constrained")
+    p.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "strict")
+    p.add_argument("--out", type=Path, default=RESULT)
+    a = p.parse_args()
+    import torch
+
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    tokenizer = load_tokenizer(a.model)
+    model = load_model(a.model, dtype=torch.float32).eval()
+    result = {"machine": machine(), "versions": versions("torch", "transformers", "llguidance"),
+              "bfcl_version": BFCL_VERSION, "model": a.model,
+              "commands": {"this": " ".join([".venv/bin/python", "benchmarks/strict_bench.py", *sys.argv[1:]])}}
+    result["overhead"] = overhead(model, tokenizer, a.overhead_items, a.overhead_tokens, a.format, a.repeats)
+    result["overhead_per_token"] = result["overhead"]["overhead_per_token"]
+    result["required"] = required(model, tokenizer, a.items, a.max_new_tokens, a.format)
+    if a.full_bfcl:
+        result["bfcl"] = full_bfcl(a.model, a.format, a.run_dir, 16)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
