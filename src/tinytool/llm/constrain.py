@@ -460,34 +460,36 @@ class RowMasks:
 
     def apply(self, logits: Any) -> None:
         """Set the logits of every token a constrained row may not take next to -inf (``logits``: [rows, vocab],
-        modified in place). A row whose matcher allows nothing (an error state) may only end."""
+        modified in place, one pass over all rows: a free row's mask allows everything). A row whose matcher allows
+        nothing (an error state) may only end."""
         import torch
 
+        n = len(self.matchers)
         live = [(m, i) for i, m in enumerate(self.matchers) if m is not None]
         if not live:
             return
-        if self._bitmask is None or self._bitmask.shape[0] < len(self.matchers):
+        if self._bitmask is None or self._bitmask.shape[0] < n:
             import llguidance
 
-            self._bitmask = torch.zeros((len(self.matchers), self.words), dtype=torch.int32)
+            self._bitmask = torch.zeros((n, self.words), dtype=torch.int32)
             self._executor = self._executor or llguidance.LLExecutor()
             self._shifts = torch.arange(32, dtype=torch.int32)
-        bits = self._bitmask
-        self._executor.unsafe_compute_mask_ptr(live, bits.data_ptr(), self.words * 4, bits.shape[0])
-        index = torch.tensor([i for _, i in live], dtype=torch.long)
-        rows = bits.index_select(0, index)
-        for j, (m, _) in enumerate(live):
+        bits = self._bitmask[:n]
+        if len(live) < n:
+            bits.fill_(-1)  # every bit set: free rows allow every token
+        self._executor.unsafe_compute_mask_ptr(live, bits.data_ptr(), self.words * 4, n)
+        for m, i in live:
             if m.is_error():  # nothing fits any more: only ending is allowed
-                rows[j].zero_()
+                bits[i].zero_()
                 for e in self.bank.eos_ids:
-                    rows[j, e // 32] |= (1 << (e % 32)) if e % 32 < 31 else -(2**31)
-        allowed = ((rows.unsqueeze(-1) >> self._shifts) & 1).bool().reshape(len(live), -1)
+                    bits[i, e // 32] |= (1 << (e % 32)) if e % 32 < 31 else -(2**31)
+        blocked = ((bits.unsqueeze(-1) >> self._shifts) & 1).eq(0).view(n, -1).to(logits.device)
         vocab = logits.shape[-1]
-        if allowed.shape[1] < vocab:
-            allowed = torch.cat([allowed, allowed.new_zeros((len(live), vocab - allowed.shape[1]))], dim=1)
-        index = index.to(logits.device)
-        blocked = ~allowed[:, :vocab].to(logits.device)
-        logits[index] = logits[index].masked_fill(blocked, float("-inf"))
+        if blocked.shape[1] >= vocab:
+            logits.masked_fill_(blocked[:, :vocab], float("-inf"))
+        else:  # logits wider than the tokenizer: the extra ids are never allowed in a constrained row
+            logits[:, :blocked.shape[1]].masked_fill_(blocked, float("-inf"))
+            logits[[i for _, i in live], blocked.shape[1]:] = float("-inf")
 
     def advance(self, tokens: list[int]) -> None:
         """Feed each constrained row the token it sampled (``tokens[row]``)."""
