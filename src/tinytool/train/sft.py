@@ -101,9 +101,9 @@ class SFTData:
     conversations: int
     examples: int  # sequences kept (a whole conversation counts once; a tree row counts each branch)
     dropped_too_long: int  # assistant turns left out: even alone, longer than max_length
-    tokens: int  # tokens of the kept sequences
+    tokens: int  # tokens a pass over the data runs (tree rows: each shared prefix once)
     completion_tokens: int  # tokens the loss falls on
-    longest: int  # tokens of the longest kept sequence
+    longest: int  # tokens of the longest training sequence (or tree row)
     end_token: str | None  # the end-of-turn token completions end with
     turns: int = 0  # assistant turns trained
     rows: int = 0  # training sequences: ``examples``, or fewer when tree-packed
