@@ -9,8 +9,9 @@ does to a model's BFCL answers.
   Grammar compilation (once per tool set) is timed on its own.
 - ``required``: ``--items`` BFCL items (half ``simple_python``, half ``multiple``) answered by ``--model`` (default:
   the bundled base model, which never calls on its own) free, started as a call without a grammar, and started so
-  under the ``required`` grammar (as `tinytool serve` answers ``tool_choice: "required"``): accuracy (BFCL's AST
-  checker on the strict reading) and failure classes of each.
+  under the ``required`` grammar (as `tinytool serve` answers ``tool_choice: "required"``), with parallel calls and
+  with one call at most: accuracy (BFCL's AST checker on the strict reading), failure classes, the share of answers
+  whose calls all fit their schemas, and the accuracy of the first call alone.
 - ``--full-bfcl``: ``tinytool eval bfcl`` on the non-live categories and irrelevance, free and ``--constrained``,
   run directories under ``--run-dir`` (resumable); the two summaries' groups and failure tables.
 
@@ -36,6 +37,7 @@ from tinytool.llm.base import Completion, GenerationConfig, Request
 from tinytool.llm.constrain import tool_constraint
 from tinytool.llm.hf import HFClient, render_prompt
 from tinytool.models.loading import BUNDLED_ALIAS, load_model, load_tokenizer
+from tinytool.schema.types import value_problem
 
 RESULT = ROOT / "benchmarks" / "results" / "strict.json"
 
@@ -47,13 +49,14 @@ def _items(n: int, seed: int = 1) -> list:
     return data.items("simple_python", limit=half, seed=seed) + data.items("multiple", limit=n - half, seed=seed)
 
 
-def _requests(items: list, fmt, mode: str | None, tokenizer=None, prefix: str = "") -> list[Request]:
+def _requests(items: list, fmt, mode: str | None, tokenizer=None, prefix: str = "",
+              parallel: bool = True) -> list[Request]:
     """One request per item: its conversation in ``fmt``, under the ``mode`` grammar of its tools (None: free);
     with ``prefix`` (and the ``tokenizer``) the prompt ends with it, as `tinytool serve` starts a forced call."""
     out = []
     for it in items:
         conv = item_conversation(it)
-        constraint = tool_constraint(conv.tools, fmt, mode, prefix=prefix) if mode else None
+        constraint = tool_constraint(conv.tools, fmt, mode, prefix=prefix, parallel=parallel) if mode else None
         prompt = render_prompt(tokenizer, Request(fmt.to_chat(conv))) + prefix if prefix else None
         out.append(Request(messages=fmt.to_chat(conv), prompt=prompt, constraint=constraint))
     return out
@@ -91,13 +94,19 @@ def overhead(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str,
 
 
 def _score(items: list, outs: list, fmt, max_new_tokens: int) -> dict:
-    """Accuracy (strict reading, BFCL's AST checker) and failure classes of one answer per item."""
-    rows = []
+    """Accuracy (strict reading, BFCL's AST checker), failure classes, the share of answers whose calls all parse
+    and fit their schemas (``schema_valid``), and the accuracy of the first call alone (``first_call_accuracy``)."""
+    rows, fits, first_ok = [], 0, 0
     for it, (c, *_) in zip(items, outs, strict=True):
         decoded, _ = decode_strict(fmt, c.text)
         verdict = check_item(it, decoded)
         rows.append({"category": it.category, "raw": c.text, "valid": verdict.valid,
                      "error_type": verdict.error_type, "n_calls": len(decoded or []), "n_tokens": c.n_tokens})
+        tools = {t.name: t for t in item_conversation(it).tools}
+        calls = fmt.strict_copy().parse(c.text).calls
+        fits += bool(decoded) and all(
+            call.name in tools and value_problem(tools[call.name].parameters, call.arguments) is None for call in calls)
+        first_ok += bool(decoded) and check_item(it, decoded[:1]).valid
     failures: dict[str, int] = {}
     for r in rows:
         cls = failure_class(r, fmt, max_new_tokens)
@@ -108,14 +117,16 @@ def _score(items: list, outs: list, fmt, max_new_tokens: int) -> dict:
         sub = [r for r in rows if r["category"] == cat]
         per_cat[cat] = {"n": len(sub), "accuracy": round(sum(r["valid"] for r in sub) / len(sub), 4)}
     return {"n": len(rows), "accuracy": round(sum(r["valid"] for r in rows) / len(rows), 4),
+            "schema_valid": round(fits / len(rows), 4), "first_call_accuracy": round(first_ok / len(rows), 4),
             "categories": per_cat, "failures": dict(sorted(failures.items(), key=lambda kv: -kv[1])),
             "examples": [r["raw"][:300] for r in rows[:3]]}
 
 
 def required(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str) -> dict:
     """``n_items`` BFCL items three ways: free; started as a call (the format's ``call_prefix``, what `tinytool
-    serve` wrote for ``tool_choice: "required"`` before grammars) without a grammar; and started so under the
-    ``required`` grammar (what the server does now)."""
+    serve` wrote for ``tool_choice: "required"`` before grammars) without a grammar; started so under the
+    ``required`` grammar (what the server does now); and the same with one call at most (``parallel_tool_calls:
+    false``)."""
     fmt = get_format(fmt_name)
     items = _items(n_items, seed=0)
     client = HFClient(model, tokenizer, batch_size=16, bf16=True)
@@ -123,7 +134,8 @@ def required(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str)
     prefix = fmt.call_prefix()
     out = {"items": len(items), "format": fmt_name, "max_new_tokens": max_new_tokens, "forced_start": prefix}
     sides = {"free": _requests(items, fmt, None), "forced_start": _requests(items, fmt, None, tokenizer, prefix),
-             "required": _requests(items, fmt, "required", tokenizer, prefix)}
+             "required": _requests(items, fmt, "required", tokenizer, prefix),
+             "required_one_call": _requests(items, fmt, "required", tokenizer, prefix, parallel=False)}
     for name, requests in sides.items():
         t0 = time.perf_counter()
         outs = client.generate(requests, gen)

@@ -287,3 +287,30 @@ def test_an_item_whose_schema_cannot_compile_is_decoded_free_and_named():
     constraint, why = auto_constraint([impossible], "hermes")
     assert constraint is None and "'tickets'" in why
     assert auto_constraint([], "hermes") == (None, None)
+
+
+@pytest.mark.parametrize("fmt", ["hermes-nothink", "hermes", "toolrl", "python"])
+def test_parallel_false_allows_one_call(tok, fmt):
+    """``parallel=False`` (OpenAI's ``parallel_tool_calls: false``): one call, and no second one, in auto and
+    required."""
+    from tinytool.llm.constrain import GrammarBank
+    from tinytool.schema import ToolCall
+
+    bank = GrammarBank(tok, len(tok), [tok.eos_token_id])
+    pf = get_format(fmt)
+    tools = [Tool("f", "", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})]
+    one = pf.render_assistant(Message("assistant", "Calling.", tool_calls=[ToolCall("f", {"a": 1})]))
+    two = pf.render_assistant(Message("assistant", "Calling.", tool_calls=[ToolCall("f", {"a": 1})] * 2))
+
+    def accepts(constraint, text):
+        m = bank.matcher(constraint)
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        return m.try_consume_tokens(ids) == len(ids) and m.is_accepting()
+
+    for mode in ("auto", "required"):
+        if mode == "required" and fmt.startswith("hermes"):  # no text before a required call
+            one, two = (pf.render_assistant(Message("assistant", tool_calls=[ToolCall("f", {"a": 1})] * k))
+                        for k in (1, 2))
+        assert accepts(tool_constraint(tools, pf, mode), one) and accepts(tool_constraint(tools, pf, mode), two)
+        single = tool_constraint(tools, pf, mode, parallel=False)
+        assert accepts(single, one) and not accepts(single, two)

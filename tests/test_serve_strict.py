@@ -91,6 +91,9 @@ def test_required_and_named_give_valid_calls_streamed_and_not(servers, seed):
     _check_calls(calls)
     calls, _ = _streamed(client, tool_choice=named, **args)
     _check_calls(calls, ("clock",))
+    r = client.chat.completions.create(model="tiny", tool_choice="required", parallel_tool_calls=False, **args)
+    assert len(r.choices[0].message.tool_calls) == 1
+    _check_calls(r.choices[0].message.tool_calls)
 
 
 def test_a_strict_function_under_auto_is_answered_in_text_or_a_valid_call(servers):

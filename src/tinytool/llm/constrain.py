@@ -9,6 +9,8 @@ mode:
 - ``required``: one call or more (parallel calls allowed), nothing else;
 - ``named``: one call of the named tool.
 
+``parallel=False`` (OpenAI's ``parallel_tool_calls: false``) allows one call at most in ``auto`` and ``required``.
+
 The grammar is a Lark grammar for `llguidance <https://github.com/guidance-ai/llguidance>`_: the format's tags and
 separators written exactly as the format renders an assistant turn (`tinytool.formats`), each call's JSON object
 embedded as a JSON schema (``%json``) with the separators ``json.dumps`` writes (``", "`` and ``": "``, no other
@@ -104,6 +106,8 @@ class ToolConstraint(Constraint):
     format: str = "hermes"
     mode: str = "auto"
     name: str | None = None
+    #: several calls in one answer (OpenAI's ``parallel_tool_calls``); a named tool is always called once
+    parallel: bool = True
     _key: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -129,9 +133,15 @@ class ToolConstraint(Constraint):
     def key(self) -> str:
         if not self._key:
             tools = [t.function_dict() for t in self.tools]
-            self._key.append(json.dumps([self.format, self.mode, self.name, self.prefix, tools], sort_keys=True,
+            self._key.append(json.dumps([self.format, self.mode, self.name, self.single, self.prefix, tools],
+                                        sort_keys=True,
                                         ensure_ascii=False, default=str))
         return self._key[0]
+
+    @property
+    def single(self) -> bool:
+        """Whether an answer holds one call at most."""
+        return self.mode == "named" or not self.parallel
 
     def called(self) -> tuple[Tool, ...]:
         """The tools a call may name."""
@@ -145,9 +155,10 @@ class ToolConstraint(Constraint):
 
 
 def tool_constraint(tools: list[Tool], fmt: Any, mode: str = "auto", name: str | None = None,
-                    prefix: str = "") -> ToolConstraint:
+                    prefix: str = "", parallel: bool = True) -> ToolConstraint:
     """A `ToolConstraint` of ``tools`` in ``fmt`` (a format or its name)."""
-    return ToolConstraint(prefix=prefix, tools=tuple(tools), format=getattr(fmt, "name", fmt), mode=mode, name=name)
+    return ToolConstraint(prefix=prefix, tools=tuple(tools), format=getattr(fmt, "name", fmt), mode=mode, name=name,
+                          parallel=parallel)
 
 
 def auto_constraint(tools: list[Tool], fmt: Any) -> tuple[ToolConstraint | None, str | None]:
@@ -247,12 +258,13 @@ def _hermes(c: ToolConstraint, special: dict[str, int]) -> str:
     else:
         rules += ['block: "<tool_call>\\n" call "\\n</tool_call>"', f"FREE: {_free('<tool_call>')}",
                   f"LEAD: {_free('<tool_call>', tail='<tool_call>' + chr(10))}",
-                  'answer: FREE? | LEAD call "\\n</tool_call>" ("\\n\\n" block)* | calls']
+                  'answer: FREE? | LEAD call "\\n</tool_call>"' + ('' if c.single else ' ("\\n\\n" block)*')
+                  + ' | calls']
         if c.format == "hermes":
             rules.append(f"THINK: {_free('</think>', lead='<think>' + chr(10), tail=chr(10) + '</think>')}")
             rules.append('think: THINK | "<think>\\n\\n</think>"')
         first = "block"
-    rules.append(f"calls: {first}" if c.mode == "named" else f'calls: {first} ("\\n\\n" block)*')
+    rules.append(f"calls: {first}" if c.single else f'calls: {first} ("\\n\\n" block)*')
     body = "answer" if c.mode == "auto" else "calls"
     if c.format == "hermes":
         start = f'start: think ("\\n\\n" {body})?' if c.mode == "auto" else f'start: think "\\n\\n" {body}'
@@ -276,7 +288,7 @@ def _toolrl(c: ToolConstraint, special: dict[str, int]) -> str:
         rules += ["think: THINK", "reply: REPLY"]
     start = ('start: think ("\\n" block)? ("\\n" reply)?' if c.mode == "auto"
              else 'start: think "\\n" block ("\\n" reply)?')
-    rules += [start, "calls: call" if c.mode == "named" else 'calls: call ("\\n" call)*']
+    rules += [start, "calls: call" if c.single else 'calls: call ("\\n" call)*']
     return "\n".join([*rules, *_json_calls(c, "parameters")]) + "\n"
 
 
@@ -301,7 +313,7 @@ def _python(c: ToolConstraint, special: dict[str, int]) -> str:
     think = f"THINK: {_free('</think>', lead='<think>' + chr(10), tail=chr(10) + '</think>')}"
     start = 'start: (THINK "\\n\\n")? calls | FREE' if c.mode == "auto" else 'start: (THINK "\\n\\n")? calls'
     rules_think = [think]
-    calls = 'calls: "[" call "]"' if c.mode == "named" else 'calls: "[" call (SEP call)* "]"'
+    calls = 'calls: "[" call "]"' if c.single else 'calls: "[" call (SEP call)* "]"'
     rules = [start, *rules_think, calls, f"call: {' | '.join(f'call_{i}' for i in range(len(tools)))}"]
     for i, t in enumerate(tools):
         params = sorted(t.param_names)

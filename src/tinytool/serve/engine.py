@@ -17,7 +17,8 @@ tools (`tinytool.llm.constrain.ToolConstraint`, modes ``required``/``named``), a
 that parses and whose arguments satisfy the tool's schema. With ``tool_choice`` ``"auto"``, a request that marks a
 function ``"strict": true`` (or every request, with ``tinytool serve --strict``) decodes under the ``auto``
 grammar: free text, but a call, once opened, must name an offered tool and fit its schema (the schema of a strict
-tool; any JSON object for the arguments of a tool that is not strict). A schema the grammar library cannot compile
+tool; any JSON object for the arguments of a tool that is not strict). ``parallel_tool_calls: false`` allows one
+call at most. A schema the grammar library cannot compile
 is a 400 that names the tool and the feature.
 """
 
@@ -128,15 +129,17 @@ class Engine:
 
         if mode == "none" or not tools:
             return None
+        parallel = req.parallel_tool_calls is not False
         if mode in ("required", "named"):
-            constraint = tool_constraint(tools, self.fmt, mode, name if mode == "named" else None, prefix=prefix)
+            constraint = tool_constraint(tools, self.fmt, mode, name if mode == "named" else None, prefix=prefix,
+                                         parallel=parallel)
         else:
             strict = {t.name for t in tools} if self.strict else req.strict_tools()
             if not strict:
                 return None
             loose = {"type": "object"}  # a tool that is not strict: any JSON object as its arguments
             offered = [t if t.name in strict else Tool(t.name, t.description, loose) for t in tools]
-            constraint = tool_constraint(offered, self.fmt, "auto")
+            constraint = tool_constraint(offered, self.fmt, "auto", parallel=parallel)
         try:
             check(constraint)
         except ConstraintError as e:

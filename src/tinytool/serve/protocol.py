@@ -61,6 +61,8 @@ class ChatRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
+    #: false: a constrained answer holds one call at most
+    parallel_tool_calls: bool | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     max_tokens: int | None = Field(default=None, ge=1, strict=True)
