@@ -20,13 +20,14 @@ whitespace) — the bytes a model trained on tinytool's renderings writes. Per f
   </tool_call>`` blocks joined by a blank line; ``hermes-nothink`` the same without the reasoning;
 - ``toolrl``: ``<think> … </think>``, one ``<tool_call>`` block holding one ``{"name", "parameters"}`` object per
   line, and an optional ``<response> … </response>``;
-- ``python``: ``[f(a=1), g(b="x")]`` (after an optional ``<think>`` block). This syntax is not JSON, so only part of the schema is enforced: the function
-  names (offered tools only), the keyword names (each call's own parameters; no positional arguments) and that every
-  value is a Python literal (numbers, strings, True/False/None, lists, tuples and dicts of literals). *Not* enforced
-  there: required parameters, a parameter given twice, value types and enums. In ``auto`` mode a text answer must
-  not start with ``[``.
+- ``python``: ``[f(a=1), g(b="x")]`` (after an optional ``<think>`` block). This syntax is not JSON, so only part
+  of the schema is enforced: the function names (offered tools only), the keyword names (each call's own
+  parameters; no positional arguments) and that every value is a Python literal (numbers, strings,
+  True/False/None, lists, tuples and dicts of literals). *Not* enforced there: required parameters, a parameter
+  given twice, value types, enums, nested objects' keys. In ``auto`` mode a text answer must not start with ``[``.
 
-Special tokens a format's tag is in some tokenizers (Qwen's ``<tool_call>``) are matched as that token. Grammars
+Where a tokenizer has every tag of a format as one special token (Qwen's ``<tool_call>``), the grammar matches
+those tokens, and the text between them is free (not checked for the tags' spelling). Grammars
 are compiled once per tool set and tokenizer (`GrammarBank`, an LRU cache); every row decodes with its own copy.
 `RowMasks` computes the masks of all constrained rows of a step at once (llguidance's parallel executor) and applies
 them to the logits in place. A schema llguidance cannot compile is a `ConstraintError` that names the tool and
@@ -35,7 +36,6 @@ the schema feature.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from collections import OrderedDict
@@ -513,16 +513,6 @@ class RowMasks:
                 m.consume_token(t)
 
 
-def copy_constraint(constraint: Constraint, **changes: Any) -> Constraint:
-    """``constraint`` with some fields changed (``prefix=…``)."""
-    twin = copy.copy(constraint)
-    for k, v in changes.items():
-        object.__setattr__(twin, k, v)
-    if hasattr(twin, "_key"):
-        object.__setattr__(twin, "_key", [])
-    return twin
-
-
 def refuse(requests: list[Any], backend: str) -> None:
     """Raise `ConstraintError` when any of ``requests`` carries a constraint: ``backend`` cannot apply one."""
     if any(getattr(r, "constraint", None) is not None for r in requests):
@@ -532,4 +522,4 @@ def refuse(requests: list[Any], backend: str) -> None:
 
 
 __all__ = ["FORMATS", "MODES", "Constraint", "ConstraintError", "GrammarBank", "LarkConstraint", "RowMasks",
-           "ToolConstraint", "auto_constraint", "check", "copy_constraint", "refuse", "strict_schema", "tool_constraint"]
+           "ToolConstraint", "auto_constraint", "check", "refuse", "strict_schema", "tool_constraint"]
