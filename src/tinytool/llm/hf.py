@@ -210,7 +210,8 @@ class HFClient(LLMClient):
         if self._grammars is None:
             from tinytool.llm.constrain import GrammarBank
 
-            vocab = self.model.get_output_embeddings().weight.shape[0]
+            head = self.model.get_output_embeddings()
+            vocab = head.weight.shape[0] if head is not None else self.model.config.get_text_config().vocab_size
             self._grammars = GrammarBank(self.tokenizer, max(vocab, len(self.tokenizer)), self.eos_ids)
         return self._grammars
 
