@@ -128,3 +128,34 @@ def test_a_schema_that_cannot_compile_is_a_400_naming_the_tool(servers):
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model="tiny", messages=ASK, tools=[CLOCK, odd], tool_choice="required")
     assert "'odd'" in str(e.value) and "nowhere" in str(e.value)
+
+
+def test_which_requests_are_constrained_and_how():
+    """required/named: the tools' grammar from the forced start; auto: only with a strict function (its schema; a
+    tool that is not strict takes any object) or on a --strict server; none: free."""
+    from test_serve import Scripted
+
+    from tinytool.serve.protocol import ChatRequest
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    plain = Engine(Scripted(tok), get_format("hermes-nothink"), "m")
+    strict = Engine(Scripted(tok), get_format("hermes-nothink"), "m", strict=True)
+    try:
+        def job(engine, **body):
+            return engine.job(ChatRequest.model_validate({"messages": ASK, **body}))
+
+        assert job(plain, tools=[FORECAST, CLOCK]).constraint is None
+        assert job(plain, tools=[FORECAST], tool_choice="none").constraint is None
+        req = job(plain, tools=[FORECAST, CLOCK], tool_choice="required")
+        assert req.constraint.mode == "required" and req.constraint.prefix == req.prefix != ""
+        named = job(plain, tools=[FORECAST, CLOCK], tool_choice={"type": "function", "function": {"name": "clock"}})
+        assert named.constraint.mode == "named" and named.constraint.name == "clock"
+        auto = job(plain, tools=[_strict(FORECAST), CLOCK]).constraint
+        assert auto.mode == "auto" and auto.prefix == ""
+        assert {t.name: t.parameters for t in auto.tools} == {"forecast": PARAMS, "clock": {"type": "object"}}
+        everything = job(strict, tools=[FORECAST, CLOCK]).constraint
+        assert {t.name: t.parameters for t in everything.tools} == SCHEMAS
+        assert job(plain, tools=[FORECAST], tool_choice="required", parallel_tool_calls=False).constraint.single
+    finally:
+        plain.close()
+        strict.close()
