@@ -176,6 +176,9 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--items", type=int, default=50, help="items of the required part")
     p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--required-from", type=Path,
+                   help="take the required part from an earlier run's JSON instead of decoding it again (greedy: "
+                        "the same figures on any machine; its seconds are left out)")
     p.add_argument("--full-bfcl", action="store_true", help="also run the full non-live BFCL free and constrained")
     p.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "strict")
     p.add_argument("--out", type=Path, default=RESULT)
@@ -190,7 +193,13 @@ def main() -> None:
               "commands": {"this": " ".join([".venv/bin/python", "benchmarks/strict_bench.py", *sys.argv[1:]])}}
     result["overhead"] = overhead(model, tokenizer, a.overhead_items, a.overhead_tokens, a.format, a.repeats)
     result["overhead_per_token"] = result["overhead"]["overhead_per_token"]
-    result["required"] = required(model, tokenizer, a.items, a.max_new_tokens, a.format)
+    if a.required_from is not None:
+        prior = json.loads(a.required_from.read_text())
+        part = {k: ({kk: vv for kk, vv in v.items() if kk != "seconds"} if isinstance(v, dict) else v)
+                for k, v in prior["required"].items()}
+        result["required"] = {**part, "from": prior.get("commands", {}).get("this", str(a.required_from))}
+    else:
+        result["required"] = required(model, tokenizer, a.items, a.max_new_tokens, a.format)
     if a.full_bfcl:
         result["bfcl"] = full_bfcl(a.model, a.format, a.run_dir, 16)
     a.out.parent.mkdir(parents=True, exist_ok=True)
