@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("llguidance")
 torch = pytest.importorskip("torch")
 jsonschema = pytest.importorskip("jsonschema")
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from tinytool.errors import TinytoolError
@@ -115,8 +115,11 @@ def test_required_output_always_parses_and_validates(client, tools, fmt, seed):
     requests = [Request([], prompt=prompt, seed=seed + k,
                         constraint=tool_constraint(tools, pf, "required", prefix=think)) for k in range(2)]
     outs = client.generate(requests, GenerationConfig(max_new_tokens=300, temperature=1.0, seed=seed))
-    for (c,) in outs:
-        assert c.finish_reason == "stop", c.text
+    finished = [c for (c,) in outs if c.finish_reason == "stop"]
+    # a row the token budget cuts (a random model may go on adding parallel calls) cannot be checked: a grammar
+    # constrains what the model writes, not how long it goes on
+    assume(finished)
+    for c in finished:
         calls = _valid_calls(fmt, think + c.text, tools)
         assert calls, c.text
 
