@@ -15,7 +15,7 @@ it was, so the task's answer (its calls, or its reply) is still right:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from random import Random
 from typing import Any
 
@@ -55,9 +55,10 @@ _WORD = re.compile(r"[A-Za-z']+")
 _QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)")
 
 
-def _outside_quotes(text: str, start: int, end: int) -> bool:
-    """Does ``text[start:end]`` lie outside every quoted span?"""
-    return not any(m.start() < end and start < m.end() for m in _QUOTED.finditer(text))
+def _outside_quotes(text: str) -> Callable[[int, int], bool]:
+    """A test of whether ``text[start:end]`` lies outside every quoted span of ``text`` (found once)."""
+    spans = [m.span() for m in _QUOTED.finditer(text)]
+    return lambda start, end: not any(a < end and start < b for a, b in spans)
 
 
 def strings(values: Iterable[Any]) -> list[str]:
@@ -88,9 +89,10 @@ def _free(word: str, index: int, protected: frozenset[str]) -> bool:
 
 def _short_forms(text: str, protected: frozenset[str], r: Random) -> str:
     """One phrase written the short way ("please" → "pls") where it is not part of a value."""
+    free = _outside_quotes(text)
     found = [(m.start(), m.end(), long) for long in SHORT
              for m in re.finditer(rf"\b{long}\b", text, flags=re.IGNORECASE)
-             if not set(long.split()) & protected and _outside_quotes(text, m.start(), m.end())]
+             if not set(long.split()) & protected and free(m.start(), m.end())]
     if not found:
         return text
     start, end, long = r.choice(found)
@@ -100,8 +102,9 @@ def _short_forms(text: str, protected: frozenset[str], r: Random) -> str:
 
 def _typo(text: str, protected: frozenset[str], r: Random) -> str:
     """One typo (two neighbouring letters swapped, or one doubled or dropped) in a free word of 5+ letters."""
+    unquoted = _outside_quotes(text)
     words = [(m.start(), m.group()) for i, m in enumerate(_WORD.finditer(text))
-             if len(m.group()) >= 5 and _free(m.group(), i, protected) and _outside_quotes(text, m.start(), m.end())]
+             if len(m.group()) >= 5 and _free(m.group(), i, protected) and unquoted(m.start(), m.end())]
     if not words:
         return text
     start, w = r.choice(words)
@@ -131,8 +134,8 @@ def casual(text: str, values: Iterable[Any], r: Random, split: str) -> str:
     """``text`` (a tidy request) as a person might write it, every word of ``values`` (the task's argument
     values) kept as it is: an opening, a sentence of context, a sign-off, lower case, short forms and a typo,
     each with its chance (at least one). Dev draws the added sentences from its own pools as well."""
-    values = list(values)
-    protected, said = value_words(values), strings(values)
+    said = strings(values)
+    protected = value_words(said)
     dev = split == "dev"
     pick = (lambda train, extra: r.choice(train + extra if dev else train))
     for _ in range(8):
