@@ -50,23 +50,22 @@ def _items(n: int, seed: int = 1) -> list:
     return data.items("simple_python", limit=half, seed=seed) + data.items("multiple", limit=n - half, seed=seed)
 
 
-def _requests(items: list, fmt, mode: str | None, tokenizer=None, prefix: str = "",
+def _requests(convs: list, fmt, mode: str | None, tokenizer=None, prefix: str = "",
               parallel: bool = True) -> list[Request]:
-    """One request per item: its conversation in ``fmt``, under the ``mode`` grammar of its tools (None: free);
-    with ``prefix`` (and the ``tokenizer``) the prompt ends with it, as `tinytool serve` starts a forced call."""
+    """One request per conversation, in ``fmt``, under the ``mode`` grammar of its tools (None: free); with
+    ``prefix`` (and the ``tokenizer``) the prompt ends with it, as `tinytool serve` starts a forced call."""
     out = []
-    for it in items:
-        conv = item_conversation(it)
+    for conv in convs:
         constraint = tool_constraint(conv.tools, fmt, mode, prefix=prefix, parallel=parallel) if mode else None
         prompt = render_prompt(tokenizer, Request(fmt.to_chat(conv))) + prefix if prefix else None
         out.append(Request(messages=fmt.to_chat(conv), prompt=prompt, constraint=constraint))
     return out
 
 
-def overhead(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str, repeats: int) -> dict:
-    """Seconds per generated token at 16 slots, free vs the ``auto`` grammar, alternating runs in one process."""
+def overhead(model, tokenizer, items: list, max_new_tokens: int, fmt_name: str, repeats: int) -> dict:
+    """Seconds per generated token at 16 slots, free vs the ``auto`` grammar, alternating runs in one process;
+    ``items`` are the conversations decoded."""
     fmt = get_format(fmt_name)
-    items = _items(n_items)
     gen = GenerationConfig(max_new_tokens=max_new_tokens)
     client = HFClient(model, tokenizer, batch_size=16, bf16=True, prefix_cache_mb=0)
     held = _requests(items, fmt, "auto")
@@ -95,8 +94,17 @@ def overhead(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str,
     best = {k: min(v, key=lambda r: r["decode_ms_per_token"]) for k, v in sides.items()}
     ratio = best["auto"]["decode_ms_per_token"] / best["free"]["decode_ms_per_token"]
     return {"items": len(items), "slots": 16, "format": fmt_name, "max_new_tokens": max_new_tokens,
-            "prefill_seconds": round(prefill_s, 3), "grammar_compile_seconds": round(compile_s, 3), "tool_sets": len({r.constraint.key() for r in held}),
+            "prefill_seconds": round(prefill_s, 3), "grammar_compile_seconds": round(compile_s, 3),
+            "tool_sets": len({r.constraint.key() for r in held}),
             "runs": sides, "best": best, "overhead_per_token": round(ratio - 1, 4)}
+
+
+def calls_fit(conv, fmt, text: str) -> bool:
+    """Whether every call ``text`` makes (strict reading of ``fmt``) names a tool of ``conv`` and fits its schema."""
+    tools = {t.name: t for t in conv.tools}
+    calls = fmt.strict_copy().parse(text).calls
+    return all(call.name in tools and value_problem(tools[call.name].parameters, call.arguments) is None
+               for call in calls)
 
 
 def _score(items: list, outs: list, fmt, max_new_tokens: int) -> dict:
@@ -108,10 +116,7 @@ def _score(items: list, outs: list, fmt, max_new_tokens: int) -> dict:
         verdict = check_item(it, decoded)
         rows.append({"category": it.category, "raw": c.text, "valid": verdict.valid,
                      "error_type": verdict.error_type, "n_calls": len(decoded or []), "n_tokens": c.n_tokens})
-        tools = {t.name: t for t in item_conversation(it).tools}
-        calls = fmt.strict_copy().parse(c.text).calls
-        fits += bool(decoded) and all(
-            call.name in tools and value_problem(tools[call.name].parameters, call.arguments) is None for call in calls)
+        fits += bool(decoded) and calls_fit(item_conversation(it), fmt, c.text)
         first_ok += bool(decoded) and check_item(it, decoded[:1]).valid
     failures: dict[str, int] = {}
     for r in rows:
@@ -139,9 +144,10 @@ def required(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str)
     gen = GenerationConfig(max_new_tokens=max_new_tokens)
     prefix = fmt.call_prefix()
     out = {"items": len(items), "format": fmt_name, "max_new_tokens": max_new_tokens, "forced_start": prefix}
-    sides = {"free": _requests(items, fmt, None), "forced_start": _requests(items, fmt, None, tokenizer, prefix),
-             "required": _requests(items, fmt, "required", tokenizer, prefix),
-             "required_one_call": _requests(items, fmt, "required", tokenizer, prefix, parallel=False)}
+    convs = [item_conversation(it) for it in items]
+    sides = {"free": _requests(convs, fmt, None), "forced_start": _requests(convs, fmt, None, tokenizer, prefix),
+             "required": _requests(convs, fmt, "required", tokenizer, prefix),
+             "required_one_call": _requests(convs, fmt, "required", tokenizer, prefix, parallel=False)}
     for name, requests in sides.items():
         t0 = time.perf_counter()
         outs = client.generate(requests, gen)
@@ -191,7 +197,8 @@ def main() -> None:
     result = {"machine": machine(), "versions": versions("torch", "transformers", "llguidance"),
               "bfcl_version": BFCL_VERSION, "model": a.model,
               "commands": {"this": " ".join([".venv/bin/python", "benchmarks/strict_bench.py", *sys.argv[1:]])}}
-    result["overhead"] = overhead(model, tokenizer, a.overhead_items, a.overhead_tokens, a.format, a.repeats)
+    convs = [item_conversation(it) for it in _items(a.overhead_items)]
+    result["overhead"] = overhead(model, tokenizer, convs, a.overhead_tokens, a.format, a.repeats)
     result["overhead_per_token"] = result["overhead"]["overhead_per_token"]
     if a.required_from is not None:
         prior = json.loads(a.required_from.read_text())

@@ -177,6 +177,30 @@ def test_eager_attention_takes_the_mask_too_and_a_causal_mask_would_differ(env):
     assert _close(causal, sdpa) > 100 * REL
 
 
+def test_flex_attention_block_mask_gives_the_sdpa_logits_and_cpu_training_is_refused(env):
+    """Flex attention takes the tree mask as a block mask (its forward runs on the CPU too) and gives the logits
+    SDPA gives with the dense mask; training under it on the CPU is refused with a fix (no CPU backward)."""
+    from tinytool.errors import UserInputError
+    from tinytool.train.tree_pack import block_mask
+
+    trainer, _ = _trainer(env, "flex")
+    model = trainer.model.eval()
+    rows = [trainer.train_dataset[i] for i in range(len(trainer.train_dataset))]
+    packed = trainer._prepare_inputs(trainer.data_collator(rows))
+    real = packed["labels"] != -100
+    inputs = {k: v for k, v in packed.items() if k != "labels"}
+    with torch.no_grad():
+        sdpa = model(**inputs).logits[real]
+        model.set_attn_implementation("flex_attention")
+        bm = block_mask(packed["attention_mask"])
+        flex = model(**dict(inputs, attention_mask=bm)).logits[real]
+    assert _close(flex, sdpa) <= 1e-4
+    assert bm.to_dense().sum() < bm.to_dense().numel()  # some blocks are skipped: branches do not see each other
+    with pytest.raises(UserInputError) as e:
+        trainer._prepare_inputs(trainer.data_collator(rows))
+    assert "sdpa" in e.value.fix
+
+
 def test_flash_attention_is_refused_with_a_fix(env):
     from tinytool.errors import UserInputError
     from tinytool.train.tree_pack import for_model

@@ -14,7 +14,8 @@ token and no branch begins with one (a branch's first token would otherwise be p
 branch's last token). The labels of every branch's first token are -100 for the same reason.
 
 The dense mask is ``[T, T]`` per sequence: attention implementations that take a custom 4-D mask (SDPA, eager)
-train these sequences; flash-attention kernels, which build their own causal mask, cannot.
+train these sequences, and PyTorch's flex attention (on a GPU) takes it as a block mask, skipping the blocks where
+branches do not see each other; flash-attention kernels, which build their own causal mask, cannot.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from typing import Any
 from tinytool.errors import UserInputError
 from tinytool.train.config import option
 
-#: attention implementations that take a dense 4-D mask as it is given
-MASKED_ATTENTION = ("sdpa", "eager")
+#: attention implementations that take a dense 4-D mask as it is given, or (flex attention) as a block mask
+MASKED_ATTENTION = ("sdpa", "eager", "flex_attention")
 
 
 @dataclass(kw_only=True)
@@ -201,26 +202,61 @@ def tokens_in(mask: Any) -> Any:
 
 
 def check_attention(model: Any) -> str:
-    """The attention implementation of ``model`` (PEFT or not), refused unless it takes a dense 4-D mask."""
+    """The attention implementation of ``model`` (PEFT or not), refused unless it takes a 4-D mask: SDPA, eager,
+    or flex attention where it can train (PyTorch has no flex-attention backward on the CPU)."""
     impl = getattr(getattr(model, "config", None), "_attn_implementation", None) or "eager"
     if impl not in MASKED_ATTENTION:
         raise UserInputError(
-            f"--shared-prefix needs an attention implementation that takes a 4-D mask (sdpa or eager); the model "
-            f"uses {impl!r}", fix="turn --shared-prefix off, or use the model with transformers' default attention "
-                                  "(sdpa)")
+            f"--shared-prefix needs an attention implementation that takes a 4-D mask (sdpa, eager, or "
+            f"flex_attention on a GPU); the model uses {impl!r}",
+            fix="turn --shared-prefix off, or use the model with transformers' default attention (sdpa)")
+    if impl == "flex_attention" and _device_type(model) == "cpu" and not _cuda():  # the trainer moves it to CUDA
+        raise UserInputError("flex attention cannot train on the CPU (PyTorch has no CPU backward for it)",
+                             fix="use sdpa attention on the CPU (transformers' default)")
     return impl
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _device_type(model: Any) -> str:
+    try:
+        return next(model.parameters()).device.type
+    except (AttributeError, StopIteration):
+        return "cpu"
+
+
+def block_mask(mask: Any) -> Any:
+    """A boolean `tree_mask` ``[B, 1, T, T]`` as flex attention's block mask: the same pattern, with the blocks
+    where no query sees any key (one branch against another) marked empty so the kernel skips them."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    dense = mask[:, 0]
+
+    def keep(b: Any, h: Any, q: Any, kv: Any) -> Any:
+        return dense[b, q, kv]
+
+    b, t = mask.shape[0], mask.shape[-1]
+    return create_block_mask(keep, b, None, t, t, device=mask.device)
 
 
 def for_model(mask: Any, model: Any, dtype: Any = None) -> Any:
     """A boolean `tree_mask` as ``model``'s attention implementation takes it: as it is for SDPA, additive (0 or
-    the dtype's minimum) for eager; refused for implementations that build their own causal mask."""
+    the dtype's minimum) for eager, a `block_mask` for flex attention; refused for implementations that build
+    their own causal mask."""
     import torch
 
-    if check_attention(model) == "sdpa" or mask.dtype != torch.bool:
+    impl = check_attention(model)
+    if impl == "sdpa" or mask.dtype != torch.bool:
         return mask
+    if impl == "flex_attention":
+        return block_mask(mask)
     dtype = dtype or next(model.parameters()).dtype
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
 
 
-__all__ = ["MASKED_ATTENTION", "SharedPrefixOptions", "TreeCollator", "TreeRow", "check_attention", "common_prefix", "for_model", "prefix_keys", "tokens_in",
+__all__ = ["MASKED_ATTENTION", "SharedPrefixOptions", "TreeCollator", "TreeRow", "block_mask", "check_attention", "common_prefix", "for_model", "prefix_keys", "tokens_in",
            "tree_layout", "tree_mask", "tree_pack", "tree_plan"]
