@@ -18,7 +18,8 @@ model's architecture with random weights (seeded) and measures:
   layout), one epoch after a warm-up epoch: examples and assistant tokens per second of today's layout and of
   tree-packed rows under SDPA and under flex attention, their ratios, and peak GPU memory of each.
 - ``constrained``: decode time per token at 16 slots, free against the ``auto`` grammar (``strict_bench.py``'s
-  overhead measurement, the same prompts), and the share of answers under ``required`` whose calls parse and fit
+  overhead measurement, the same prompts), with masks computed only for rows whose choice the grammar refuses
+  (the engine's default) and for every row at every step (as when entropies are asked for), and the share of answers under ``required`` whose calls parse and fit
   their schemas (random weights, sampled: only the grammar makes them calls; an answer the token budget cuts is
   counted apart).
 """
@@ -266,7 +267,8 @@ def constrained(inputs: Path, n_tokens: int, repeats: int) -> dict:
     convs = read_jsonl(inputs / "bfcl_convs.jsonl")[:LIMIT]
     model = _model(inputs, "sdpa").eval()
     with torch.no_grad():
-        out = {"overhead": overhead(model, tok, convs, n_tokens, FORMAT, repeats)}
+        out = {"overhead": overhead(model, tok, convs, n_tokens, FORMAT, repeats),
+               "overhead_every_row": overhead(model, tok, convs, n_tokens, FORMAT, repeats, entropy=True)}
         fmt = get_format(FORMAT)
         prefix = fmt.call_prefix()
         client = HFClient(model, tok, batch_size=16, bf16=True)

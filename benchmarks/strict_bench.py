@@ -62,11 +62,14 @@ def _requests(convs: list, fmt, mode: str | None, tokenizer=None, prefix: str = 
     return out
 
 
-def overhead(model, tokenizer, items: list, max_new_tokens: int, fmt_name: str, repeats: int) -> dict:
+def overhead(model, tokenizer, items: list, max_new_tokens: int, fmt_name: str, repeats: int,
+             entropy: bool = False) -> dict:
     """Seconds per generated token at 16 slots, free vs the ``auto`` grammar, alternating runs in one process;
-    ``items`` are the conversations decoded."""
+    ``items`` are the conversations decoded. With ``entropy`` both sides also compute each token's entropy, which
+    makes the engine mask every constrained row at every step (`RowMasks.apply`) rather than only the rows whose
+    choice the grammar refuses (`RowMasks.pick`)."""
     fmt = get_format(fmt_name)
-    gen = GenerationConfig(max_new_tokens=max_new_tokens)
+    gen = GenerationConfig(max_new_tokens=max_new_tokens, entropy=entropy)
     client = HFClient(model, tokenizer, batch_size=16, bf16=True, prefix_cache_mb=0)
     held = _requests(items, fmt, "auto")
     t0 = time.perf_counter()
@@ -94,6 +97,7 @@ def overhead(model, tokenizer, items: list, max_new_tokens: int, fmt_name: str, 
     best = {k: min(v, key=lambda r: r["decode_ms_per_token"]) for k, v in sides.items()}
     ratio = best["auto"]["decode_ms_per_token"] / best["free"]["decode_ms_per_token"]
     return {"items": len(items), "slots": 16, "format": fmt_name, "max_new_tokens": max_new_tokens,
+            "masked": "every constrained row, every step" if entropy else "only rows whose choice is refused",
             "prefill_seconds": round(prefill_s, 3), "grammar_compile_seconds": round(compile_s, 3),
             "tool_sets": len({r.constraint.key() for r in held}),
             "runs": sides, "best": best, "overhead_per_token": round(ratio - 1, 4)}

@@ -180,6 +180,28 @@ def test_a_grammar_that_allows_everything_changes_nothing(tok, continuous):
     assert [c[0].meta["token_ids"] for c in held] == [c[0].meta["token_ids"] for c in free]
 
 
+@pytest.mark.parametrize("mode", ["required", "auto"])
+def test_masking_only_refused_rows_gives_the_tokens_of_masking_every_row(tok, mode):
+    """Continuous batching masks a row only when the grammar refuses its unmasked choice (`RowMasks.pick`); asking
+    for entropies masks every row first (`RowMasks.apply`). Greedy, the two give the same tokens: a random model
+    whose choices the grammar refuses at most steps (so the re-choice is exercised) and free rows beside."""
+    client = HFClient(tiny_model(tok, layers=2, seed=4), tok, batch_size=4, prefix_cache_mb=0)
+    tools = [Tool("lookup", "", {"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 6}, "days": {"type": "integer", "minimum": 1, "maximum": 7},
+        "units": {"type": "string", "enum": ["metric", "imperial"]}}, "required": ["city", "units"]})]
+    pf = get_format("hermes-nothink")
+    prefix = pf.call_prefix() if mode == "required" else ""
+    base = chat_request(pf, _conv(tools), tok).prompt + prefix
+    requests = [Request([], prompt=base + " " * k, constraint=tool_constraint(tools, pf, mode, prefix=prefix))
+                for k in range(3)] + [Request([], prompt="free text here")]
+    lazy = client.generate(requests, GenerationConfig(max_new_tokens=60))
+    eager = client.generate(requests, GenerationConfig(max_new_tokens=60, entropy=True))
+    assert [c.meta["token_ids"] for (c,) in lazy] == [c.meta["token_ids"] for (c,) in eager]
+    if mode == "required":  # the grammar held: every answer it finished is a valid call
+        done = [c for (c,) in lazy[:3] if c.finish_reason == "stop"]
+        assert all(_valid_calls("hermes-nothink", prefix + c.text, tools) for c in done), done
+
+
 def test_named_and_required_in_the_padded_fallback(tok):
     client = HFClient(tiny_model(tok, layers=2, seed=2), tok, batch_size=2, prefix_cache_mb=0, continuous=False)
     tools = [Tool("a", "", {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0, "maximum": 9}},

@@ -470,38 +470,62 @@ class RowMasks:
         """Only ``rows`` stay, in that order (the decoder dropped idle rows)."""
         self.matchers = [self.matchers[r] for r in rows]
 
-    def apply(self, logits: Any) -> None:
+    def apply(self, logits: Any, rows: list[int] | None = None) -> None:
         """Set the logits of every token a constrained row may not take next to -inf (``logits``: [rows, vocab],
-        modified in place, one pass over all rows: a free row's mask allows everything). A row whose matcher allows
+        modified in place; with ``rows``, logits row ``j`` belongs to row ``rows[j]``), the masks of all its
+        constrained rows computed at once (a free row's mask allows everything). A row whose matcher allows
         nothing (an error state) may only end."""
         import torch
 
-        n = len(self.matchers)
-        live = [(m, i) for i, m in enumerate(self.matchers) if m is not None]
+        rows = list(range(len(self.matchers))) if rows is None else rows
+        n = len(rows)
+        live = [(self.matchers[r], j) for j, r in enumerate(rows) if self.matchers[r] is not None]
         if not live:
             return
         if self._bitmask is None or self._bitmask.shape[0] < n:
             import llguidance
 
-            self._bitmask = torch.zeros((n, self.words), dtype=torch.int32)
+            self._bitmask = torch.zeros((max(n, len(self.matchers)), self.words), dtype=torch.int32)
             self._executor = self._executor or llguidance.LLExecutor()
-            self._shifts = torch.arange(32, dtype=torch.int32)
+        if self._shifts is None or self._shifts.device != logits.device:
+            self._shifts = torch.arange(32, dtype=torch.int32, device=logits.device)
         bits = self._bitmask[:n]
         if len(live) < n:
             bits.fill_(-1)  # every bit set: free rows allow every token
         self._executor.unsafe_compute_mask_ptr(live, bits.data_ptr(), self.words * 4, n)
-        for m, i in live:
+        for m, j in live:
             if m.is_error():  # nothing fits any more: only ending is allowed
-                bits[i].zero_()
+                bits[j].zero_()
                 for e in self.bank.eos_ids:
-                    bits[i, e // 32] |= (1 << (e % 32)) if e % 32 < 31 else -(2**31)
-        blocked = ((bits.unsqueeze(-1) >> self._shifts) & 1).eq(0).view(n, -1).to(logits.device)
+                    bits[j, e // 32] |= (1 << (e % 32)) if e % 32 < 31 else -(2**31)
+        # unpacked where the logits are: a GPU copies the packed words (vocab / 8 bytes a row), not a bool a token
+        packed = bits.to(logits.device, non_blocking=False)
+        blocked = ((packed.unsqueeze(-1) >> self._shifts) & 1).eq(0).view(n, -1)
         vocab = logits.shape[-1]
         if blocked.shape[1] >= vocab:
             logits.masked_fill_(blocked[:, :vocab], float("-inf"))
         else:  # logits wider than the tokenizer: the extra ids are never allowed in a constrained row
             logits[:, :blocked.shape[1]].masked_fill_(blocked, float("-inf"))
-            logits[[i for _, i in live], blocked.shape[1]:] = float("-inf")
+            logits[[j for _, j in live], blocked.shape[1]:] = float("-inf")
+
+    def pick(self, logits: Any, choose: Any) -> list[int]:
+        """The step's tokens, each fed to its row's matcher: ``choose(logits)`` on the unmasked logits first; for
+        the rows whose grammar refuses that token, the masks are computed, applied, and the choice made again
+        from those rows' logits. The result is what masking every row first would give, for argmax and for a
+        draw from softmax(logits / T) alike (a refused draw drawn again from the masked distribution is rejection
+        sampling: an allowed token keeps probability p / Z), but a mask is computed only for a row that needs
+        one — while a row writes text, or a trained model writes the call the grammar expects, none is. Not for
+        top-p (the nucleus of the masked and unmasked distributions differ) nor where entropies of the masked
+        distribution are asked for: `apply` then."""
+        picked = choose(logits).tolist()
+        refused = [i for i, m in enumerate(self.matchers) if m is not None and not m.try_consume_tokens([picked[i]])]
+        if refused:
+            sub = logits[refused]
+            self.apply(sub, refused)
+            for i, t in zip(refused, choose(sub).tolist(), strict=True):
+                picked[i] = t
+                self.matchers[i].consume_token(t)
+        return picked
 
     def advance(self, tokens: list[int]) -> None:
         """Feed each constrained row the token it sampled (``tokens[row]``)."""

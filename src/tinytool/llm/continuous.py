@@ -146,6 +146,7 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
         from tinytool.llm.constrain import RowMasks
 
         masks = RowMasks(client.grammars(), slots)
+    lazy = masks is not None and not config.entropy and config.top_p >= 1.0  # see `RowMasks.pick`
 
     def admit(slot: int) -> bool:
         nonlocal last_prefill
@@ -218,12 +219,16 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             out = model(input_ids=torch.tensor(nxt, device=device)[:, None], attention_mask=mask,
                         position_ids=step.pos[:, None], past_key_values=cache, use_cache=True)
         logits = out.logits[:, -1, :].float()
-        if masks is not None:
-            masks.apply(logits)
-        ent = entropy_of(logits, temperature).tolist() if config.entropy else None
-        picked = sample_next(logits, temperature, config.top_p, config.greedy).tolist()
-        if masks is not None:
-            masks.advance(picked)
+        if lazy:  # masks only for the rows whose choice the grammar refuses (the same tokens, less work)
+            picked = masks.pick(logits, lambda z: sample_next(z, temperature, config.top_p, config.greedy))
+            ent = None
+        else:
+            if masks is not None:
+                masks.apply(logits)
+            ent = entropy_of(logits, temperature).tolist() if config.entropy else None
+            picked = sample_next(logits, temperature, config.top_p, config.greedy).tolist()
+            if masks is not None:
+                masks.advance(picked)
         for s, row in enumerate(busy):
             if row is None:
                 continue
