@@ -172,6 +172,35 @@ def test_run_settings_read_the_one_declaration(tmp_path):
     assert settings["lr_scheduler_type"] == cfg.lr_scheduler_type.value
 
 
+def test_an_option_newer_than_the_run_resumes_at_its_default(tmp_path):
+    """A run recorded before an option existed resumes while the option keeps its default (that is how the run
+    behaved); another value is a difference that says the old run did not record it."""
+    import dataclasses
+
+    from tinytool.io import run_settings
+
+    @dataclasses.dataclass
+    class Old:
+        model: str
+
+    @dataclasses.dataclass
+    class New:
+        model: str
+        beams: int = 1
+        tags: list = dataclasses.field(default_factory=list)
+
+    out = tmp_path / "run"
+    open_run_dir(out, "demo", run_settings(Old("m"))).update(done=1)
+    (out / "result.txt").write_text("work")
+    assert open_run_dir(out, "demo", run_settings(New("m"))).resumed
+    (out / "run.json").write_text(json.dumps({**json.loads((out / "run.json").read_text()),
+                                              "settings": {"model": "m"}}))
+    with pytest.raises(RunDirError, match="beams: not recorded there, 4 now"):
+        open_run_dir(out, "demo", run_settings(New("m", beams=4)))
+    with pytest.raises(RunDirError, match="model: 'm' there, 'n' now"):
+        open_run_dir(out, "demo", run_settings(New("n")))
+
+
 def test_step_marks_a_finished_unit(tmp_path):
     """A unit's ``step.json`` counts as done only when it finished, with the same fingerprint; a torn or
     unfinished record means the unit runs again."""

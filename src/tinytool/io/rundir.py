@@ -122,12 +122,26 @@ def run_settings(cfg: Any, **derived: Any) -> dict[str, Any]:
     library = getattr(cls, "LIBRARY_SETTINGS", None)
     declared = set(declared_fields(cls)) if library is not None else None
     out: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
     for f in dataclasses.fields(cfg):
         if f.name in free or (declared is not None and f.name not in declared and f.name not in library):
             continue
         value = getattr(cfg, f.name)
         out[f.name] = path_value(cfg, f.name, value.value if isinstance(value, Enum) else value)
-    return {**out, **derived}
+        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        if default is not dataclasses.MISSING:
+            defaults[f.name] = path_value(cfg, f.name, default.value if isinstance(default, Enum) else default)
+    return Settings({**out, **derived}, defaults=defaults)
+
+
+class Settings(dict):
+    """The settings of a run (a dict), with each declared field's default (``defaults``): a setting that an
+    older run's manifest does not record (the option is newer than the run) counts as the same when the value now
+    is the default, since that is how the older run behaved."""
+
+    def __init__(self, values: dict[str, Any], defaults: dict[str, Any] | None = None):
+        super().__init__(values)
+        self.defaults = _normal(defaults or {})
 
 
 class Step:
@@ -186,10 +200,18 @@ def read_manifest(path: str | Path) -> dict[str, Any] | None:
     return manifest
 
 
-def settings_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """One line per setting whose value differs: ``name: OLD there, NEW now``."""
-    return [f"{k}: {old.get(k)!r} there, {new.get(k)!r} now"
-            for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+def settings_diff(old: dict[str, Any], new: dict[str, Any], defaults: dict[str, Any] | None = None) -> list[str]:
+    """One line per setting whose value differs: ``name: OLD there, NEW now``. A setting ``old`` does not record
+    is the same when its value now is its default in ``defaults`` (an option added after the old run)."""
+    defaults = defaults or {}
+    out = []
+    for k in sorted(set(old) | set(new)):
+        if k not in old and k in new and k in defaults and new[k] == defaults[k]:
+            continue
+        if old.get(k) != new.get(k):
+            there = repr(old[k]) if k in old else "not recorded"
+            out.append(f"{k}: {there} there, {new.get(k)!r} now")
+    return out
 
 
 #: files a run writes before any work: a directory holding only these (or empty files) has no results to keep
@@ -232,6 +254,7 @@ def open_run_dir(path: str | Path, kind: str, settings: dict[str, Any], *, overw
                  info: dict[str, Any] | None = None) -> RunDir:
     """Open ``path`` as a run of ``kind`` defined by ``settings`` (see the module docstring)."""
     p = Path(path)
+    defaults = getattr(settings, "defaults", {})
     settings = _normal(settings)
     if p.exists() and not p.is_dir():
         raise OutputExistsError(f"{path}: exists and is not a directory", fix="choose another --out")
@@ -254,7 +277,7 @@ def open_run_dir(path: str | Path, kind: str, settings: dict[str, Any], *, overw
         if manifest.get("kind") != kind:
             raise RunDirError(f"{path}: holds a {manifest.get('kind')!r} run, not a {kind!r} run",
                               fix="choose another --out, or --overwrite to replace it")
-        diff = settings_diff(manifest.get("settings", {}), settings)
+        diff = settings_diff(manifest.get("settings", {}), settings, defaults)
         if diff:
             raise RunDirError(f"{path}: holds a run with other settings ({'; '.join(diff)})")
         resumed = True
@@ -267,6 +290,6 @@ def open_run_dir(path: str | Path, kind: str, settings: dict[str, Any], *, overw
     return run
 
 
-__all__ = ["MANIFEST", "SETUP_FILES", "RunDir", "RunDirError", "Step", "absolute", "declared_fields",
+__all__ = ["MANIFEST", "SETUP_FILES", "RunDir", "RunDirError", "Settings", "Step", "absolute", "declared_fields",
            "discard_start", "holds_work", "open_run_dir", "path_value", "read_manifest", "run_settings",
            "settings_diff"]
