@@ -52,7 +52,15 @@ import torch
 from tinytool.distill.lm_parts import decoder_and_head, head_logits, head_topk
 from tinytool.errors import MissingInputError, TinytoolError
 from tinytool.formats import DEFAULT_FORMAT, PromptFormat, resolve_format
-from tinytool.io import RunDir, RunDirError, atomic_file, check_not_input, open_run_dir, run_settings
+from tinytool.io import (
+    RunDir,
+    RunDirError,
+    atomic_file,
+    check_not_input,
+    open_run_dir,
+    run_settings,
+    sha256_file,
+)
 from tinytool.io.rundir import MANIFEST, read_manifest
 from tinytool.progress import ProgressBar
 
@@ -133,11 +141,6 @@ def _sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _sha256_file(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def _read_manifest(root: Path) -> dict[str, Any]:
     """The manifest of the cache at ``root`` (settings and build record as one mapping)."""
     if not root.is_dir():
@@ -216,7 +219,7 @@ class TeacherTopKCache:
             raise CacheError(f"{path}: corrupt shard {index} of teacher cache {self.path}: "
                              f"{size} bytes, the manifest says {entry['bytes']}", fix=_rebuild_fix(self.path))
         if checksum:
-            digest = _sha256_bytes(data) if data is not None else _sha256_file(path)
+            digest = _sha256_bytes(data) if data is not None else sha256_file(path)
             if digest != entry["sha256"]:
                 raise CacheError(f"{path}: corrupt shard {index} of teacher cache {self.path}: sha256 "
                                  f"{digest} does not match the manifest's {entry['sha256']}",
@@ -594,7 +597,7 @@ def build_cache(
     if not examples:
         raise CacheError(f"{', '.join(map(str, files))}: no examples to cache in format {fmt.name!r} "
                          f"({dropped} dropped as longer than {max_length} tokens or empty)")
-    data_info = [{"path": str(p), "sha256": _sha256_file(p), "bytes": p.stat().st_size} for p in files]
+    data_info = [{"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files]
     settings = CacheSettings(name, tokenizer_fingerprint(tok), int(k), float(temperature), fmt.name,
                              [d["sha256"] for d in data_info], int(max_length), int(examples_per_shard))
     run = open_run_dir(out, KIND, run_settings(settings), overwrite=overwrite)

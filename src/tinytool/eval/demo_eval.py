@@ -8,7 +8,6 @@ layout as a BFCL run (see `tinytool.eval.bfcl_runner`), so `tinytool report` rea
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections import Counter
@@ -28,6 +27,7 @@ from tinytool.io import (
     open_run_dir,
     repair_log,
     run_settings,
+    sha256_file,
     write_json,
     write_jsonl,
 )
@@ -97,9 +97,7 @@ class DemoRun:
 
     def settings(self) -> dict[str, Any]:
         """`tinytool.io.run_settings` of the run, the data file's sha256 added."""
-        with open(self.data, "rb") as f:
-            digest = hashlib.file_digest(f, "sha256").hexdigest()
-        return run_settings(self, data_sha256=digest)
+        return run_settings(self, data_sha256=sha256_file(self.data))
 
 
 def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,

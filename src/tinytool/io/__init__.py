@@ -21,6 +21,7 @@ from tinytool.io.files import (
     read_jsonl_rows,
     read_yaml,
     repair_log,
+    sha256_file,
     write_json,
     write_jsonl,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "read_yaml",
     "repair_log",
     "run_settings",
+    "sha256_file",
     "write_json",
     "write_jsonl",
 ]

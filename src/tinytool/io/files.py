@@ -137,6 +137,14 @@ def _dump(row: Any) -> str:
     return json.dumps(d, ensure_ascii=False, default=str)
 
 
+def sha256_file(path: PathLike) -> str:
+    """The sha256 of a file's bytes (hex), read in blocks: what a run records of an input to know it again."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def ensure_dir(path: PathLike) -> Path:
     """Create a directory (and its parents); a path that cannot be created raises `OutputNotWritable`."""
     p = Path(path)
@@ -341,6 +349,7 @@ __all__ = [
     "read_json",
     "read_jsonl_rows",
     "repair_log",
+    "sha256_file",
     "write_json",
     "write_jsonl",
 ]
