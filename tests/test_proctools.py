@@ -66,12 +66,26 @@ def _forms(value, percent: bool = False) -> list[str] | None:
         return [value, f"{h % 12 or 12}:{m:02d} ", f"{h % 12 or 12} "]
     if len(value) <= 2:  # a language code said as the language's name
         return None
-    return [value, value.replace("_", " ")]
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", value).replace("_", " ")  # PremiumEconomy, PREMIUM_ECONOMY
+    return [value, value.replace("_", " "), words]
+
+
+#: the sentences that imply an enum value, by the value as the user would say it
+_HINTS = {str(v).lower().replace("_", " "): hs for slot in proctools.SLOTS.values() for v, hs in slot.hints.items()}
+
+
+def _implied(value, text: str) -> bool:
+    """Does ``text`` carry a sentence implying ``value`` (as written, or through a realistic rewrite's short
+    forms and typos)?"""
+    from rapidfuzz import fuzz
+
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", value).replace("_", " ").lower() if isinstance(value, str) else None
+    return any(fuzz.partial_ratio(h.lower(), text.lower()) >= 75 for h in _HINTS.get(words, ()))
 
 
 def _stated(value, text: str, percent: bool = False) -> bool:
     forms = _forms(value, percent)
-    return forms is None or any(f.lower() in text.lower() for f in forms)
+    return forms is None or any(f.lower() in text.lower() for f in forms) or _implied(value, text)
 
 
 def _unstated(args: dict, schema: dict, text: str) -> list:
@@ -193,6 +207,64 @@ def test_requests_state_every_value_of_their_call():
             assert not _unstated(args, t.tool.parameters, text), (t.name, text)
 
 
+def test_service_style_tools_declare_enums_in_their_own_casing():
+    """A service-style tool (``Weather_2_GetForecast``) declares its enum values UPPER_SNAKE or PascalCase, the
+    request says them as a user does, and the call carries the schema's casing; other tools keep lower case."""
+    import random
+
+    pool = proctools.tool_pool(0)
+    service = re.compile(r"[A-Z][A-Za-z]*_\d_[A-Z][A-Za-z]*")
+    seen = {"service": 0, "other": 0}
+    r = random.Random(5)
+    for t in pool.tools.values():
+        enums = {k: v["enum"] for k, v in t.tool.parameters["properties"].items()
+                 if "enum" in v and all(isinstance(x, str) for x in v["enum"])}
+        if not enums:
+            continue
+        kind = "service" if service.fullmatch(t.name) else "other"
+        seen[kind] += 1
+        for values in enums.values():
+            if kind == "service":
+                assert all(v == v.upper() or ("_" not in v and v[:1].isupper()) for v in values), (t.name, values)
+            else:
+                assert all(v == v.lower() for v in values), (t.name, values)
+        args, text, _, _ = t.request(r, "train")
+        jsonschema.validate(args, t.tool.parameters)
+        for k in enums:
+            if k in args and kind == "service":
+                assert args[k] not in text  # said in words, not in the schema's casing
+    assert seen["service"] >= 5 and seen["other"] >= 20
+
+
+def test_requests_may_imply_an_optional_enum_value(monkeypatch):
+    """With `IMPLIED_P` at 1, a request whose call has an optional enum value with hints leaves the value's own
+    phrase out and adds a sentence that implies it; train draws the sentence from all but the last hint, dev
+    from the last; the call and the schema are unchanged."""
+    import random
+
+    monkeypatch.setattr(proctools, "IMPLIED_P", 1.0)
+    pool = proctools.tool_pool(0)
+    r = random.Random(7)
+    implied = {"train": 0, "dev": 0}
+    for t in pool.tools.values():
+        hinted = [p for p, slot in t.param_map.items() if slot.hints and p not in t.required]
+        if not hinted:
+            continue
+        for split in ("train", "dev"):
+            for _ in range(6):
+                args, text, tpl, texts = t.request(r, split, imply=True)
+                jsonschema.validate(args, t.tool.parameters)
+                said = [p for p in hinted if p in args and p not in tpl.bare and t.param_map[p].hints.get(args[p])]
+                assert said and proctools.IMPLIED in texts  # at IMPLIED_P = 1 every such request implies one
+                hint = texts[proctools.IMPLIED]
+                assert text.endswith(hint)
+                (p,) = [p for p in said if hint in t.param_map[p].hints[args[p]]]
+                pool_of = t.param_map[p].hints[args[p]]
+                assert hint == pool_of[-1] if split == "dev" else hint in pool_of[:-1]
+                implied[split] += 1
+    assert implied["train"] >= 10 and implied["dev"] >= 10
+
+
 # ---- tasks over generated tools ------------------------------------------------------------------
 
 
@@ -297,13 +369,16 @@ def test_held_out_generated_tools_only_in_dev(tasks):
 
 
 def test_optional_parameters_are_usually_omitted(generated):
+    """Of the optional parameters, fewer than half are given, not counting values the request implies (those
+    the user asked for in other words)."""
     given = total = 0
     for conv in generated:
         by_name = {t.name: t for t in conv.tools}
+        text = conv.messages[0].content
         for call in _calls(conv):
             optional = set(by_name[call.name].parameters["properties"]) - set(by_name[call.name].required)
             total += len(optional)
-            given += len(optional & set(call.arguments))
+            given += sum(not _implied(call.arguments[p], text) for p in optional & set(call.arguments))
     assert 0.1 < given / total < 0.5
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from functools import cache
 from random import Random
@@ -73,6 +73,9 @@ from tinytool.schema import Tool
 ALT_P = 0.35  # chance a tool variant takes a slot's alternative whose description states the value's format
 VARIANTS = 10  # variants drawn per action (names that collide are dropped)
 HELD_OUT_SHARE = 0.1  # share of the tools of the other domains held out for dev
+IMPLIED_P = 0.5  # chance a one-call request implies an optional enum value ("I'm a beginner") instead of naming it
+#: the key of a request's slot texts that holds the sentence implying a value (see `GenTool.request`)
+IMPLIED = "~implied"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,6 +234,7 @@ class Slot:
     axis: bool = True  # may vary across the calls of a parallel request
     label: str = ""
     alt: str = ""  # key of a slot in the same role whose description states another value format
+    hints: Mapping[Any, tuple[str, ...]] = field(default_factory=dict)  # value -> sentences that imply it
 
     def schema(self, desc: str, default: Any) -> dict[str, Any]:
         s: dict[str, Any] = {"type": self.type, "description": desc}
@@ -251,9 +255,34 @@ def _bool(names: tuple[str, ...], desc: str, yes: str, no: str) -> Slot:
                 defaults=(False,), axis=False)
 
 
+def render(tpl: Template, texts: Mapping[str, str]) -> str:
+    """The request ``tpl`` makes of ``texts``, followed by the sentence that implies a value (`IMPLIED`), if any."""
+    text = tpl.render(texts).rstrip()
+    if IMPLIED not in texts:
+        return text
+    return f"{text}{'' if text[-1:] in '.?!' else '.'} {texts[IMPLIED]}"
+
+
 def _enum(names: tuple[str, ...], desc: str, values: tuple[str, ...], frags: tuple[str, ...],
-          say: Callable[[Any, Random], str] = _say_plain) -> Slot:
-    return Slot("string", names, desc, _pick(values), say, frags, enum=values, defaults=(values[0],))
+          say: Callable[[Any, Random], str] = _say_plain, hints: Mapping[str, tuple[str, ...]] | None = None) -> Slot:
+    return Slot("string", names, desc, _pick(values), say, frags, enum=values, defaults=(values[0],),
+                hints=hints or {})
+
+
+def _service_case(value: str, style: str) -> str:
+    return value.upper() if style == "upper" else "".join(w[:1].upper() + w[1:] for w in value.split("_"))
+
+
+def cased(slot: Slot, style: str) -> Slot:
+    """An enum slot as a service API declares it: its values in ``style`` casing (``upper``: PREMIUM_ECONOMY,
+    ``pascal``: PremiumEconomy), drawn and implied as before, and said as the user says them ("premium economy"):
+    the call must carry the schema's casing."""
+    values = tuple(_service_case(v, style) for v in slot.enum)
+    plain = dict(zip(values, slot.enum, strict=True))
+    say = slot.say
+    return replace(slot, sample=_pick(values), say=lambda v, r: say(plain[v], r), enum=values,
+                   defaults=tuple(_service_case(d, style) for d in slot.defaults),
+                   hints={_service_case(v, style): h for v, h in slot.hints.items()})
 
 
 _NUM = {"type": "number"}
@@ -297,27 +326,66 @@ SLOTS: dict[str, Slot] = {
     "minutes": Slot("integer", ("minutes", "duration_minutes", "duration"), "Length in minutes", _int(5, 120),
                     _int_unit("minutes", "min"), ("for {}", "lasting {}")),
     # units and choices
-    "units": _enum(("units", "unit_system"), "Unit system", ("metric", "imperial"), ("in {} units",)),
+    "units": _enum(("units", "unit_system"), "Unit system", ("metric", "imperial"), ("in {} units",),
+                   hints={"metric": ("We think in kilometres and kilograms here.", "I go by km and kg.",
+                                     "Kilometres and kilos, please, not miles."),
+                          "imperial": ("I'm used to miles and pounds.", "We go by miles and pounds here.",
+                                       "Miles and pounds, please, not kilometres.")}),
     "temp_unit": _enum(("unit", "temperature_unit", "temp_unit"), "Temperature unit", ("celsius", "fahrenheit"),
                        ("in {}", "in degrees {}")),
     "sort_by": _enum(("sort_by", "order_by", "sort"), "Sort order", ("price", "rating", "distance", "popularity"),
-                     ("sorted by {}", "ordered by {}")),
+                     ("sorted by {}", "ordered by {}"),
+                     hints={"price": ("Cheapest first, please.", "I'm on a tight budget, so the least expensive first.",
+                                      "Show me the most affordable ones at the top."),
+                            "rating": ("Best reviewed first.", "I want the ones people liked most at the top.",
+                                       "Put the highest-rated ones first."),
+                            "distance": ("Closest first, please.", "I don't want to go far, nearest ones first.",
+                                         "Start with whatever is nearest to me.")}),
     "cabin": _enum(("cabin_class", "cabin", "seat_class"), "Cabin class", ("economy", "premium_economy", "business"),
-                   ("in {} class", "flying {}")),
+                   ("in {} class", "flying {}"),
+                   hints={"economy": ("The cheapest seats are fine.", "Just a standard seat at the back is fine.",
+                                      "Nothing fancy, the basic cabin will do."),
+                          "business": ("The company pays, so I want a lie-flat seat up front.",
+                                       "I need to work on the plane, so the premium cabin with the flat beds.",
+                                       "Put me in the front cabin with the lounge access.")}),
     "priority": _enum(("priority", "urgency"), "Priority level", ("low", "normal", "high"),
-                      ("with {} priority", "as {} priority")),
+                      ("with {} priority", "as {} priority"),
+                      hints={"high": ("It's urgent.", "This can't wait.", "I need this done asap."),
+                             "low": ("No rush at all.", "Whenever there's time, it's not pressing.",
+                                     "It can wait, really.")}),
     "period": _enum(("period", "interval", "timeframe"), "Time period", ("daily", "weekly", "monthly", "yearly"),
                     ("on a {} basis", "with {} granularity")),
-    "difficulty": _enum(("difficulty", "level"), "Difficulty", ("easy", "medium", "hard"), ("at {} difficulty",)),
+    "difficulty": _enum(("difficulty", "level"), "Difficulty", ("easy", "medium", "hard"), ("at {} difficulty",),
+                        hints={"easy": ("I'm a complete beginner.", "I've never done this before.",
+                                        "Go gentle, I'm just starting out."),
+                               "hard": ("I want a real challenge.", "I'm an expert, don't hold back.",
+                                        "Make it as tough as it gets.")}),
     "diet": _enum(("diet", "dietary_restriction"), "Dietary restriction", ("vegetarian", "vegan", "gluten_free",
-                  "keto"), ("that is {}", "for a {} diet")),
+                  "keto"), ("that is {}", "for a {} diet"),
+                  hints={"vegan": ("I don't eat anything that comes from animals.", "No animal products at all.",
+                                   "Nothing with meat, eggs or dairy for me."),
+                         "vegetarian": ("I don't eat meat or fish, but eggs and cheese are fine.",
+                                        "No meat for me, dairy is ok.", "I skip meat and fish."),
+                         "gluten_free": ("I have coeliac disease.", "Wheat makes me ill, so no gluten.",
+                                         "I can't have wheat, barley or rye."),
+                         "keto": ("I'm cutting carbs right down.", "Almost no carbs, lots of fat, please.",
+                                  "I'm avoiding bread, pasta and sugar.")}),
     "compounding": _enum(("compounding", "compound_frequency"), "How often interest compounds",
                          ("annually", "quarterly", "monthly", "daily"), ("compounded {}",)),
     "transport": _enum(("mode", "travel_mode", "transport_mode"), "Way of travelling",
-                       ("driving", "walking", "cycling", "transit"), ("by {}", "when {}")),
+                       ("driving", "walking", "cycling", "transit"), ("by {}", "when {}"),
+                       hints={"walking": ("I'll be on foot.", "I'm going to walk it.", "No car, I'll walk."),
+                              "cycling": ("I'm taking my bike.", "I'll ride my bicycle.", "Going by bike."),
+                              "transit": ("I'll take the bus or the train.", "Public transport for me.",
+                                          "I'll hop on the metro."),
+                              "driving": ("I'll take the car.", "I'm driving there.", "I've got the car today.")}),
     "dist_unit": _enum(("unit", "distance_unit"), "Distance unit", ("km", "miles"), ("in {}",)),
     "format": _enum(("format", "output_format"), "Output format", ("pdf", "csv", "json", "html"),
-                    ("as {}", "in {} format")),
+                    ("as {}", "in {} format"),
+                    hints={"csv": ("I want to open it in a spreadsheet.", "It's going into Excel afterwards.",
+                                   "Something I can load into a spreadsheet, please."),
+                           "html": ("I'll put it on our web page.", "It should open in a browser.",
+                                    "I want to publish it on the website as it is.")}),
     "language_enum": _enum(("language", "lang"), "Language", ("en", "es", "fr", "de", "it", "pt"), ("in {}",),
                            say=lambda v, r: {"en": "English", "es": "Spanish", "fr": "French", "de": "German",
                                              "it": "Italian", "pt": "Portuguese"}[v]),
@@ -838,11 +906,26 @@ class GenTool:
     def say(self, args: Mapping[str, Any], r: Random) -> dict[str, str]:
         return {p: self.param_map[p].say(v, r) for p, v in args.items()}
 
-    def request(self, r: Random, split: str) -> tuple[dict[str, Any], str, Template, dict[str, str]]:
-        """A call and the request that states exactly its values: ``(arguments, text, template, slot texts)``."""
+    def request(self, r: Random, split: str, imply: bool = False) -> tuple[dict[str, Any], str, Template, dict[str, str]]:
+        """A call and the request that states exactly its values: ``(arguments, text, template, slot texts)``.
+        With ``imply`` (a request that is the whole message, for one call: a sentence after it then reads as
+        about that call), and `IMPLIED_P`, one optional enum parameter whose values have hints is implied instead
+        of named (given a value that has hints if the draw left it out): its phrase is left out and a sentence
+        that implies it follows ("… a recipe. I don't eat anything that comes from animals." → ``diet="vegan"``);
+        dev draws that sentence from its own pool (the last of each value's hints)."""
         tpl = r.choice(self.phrasings(split))
         args = self.sample(r)
         texts = self.say(args, r)
+        hinted = [p for p in tpl.slots - tpl.bare if p in self.param_map and self.param_map[p].hints]
+        if imply and hinted and r.random() < IMPLIED_P:
+            p = r.choice(hinted)
+            if not self.param_map[p].hints.get(args.get(p)):  # a value the user can imply, drawn if need be
+                args[p] = r.choice(sorted(self.param_map[p].hints))
+                texts[p] = self.param_map[p].say(args[p], r)
+            pool = self.param_map[p].hints[args[p]]
+            hint = pool[-1] if split == "dev" or len(pool) == 1 else r.choice(pool[:-1])
+            texts = {**{k: v for k, v in texts.items() if k != p}, IMPLIED: hint}
+            return args, render(tpl, texts), tpl, texts
         return args, tpl.render(texts), tpl, texts
 
 
@@ -918,6 +1001,10 @@ def _variant(a: Action, r: Random) -> GenTool:
     optional = [s for s in a.optional if r.random() < 0.75]
     slots = {s: SLOTS[SLOTS[s].alt] if SLOTS[s].alt and r.random() < ALT_P else SLOTS[s]
              for s in (*a.required, *optional)}
+    if style == SERVICE:  # a service API's enums in its own casing (drawn from the name: the pool stays as it was)
+        case = Random(name).choice(("upper", "pascal"))
+        slots = {s: cased(slot, case) if slot.enum and all(isinstance(v, str) for v in slot.enum) else slot
+                 for s, slot in slots.items()}
     used: set[str] = set()
     names: dict[str, str] = {}
     for s in (*a.required, *optional):
@@ -990,5 +1077,5 @@ def tool_pool(seed: int = 0) -> Pool:
                 {k: tuple(v) for k, v in by_domain.items()}, {k: tuple(v) for k, v in by_token.items()})
 
 
-__all__ = ["ACTIONS", "CATALOG_EQUIVALENTS", "HELD_OUT_DOMAINS", "SLOTS", "SUBSTITUTES", "Action", "GenTool", "Pool", "Slot",
-           "family", "name_tokens", "tool_pool"]
+__all__ = ["ACTIONS", "CATALOG_EQUIVALENTS", "HELD_OUT_DOMAINS", "IMPLIED", "IMPLIED_P", "SLOTS", "SUBSTITUTES", "Action", "GenTool",
+           "Pool", "Slot", "cased", "family", "name_tokens", "render", "tool_pool"]

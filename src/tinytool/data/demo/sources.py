@@ -124,8 +124,9 @@ class ToolSource(Generic[T]):
         """Up to ``k`` tools to offer beside a question no tool answers."""
         return list({self.key(t): t for t in (self.target(r) for _ in range(k))}.values())
 
-    def request(self, r: Random, t: T) -> Request:
-        """A call of ``t`` and the request that states exactly its values."""
+    def request(self, r: Random, t: T, imply: bool = False) -> Request:
+        """A call of ``t`` and the request that states exactly its values (``imply``: the request is the whole
+        message, for one call, so a value may be implied by a sentence after it instead)."""
         raise NotImplementedError
 
     def sample_value(self, r: Random, t: T, tpl: Template, p: str) -> Any:
@@ -221,8 +222,9 @@ class CatalogTools(ToolSource[ToolSpec]):
     def say_all(spec: ToolSpec, args: Mapping[str, Any], r: Random, skip: str | None = None) -> dict[str, str]:
         return {k: spec.param_map[k].say(v, r) for k, v in args.items() if k != skip}
 
-    def request(self, r: Random, spec: ToolSpec) -> Request:
-        """The arguments are exactly what the text says: optional ones a phrasing drops are dropped."""
+    def request(self, r: Random, spec: ToolSpec, imply: bool = False) -> Request:
+        """The arguments are exactly what the text says: optional ones a phrasing drops are dropped (the catalog's
+        phrasings imply no values: ``imply`` changes nothing)."""
         tpl = r.choice(spec.phrasings(self.split))
         args = self.sample_args(r, spec, tpl)
         texts = self.say_all(spec, {k: v for k, v in args.items() if k in tpl.slots}, r)
@@ -291,8 +293,8 @@ class GeneratedTools(ToolSource[GenTool]):
     def kin(self, t: GenTool) -> list[str]:
         return self._usable(self.pool.by_domain[t.domain])
 
-    def request(self, r: Random, t: GenTool) -> Request:
-        return t.request(r, self.split)
+    def request(self, r: Random, t: GenTool, imply: bool = False) -> Request:
+        return t.request(r, self.split, imply)
 
     def sample_value(self, r: Random, t: GenTool, tpl: Template, p: str) -> Any:
         return t.param_map[p].sample(r)

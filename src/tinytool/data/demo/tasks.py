@@ -15,6 +15,7 @@ from typing import Any
 
 from tinytool.data.demo.catalog import CATALOG, Template
 from tinytool.data.demo.chains import CHAINS, ChainError, run_chain
+from tinytool.data.demo.proctools import render
 from tinytool.data.demo.sources import FOCUS_P, CatalogTools, Request, Retry, SourceTool, ToolSource
 from tinytool.data.demo.text import (
     CHITCHAT,
@@ -85,7 +86,7 @@ def _listed(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first: Reque
     said = [t.param_map[axis].say(v, r) for v in values]
     if r.random() < src.list_p:
         listed = plain_join(said, r) if _after_article(tpl, axis) else join_values(said, r)
-        return calls, [tpl.render(dict(texts, **{axis: listed}))]
+        return calls, [render(tpl, dict(texts, **{axis: listed}))]
     return calls, [f"{ensure_end(text)} {repeat_tail(said[1:], r, src.split)}"]
 
 
@@ -111,7 +112,7 @@ def _respectively(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first:
         ta += tail
     else:
         tb += tail
-    return calls, [tpl.render(dict(texts, **{a: ta, b: tb}))]
+    return calls, [render(tpl, dict(texts, **{a: ta, b: tb}))]
 
 
 _SHAPES = {"listed": _listed, "respectively": _respectively}
@@ -150,7 +151,7 @@ def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
 def _one_call(r: Random, src: ToolSource[Any]) -> tuple[SourceTool, list[Message]]:
     """A target tool, and a request for one call of it with that call."""
     t = src.target(r)
-    args, text, _, _ = src.request(r, t)
+    args, text, _, _ = src.request(r, t, imply=True)
     src.check([(t.name, args)])
     return t, [user_turn(text), calls_turn([(t.name, args)])]
 
@@ -325,7 +326,7 @@ def sibling(r: Random, src: ToolSource[Any], offered: list[Tool], kind: str,
         return category, ([user_turn(text), calls_turn([(t.name, c) for c in calls])], offered, {})
     if kind == "other_tool":
         t = r.choice(_fresh_first(have, used))
-        args, text, _, _ = src.request(r, t)
+        args, text, _, _ = src.request(r, t, imply=True)
         src.check([(t.name, args)])
         return ("multiple" if len(have) > 1 else "simple"), ([user_turn(text), calls_turn([(t.name, args)])],
                                                              offered, {})
