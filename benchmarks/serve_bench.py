@@ -16,6 +16,13 @@ context, so capped answers are long but quick on a CPU); name a model to use it 
 
     .venv/bin/python benchmarks/serve_bench.py --clients 16 --requests 10
     .venv/bin/python benchmarks/serve_bench.py --part hostile --hostile-seconds 60
+    .venv/bin/python benchmarks/serve_bench.py --part strict --clients 16 --requests 4
+
+Part ``strict`` (key ``strict``; ``serve_strict_valid_share``): demo dev requests that expect one call, sent by
+``--clients`` concurrent clients first as offered and then with every function ``"strict": true`` and
+``tool_choice: "required"`` (the server decodes those under the tools' grammar); every fourth request streamed.
+Per side: the share of answers whose calls all fit their schemas (goal under strict: every one), how many the
+token limit cut, p50 and p95 latency.
 """
 
 from __future__ import annotations
@@ -148,6 +155,92 @@ def _load_part(args: argparse.Namespace, tasks: list) -> dict:
         server.wait(timeout=30)
 
 
+def _fits(call: dict, tools: list) -> bool:
+    """Does a returned call name an offered tool and carry arguments (a JSON object) that fit its schema?"""
+    from tinytool.schema.types import value_problem
+
+    by_name = {t.name: t for t in tools}
+    try:
+        arguments = json.loads(call["arguments"] or "{}")
+    except ValueError:
+        return False
+    return (call["name"] in by_name and isinstance(arguments, dict)
+            and value_problem(by_name[call["name"]].parameters, arguments) is None)
+
+
+def _strict_part(args: argparse.Namespace, tasks: list) -> dict:
+    """The same requests two ways, one after the other on one server: as offered (``tool_choice`` auto) and
+    with every function ``"strict": true`` and ``tool_choice: "required"``; every fourth request streamed (its
+    tool-call deltas joined). Per side: the share of answers whose calls all fit their schemas, latencies."""
+    import openai
+
+    port = _port()
+    server = _start(args.model, args.format, port)
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0, timeout=600)
+
+        def one(i: int, strict: bool) -> dict:
+            conv = tasks[i % len(tasks)]
+            tools = [t.to_dict() for t in conv.tools]
+            kw: dict = {"model": "bench", "messages": [m.to_dict() for m in conv.messages if m.role == "user"][:1],
+                        "max_tokens": args.strict_max_tokens}
+            if strict:
+                kw.update(tools=[{**t, "function": {**t["function"], "strict": True}} for t in tools],
+                          tool_choice="required")
+            else:
+                kw["tools"] = tools
+            streamed, calls, finish, status = i % 4 == 3, [], None, 200
+            t0 = time.perf_counter()
+            try:
+                if streamed:
+                    acc: dict[int, dict] = {}
+                    for chunk in client.chat.completions.create(**kw, stream=True):
+                        for choice in chunk.choices:
+                            finish = choice.finish_reason or finish
+                            for d in choice.delta.tool_calls or []:
+                                a = acc.setdefault(d.index, {"name": "", "arguments": ""})
+                                a["name"] += (d.function.name or "") if d.function else ""
+                                a["arguments"] += (d.function.arguments or "") if d.function else ""
+                    calls = [acc[k] for k in sorted(acc)]
+                else:
+                    r = client.chat.completions.create(**kw)
+                    finish = r.choices[0].finish_reason
+                    calls = [{"name": c.function.name, "arguments": c.function.arguments}
+                             for c in r.choices[0].message.tool_calls or []]
+            except openai.APIStatusError as e:
+                status = e.status_code
+            return {"ms": (time.perf_counter() - t0) * 1000, "status": status, "calls": len(calls), "finish": finish,
+                    "streamed": streamed, "valid": status == 200 and bool(calls) and all(_fits(c, conv.tools)
+                                                                                        for c in calls)}
+
+        sides = {}
+        for name, strict in (("free", False), ("strict", True)):
+            total = args.clients * args.requests
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(args.clients) as pool:
+                rows = list(pool.map(lambda i, s=strict: one(i, s), range(total)))
+            wall = time.perf_counter() - t0
+            lat = sorted(r["ms"] for r in rows)
+            called = [r for r in rows if r["calls"]]
+            sides[name] = {
+                "requests": total, "streamed": sum(r["streamed"] for r in rows),
+                "errors_5xx": sum(r["status"] >= 500 for r in rows),
+                "errors_4xx": sum(400 <= r["status"] < 500 for r in rows),
+                "answers_with_calls": len(called), "cut_by_max_tokens": sum(r["finish"] == "length" for r in rows),
+                "valid_share": round(sum(r["valid"] for r in rows) / total, 4),
+                "valid_share_of_answers_with_calls": round(sum(r["valid"] for r in called) / max(len(called), 1), 4),
+                "p50_ms": round(lat[len(lat) // 2], 1), "p95_ms": round(lat[int(len(lat) * 0.95) - 1], 1),
+                "wall_seconds": round(wall, 1)}
+            print(name, json.dumps(sides[name]), flush=True)
+        return {"model": args.model, "format": args.format, "clients": args.clients, "max_tokens": args.strict_max_tokens,
+                "tasks": "demo dev simple + multiple (one call expected)", **sides,
+                "serve_strict_valid_share": sides["strict"]["valid_share"],
+                "p95_ratio_strict_vs_free": round(sides["strict"]["p95_ms"] / sides["free"]["p95_ms"], 3)}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def _hostile_requests(tasks: list, context: int) -> list[tuple[str, dict]]:
     """(kind, body) of the hostile-sizes mix: what each asks for is past what a server can give at once."""
     hi = [{"role": "user", "content": "hi"}]
@@ -274,7 +367,8 @@ def _hostile_part(args: argparse.Namespace, tasks: list) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("all", "load", "hostile"), default="all")
+    ap.add_argument("--part", choices=("all", "load", "hostile", "strict"), default="all",
+                    help="all: load and hostile; strict (key strict, run alone): strict tools against free")
     ap.add_argument("--model", default="smollm2-135m-instruct")
     ap.add_argument("--format", default="hermes-nothink")
     ap.add_argument("--clients", type=int, default=16)
@@ -283,6 +377,7 @@ def main() -> None:
     ap.add_argument("--hostile-model", default="tiny", help="'tiny' (a random model) or a model to serve")
     ap.add_argument("--hostile-clients", type=int, default=16)
     ap.add_argument("--hostile-seconds", type=float, default=60)
+    ap.add_argument("--strict-max-tokens", type=int, default=160, help="strict part: tokens an answer may take")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "serve.json")
     args = ap.parse_args()
 
@@ -299,6 +394,11 @@ def main() -> None:
         threads = os.environ.get("OMP_NUM_THREADS")
         result["hostile_sizes"] = {**_hostile_part(args, tasks), "command": command, "omp_num_threads": threads,
                                    **where}
+    if args.part == "strict":
+        strict = [c for c in dev if c.meta["category"] in ("simple", "multiple")]
+        result["strict"] = {**_strict_part(args, strict), "command": " ".join(["benchmarks/serve_bench.py",
+                                                                               *sys.argv[1:]]), **where}
+        result["serve_strict_valid_share"] = result["strict"]["serve_strict_valid_share"]
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     shown = {k: v for k, v in result.items() if k not in ("malformed", "machine", "versions")}
     print(json.dumps(shown, indent=1))
