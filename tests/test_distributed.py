@@ -77,6 +77,22 @@ def test_sft_under_accelerate_two_processes(env):
     _check(json.loads((out / "sft_summary.json").read_text()), out, Path(env["model"]))
 
 
+def test_shared_prefix_sft_under_accelerate_two_processes(env):
+    """Tree-packed rows (tasks drawn two per tool listing, two branches a row) train under DDP over gloo: both
+    ranks end with the same weights, and the rows did share prefixes."""
+    from tinytool.data.demo import write_demo
+
+    write_demo(16, 0, env["root"] / "shared", per_toolset=2)
+    out = env["root"] / "sft-shared"
+    p = _launch("sft", "--model", env["model"], "--data", str(env["root"] / "shared" / "train.jsonl"), "--out",
+                str(out), "--max-steps", "2", "--batch-size", "1", "--grad-accum", "1", "--no-bf16", "--save-steps",
+                "0", "--logging-steps", "1", "--lr", "1e-3", "--shared-prefix", "--branches", "2")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-6000:]
+    summary = json.loads((out / "sft_summary.json").read_text())
+    assert summary["data"]["shared_tokens"] > 0 and summary["data"]["rows"] < summary["data"]["examples"]
+    _check(summary, out, Path(env["model"]))
+
+
 def test_distill_under_accelerate_two_processes(env):
     out = env["root"] / "distill"
     p = _launch("distill", "--student", env["model"], "--teacher", env["teacher"], "--data", env["data"],
