@@ -102,7 +102,9 @@ def _plain_batch(ids: list[list[int]], masks: list[list[int]], pad: int) -> dict
 
 
 def _tree_batch(tree: dict, idx: list[int], pad: int, model) -> dict:
-    from tinytool.train.tree_pack import TreeCollator, for_model
+    from tinytool.train.tree_pack import TreeCollator, for_model, use_block_masks
+
+    use_block_masks(model)  # as the trainers do: flex attention gets a block mask at the model's forward
 
     rows = [{"input_ids": tree["input_ids"][i], "labels": _labels(tree["input_ids"][i], tree["completion_mask"][i]),
              "prefix_length": tree["prefix_length"][i], "branch_lengths": tree["branch_lengths"][i]} for i in idx]

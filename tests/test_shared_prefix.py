@@ -181,7 +181,7 @@ def test_flex_attention_block_mask_gives_the_sdpa_logits_and_cpu_training_is_ref
     """Flex attention takes the tree mask as a block mask (its forward runs on the CPU too) and gives the logits
     SDPA gives with the dense mask; training under it on the CPU is refused with a fix (no CPU backward)."""
     from tinytool.errors import UserInputError
-    from tinytool.train.tree_pack import block_mask
+    from tinytool.train.tree_pack import block_mask, use_block_masks
 
     trainer, _ = _trainer(env, "flex")
     model = trainer.model.eval()
@@ -189,13 +189,19 @@ def test_flex_attention_block_mask_gives_the_sdpa_logits_and_cpu_training_is_ref
     packed = trainer._prepare_inputs(trainer.data_collator(rows))
     real = packed["labels"] != -100
     inputs = {k: v for k, v in packed.items() if k != "labels"}
+    seen = []
+    model.model.register_forward_pre_hook(lambda m, a, kw: seen.append(type(kw["attention_mask"]).__name__),
+                                          with_kwargs=True)
     with torch.no_grad():
         sdpa = model(**inputs).logits[real]
+        assert not use_block_masks(model)  # SDPA takes the dense mask as it is
         model.set_attn_implementation("flex_attention")
-        bm = block_mask(packed["attention_mask"])
-        flex = model(**dict(inputs, attention_mask=bm)).logits[real]
+        assert use_block_masks(model)
+        flex = model(**inputs).logits[real]  # the batch keeps its dense mask; the model's forward converts it
+    assert seen == ["Tensor", "BlockMask"]
     assert _close(flex, sdpa) <= 1e-4
-    assert bm.to_dense().sum() < bm.to_dense().numel()  # some blocks are skipped: branches do not see each other
+    dense = block_mask(packed["attention_mask"]).to_dense()
+    assert dense.sum() < dense.numel()  # some blocks are skipped: branches do not see each other
     with pytest.raises(UserInputError) as e:
         trainer._prepare_inputs(trainer.data_collator(rows))
     assert "sdpa" in e.value.fix

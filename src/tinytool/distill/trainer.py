@@ -39,7 +39,7 @@ from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, w
 from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
 from tinytool.train.examples import read_conversations, sft_examples
 from tinytool.train.run import open_training_run, save_final, versions
-from tinytool.train.tree_pack import SharedPrefixOptions, check_attention, for_model
+from tinytool.train.tree_pack import SharedPrefixOptions, check_attention, for_model, use_block_masks
 
 log = logging.getLogger(__name__)
 
@@ -319,6 +319,7 @@ def build_distill_trainer(cfg: DistillConfig, callbacks: list[Any] | None = None
     model.train()
     if cfg.shared_prefix:
         check_attention(model)
+        use_block_masks(model)
     if cfg.lora is not None:
         from peft import get_peft_model
 

@@ -14,8 +14,9 @@ token and no branch begins with one (a branch's first token would otherwise be p
 branch's last token). The labels of every branch's first token are -100 for the same reason.
 
 The dense mask is ``[T, T]`` per sequence: attention implementations that take a custom 4-D mask (SDPA, eager)
-train these sequences, and PyTorch's flex attention (on a GPU) takes it as a block mask, skipping the blocks where
-branches do not see each other; flash-attention kernels, which build their own causal mask, cannot.
+train these sequences, and PyTorch's flex attention (on a GPU) takes it as a block mask (`use_block_masks`),
+skipping the blocks where branches do not see each other; flash-attention kernels, which build their own causal
+mask, cannot.
 """
 
 from __future__ import annotations
@@ -244,19 +245,42 @@ def block_mask(mask: Any) -> Any:
 
 
 def for_model(mask: Any, model: Any, dtype: Any = None) -> Any:
-    """A boolean `tree_mask` as ``model``'s attention implementation takes it: as it is for SDPA, additive (0 or
-    the dtype's minimum) for eager, a `block_mask` for flex attention; refused for implementations that build
-    their own causal mask."""
+    """A boolean `tree_mask` as ``model``'s attention implementation takes it: as it is for SDPA (and for flex
+    attention, whose model `use_block_masks` turns it into a block mask at its forward), additive (0 or the
+    dtype's minimum) for eager; refused for implementations that build their own causal mask."""
     import torch
 
     impl = check_attention(model)
-    if impl == "sdpa" or mask.dtype != torch.bool:
+    if impl in ("sdpa", "flex_attention") or mask.dtype != torch.bool:
         return mask
-    if impl == "flex_attention":
-        return block_mask(mask)
     dtype = dtype or next(model.parameters()).dtype
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
 
 
+def _to_block_mask(module: Any, args: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    import torch
+
+    mask = kwargs.get("attention_mask")
+    if isinstance(mask, torch.Tensor) and mask.dim() == 4 and mask.dtype == torch.bool:
+        kwargs["attention_mask"] = block_mask(mask)
+    return args, kwargs
+
+
+def use_block_masks(model: Any) -> bool:
+    """Where ``model`` (PEFT or not) attends with flex attention, turn a boolean `tree_mask` into a `block_mask`
+    as its forward is called (a forward pre-hook), so that the batch itself keeps the dense mask the trainers
+    count tokens on. Returns whether a hook was added."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if getattr(getattr(base, "config", None), "_attn_implementation", None) != "flex_attention":
+        return False
+    # the language model's forward and its decoder's (distillation calls the decoder alone)
+    decoder = base.get_decoder() if hasattr(base, "get_decoder") else None
+    for module in (base, decoder):
+        if module is not None and not getattr(module, "_tinytool_block_masks", False):
+            module.register_forward_pre_hook(_to_block_mask, with_kwargs=True)
+            module._tinytool_block_masks = True
+    return True
+
+
 __all__ = ["MASKED_ATTENTION", "SharedPrefixOptions", "TreeCollator", "TreeRow", "block_mask", "check_attention", "common_prefix", "for_model", "prefix_keys", "tokens_in",
-           "tree_layout", "tree_mask", "tree_pack", "tree_plan"]
+           "tree_layout", "tree_mask", "tree_pack", "tree_plan", "use_block_masks"]
