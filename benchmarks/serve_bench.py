@@ -157,15 +157,13 @@ def _load_part(args: argparse.Namespace, tasks: list) -> dict:
 
 def _fits(call: dict, tools: list) -> bool:
     """Does a returned call name an offered tool and carry arguments (a JSON object) that fit its schema?"""
-    from tinytool.schema.types import value_problem
+    from strict_bench import call_fits
 
-    by_name = {t.name: t for t in tools}
     try:
         arguments = json.loads(call["arguments"] or "{}")
     except ValueError:
         return False
-    return (call["name"] in by_name and isinstance(arguments, dict)
-            and value_problem(by_name[call["name"]].parameters, arguments) is None)
+    return isinstance(arguments, dict) and call_fits(tools, call["name"], arguments)
 
 
 def _strict_part(args: argparse.Namespace, tasks: list) -> dict:

@@ -103,12 +103,15 @@ def overhead(model, tokenizer, items: list, max_new_tokens: int, fmt_name: str, 
             "runs": sides, "best": best, "overhead_per_token": round(ratio - 1, 4)}
 
 
+def call_fits(tools: list, name: str, arguments) -> bool:
+    """Whether a call names one of ``tools`` and its ``arguments`` fit that tool's schema."""
+    tool = next((t for t in tools if t.name == name), None)
+    return tool is not None and value_problem(tool.parameters, arguments) is None
+
+
 def calls_fit(conv, fmt, text: str) -> bool:
     """Whether every call ``text`` makes (strict reading of ``fmt``) names a tool of ``conv`` and fits its schema."""
-    tools = {t.name: t for t in conv.tools}
-    calls = fmt.strict_copy().parse(text).calls
-    return all(call.name in tools and value_problem(tools[call.name].parameters, call.arguments) is None
-               for call in calls)
+    return all(call_fits(conv.tools, c.name, c.arguments) for c in fmt.strict_copy().parse(text).calls)
 
 
 def _score(items: list, outs: list, fmt, max_new_tokens: int) -> dict:

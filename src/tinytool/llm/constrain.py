@@ -485,7 +485,7 @@ class RowMasks:
         if self._bitmask is None or self._bitmask.shape[0] < n:
             import llguidance
 
-            self._bitmask = torch.zeros((max(n, len(self.matchers)), self.words), dtype=torch.int32)
+            self._bitmask = torch.zeros((len(self.matchers), self.words), dtype=torch.int32)
             self._executor = self._executor or llguidance.LLExecutor()
         if self._shifts is None or self._shifts.device != logits.device:
             self._shifts = torch.arange(32, dtype=torch.int32, device=logits.device)
