@@ -121,6 +121,13 @@ def _loss_and_grads(trainer, batch, n_items):
     return loss.detach(), grads
 
 
+def _packed(trainer):
+    """The trainer's tree rows, their batch on the device, its model inputs and its loss positions."""
+    rows = [trainer.train_dataset[i] for i in range(len(trainer.train_dataset))]
+    packed = trainer._prepare_inputs(trainer.data_collator(rows))
+    return rows, packed, {k: v for k, v in packed.items() if k != "labels"}, packed["labels"] != -100
+
+
 def _close(a, b) -> float:
     return float((a - b).norm() / b.norm().clamp(min=1e-30))
 
@@ -133,6 +140,7 @@ def test_tree_packed_loss_and_gradients_equal_separate_sequences(env, compact, c
     activation checkpointing; the groups hold branches of unequal length and one much longer than the rest."""
     trainer, data = _trainer(env, f"eq-{compact}-{checkpointing}", compact_loss=compact,
                              activation_checkpointing=checkpointing)
+    assert trainer.model.config._attn_implementation == "tree_sdpa"  # per-branch attention
     assert data.rows == 3 and data.examples == len(env["convs"]) and data.shared_tokens > 0
     rows = [trainer.train_dataset[i] for i in range(len(trainer.train_dataset))]
     lengths = sorted(b for r in rows for b in r["branch_lengths"])
@@ -150,6 +158,64 @@ def test_tree_packed_loss_and_gradients_equal_separate_sequences(env, compact, c
     assert grads_p.keys() == grads_s.keys() and len(grads_s) == len(list(trainer.model.parameters()))
     worst = max((_close(grads_p[n], grads_s[n]), n) for n in grads_s)
     assert worst[0] <= REL, worst
+
+
+def test_branch_layouts_are_read_from_positions_and_checked_against_the_mask():
+    """The layout comes from the position ids and the mask's diagonal and must reproduce the mask exactly: a plain
+    causal mask, a mask with one entry changed, or branches restarting at position 0 are not tree rows."""
+    from tinytool.train.branch_attention import RowLayout, row_layouts
+
+    shapes = [(5, [3, 4, 2]), (4, [6]), (3, [2, 2])]
+    t = max(p + sum(b) for p, b in shapes)
+    seg, pos = torch.full((3, t), -1), torch.zeros(3, t, dtype=torch.long)
+    for i, (p, b) in enumerate(shapes):
+        s, ps, _ = tree_layout(p, b)
+        seg[i, :len(s)], pos[i, :len(ps)] = torch.tensor(s), torch.tensor(ps)
+    mask = tree_mask(seg)
+    assert row_layouts(mask, pos) == [RowLayout(8, ((8, 12, 5), (12, 14, 5)), 14), RowLayout(10, (), 10),
+                                      RowLayout(5, ((5, 7, 3),), 7)]
+    causal = torch.ones(1, 1, t, t, dtype=torch.bool).tril()
+    assert row_layouts(causal, torch.arange(t)[None]) is None  # no second branch
+    changed = mask.clone()
+    changed[0, 0, 9, 1] = False
+    assert row_layouts(changed, pos) is None
+    restart = pos.clone()
+    restart[0, 8:12] = torch.arange(4)
+    assert row_layouts(mask, restart) is None
+    assert row_layouts(mask.float(), pos) is None and row_layouts(mask, None) is None
+
+
+def test_branch_attention_gives_the_dense_logits_gradients_and_generation(env):
+    """fp32: per-branch attention gives the logits and every gradient SDPA gives with the dense tree mask (≤ 1e-5
+    relative, rows of unequal length with padding), and it took the per-branch path; greedy generation (no tree
+    mask) is SDPA's token for token."""
+    from tinytool.train import branch_attention
+
+    trainer, _ = _trainer(env, "branch")
+    model = trainer.model.train()
+    rows, _, inputs, real = _packed(trainer)
+
+    def run(impl):
+        model.set_attn_implementation(impl)
+        model.zero_grad(set_to_none=True)
+        logits = model(**inputs).logits[real]
+        logits.logsumexp(-1).sum().backward()
+        return logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    branch_attention._CACHE.mask = None
+    per_branch, g_branch = run("tree_sdpa")
+    assert branch_attention._CACHE.layouts is not None and len(branch_attention._CACHE.layouts) == len(rows)
+    dense, g_dense = run("sdpa")
+    assert _close(per_branch, dense) <= REL
+    assert max(_close(g_branch[n], g_dense[n]) for n in g_dense) <= REL
+    model.eval()
+    prompt = env["tok"]("Book a table for two", return_tensors="pt")
+    outs = []
+    for impl in ("tree_sdpa", "sdpa"):
+        model.set_attn_implementation(impl)
+        with torch.no_grad():
+            outs.append(model.generate(**prompt, max_new_tokens=8, do_sample=False).tolist())
+    assert outs[0] == outs[1]
 
 
 def test_eager_attention_takes_the_mask_too_and_a_causal_mask_would_differ(env):
@@ -185,10 +251,7 @@ def test_flex_attention_block_mask_gives_the_sdpa_logits_and_cpu_training_is_ref
 
     trainer, _ = _trainer(env, "flex")
     model = trainer.model.eval()
-    rows = [trainer.train_dataset[i] for i in range(len(trainer.train_dataset))]
-    packed = trainer._prepare_inputs(trainer.data_collator(rows))
-    real = packed["labels"] != -100
-    inputs = {k: v for k, v in packed.items() if k != "labels"}
+    rows, packed, inputs, real = _packed(trainer)
     seen = []
     model.model.register_forward_pre_hook(lambda m, a, kw: seen.append(type(kw["attention_mask"]).__name__),
                                           with_kwargs=True)

@@ -39,7 +39,7 @@ from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, w
 from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
 from tinytool.train.examples import read_conversations, sft_examples
 from tinytool.train.run import open_training_run, save_final, versions
-from tinytool.train.tree_pack import SharedPrefixOptions, check_attention, for_model, use_block_masks
+from tinytool.train.tree_pack import SharedPrefixOptions, for_model, prepare_model
 
 log = logging.getLogger(__name__)
 
@@ -317,9 +317,10 @@ def build_distill_trainer(cfg: DistillConfig, callbacks: list[Any] | None = None
             p.requires_grad_(False)
     model = load_model(cfg.student)
     model.train()
-    if cfg.shared_prefix:
-        check_attention(model)
-        use_block_masks(model)
+    if cfg.shared_prefix:  # the teacher reads the same tree rows
+        for m in (model, teacher_model):
+            if m is not None:
+                prepare_model(m)
     if cfg.lora is not None:
         from peft import get_peft_model
 

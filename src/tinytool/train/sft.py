@@ -225,10 +225,9 @@ def build_trainer(cfg: SFTRunConfig, callbacks: list[Any] | None = None):
     model.train()
     extra: dict[str, Any] = {}
     if cfg.shared_prefix:  # tree rows need CompletionSFTTrainer's columns and token count, and their collator
-        from tinytool.train.tree_pack import TreeCollator, check_attention, use_block_masks
+        from tinytool.train.tree_pack import TreeCollator, prepare_model
 
-        check_attention(model)
-        use_block_masks(model)
+        prepare_model(model)
 
         extra["data_collator"] = TreeCollator(tokenizer.pad_token_id if tokenizer.pad_token_id is not None
                                               else tokenizer.eos_token_id)

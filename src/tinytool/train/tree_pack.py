@@ -14,9 +14,10 @@ token and no branch begins with one (a branch's first token would otherwise be p
 branch's last token). The labels of every branch's first token are -100 for the same reason.
 
 The dense mask is ``[T, T]`` per sequence: attention implementations that take a custom 4-D mask (SDPA, eager)
-train these sequences, and PyTorch's flex attention (on a GPU) takes it as a block mask (`use_block_masks`),
-skipping the blocks where branches do not see each other; flash-attention kernels, which build their own causal
-mask, cannot.
+train these sequences. A model on SDPA attends per branch (`prepare_model`: each branch's queries against the
+prefix and itself, `tinytool.train.branch_attention`), which skips the scores the mask would throw away; PyTorch's
+flex attention (on a GPU) takes the mask as a block mask (`use_block_masks`), skipping the blocks where branches do
+not see each other; flash-attention kernels, which build their own causal mask, cannot.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from typing import Any
 from tinytool.errors import UserInputError
 from tinytool.train.config import option
 
-#: attention implementations that take a dense 4-D mask as it is given, or (flex attention) as a block mask
-MASKED_ATTENTION = ("sdpa", "eager", "flex_attention")
+#: attention implementations that take a dense 4-D mask as it is given, or (flex attention) as a block mask, or
+#: (``tree_sdpa``, `tinytool.train.branch_attention`) per branch
+MASKED_ATTENTION = ("sdpa", "eager", "flex_attention", "tree_sdpa")
 
 
 @dataclass(kw_only=True)
@@ -251,7 +253,7 @@ def for_model(mask: Any, model: Any, dtype: Any = None) -> Any:
     import torch
 
     impl = check_attention(model)
-    if impl in ("sdpa", "flex_attention") or mask.dtype != torch.bool:
+    if impl != "eager" or mask.dtype != torch.bool:
         return mask
     dtype = dtype or next(model.parameters()).dtype
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
@@ -282,5 +284,18 @@ def use_block_masks(model: Any) -> bool:
     return True
 
 
-__all__ = ["MASKED_ATTENTION", "SharedPrefixOptions", "TreeCollator", "TreeRow", "block_mask", "check_attention", "common_prefix", "for_model", "prefix_keys", "tokens_in",
+def prepare_model(model: Any) -> str:
+    """Make ``model`` ready for tree rows: its attention implementation checked (`check_attention`), flex attention
+    given block masks (`use_block_masks`), SDPA switched to per-branch attention. Returns the implementation it
+    trains with."""
+    from tinytool.train.branch_attention import NAME, use_branch_attention
+
+    impl = check_attention(model)
+    if use_block_masks(model):
+        return impl
+    return NAME if use_branch_attention(model) else impl
+
+
+__all__ = ["MASKED_ATTENTION", "SharedPrefixOptions", "TreeCollator", "TreeRow", "block_mask", "check_attention",
+           "common_prefix", "for_model", "prefix_keys", "prepare_model", "tokens_in",
            "tree_layout", "tree_mask", "tree_pack", "tree_plan", "use_block_masks"]
