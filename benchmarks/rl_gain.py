@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import sys
 import time
@@ -32,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
+from _paired import bfcl_items, bootstrap_p, irrelevance_p
 
 FORMAT = quality.FORMAT
 CATEGORIES = quality.CATEGORIES
@@ -158,51 +158,7 @@ def scores(model: str, out: Path, data: Path, limit: int, batch_size: int, dev_l
     table["irrelevance_strict"] = round(cats["irrelevance"].get("accuracy_strict", table["irrelevance"]), 4)
     table["n"] = min(cats[c]["n"] for c in CATEGORIES)
     table["demo_dev"] = round(json.loads((demo / "summary.json").read_text())["groups"]["overall"], 4)
-    items = {}
-    for line in (bfcl / "results.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        items[r["id"]] = (r["category"], bool(r.get("valid_strict", r["valid"])))
-    return {"table": table, "items": items, "failures": summary.get("failures")}
-
-
-def mcnemar_p(before: list[bool], after: list[bool]) -> float:
-    """Exact two-sided McNemar test on paired outcomes: the discordant pairs under H0 are Binomial(b + c, 1/2)."""
-    b = sum(x and not y for x, y in zip(before, after))
-    c = sum(y and not x for x, y in zip(before, after))
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
-def ast_avg(items: dict[str, tuple[str, bool]], ids: dict[str, list[str]]) -> float:
-    return sum(sum(items[i][1] for i in ids[c]) / len(ids[c]) for c in AST) / len(AST)
-
-
-def bootstrap_p(before: dict, after: dict, n_boot: int = 10000, seed: int = 0) -> tuple[float, float]:
-    """The non-live AST average's change and its two-sided p-value from a paired bootstrap over items, resampled
-    within each category (the average weighs categories equally, whatever their sizes)."""
-    ids = {c: sorted(i for i, (cat, _) in before.items() if cat == c and i in after) for c in AST}
-    diff = ast_avg(after, ids) - ast_avg(before, ids)
-    d = {c: [after[i][1] - before[i][1] for i in ids[c]] for c in AST}
-    rng = random.Random(seed)
-    sims = []
-    for _ in range(n_boot):
-        total = 0.0
-        for c in AST:
-            xs = d[c]
-            total += sum(xs[rng.randrange(len(xs))] for _ in xs) / len(xs)
-        sims.append(total / len(AST))
-    # centred under H0 (no change): how often a resampled change is at least as far from 0 as the observed one
-    centred = [s - diff for s in sims]
-    p = sum(abs(s) >= abs(diff) - 1e-12 for s in centred) / n_boot
-    return round(diff, 4), max(p, 1 / n_boot)
-
-
-def irrelevance_p(before: dict, after: dict) -> float:
-    ids = sorted(i for i, (cat, _) in before.items() if cat == "irrelevance" and i in after)
-    return mcnemar_p([before[i][1] for i in ids], [after[i][1] for i in ids])
+    return {"table": table, "items": bfcl_items(bfcl), "failures": summary.get("failures")}
 
 
 def curves(summary: dict) -> dict:

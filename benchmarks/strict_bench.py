@@ -13,8 +13,14 @@ does to a model's BFCL answers.
   under the ``required`` grammar (as `tinytool serve` answers ``tool_choice: "required"``), with parallel calls and
   with one call at most: accuracy (BFCL's AST checker on the strict reading), failure classes, the share of answers
   whose calls all fit their schemas, and the accuracy of the first call alone.
-- ``--full-bfcl``: ``tinytool eval bfcl`` on the non-live categories and irrelevance, free and ``--constrained``,
-  run directories under ``--run-dir`` (resumable); the two summaries' groups and failure tables.
+- ``--full-bfcl`` (or ``--bfcl-only``, which runs nothing else and keeps the other keys of ``--out``): ``tinytool
+  eval bfcl`` on ``--categories`` (``--limit`` items each), free and ``--constrained`` on the same items, run
+  directories under ``--run-dir`` (resumable; ``--free-dir`` takes a finished free run of the same model, such as
+  the quality benchmark's, and only rescores it); per side accuracies, the non-live AST average, strict
+  irrelevance and failure classes; paired tests (bootstrap of the AST average, McNemar per category).
+
+      .venv/bin/python benchmarks/strict_bench.py --bfcl-only --model RUN --format hermes-nothink --limit 200 \\
+          --categories simple_python,multiple,parallel,parallel_multiple,irrelevance --free-dir RUN/bfcl-200
 
 Writes ``benchmarks/results/strict.json``.
 """
@@ -29,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
+from _paired import AST, bfcl_items, bootstrap_p, irrelevance_p, mcnemar_p
 
 from tinytool.bfcl import BFCL_VERSION, bfcl_data
 from tinytool.eval.bfcl_runner import BFCLRunConfig, check_item, decode_strict, item_conversation, run_bfcl
@@ -165,18 +172,44 @@ def required(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str)
     return out
 
 
-def full_bfcl(model_spec: str, fmt_name: str, run_dir: Path, batch_size: int) -> dict:
-    """``tinytool eval bfcl`` on the non-live categories and irrelevance, free and constrained."""
+def _side(summary: dict) -> dict:
+    """One side's table: per-category accuracy, the non-live AST average, strict irrelevance, failure classes."""
+    cats = summary["categories"]
+    acc = {c: round(v["accuracy"], 4) for c, v in cats.items()}
+    ast = [c for c in AST if c in acc]
+    table = {**acc, "n_per_category": {c: v["n"] for c, v in cats.items()}}
+    if ast:
+        table["non_live_ast_avg"] = round(sum(acc[c] for c in ast) / len(ast), 4)
+    if "irrelevance" in cats:
+        table["irrelevance_strict"] = round(cats["irrelevance"].get("accuracy_strict", acc["irrelevance"]), 4)
+    return {**table, "failures": summary["failures"]}
+
+
+def full_bfcl(model_spec: str, fmt_name: str, run_dir: Path, batch_size: int, limit: int | None,
+              categories: str, free_dir: Path | None = None) -> dict:
+    """``tinytool eval bfcl`` on ``categories`` (``limit`` seeded items each, None all), free and ``--constrained``
+    on the same items, each a resumable run directory (``free_dir``: a finished free run of the same model and
+    settings, e.g. the quality benchmark's, which is then only rescored); per side the table and failure classes,
+    and the paired tests of constrained against free."""
     from tinytool.bfcl import expand_categories
 
     client = HFClient.from_spec(model_spec, batch_size=batch_size)
-    out = {}
+    out: dict = {"limit": limit, "categories": categories, "format": fmt_name, "run_dirs": {}}
+    items = {}
     for name, constrained in (("free", False), ("constrained", True)):
-        cfg = BFCLRunConfig(model=model_spec, format=fmt_name, categories=expand_categories("non_live,irrelevance"),
-                            batch_size=batch_size, constrained=constrained, label=name)
-        s = run_bfcl(cfg, run_dir / name, client)
-        out[name] = {"groups": s["groups"], "categories": {c: v.get("accuracy") for c, v in s["categories"].items()},
-                     "failures": s["failures"]}
+        cfg = BFCLRunConfig(model=model_spec, format=fmt_name, categories=expand_categories(categories),
+                            batch_size=batch_size, constrained=constrained, label=name, limit=limit)
+        where = free_dir if name == "free" and free_dir is not None else run_dir / name
+        out[name] = _side(run_bfcl(cfg, where, client))  # a finished run resumes with nothing left to decode
+        out["run_dirs"][name] = str(where)
+        items[name] = bfcl_items(where)
+    free, con = items["free"], items["constrained"]
+    diff, p_ast = bootstrap_p(free, con)
+    out["paired"] = {"items": len(free.keys() & con.keys()), "non_live_ast_avg_change": diff, "p_ast": p_ast,
+                     "p_irrelevance_strict": irrelevance_p(free, con),
+                     "p_per_category": {c: mcnemar_p(*zip(*[(free[i][1], con[i][1]) for i in free
+                                                           if free[i][0] == c and i in con]))
+                                        for c in sorted({cat for cat, _ in free.values()})}}
     return out
 
 
@@ -193,9 +226,22 @@ def main() -> None:
                    help="take the required part from an earlier run's JSON instead of decoding it again (greedy: "
                         "the same figures on any machine; its seconds are left out)")
     p.add_argument("--full-bfcl", action="store_true", help="also run the full non-live BFCL free and constrained")
+    p.add_argument("--bfcl-only", action="store_true",
+                   help="run only the BFCL part (key bfcl of --out; the other keys of --out are kept)")
+    p.add_argument("--limit", type=int, default=0, help="BFCL part: items per category (0: all)")
+    p.add_argument("--categories", default="non_live,irrelevance", help="BFCL part: categories")
+    p.add_argument("--free-dir", type=Path, help="BFCL part: a finished free run of the same model to rescore")
     p.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "strict")
     p.add_argument("--out", type=Path, default=RESULT)
     a = p.parse_args()
+    if a.bfcl_only:
+        result = json.loads(a.out.read_text()) if a.out.is_file() else {}
+        result["bfcl"] = {**full_bfcl(a.model, a.format, a.run_dir, 16, a.limit or None, a.categories, a.free_dir),
+                          "model": a.model, "machine": machine(),
+                          "command": " ".join([".venv/bin/python", "benchmarks/strict_bench.py", *sys.argv[1:]])}
+        a.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {a.out}: bfcl {json.dumps(result['bfcl']['paired'])}")
+        return
     import torch
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -215,7 +261,7 @@ def main() -> None:
     else:
         result["required"] = required(model, tokenizer, a.items, a.max_new_tokens, a.format)
     if a.full_bfcl:
-        result["bfcl"] = full_bfcl(a.model, a.format, a.run_dir, 16)
+        result["bfcl"] = full_bfcl(a.model, a.format, a.run_dir, 16, a.limit or None, a.categories, a.free_dir)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {a.out}")
