@@ -56,6 +56,11 @@ def bootstrap_p(before: dict, after: dict, n_boot: int = 10000, seed: int = 0) -
     return round(diff, 4), max(p, 1 / n_boot)
 
 
-def irrelevance_p(before: dict, after: dict) -> float:
-    ids = sorted(i for i, (cat, _) in before.items() if cat == "irrelevance" and i in after)
+def category_p(before: dict, after: dict, category: str) -> float:
+    """McNemar's p over the items of ``category`` scored in both runs."""
+    ids = sorted(i for i, (cat, _) in before.items() if cat == category and i in after)
     return mcnemar_p([before[i][1] for i in ids], [after[i][1] for i in ids])
+
+
+def irrelevance_p(before: dict, after: dict) -> float:
+    return category_p(before, after, "irrelevance")

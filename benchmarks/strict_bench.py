@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
-from _paired import AST, bfcl_items, bootstrap_p, irrelevance_p, mcnemar_p
+from _paired import AST, bfcl_items, bootstrap_p, category_p, irrelevance_p
 
 from tinytool.bfcl import BFCL_VERSION, bfcl_data
 from tinytool.eval.bfcl_runner import BFCLRunConfig, check_item, decode_strict, item_conversation, run_bfcl
@@ -207,9 +207,7 @@ def full_bfcl(model_spec: str, fmt_name: str, run_dir: Path, batch_size: int, li
     diff, p_ast = bootstrap_p(free, con)
     out["paired"] = {"items": len(free.keys() & con.keys()), "non_live_ast_avg_change": diff, "p_ast": p_ast,
                      "p_irrelevance_strict": irrelevance_p(free, con),
-                     "p_per_category": {c: mcnemar_p(*zip(*[(free[i][1], con[i][1]) for i in free
-                                                           if free[i][0] == c and i in con]))
-                                        for c in sorted({cat for cat, _ in free.values()})}}
+                     "p_per_category": {c: category_p(free, con, c) for c in sorted({cat for cat, _ in free.values()})}}
     return out
 
 

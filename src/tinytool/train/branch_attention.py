@@ -83,13 +83,8 @@ class _Cache:
     def get(self, mask: Any, position_ids: Any) -> list[RowLayout] | None:
         if self.mask is not None and self.mask() is mask:
             return self.layouts
-        layouts = row_layouts(mask, position_ids)
-        try:
-            self.mask = weakref.ref(mask)
-        except TypeError:
-            self.mask = None
-        self.layouts = layouts
-        return layouts
+        self.mask, self.layouts = weakref.ref(mask), row_layouts(mask, position_ids)
+        return self.layouts
 
 
 _CACHE = _Cache()
