@@ -11,6 +11,7 @@ import pytest
 from tinytool.data.demo import CATEGORIES, DEFAULT_MIX, REAL_DEV, generate_demo, write_demo
 from tinytool.data.demo.catalog import CATALOG, DOMAINS, HELD_OUT, NO_DEFAULT, World, execute, observation
 from tinytool.data.demo.chains import CHAINS
+from tinytool.data.demo.tasks import n_values
 from tinytool.data.demo.text import call_plan
 from tinytool.rewards.astra import answer_found
 from tinytool.schema import Conversation, Tool, read_jsonl
@@ -173,6 +174,25 @@ def test_category_shapes(every):
                     conv.meta["missing_parameter"] in t.param_names for t in conv.tools)
         else:
             assert cat == "multi_step" and len(calls) >= 2 and msgs[-1].content
+
+
+def test_one_call_requests_often_state_several_values(demo):
+    """A request that names several values still asks for one call: a third or more of the one-call tasks state
+    three or more values (or a list), so that "several values" is no sign of "several calls"."""
+    one = [_calls(c)[0] for c in demo[0] if c.meta["category"] in ("simple", "multiple")]
+    many = [c for c in one if n_values(c.arguments) >= 3]
+    assert len(many) >= 0.33 * len(one)
+    assert any(any(isinstance(v, list) and len(v) >= 2 for v in c.arguments.values()) for c in many)
+
+
+def test_topic_questions_offer_the_tool_they_ask_about_and_get_no_call(demo):
+    """The hardest irrelevance negative: a general question about what an offered tool does, answered in text."""
+    topic = [c for c in demo[0] if c.meta.get("asks_about")]
+    assert len(topic) >= 0.1 * sum(c.meta["category"] == "irrelevance" for c in demo[0])
+    for conv in topic:
+        assert conv.meta["category"] == "irrelevance" and not _calls(conv)
+        assert conv.meta["asks_about"] in {t.name for t in conv.tools}
+        assert conv.messages[-1].content
 
 
 def test_call_plan_asks_two_to_four_calls_of_two_to_four_tools():

@@ -8,7 +8,7 @@ tools (`CatalogTools`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from functools import cache
 from random import Random
 from typing import Any
@@ -22,6 +22,7 @@ from tinytool.data.demo.text import (
     CHITCHAT_P,
     OPEN_P,
     SAME_DOMAIN_P,
+    TOPIC_P,
     answer_turn,
     ask_for,
     call_plan,
@@ -34,6 +35,7 @@ from tinytool.data.demo.text import (
     plain_join,
     refusal,
     repeat_tail,
+    topic_question,
     user_turn,
 )
 from tinytool.schema import Message, Tool
@@ -148,10 +150,35 @@ def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
 # ---------------------------------------------------------------------------------------------
 
 
+#: share of one-call requests drawn to state several values (three or more, or a list of two or more): a request
+#: that names several values still asks for one call, so "several values" is no sign of "several calls"
+MANY_VALUES_P = 0.6
+#: draws of a request before a many-valued one-call request settles for the last one drawn
+MANY_TRIES = 8
+
+
+def n_values(args: Mapping[str, Any]) -> int:
+    """How many values a call's arguments state: a list counts each item."""
+    return sum(len(v) if isinstance(v, list) else 1 for v in args.values())
+
+
+def _one_request(r: Random, src: ToolSource[Any], t: SourceTool, many: bool) -> Request:
+    """A request for one call of ``t``; ``many``: one that states three or more values, where ``t``'s phrasings
+    and optional parameters give one within `MANY_TRIES` draws (else the last drawn)."""
+    req = src.request(r, t, imply=True)
+    for _ in range(MANY_TRIES - 1 if many else 0):
+        if n_values(req[0]) >= 3:
+            break
+        req = src.request(r, t, imply=True)
+    return req
+
+
 def _one_call(r: Random, src: ToolSource[Any]) -> tuple[SourceTool, list[Message]]:
-    """A target tool, and a request for one call of it with that call."""
-    t = src.target(r)
-    args, text, _, _ = src.request(r, t, imply=True)
+    """A target tool, and a request for one call of it with that call (`MANY_VALUES_P` of them with several
+    values, from a tool of two or more parameters)."""
+    many = r.random() < MANY_VALUES_P
+    t = src.target(r, (lambda s: len(s.params) >= 2) if many else None)
+    args, text, _, _ = _one_request(r, src, t, many)
     src.check([(t.name, args)])
     return t, [user_turn(text), calls_turn([(t.name, args)])]
 
@@ -216,6 +243,11 @@ def irrelevance(r: Random, src: ToolSource[Any]) -> Task:
         question, reply = r.choice(CHITCHAT) if u < CHITCHAT_P else open_question(r, [t.gist for t in offered])
         return [user_turn(question), answer_turn(reply)], offer(r, offered), {"requested_tool": None}
     t = src.target(r)
+    if u < TOPIC_P:  # a general question about what an offered tool does: the tool itself is on offer
+        question, reply = topic_question(r, t.gist)
+        offered = [t, *src.distractors(r, [t], r.choices((0, 1, 2, 3), (4, 2, 1, 1))[0])]
+        return [user_turn(question), answer_turn(reply)], offer(r, offered), {"requested_tool": None,
+                                                                             "asks_about": t.name}
     _, text, _, _ = src.request(r, t)
     # half the negatives offer a single tool, as simple tasks do: one offered tool is no sign that a call is due
     offered = src.distractors(r, [t], r.choices((1, 2, 3, 4), (4, 2, 1, 1))[0], exclude=src.substitutes(t))
@@ -292,8 +324,14 @@ def _offered(src: ToolSource[Any], offered: list[Tool]) -> list[Any]:
 
 def _no_tool(r: Random, src: ToolSource[Any], have: list[Any]) -> Task:
     """A request none of ``have`` serves: a near miss (a tool near them that is not offered and none of them
-    substitutes), or an open question; the answer says what the tools do instead."""
-    if r.random() < 0.5:
+    substitutes), a general question about what one of them does, or an open question; the answer says what the
+    tools do instead, or why no call is due."""
+    u = r.random()
+    if 0.4 <= u < 0.7:
+        t = r.choice(have)
+        question, reply = topic_question(r, t.gist)
+        return [user_turn(question), answer_turn(reply)], [], {"requested_tool": None, "asks_about": t.name}
+    if u < 0.4:
         taken = {src.key(t) for t in have}
         for t in src.distractors(r, have, 1):
             if taken & src.substitutes(t):
@@ -326,7 +364,7 @@ def sibling(r: Random, src: ToolSource[Any], offered: list[Tool], kind: str,
         return category, ([user_turn(text), calls_turn([(t.name, c) for c in calls])], offered, {})
     if kind == "other_tool":
         t = r.choice(_fresh_first(have, used))
-        args, text, _, _ = src.request(r, t, imply=True)
+        args, text, _, _ = _one_request(r, src, t, r.random() < MANY_VALUES_P)
         src.check([(t.name, args)])
         return ("multiple" if len(have) > 1 else "simple"), ([user_turn(text), calls_turn([(t.name, args)])],
                                                              offered, {})
@@ -340,5 +378,5 @@ BUILDERS: dict[str, Callable[[Random, ToolSource[Any]], Task]] = {
     "irrelevance": irrelevance, "missing_parameter": missing_parameter, "multi_step": multi_step,
 }
 
-__all__ = ["BUILDERS", "SIBLING_KINDS", "Task", "irrelevance", "missing_parameter", "multi_step", "multiple",
-           "parallel", "parallel_multiple", "sibling", "simple"]
+__all__ = ["BUILDERS", "MANY_VALUES_P", "SIBLING_KINDS", "Task", "irrelevance", "missing_parameter", "multi_step",
+           "multiple", "n_values", "parallel", "parallel_multiple", "sibling", "simple"]

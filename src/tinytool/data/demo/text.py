@@ -169,9 +169,11 @@ CHITCHAT = (
 
 
 #: irrelevance negatives: below CHITCHAT_P fixed small talk, below OPEN_P an open question (`open_question`),
-#: the rest a request for a tool that is not offered, beside related ones
+#: below TOPIC_P a general question about what an offered tool does (`topic_question`), the rest a request for a
+#: tool that is not offered, beside related ones
 CHITCHAT_P = 0.15
 OPEN_P = 0.35
+TOPIC_P = 0.5
 #: open questions no tool answers: knowledge, explanations, advice and writing, over wide value pools so that a
 #: place, a person or a number in a request is no sign by itself that a call is due
 _OPEN = (
@@ -211,6 +213,29 @@ def open_question(r: Random, have: Sequence[str]) -> tuple[str, str]:
              "number": r.choice((7, 12, 42, 73, 108, 365, 1729, 2048)), "year": r.randint(1950, 2020)}
     question = r.choice(_OPEN).format(**slots)
     return question, r.choice(_OPEN_REPLIES).format(have=_what_tools_do(have, r))
+
+
+#: general questions about what a tool does, asking for no values of it (``{g}``: the tool's gist)
+_TOPIC = (
+    "How would I {g} by hand?", "What do I need to know before I {g}?", "Why do people {g}?",
+    "Is it hard to {g}?", "What's the usual method to {g}?", "In general terms, how do you {g}?",
+    "What can go wrong when you {g}?", "Explain what it means to {g}.", "Any advice on how to {g} well?",
+    "what's the point of being able to {g}", "When would someone need to {g}?",
+)
+_TOPIC_REPLIES = (
+    ("That's a general question rather than a request to {g} for particular values, so no tool call is needed. "
+    "If you give me the details, I can {g} for you."),
+    ("You're asking about it in general, not asking me to {g} now, so I'll answer without calling a tool; "
+    "tell me the values if you want me to {g}."),
+    "No call needed for that: the tool I have would {g} for specific inputs, and you haven't asked for one.",
+)
+
+
+def topic_question(r: Random, gist: str) -> tuple[str, str]:
+    """A general question about what an offered tool does (its ``gist``) that asks for no values of it, and a reply
+    without a call: the hardest irrelevance negative, the tool itself on offer (BFCL's irrelevance category
+    offers tools of the question's own subject that do not answer it)."""
+    return r.choice(_TOPIC).format(g=gist), r.choice(_TOPIC_REPLIES).format(g=gist)
 
 
 def _what_tools_do(have: Sequence[str], r: Random) -> str:
