@@ -211,6 +211,9 @@ def test_resume_continues_global_step(env):
     first = train_sft(_cfg(env, "resume", max_steps=4, save_steps=2))
     out = Path(first["out"])
     assert first["global_step"] == 4 and (out / "checkpoint-4").is_dir() and (out / "checkpoint-2").is_dir()
+    logged = json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())["log_history"]
+    at4 = [h["run_seconds"] for h in logged if "run_seconds" in h][-1]
+    assert 0 < at4 <= first["seconds"]
     with pytest.raises(RunDirError, match=r"learning_rate: 0.0002 there, 0.001 now"):
         train_sft(_cfg(env, "resume", max_steps=6, save_steps=2, learning_rate=1e-3))
     # the same settings (more steps allowed) resume on their own
@@ -223,6 +226,8 @@ def test_resume_continues_global_step(env):
     # the summary covers the whole run: mean over all six steps, tokens of all six
     assert second["mean_train_loss"] == pytest.approx(sum(v for _, v in second["losses"]) / 6)
     assert second["tokens"] == pytest.approx(first["tokens"] * 6 / 4, rel=0.01)
+    # ... and its time: the first invocation's seconds up to its checkpoint, then the second's
+    assert second["seconds"] > at4
     fresh = train_sft(_cfg(env, "resume", max_steps=2, save_steps=2, overwrite=True))
     assert fresh["resumed_from"] is None and not (out / "checkpoint-6").exists()
 

@@ -33,6 +33,33 @@ class WholeRunLog(TrainerCallback):
             control.should_log = True
 
 
+class RunClock(TrainerCallback):
+    """Training seconds over the whole run, also when it was resumed: every log entry carries ``run_seconds``
+    (the seconds of the invocations before this one, read back from the resumed checkpoint's log history, plus
+    this one's so far), so the log saved with a checkpoint holds the time spent up to it. The time a stopped
+    invocation spent after its last checkpoint is not counted: the resumed run trains those steps again."""
+
+    key = "run_seconds"
+
+    def __init__(self) -> None:
+        import time
+
+        self._now = time.perf_counter
+        self.before, self.t0 = 0.0, self._now()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.t0 = self._now()
+        done = [h[self.key] for h in state.log_history if self.key in h and h.get("step", 0) <= state.global_step]
+        self.before = float(done[-1]) if done else 0.0
+
+    def seconds(self) -> float:
+        return self.before + self._now() - self.t0
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.log_history:
+            state.log_history[-1][self.key] = round(self.seconds(), 3)
+
+
 class ShowConfig(TrainerCallback):
     """Print the resolved config once training starts (after the model and data loaded), on the main process."""
 
@@ -133,10 +160,10 @@ class StopAtWallTime(TrainerCallback):
 
 
 def train_seconds(trainer: Any, resume_from: str | None) -> float:
-    """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds (0 when
-    the checkpoint was already at the target). A run stopped by `StopOnSignal` raises `clikit.Interrupted`
+    """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds over the whole
+    run, the invocations a resumed run was stopped in included (`RunClock`; 0 when the checkpoint was already
+    at the target). A run stopped by `StopOnSignal` raises `clikit.Interrupted`
     after its checkpoint is saved: the verb ends there, without a final model or summary, and resumes."""
-    import time
 
     from tinytool.clikit import Interrupted
 
@@ -146,11 +173,12 @@ def train_seconds(trainer: Any, resume_from: str | None) -> float:
         trainer.add_callback(StopAtWallTime(trainer, budget))
     stopper = StopOnSignal()
     trainer.add_callback(stopper)
+    clock = RunClock()
+    trainer.add_callback(clock)
     if trainer.accelerator.num_processes == 1:
         stopper.install()
-    t0 = time.perf_counter()
     try:
-        result = trainer.train(resume_from_checkpoint=resume_from)
+        trainer.train(resume_from_checkpoint=resume_from)
     except AtTarget:
         return 0.0
     finally:
@@ -159,7 +187,7 @@ def train_seconds(trainer: Any, resume_from: str | None) -> float:
         step = trainer.state.global_step
         raise Interrupted(f"stopped by {stopper.requested} at step {step}; checkpoint-{step} saved in "
                           f"{trainer.args.output_dir}: the same command resumes from it")
-    return float(result.metrics.get("train_runtime", time.perf_counter() - t0))
+    return clock.seconds()
 
 
 def whole_run_loss(log_history: list[dict[str, Any]]) -> float | None:
