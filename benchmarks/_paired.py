@@ -12,6 +12,19 @@ from pathlib import Path
 AST = ("simple_python", "multiple", "parallel", "parallel_multiple")
 
 
+def bfcl_table(summary: dict) -> dict:
+    """The table of a `tinytool eval bfcl` summary: accuracy per category it scored, the non-live AST average (when
+    all four AST categories are there), strict irrelevance (any attempted call fails), items per category."""
+    cats = summary["categories"]
+    table: dict = {c: round(v["accuracy"], 4) for c, v in cats.items()}
+    if all(c in cats for c in AST):
+        table["non_live_ast_avg"] = round(sum(table[c] for c in AST) / len(AST), 4)
+    if "irrelevance" in cats:
+        table["irrelevance_strict"] = round(cats["irrelevance"].get("accuracy_strict", table["irrelevance"]), 4)
+    table["n_per_category"] = {c: v["n"] for c, v in cats.items()}
+    return table
+
+
 def bfcl_items(run_dir: Path) -> dict[str, tuple[str, bool]]:
     """Each scored item of a `tinytool eval bfcl` run directory: id → (category, strict verdict)."""
     items = {}

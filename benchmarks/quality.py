@@ -27,9 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
+from _paired import AST, bfcl_table
 
-CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
-AST = CATEGORIES[:4]
+CATEGORIES = (*AST, "irrelevance")
 MODEL = "smollm2-135m-instruct"
 FORMAT = "hermes-nothink"
 
@@ -218,7 +218,7 @@ def params(model: str) -> int:
 
 def row_record(row: str, model: str, sft: dict | None, ev: dict) -> dict:
     cats = ev["bfcl"]["categories"]
-    acc = {c: round(cats[c]["accuracy"], 4) for c in CATEGORIES}
+    table = bfcl_table(ev["bfcl"])
     rec = {
         "model": MODEL if sft is None else f"{MODEL} + {'CKD' if 'distill' in ROWS[row] else 'SFT'} ({row})",
         "params": params(model),
@@ -226,10 +226,10 @@ def row_record(row: str, model: str, sft: dict | None, ev: dict) -> dict:
         "train_tokens_per_s": round(sft["tokens_per_second"], 1) if sft and sft.get("tokens_per_second") else None,
         "train_tokens": sft.get("tokens") if sft else None,
         "own_train_seconds": round(sft["own_seconds"], 1) if sft else 0.0,  # without the teacher row's
-        **{c: acc[c] for c in AST},
-        "non_live_ast_avg": round(sum(acc[c] for c in AST) / len(AST), 4),
-        "irrelevance": acc["irrelevance"],
-        "irrelevance_strict": round(cats["irrelevance"].get("accuracy_strict", acc["irrelevance"]), 4),
+        **{c: table[c] for c in AST},
+        "non_live_ast_avg": table["non_live_ast_avg"],
+        "irrelevance": table["irrelevance"],
+        "irrelevance_strict": table["irrelevance_strict"],
         "n": min(cats[c]["n"] for c in CATEGORIES),
         "n_per_category": {c: cats[c]["n"] for c in CATEGORIES},
         "lenient": {c: round(cats[c]["accuracy_lenient"], 4) for c in CATEGORIES},

@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
-from _paired import bfcl_items, bootstrap_p, irrelevance_p
+from _paired import bfcl_items, bfcl_table, bootstrap_p, irrelevance_p
 
 FORMAT = quality.FORMAT
 CATEGORIES = quality.CATEGORIES
@@ -152,11 +152,8 @@ def scores(model: str, out: Path, data: Path, limit: int, batch_size: int, dev_l
     run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(data / "dev.jsonl"),
              "-o", str(demo), "--batch-size", str(batch_size), *(["--limit", str(dev_limit)] if dev_limit else [])])
     summary = json.loads((bfcl / "summary.json").read_text())
-    cats = summary["categories"]
-    table = {c: round(cats[c]["accuracy"], 4) for c in CATEGORIES}
-    table["non_live_ast_avg"] = round(sum(table[c] for c in AST) / len(AST), 4)
-    table["irrelevance_strict"] = round(cats["irrelevance"].get("accuracy_strict", table["irrelevance"]), 4)
-    table["n"] = min(cats[c]["n"] for c in CATEGORIES)
+    table = bfcl_table(summary)
+    table["n"] = min(table.pop("n_per_category").values())
     table["demo_dev"] = round(json.loads((demo / "summary.json").read_text())["groups"]["overall"], 4)
     return {"table": table, "items": bfcl_items(bfcl), "failures": summary.get("failures")}
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
-from _paired import AST, bfcl_items, bootstrap_p, category_p, irrelevance_p
+from _paired import bfcl_items, bfcl_table, bootstrap_p, category_p, irrelevance_p
 
 from tinytool.bfcl import BFCL_VERSION, bfcl_data
 from tinytool.eval.bfcl_runner import BFCLRunConfig, check_item, decode_strict, item_conversation, run_bfcl
@@ -173,16 +173,8 @@ def required(model, tokenizer, n_items: int, max_new_tokens: int, fmt_name: str)
 
 
 def _side(summary: dict) -> dict:
-    """One side's table: per-category accuracy, the non-live AST average, strict irrelevance, failure classes."""
-    cats = summary["categories"]
-    acc = {c: round(v["accuracy"], 4) for c, v in cats.items()}
-    ast = [c for c in AST if c in acc]
-    table = {**acc, "n_per_category": {c: v["n"] for c, v in cats.items()}}
-    if ast:
-        table["non_live_ast_avg"] = round(sum(acc[c] for c in ast) / len(ast), 4)
-    if "irrelevance" in cats:
-        table["irrelevance_strict"] = round(cats["irrelevance"].get("accuracy_strict", acc["irrelevance"]), 4)
-    return {**table, "failures": summary["failures"]}
+    """One side's table (`bfcl_table`) and its failure classes."""
+    return {**bfcl_table(summary), "failures": summary["failures"]}
 
 
 def full_bfcl(model_spec: str, fmt_name: str, run_dir: Path, batch_size: int, limit: int | None,
