@@ -169,6 +169,11 @@ def shared_prefix(work: Path, n: int, k: int, model_spec: str) -> dict:
     today, tree = sides["today"], sides["tree_packed"]
     return {
         "k": k, "demo_tasks": n, "epochs": 1, **sizes, "today": today, "tree_packed": tree,
+        # fewer tokens per epoch, and the share of them the loss (and the LM head, asked for logits only there)
+        # is on: a tree row spends more of its time in the head, so examples/hour gains less than the tokens
+        "tokens_ratio": round(sizes["tokens_per_epoch"]["today"] / sizes["tokens_per_epoch"]["tree_packed"], 3),
+        "completion_share": {side: round(sizes["assistant_tokens"] / sizes["tokens_per_epoch"][side], 3)
+                             for side in ("today", "tree_packed")},
         "examples_per_hour_ratio": round(tree["examples_per_hour"] / today["examples_per_hour"], 3),
         "assistant_tokens_per_hour_ratio": round(
             tree["assistant_tokens_per_hour"] / today["assistant_tokens_per_hour"], 3),
@@ -187,17 +192,20 @@ def main() -> None:
     ap.add_argument("--shared-prefix", action="store_true",
                     help="measure only tree-packed against today's layout (key shared_prefix of --out)")
     ap.add_argument("--k", type=int, default=4, help="with --shared-prefix: tasks per tool set and branches")
+    ap.add_argument("--key", default="shared_prefix",
+                    help="with --shared-prefix: the key of --out to write (another K beside the default's figures)")
     args = ap.parse_args()
     if args.shared_prefix:
         from tinytool.models.precision import cpu_supports_bf16
 
         result = json.loads(args.out.read_text()) if args.out.is_file() else {"benchmark": "sft_bench"}
         sp = shared_prefix(Path(tempfile.mkdtemp(prefix="sft-bench-sp-")), args.n, args.k, args.model)
-        result["shared_prefix"] = {**sp, "model": args.model,
-                                   "machine": {"platform": platform.platform(), "cpu_bf16": cpu_supports_bf16()}}
+        result[args.key] = {**sp, "model": args.model,
+                            "machine": {"platform": platform.platform(), "cpu_bf16": cpu_supports_bf16()},
+                            "command": " ".join([".venv/bin/python", "benchmarks/sft_bench.py", *sys.argv[1:]])}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"wrote {args.out}: shared_prefix examples/hour x{sp['examples_per_hour_ratio']}")
+        print(f"wrote {args.out}: {args.key} examples/hour x{sp['examples_per_hour_ratio']}")
         return
 
     from tinytool.data.demo import write_demo
