@@ -233,8 +233,8 @@ _TOPIC_REPLIES = (
 
 def topic_question(r: Random, gist: str) -> tuple[str, str]:
     """A general question about what an offered tool does (its ``gist``) that asks for no values of it, and a reply
-    without a call: the hardest irrelevance negative, the tool itself on offer (BFCL's irrelevance category
-    offers tools of the question's own subject that do not answer it)."""
+    without a call: the hardest irrelevance negative, the tool itself on offer (a small model tends to call any
+    tool whose subject matches the question, inventing the values it was not given)."""
     return r.choice(_TOPIC).format(g=gist), r.choice(_TOPIC_REPLIES).format(g=gist)
 
 
