@@ -96,9 +96,9 @@ ROWS: dict[str, dict | None] = {
     # can train, for the realistic dev split before and after
     "sft-real-100": {"data": ["--n", "2600"], "dir": "d2600-real",
                      "sft": ["--epochs", "1", "--max-steps", "100", "--lr", "2e-4", "--warmup", "0.03"]},
-    # sft-real's generator and token budget with shared-prefix training: tasks drawn four per offered tool set,
-    # tree-packed four branches a row; a tree row costs about what one of sft-real's sequences costs, so 2.5x the
-    # conversations (6,500) train in sft-real's tokens (two epochs)
+    # sft-real2's generator and token budget with shared-prefix training (its comparison row): tasks drawn four per
+    # offered tool set, tree-packed four branches a row; a tree row costs about what one of sft-real2's sequences
+    # costs, so 2.5x the conversations (6,500) train in its tokens (two epochs)
     "sft-shared": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4",
                    "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
     "sft-tidy-100": {"data": ["--n", "2600", "--mix", V4_MIX, "--real-fraction", "0"], "dir": "d2600-tidy",
