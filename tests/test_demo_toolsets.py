@@ -63,3 +63,17 @@ def test_further_tasks_validate_and_their_catalog_calls_execute(sets):
 def test_deterministic(sets):
     again = generate_demo(240, 0, per_toolset=K)
     assert [c.to_dict() for c in again[0]] == [c.to_dict() for c in sets[0]]
+
+
+def _expects(conv) -> str:
+    n = sum(len(m.tool_calls) for m in conv.messages)
+    return "none" if n == 0 else "one" if n == 1 else "several"
+
+
+def test_sets_ask_for_calls_as_often_as_single_tasks():
+    """Further tasks over a tool set are drawn in the mix's shares of one call, several and none, so sharing
+    listings does not change how often the data asks for a call, or for several."""
+    single, shared = generate_demo(800, 0)[0], generate_demo(800, 0, per_toolset=K)[0]
+    a, b = Counter(map(_expects, single)), Counter(map(_expects, shared))
+    for kind in ("one", "several", "none"):
+        assert abs(a[kind] / len(single) - b[kind] / len(shared)) < 0.06, (kind, a, b)

@@ -28,8 +28,8 @@ on a fresh copy of the world while generating and resampled if it fails, so call
 construction. Held-out tools (`HELD_OUT`, ≥ 10 % of the catalog) and some phrasings appear only in
 dev, and so do held-out generated domains and tools. Equal ``(n, seed)`` give byte-identical files.
 ``per_toolset=K`` draws K tasks per offered tool set: each task drawn as above is followed by K-1 more over
-the same tools in the same order (a call of another of them, several calls of one, a near miss or open question
-none of them answers), so K conversations share one system prompt and tool listing and the same listing is seen
+the same tools in the same order (a call of another of them, several calls of one, a near miss or question none
+of them answers; drawn in the mix's shares of tasks expecting one call, several and none), so K conversations share one system prompt and tool listing and the same listing is seen
 with different right answers; their ``meta.toolset`` is the first one's id. K=1 (the default) is the set above,
 byte for byte.
 ``meta`` of every record: ``id``, ``category``, ``split``, ``seed``, ``world_seed``, ``source``,
@@ -110,6 +110,19 @@ def _sibling(rng: Random, source: ToolSource[Any], offered: list[Any], kind: str
     raise RuntimeError(f"could not build a task over an offered tool set ({split} #{i}, seed {seed})")  # pragma: no cover
 
 
+#: what each kind of further task over an offered tool set expects: one call, several, none
+_EXPECTS = {"other_tool": ("simple", "multiple"), "parallel": ("parallel", "parallel_multiple", "multi_step"),
+            "no_tool": ("irrelevance", "missing_parameter")}
+
+
+def _sibling_weights(mix: Mapping[str, float]) -> list[float]:
+    """Weights of `SIBLING_KINDS` that keep the mix's shares of tasks expecting one call, several and none, so a
+    set drawn with ``per_toolset`` > 1 asks for calls as often as one drawn without (each kind at least a little,
+    so a listing is still seen with different right answers)."""
+    total = sum(mix.values()) or 1.0
+    return [max(sum(mix.get(c, 0.0) for c in _EXPECTS[k]) / total, 0.05) for k in SIBLING_KINDS]
+
+
 def _casual(messages: list[Message], r: Random, split: str) -> list[Message]:
     """The task with its first request rewritten the way people write (`tinytool.data.demo.realistic.casual`),
     every value of its calls kept."""
@@ -168,8 +181,8 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
                 raise RuntimeError(f"could not build a {category} task ({split} #{i}, seed {seed})")
             if per_toolset > 1:
                 anchor, used = (i, source, offered), set(_tools_used(messages))
-                kinds = [SIBLING_KINDS[j % len(SIBLING_KINDS)] for j in range(per_toolset - 1)]
-                Random(f"tinytool-demo:{seed}:{split}:{i}:kinds").shuffle(kinds)
+                kinds = Random(f"tinytool-demo:{seed}:{split}:{i}:kinds").choices(
+                    SIBLING_KINDS, _sibling_weights(mix), k=per_toolset - 1)
                 extra = {"toolset": f"demo-s{seed}-{split}-{i:06d}", **extra}
         if real or (real_fraction > 0 and Random(f"tinytool-demo:{seed}:{split}:{i}:real").random() < real_fraction):
             messages = _casual(messages, Random(f"tinytool-demo:{seed}:{split}:{i}:casual"), split)
@@ -227,7 +240,8 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapp
     ``per_toolset`` > 1 draws that many tasks per offered tool set: each task drawn as above is followed by
     ``per_toolset - 1`` more over the same tools in the same order (so the same system prompt; a call of one of
     them, several calls of one, a near miss or open question none answers: `tinytool.data.demo.tasks.sibling`),
-    ``meta.toolset`` naming the first; the mix then holds for the first tasks of the sets.
+    ``meta.toolset`` naming the first; the mix's categories then hold for the first tasks of the sets, and its shares
+    of tasks expecting one call, several and none for all of them.
     ``real_fraction`` of the tasks of every kind have their request written the way people write
     (`tinytool.data.demo.realistic`; ``meta.realistic``), and dev holds the realistic categories ``real_dev``
     in their share of it (default: `REAL_DEV` with the default mix, none with a mix of one's own).
