@@ -29,9 +29,9 @@ construction. Held-out tools (`HELD_OUT`, ≥ 10 % of the catalog) and some phra
 dev, and so do held-out generated domains and tools. Equal ``(n, seed)`` give byte-identical files.
 ``per_toolset=K`` draws K tasks per offered tool set: each task drawn as above is followed by K-1 more over
 the same tools in the same order (a call of another of them, several calls of one, a near miss or question none
-of them answers; drawn in the mix's shares of tasks expecting one call, several and none), so K conversations share one system prompt and tool listing and the same listing is seen
-with different right answers; their ``meta.toolset`` is the first one's id. K=1 (the default) is the set above,
-byte for byte.
+of them answers; drawn in the mix's shares of tasks expecting one call, several and none), so K conversations
+share one system prompt and tool listing and the same listing is seen with different right answers; their
+``meta.toolset`` is the first one's id. K=1 (the default) is the set above, byte for byte.
 ``meta`` of every record: ``id``, ``category``, ``split``, ``seed``, ``world_seed``, ``source``,
 ``tools`` (``"catalog"`` or ``"generated"``), ``tools_used``, ``sub_questions`` and ``sub_answers``
 (empty outside ``multi_step``).
@@ -155,6 +155,7 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
     anchor: tuple[int, ToolSource[Any], list[Any]] | None = None
     kinds: list[str] = []
     used: set[str] = set()  # the tools the current tool set's tasks called
+    sibling_weights = _sibling_weights(mix)
     for i, category in enumerate(labels):
         rng = Random(f"tinytool-demo:{seed}:{split}:{i}")
         real = category.startswith("real_")  # a realistic dev category: the task of its base category, rewritten
@@ -182,7 +183,7 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
             if per_toolset > 1:
                 anchor, used = (i, source, offered), set(_tools_used(messages))
                 kinds = Random(f"tinytool-demo:{seed}:{split}:{i}:kinds").choices(
-                    SIBLING_KINDS, _sibling_weights(mix), k=per_toolset - 1)
+                    SIBLING_KINDS, sibling_weights, k=per_toolset - 1)
                 extra = {"toolset": f"demo-s{seed}-{split}-{i:06d}", **extra}
         if real or (real_fraction > 0 and Random(f"tinytool-demo:{seed}:{split}:{i}:real").random() < real_fraction):
             messages = _casual(messages, Random(f"tinytool-demo:{seed}:{split}:{i}:casual"), split)
