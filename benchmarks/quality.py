@@ -101,6 +101,11 @@ ROWS: dict[str, dict | None] = {
     # costs, so 2.5x the conversations (6,500) train in its tokens (two epochs)
     "sft-shared": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4",
                    "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
+    # sft-shared at half its tokens (one epoch): whether shared-prefix training reaches sft-real2's quality in
+    # about one hour of a 2-core CPU
+    "sft-shared-1ep": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4",
+                       "sft": ["--epochs", "1", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches",
+                               "4"]},
     "sft-tidy-100": {"data": ["--n", "2600", "--mix", V4_MIX, "--real-fraction", "0"], "dir": "d2600-tidy",
                      "sft": ["--epochs", "1", "--max-steps", "100", "--lr", "2e-4", "--warmup", "0.03"]},
 }
@@ -216,6 +221,14 @@ def params(model: str) -> int:
     return sum(p.numel() for p in load_model(model).parameters())
 
 
+def _device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda: {torch.cuda.get_device_name(0)}"
+    return f"cpu: {machine()['cpu']} ({machine()['nproc']} cores)"
+
+
 def row_record(row: str, model: str, sft: dict | None, ev: dict) -> dict:
     cats = ev["bfcl"]["categories"]
     table = bfcl_table(ev["bfcl"])
@@ -242,6 +255,8 @@ def row_record(row: str, model: str, sft: dict | None, ev: dict) -> dict:
         # every row
         "real_dev": {c: round(v["accuracy"], 4) for c, v in ev["real"]["categories"].items()},
         "eval_items_per_s": ev["bfcl"]["throughput"].get("items_per_s"),
+        # where this row trained and was evaluated (its train_seconds are that device's)
+        "device": _device(),
     }
     return rec
 
