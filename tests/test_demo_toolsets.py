@@ -66,14 +66,28 @@ def test_deterministic(sets):
 
 
 def _expects(conv) -> str:
-    n = sum(len(m.tool_calls) for m in conv.messages)
-    return "none" if n == 0 else "one" if n == 1 else "several"
+    calls = [c.name for m in conv.messages for c in m.tool_calls]
+    if len(calls) < 2:
+        return ("none", "one")[len(calls)]
+    return "one tool, several calls" if len(set(calls)) == 1 else "several tools"
 
 
 def test_sets_ask_for_calls_as_often_as_single_tasks():
-    """Further tasks over a tool set are drawn in the mix's shares of one call, several and none, so sharing
-    listings does not change how often the data asks for a call, or for several."""
+    """Further tasks over a tool set are drawn in the mix's shares of one call, several calls of one tool, one
+    each of several tools and none, so sharing listings changes neither how often the data asks for a call, or
+    for several, nor how often several calls repeat one tool (sets that did taught a model to split a one-call
+    request into repeated calls)."""
     single, shared = generate_demo(800, 0)[0], generate_demo(800, 0, per_toolset=K)[0]
     a, b = Counter(map(_expects, single)), Counter(map(_expects, shared))
-    for kind in ("one", "several", "none"):
+    for kind in ("one", "one tool, several calls", "several tools", "none"):
         assert abs(a[kind] / len(single) - b[kind] / len(shared)) < 0.06, (kind, a, b)
+
+
+def test_several_tools_sibling_calls_different_offered_tools(sets):
+    train, dev = sets
+    several = [c for c in train + dev if c.meta["id"] != c.meta["toolset"] and c.meta["category"] == "parallel_multiple"
+               and len({x.name for m in c.messages for x in m.tool_calls}) > 1]
+    assert len(several) > 5
+    for c in several:
+        names = [x.name for m in c.messages for x in m.tool_calls]
+        assert len(names) == len(set(names)) and set(names) <= {t.name for t in c.tools}

@@ -28,8 +28,8 @@ on a fresh copy of the world while generating and resampled if it fails, so call
 construction. Held-out tools (`HELD_OUT`, ≥ 10 % of the catalog) and some phrasings appear only in
 dev, and so do held-out generated domains and tools. Equal ``(n, seed)`` give byte-identical files.
 ``per_toolset=K`` draws K tasks per offered tool set: each task drawn as above is followed by K-1 more over
-the same tools in the same order (a call of another of them, several calls of one, a near miss or question none
-of them answers; drawn in the mix's shares of tasks expecting one call, several and none), so K conversations
+the same tools in the same order (a call of another of them, several calls of one, one call each of several, a
+near miss or question none of them answers; drawn in the mix's shares of those four), so K conversations
 share one system prompt and tool listing and the same listing is seen with different right answers; their
 ``meta.toolset`` is the first one's id. K=1 (the default) is the set above, byte for byte.
 ``meta`` of every record: ``id``, ``category``, ``split``, ``seed``, ``world_seed``, ``source``,
@@ -97,10 +97,10 @@ def _tools_used(messages: list[Message]) -> list[str]:
 
 def _sibling(rng: Random, source: ToolSource[Any], offered: list[Any], kind: str, used: set[str], split: str,
              i: int, seed: int) -> tuple[str, list[Message], dict[str, Any]]:
-    """Task ``i``, a further one over an offered tool set: of ``kind`` if it can be built, else a call of one of
-    its tools, else a request none of them serves (`tinytool.data.demo.tasks.sibling`); tools the set has not
+    """Task ``i``, a further one over an offered tool set: of ``kind`` if it can be built, else of its
+    `_FALLBACK`, else a call of one of its tools, else a request none of them serves (`tinytool.data.demo.tasks.sibling`); tools the set has not
     called yet (``used``: those it has) first."""
-    for k in dict.fromkeys((kind, "other_tool", "no_tool")):
+    for k in dict.fromkeys((kind, *_FALLBACK.get(kind, ()), "other_tool", "no_tool")):
         for _ in range(MAX_TRIES):
             try:
                 category, (messages, _, extra) = sibling(rng, source, offered, k, used)
@@ -110,15 +110,21 @@ def _sibling(rng: Random, source: ToolSource[Any], offered: list[Any], kind: str
     raise RuntimeError(f"could not build a task over an offered tool set ({split} #{i}, seed {seed})")  # pragma: no cover
 
 
-#: what each kind of further task over an offered tool set expects: one call, several, none
-_EXPECTS = {"other_tool": ("simple", "multiple"), "parallel": ("parallel", "parallel_multiple", "multi_step"),
-            "no_tool": ("irrelevance", "missing_parameter")}
+#: which categories of the mix each kind of further task over an offered tool set stands in for: one call; several
+#: of one tool (BFCL's parallel); one each of several tools (parallel_multiple, and the chains of multi_step,
+#: which call different tools too); none
+_EXPECTS = {"other_tool": ("simple", "multiple"), "parallel": ("parallel",),
+            "several_tools": ("parallel_multiple", "multi_step"), "no_tool": ("irrelevance", "missing_parameter")}
+#: the kind a further task falls back to, before a call of one tool, where its own cannot be built (a set of one
+#: tool cannot be asked for several tools: it is asked for several calls of that one)
+_FALLBACK = {"several_tools": ("parallel",)}
 
 
 def _sibling_weights(mix: Mapping[str, float]) -> list[float]:
-    """Weights of `SIBLING_KINDS` that keep the mix's shares of tasks expecting one call, several and none, so a
-    set drawn with ``per_toolset`` > 1 asks for calls as often as one drawn without (each kind at least a little,
-    so a listing is still seen with different right answers)."""
+    """Weights of `SIBLING_KINDS` that keep the mix's shares of tasks expecting one call, several calls of one tool,
+    one each of several tools, and none, so a set drawn with ``per_toolset`` > 1 asks for calls as often, and
+    repeats a tool as often, as one drawn without (each kind at least a little, so a listing is still seen with
+    different right answers)."""
     total = sum(mix.values()) or 1.0
     return [max(sum(mix.get(c, 0.0) for c in _EXPECTS[k]) / total, 0.05) for k in SIBLING_KINDS]
 
@@ -240,7 +246,7 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapp
     than missing_parameter use generated tools (`tinytool.data.demo.proctools`); 0 keeps to the catalog.
     ``per_toolset`` > 1 draws that many tasks per offered tool set: each task drawn as above is followed by
     ``per_toolset - 1`` more over the same tools in the same order (so the same system prompt; a call of one of
-    them, several calls of one, a near miss or open question none answers: `tinytool.data.demo.tasks.sibling`),
+    them, several calls of one, one call each of several, a near miss or open question none answers: `tinytool.data.demo.tasks.sibling`),
     ``meta.toolset`` naming the first; the mix's categories then hold for the first tasks of the sets, and its shares
     of tasks expecting one call, several and none for all of them.
     ``real_fraction`` of the tasks of every kind have their request written the way people write

@@ -310,8 +310,8 @@ def multi_step(r: Random, src: ToolSource[Any]) -> Task:
 # ---------------------------------------------------------------------------------------------
 
 #: what a further task over an offered tool set asks: a call of one of its tools, several calls of one of them,
-#: or something none of them does (a near miss, or an open question)
-SIBLING_KINDS = ("other_tool", "parallel", "no_tool")
+#: one call each of two or three of them, or something none of them does (a near miss, or an open question)
+SIBLING_KINDS = ("other_tool", "parallel", "several_tools", "no_tool")
 
 
 def _offered(src: ToolSource[Any], offered: list[Tool]) -> list[Any]:
@@ -362,6 +362,20 @@ def sibling(r: Random, src: ToolSource[Any], offered: list[Tool], kind: str,
         text = parts[0] if len(parts) == 1 else join_requests(parts, r, src.split)
         category = "parallel" if len(have) == 1 else "parallel_multiple"  # BFCL's names: by the tools offered
         return category, ([user_turn(text), calls_turn([(t.name, c) for c in calls])], offered, {})
+    if kind == "several_tools":
+        if len(have) < 2:
+            raise Retry("one tool offered")
+        fresh = _fresh_first(have, used)
+        n = min(len(have), r.choices((2, 3), (0.7, 0.3))[0])
+        chosen = r.sample(fresh, min(n, len(fresh)))
+        chosen += r.sample([h for h in have if h not in chosen], n - len(chosen))
+        calls, parts = [], []
+        for t in chosen:
+            args, text, _, _ = src.request(r, t)
+            calls.append((t.name, args))
+            parts.append(text)
+        src.check(calls)
+        return "parallel_multiple", ([user_turn(join_requests(parts, r, src.split)), calls_turn(calls)], offered, {})
     if kind == "other_tool":
         t = r.choice(_fresh_first(have, used))
         args, text, _, _ = _one_request(r, src, t, r.random() < MANY_VALUES_P)
