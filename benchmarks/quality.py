@@ -106,6 +106,10 @@ ROWS: dict[str, dict | None] = {
     "sft-shared-1ep": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4",
                        "sft": ["--epochs", "1", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches",
                                "4"]},
+    # sft-shared on the generator whose further tasks per tool set also call one each of several offered tools, so
+    # several calls repeat one tool as often as without sharing (sft-shared's data: twice as often)
+    "sft-shared2": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4-several",
+                    "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
     "sft-tidy-100": {"data": ["--n", "2600", "--mix", V4_MIX, "--real-fraction", "0"], "dir": "d2600-tidy",
                      "sft": ["--epochs", "1", "--max-steps", "100", "--lr", "2e-4", "--warmup", "0.03"]},
 }
