@@ -98,8 +98,8 @@ def _tools_used(messages: list[Message]) -> list[str]:
 def _sibling(rng: Random, source: ToolSource[Any], offered: list[Any], kind: str, used: set[str], split: str,
              i: int, seed: int) -> tuple[str, list[Message], dict[str, Any]]:
     """Task ``i``, a further one over an offered tool set: of ``kind`` if it can be built, else of its
-    `_FALLBACK`, else a call of one of its tools, else a request none of them serves (`tinytool.data.demo.tasks.sibling`); tools the set has not
-    called yet (``used``: those it has) first."""
+    `_FALLBACK`, else a call of one of its tools, else a request none of them serves
+    (`tinytool.data.demo.tasks.sibling`); tools the set has not called yet (``used``: those it has) first."""
     for k in dict.fromkeys((kind, *_FALLBACK.get(kind, ()), "other_tool", "no_tool")):
         for _ in range(MAX_TRIES):
             try:
@@ -246,9 +246,10 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapp
     than missing_parameter use generated tools (`tinytool.data.demo.proctools`); 0 keeps to the catalog.
     ``per_toolset`` > 1 draws that many tasks per offered tool set: each task drawn as above is followed by
     ``per_toolset - 1`` more over the same tools in the same order (so the same system prompt; a call of one of
-    them, several calls of one, one call each of several, a near miss or open question none answers: `tinytool.data.demo.tasks.sibling`),
-    ``meta.toolset`` naming the first; the mix's categories then hold for the first tasks of the sets, and its shares
-    of tasks expecting one call, several and none for all of them.
+    them, several calls of one, one call each of several, a near miss or open question none answers:
+    `tinytool.data.demo.tasks.sibling`), ``meta.toolset`` naming the first; the mix's categories then hold for the
+    first tasks of the sets, and its shares of tasks expecting one call, several calls of one tool, one each of
+    several tools, and none for all of them (a set of one tool asks for several calls of it instead).
     ``real_fraction`` of the tasks of every kind have their request written the way people write
     (`tinytool.data.demo.realistic`; ``meta.realistic``), and dev holds the realistic categories ``real_dev``
     in their share of it (default: `REAL_DEV` with the default mix, none with a mix of one's own).
