@@ -115,8 +115,8 @@ def _sibling(rng: Random, source: ToolSource[Any], offered: list[Any], kind: str
 #: which call different tools too); none
 _EXPECTS = {"other_tool": ("simple", "multiple"), "parallel": ("parallel",),
             "several_tools": ("parallel_multiple", "multi_step"), "no_tool": ("irrelevance", "missing_parameter")}
-#: the kind a further task falls back to, before a call of one tool, where its own cannot be built (a set of one
-#: tool cannot be asked for several tools: it is asked for several calls of that one)
+#: the kind a further task falls back to, before a call of one tool, where its own cannot be built (several calls
+#: of one tool, where one call each of several could not be drawn)
 _FALLBACK = {"several_tools": ("parallel",)}
 
 
@@ -127,6 +127,20 @@ def _sibling_weights(mix: Mapping[str, float]) -> list[float]:
     different right answers)."""
     total = sum(mix.values()) or 1.0
     return [max(sum(mix.get(c, 0.0) for c in _EXPECTS[k]) / total, 0.05) for k in SIBLING_KINDS]
+
+
+def _set_weights(weights: list[float], tools: int, multi_share: float) -> list[float]:
+    """`_sibling_weights` for a set of ``tools`` offered tools, where ``multi_share`` of the sets offer several: a
+    set of one cannot be asked for one call each of several tools, so it draws the other kinds in their proportions,
+    and a set of several draws that kind more often in their place (as far as its other kinds allow), so all the
+    sets together keep the weights."""
+    w = [x / sum(weights) for x in weights]
+    s = SIBLING_KINDS.index("several_tools")
+    if tools < 2:
+        return [0.0 if i == s else x / (1 - w[s]) for i, x in enumerate(w)]
+    p = max(multi_share, w[s])  # below w[s] the other kinds' weights would turn negative
+    rest = (1 - (1 - p) / (1 - w[s])) / p
+    return [x / p if i == s else x * rest for i, x in enumerate(w)]
 
 
 def _casual(messages: list[Message], r: Random, split: str) -> list[Message]:
@@ -162,6 +176,7 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
     kinds: list[str] = []
     used: set[str] = set()  # the tools the current tool set's tasks called
     sibling_weights = _sibling_weights(mix)
+    sets, multi = 2, 1  # tool sets drawn so far, and those offering several tools (a prior of one in two)
     for i, category in enumerate(labels):
         rng = Random(f"tinytool-demo:{seed}:{split}:{i}")
         real = category.startswith("real_")  # a realistic dev category: the task of its base category, rewritten
@@ -189,7 +204,8 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
             if per_toolset > 1:
                 anchor, used = (i, source, offered), set(_tools_used(messages))
                 kinds = Random(f"tinytool-demo:{seed}:{split}:{i}:kinds").choices(
-                    SIBLING_KINDS, sibling_weights, k=per_toolset - 1)
+                    SIBLING_KINDS, _set_weights(sibling_weights, len(offered), multi / sets), k=per_toolset - 1)
+                sets, multi = sets + 1, multi + (len(offered) > 1)
                 extra = {"toolset": f"demo-s{seed}-{split}-{i:06d}", **extra}
         if real or (real_fraction > 0 and Random(f"tinytool-demo:{seed}:{split}:{i}:real").random() < real_fraction):
             messages = _casual(messages, Random(f"tinytool-demo:{seed}:{split}:{i}:casual"), split)
@@ -249,7 +265,8 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapp
     them, several calls of one, one call each of several, a near miss or open question none answers:
     `tinytool.data.demo.tasks.sibling`), ``meta.toolset`` naming the first; the mix's categories then hold for the
     first tasks of the sets, and its shares of tasks expecting one call, several calls of one tool, one each of
-    several tools, and none for all of them (a set of one tool asks for several calls of it instead).
+    several tools, and none for all of them (a set of one tool draws the other kinds; sets of several draw one
+    call each of several tools more often in their place).
     ``real_fraction`` of the tasks of every kind have their request written the way people write
     (`tinytool.data.demo.realistic`; ``meta.realistic``), and dev holds the realistic categories ``real_dev``
     in their share of it (default: `REAL_DEV` with the default mix, none with a mix of one's own).
