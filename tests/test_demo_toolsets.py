@@ -91,3 +91,17 @@ def test_several_tools_sibling_calls_different_offered_tools(sets):
     for c in several:
         names = [x.name for m in c.messages for x in m.tool_calls]
         assert len(names) == len(set(names)) and set(names) <= {t.name for t in c.tools}
+
+
+@pytest.mark.parametrize("multi_share", [0.3, 0.56, 0.9])
+def test_set_weights_keep_the_mix_over_all_sets(multi_share):
+    """Sets of one tool never draw one call each of several tools; sets of several draw it in their place, so
+    the kinds' shares over all sets are the mix's."""
+    from tinytool.data.demo import DEFAULT_MIX, SIBLING_KINDS, _set_weights, _sibling_weights
+
+    w = _sibling_weights(DEFAULT_MIX)
+    one, several = _set_weights(w, 1, multi_share), _set_weights(w, 3, multi_share)
+    assert one[SIBLING_KINDS.index("several_tools")] == 0.0
+    assert all(x >= 0 for x in one + several) and sum(one) == pytest.approx(1) == sum(several)
+    mixed = [(1 - multi_share) * a + multi_share * b for a, b in zip(one, several)]
+    assert mixed == pytest.approx([x / sum(w) for x in w])
