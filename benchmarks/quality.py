@@ -230,7 +230,8 @@ def _device() -> str:
 
     if torch.cuda.is_available():
         return f"cuda: {torch.cuda.get_device_name(0)}"
-    return f"cpu: {machine()['cpu']} ({machine()['nproc']} cores)"
+    m = machine()
+    return f"cpu: {m['cpu']} ({m['nproc']} cores)"
 
 
 def row_record(row: str, model: str, sft: dict | None, ev: dict) -> dict:
@@ -300,14 +301,18 @@ def _on_gpu(row: dict) -> bool:
     return str(row.get("device") or "").startswith("cuda")
 
 
-def within_budget(row: dict, table: dict) -> bool:
+def token_budget(table: dict) -> int | None:
+    """The most tokens a CPU row of ``table`` trained within the goal's seconds (None: no such row)."""
+    return max((r.get("train_tokens") or 0 for r in table.values()
+                if not _on_gpu(r) and r["train_seconds"] <= GOAL["train_seconds"]), default=None)
+
+
+def within_budget(row: dict, tokens: int | None) -> bool:
     """Whether ``row`` trained within the goal's budget: a CPU row by its seconds; a row trained on a GPU by its
-    tokens, against the most tokens a CPU row of ``table`` trained within those seconds."""
+    tokens, against ``tokens`` (`token_budget` of its table)."""
     if not _on_gpu(row):
         return row["train_seconds"] <= GOAL["train_seconds"]
-    cpu = [r.get("train_tokens") or 0 for r in table.values()
-           if not _on_gpu(r) and r["train_seconds"] <= GOAL["train_seconds"]]
-    return bool(cpu) and (row.get("train_tokens") or float("inf")) <= max(cpu)
+    return tokens is not None and (row.get("train_tokens") or float("inf")) <= tokens
 
 
 def shortfall(row: dict) -> float:
@@ -317,7 +322,8 @@ def shortfall(row: dict) -> float:
 
 def _write(args: argparse.Namespace, result: dict, table: dict) -> None:
     most = max(r["n"] for r in table.values())
-    within = [r for r in table.values() if r["n"] == most and within_budget(r, table)]
+    tokens = token_budget(table)
+    within = [r for r in table.values() if r["n"] == most and within_budget(r, tokens)]
     best = min(within or [r for r in table.values() if r["n"] == most], key=shortfall)
     bench = ROOT / "benchmarks" / "results" / "sft_bench.json"
     sft_bench = json.loads(bench.read_text()) if bench.is_file() else {}
