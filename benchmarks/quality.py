@@ -110,6 +110,18 @@ ROWS: dict[str, dict | None] = {
     # several calls repeat one tool as often as without sharing (sft-shared's data: twice as often)
     "sft-shared2": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4-several",
                     "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
+    # sft-real2 with twin near misses: most near-miss irrelevance negatives ask for a tool that has a twin (same
+    # domain, the same values, another quantity: the median beside the mean) and offer the twin, not the tool
+    # (sft-real2's data: 36 of 421 negatives offered a tool the request's values fit; this one: 137)
+    "sft-real3": {"data": ["--n", "2600"], "dir": "d2600-real3",
+                  "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
+    # the same data and recipe trained again with another seed (the data order: the model has no dropout and
+    # nothing new to initialise): how far two runs of one recipe differ
+    "sft-real3-seed1": {"data": ["--n", "2600"], "dir": "d2600-real3",
+                        "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--seed", "1"]},
+    # sft-shared2 with twin near misses (the generator of sft-real3, four tasks per tool set)
+    "sft-shared3": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4-twins",
+                    "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
     "sft-tidy-100": {"data": ["--n", "2600", "--mix", V4_MIX, "--real-fraction", "0"], "dir": "d2600-tidy",
                      "sft": ["--epochs", "1", "--max-steps", "100", "--lr", "2e-4", "--warmup", "0.03"]},
 }

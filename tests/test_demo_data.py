@@ -349,3 +349,51 @@ def test_calls_write_whole_amounts_as_integers():
             for tc in m.tool_calls:
                 json.loads(json.dumps(tc.arguments), parse_float=lambda s: seen.append(float(s)) or float(s))
     assert seen and not [f for f in seen if f.is_integer()]
+
+
+def _twin_sources():
+    from tinytool.data.demo.proctools import tool_pool
+    from tinytool.data.demo.sources import CatalogTools, GeneratedTools
+
+    return [CatalogTools(World(SEED), "train"), GeneratedTools(tool_pool(SEED), "train")]
+
+
+def test_twins_share_a_domain_and_values_but_never_serve_each_other():
+    """A twin computes something else from the same values: same domain, each one's required parameters among the
+    other's, never the tool itself, a variant of its action or a substitute."""
+    for src in _twin_sources():
+        with_twins = 0
+        for name in src.general:
+            t = src.tools[name]
+            need, take = src.slots(t)
+            for n in src.twins(t):
+                o = src.tools[n]
+                o_need, o_take = src.slots(o)
+                assert src.kin(o) == src.kin(t) and o_need <= take and need <= o_take
+                assert src.key(o) != src.key(t) and src.key(o) not in src.substitutes(t)
+                assert name in src.twins(o) or src.key(t) in src.substitutes(o)
+            with_twins += bool(src.twins(t))
+        assert 0.2 * len(src.general) <= with_twins < len(src.general)
+    cat = _twin_sources()[0]
+    assert "math.median" in cat.twins(CATALOG["math.mean"]) and not cat.twins(CATALOG["send_email"])
+
+
+def test_most_near_misses_offer_a_twin_that_the_reply_names(every):
+    """A near-miss negative mostly asks for a tool with a twin and offers the twin, not the tool; the refusal says
+    what the twin does instead, where it says what the tools do."""
+    near = [c for c in every if c.meta["category"] == "irrelevance" and c.meta.get("requested_tool")]
+    twins = [c for c in near if "twin" in c.meta]
+    assert 0.5 * len(near) <= len(twins) < len(near)
+    sources = {type(s).__name__: s for s in _twin_sources()}
+    kinds = Counter()
+    for c in twins:
+        offered = {t.name for t in c.tools}
+        assert c.meta["twin"] in offered and c.meta["requested_tool"] not in offered
+        src = sources["CatalogTools" if c.meta["tools"] == "catalog" else "GeneratedTools"]
+        if c.meta["split"] == "train":  # the train sources: a dev task may twin a held-out tool
+            assert c.meta["twin"] in src.twins(src.tools[c.meta["requested_tool"]])
+        reply = c.messages[-1].content
+        if not c.meta.get("realistic") and any(src.tools[n].gist in reply for n in offered):  # it says what they do
+            assert src.tools[c.meta["twin"]].gist in reply
+        kinds[c.meta["tools"]] += 1
+    assert kinds["catalog"] and kinds["generated"]

@@ -105,3 +105,15 @@ def test_set_weights_keep_the_mix_over_all_sets(multi_share):
     assert all(x >= 0 for x in one + several) and sum(one) == pytest.approx(1) == sum(several)
     mixed = [(1 - multi_share) * a + multi_share * b for a, b in zip(one, several)]
     assert mixed == pytest.approx([x / sum(w) for x in w])
+
+
+def test_further_near_misses_ask_for_a_twin_of_an_offered_tool(sets):
+    """A further task's near miss often asks for a tool that is not offered but computes something else from the
+    values of one that is (its twin, named in the meta and offered)."""
+    near = [c for c in sets[0] if c.meta["category"] == "irrelevance" and c.meta.get("requested_tool")
+            and c.meta["id"] != c.meta["toolset"]]
+    twins = [c for c in near if "twin" in c.meta]
+    assert near and len(twins) >= 0.2 * len(near)
+    for c in twins:
+        offered = {t.name for t in c.tools}
+        assert c.meta["twin"] in offered and c.meta["requested_tool"] not in offered

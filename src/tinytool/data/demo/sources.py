@@ -92,6 +92,7 @@ class ToolSource(Generic[T]):
         self.tools = tools  # name -> tool
         self.general = tuple(general)
         self.focus = tuple(focus)
+        self._twins: dict[str, list[str]] = {}
 
     # ---- what a source is made of ----------------------------------------------------------------
 
@@ -115,6 +116,30 @@ class ToolSource(Generic[T]):
     def kin(self, t: T) -> list[str]:
         """The usable tools of ``t``'s domain (``t`` among them)."""
         raise NotImplementedError
+
+    def slots(self, t: T) -> tuple[frozenset[str], frozenset[str]]:
+        """``t``'s required parameters and all its parameters, named alike wherever two tools of the source take
+        the same value."""
+        raise NotImplementedError
+
+    def twins(self, t: T) -> list[str]:
+        """The usable tools of ``t``'s domain that compute something else from the same values: each one's required
+        parameters are among the other's, and neither could serve the other's request (the mean beside the median,
+        compound interest beside a loan payment). Offered alone beside a request for ``t``, a twin is the hardest
+        near miss: every value the request states fits it, and it is still the wrong tool."""
+        if t.name not in self._twins:
+            need, take = self.slots(t)
+            out = []
+            for n in self.kin(t):
+                o = self.tools[n]
+                if self.key(o) == self.key(t) or self.key(o) in self.substitutes(t) \
+                        or self.key(t) in self.substitutes(o):
+                    continue
+                o_need, o_take = self.slots(o)
+                if o_need <= take and need <= o_take:
+                    out.append(n)
+            self._twins[t.name] = out
+        return self._twins[t.name]
 
     def other(self, r: Random) -> T:
         """A further tool for a parallel_multiple request when it does not stay in the first one's domain."""
@@ -204,6 +229,9 @@ class CatalogTools(ToolSource[ToolSpec]):
     def kin(self, t: ToolSpec) -> list[str]:
         return [n for n in self.general if CATALOG[n].domain == t.domain]
 
+    def slots(self, t: ToolSpec) -> tuple[frozenset[str], frozenset[str]]:
+        return frozenset(t.required), frozenset(p.name for p in t.params)
+
     def other(self, r: Random) -> ToolSpec:
         return CATALOG[r.choice(self.general)]
 
@@ -292,6 +320,10 @@ class GeneratedTools(ToolSource[GenTool]):
 
     def kin(self, t: GenTool) -> list[str]:
         return self._usable(self.pool.by_domain[t.domain])
+
+    def slots(self, t: GenTool) -> tuple[frozenset[str], frozenset[str]]:
+        a = t.action  # the bank's slot keys: a variant's parameter names are synonyms of them
+        return frozenset(a.required), frozenset(a.required + a.optional)
 
     def request(self, r: Random, t: GenTool, imply: bool = False) -> Request:
         return t.request(r, self.split, imply)

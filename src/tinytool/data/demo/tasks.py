@@ -155,6 +155,9 @@ def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
 MANY_VALUES_P = 0.6
 #: draws of a request before a many-valued one-call request settles for the last one drawn
 MANY_TRIES = 8
+#: share of near-miss irrelevance negatives that request a tool with a twin and offer the twin (`ToolSource.twins`:
+#: same domain, same values, another quantity), the near miss a small model falls for most
+TWIN_P = 0.7
 
 
 def n_values(args: Mapping[str, Any]) -> int:
@@ -248,13 +251,23 @@ def irrelevance(r: Random, src: ToolSource[Any]) -> Task:
         offered = [t, *src.distractors(r, [t], r.choices((0, 1, 2, 3), (4, 2, 1, 1))[0])]
         return [user_turn(question), answer_turn(reply)], offer(r, offered), {"requested_tool": None,
                                                                              "asks_about": t.name}
-    _, text, _, _ = src.request(r, t)
     # half the negatives offer a single tool, as simple tasks do: one offered tool is no sign that a call is due
-    offered = src.distractors(r, [t], r.choices((1, 2, 3, 4), (4, 2, 1, 1))[0], exclude=src.substitutes(t))
+    k = r.choices((1, 2, 3, 4), (4, 2, 1, 1))[0]
+    twin_p = r.random() < TWIN_P
+    if twin_p and not src.twins(t):
+        t = src.target(r, lambda x: bool(src.twins(x)))
+    _, text, _, _ = src.request(r, t)
+    extra: dict[str, Any] = {"requested_tool": t.name}
+    if twin_p and src.twins(t):
+        twin = src.tools[r.choice(src.twins(t))]
+        offered = [twin, *src.distractors(r, [t, twin], k - 1, exclude=src.substitutes(t))]
+        extra["twin"] = twin.name
+    else:
+        offered = src.distractors(r, [t], k, exclude=src.substitutes(t))
     if not offered:
         raise Retry("nothing to offer")
     reply = refusal(t.gist, [o.gist for o in offered[:2]], r)
-    return [user_turn(text), answer_turn(reply)], offer(r, offered), {"requested_tool": t.name}
+    return [user_turn(text), answer_turn(reply)], offer(r, offered), extra
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,12 +346,18 @@ def _no_tool(r: Random, src: ToolSource[Any], have: list[Any]) -> Task:
         return [user_turn(question), answer_turn(reply)], [], {"requested_tool": None, "asks_about": t.name}
     if u < 0.4:
         taken = {src.key(t) for t in have}
-        for t in src.distractors(r, have, 1):
+        twins = [(src.tools[n], h) for h in have for n in src.twins(h) if src.key(src.tools[n]) not in taken]
+        if twins and r.random() < TWIN_P:  # the offered twin is the tool the reply names first
+            t, h = r.choice(twins)
+            near, first, extra = [t], [h, *(o for o in have if o is not h)], {"twin": h.name}
+        else:
+            near, first, extra = src.distractors(r, have, 1), have, {}
+        for t in near:
             if taken & src.substitutes(t):
                 raise Retry("an offered tool could serve the near miss")
             _, text, _, _ = src.request(r, t)
-            return [user_turn(text), answer_turn(refusal(t.gist, [o.gist for o in have[:2]], r))], [], {
-                "requested_tool": t.name}
+            reply = refusal(t.gist, [o.gist for o in first[:2]], r)
+            return [user_turn(text), answer_turn(reply)], [], {"requested_tool": t.name, **extra}
     question, reply = open_question(r, [t.gist for t in have])
     return [user_turn(question), answer_turn(reply)], [], {"requested_tool": None}
 
@@ -392,5 +411,5 @@ BUILDERS: dict[str, Callable[[Random, ToolSource[Any]], Task]] = {
     "irrelevance": irrelevance, "missing_parameter": missing_parameter, "multi_step": multi_step,
 }
 
-__all__ = ["BUILDERS", "MANY_VALUES_P", "SIBLING_KINDS", "Task", "irrelevance", "missing_parameter", "multi_step",
+__all__ = ["BUILDERS", "MANY_VALUES_P", "SIBLING_KINDS", "TWIN_P", "Task", "irrelevance", "missing_parameter", "multi_step",
            "multiple", "n_values", "parallel", "parallel_multiple", "sibling", "simple"]
