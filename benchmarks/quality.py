@@ -16,6 +16,11 @@ trained within the budget, that falls least short of the goal on both figures to
 
     .venv/bin/python benchmarks/quality.py --rows base,sft-new --limit 0 --work /tmp/quality
     .venv/bin/python benchmarks/quality.py --rows base --limit 100 --work /tmp/quality   # adds to the file
+    .venv/bin/python benchmarks/quality.py --rows sft-real3 --seeds 0,1,2 --limit 0 --work /tmp/quality
+
+``--seeds`` trains and scores a row once per seed (the same data and flags; the data order differs), and
+``recipes`` in the result sums up every recipe run more than once: two runs of one recipe can differ by more
+than two recipes do.
 """
 
 from __future__ import annotations
@@ -115,10 +120,6 @@ ROWS: dict[str, dict | None] = {
     # (sft-real2's data: 36 of 421 negatives offered a tool the request's values fit; this one: 137)
     "sft-real3": {"data": ["--n", "2600"], "dir": "d2600-real3",
                   "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
-    # the same data and recipe trained again with another seed (the data order: the model has no dropout and
-    # nothing new to initialise): how far two runs of one recipe differ
-    "sft-real3-seed1": {"data": ["--n", "2600"], "dir": "d2600-real3",
-                        "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--seed", "1"]},
     # sft-shared2 with twin near misses (the generator of sft-real3, four tasks per tool set)
     "sft-shared3": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4-twins",
                     "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
@@ -147,15 +148,22 @@ def _ensure_data(work: Path, row: str) -> Path:
     return data
 
 
-def train(work: Path, row: str) -> tuple[str, dict | None]:
-    """The row's model (trained if it is a training row) and its training summary. A row with a ``teacher``
-    starts from that row's trained model (trained first if need be); its ``seconds`` include the teacher's, so
-    rows compare at the wall time a user spends from the bundled model."""
+def run_name(row: str, seed: int = 0) -> str:
+    """The run of ``row`` trained under ``seed`` (its run directory and table row): the row's name for seed 0,
+    ``{row}-seed{seed}`` for another (the same data and flags; ``tinytool sft --seed``: the data order)."""
+    return row if seed == 0 else f"{row}-seed{seed}"
+
+
+def train(work: Path, row: str, seed: int = 0) -> tuple[str, dict | None]:
+    """The row's model (trained if it is a training row) under ``seed``, and its training summary. A row with a
+    ``teacher`` starts from that row's trained model (trained first if need be, under seed 0); its ``seconds``
+    include the teacher's, so rows compare at the wall time a user spends from the bundled model."""
     spec = ROWS[row]
     if spec is None:
         return MODEL, None
     data = _ensure_data(work, row)
-    out = work / "runs" / row
+    out = work / "runs" / run_name(row, seed)
+    seed_flags = ["--seed", str(seed)] if seed else []
     start, before = MODEL, 0.0
     if "teacher" in spec:
         start, teacher_summary = train(work, spec["teacher"])
@@ -168,13 +176,13 @@ def train(work: Path, row: str) -> tuple[str, dict | None]:
             run_cli([TINYTOOL, "student", "--from", start, "--keep-layers", str(spec["keep_layers"]),
                      "--method", "importance", "--samples", str(samples), "-o", str(student)])
         run_cli([TINYTOOL, "distill", "-s", str(student), "-t", start, "-d", str(data / "train.jsonl"),
-                 *SFT_COMMON, *spec["distill"], "-o", str(out)])
+                 *SFT_COMMON, *spec["distill"], *seed_flags, "-o", str(out)])
         summary = json.loads((out / "distill_summary.json").read_text())
         summary["tokens_per_second"] = summary.get("completion_tokens_per_second")
     else:
         if not (out / "sft_summary.json").is_file():  # a finished row is reused as it is
             run_cli([TINYTOOL, "sft", "-m", start, "-d", str(data / "train.jsonl"), *SFT_COMMON, *spec["sft"],
-                     "-o", str(out)])
+                     *seed_flags, "-o", str(out)])
         summary = json.loads((out / "sft_summary.json").read_text())
     summary["own_seconds"] = summary["seconds"]
     summary["seconds"] = summary["seconds"] + before
@@ -196,24 +204,26 @@ def _importance_samples(train: Path, n: int = 48) -> list[str]:
     return lines
 
 
-def evaluate(work: Path, row: str, model: str, limit: int, batch_size: int, demo_dev: bool = True) -> dict:
+def evaluate(work: Path, row: str, model: str, limit: int, batch_size: int, demo_dev: bool = True,
+             seed: int = 0) -> dict:
     """BFCL (strict headline), the demo dev split (unless ``demo_dev`` is False) and the realistic dev split, each a
-    resumable run directory."""
+    resumable run directory of the row's run under ``seed``."""
     tag = f"bfcl-{limit}" if limit else "bfcl-full"
-    bfcl_out = work / "runs" / row / tag
+    run = work / "runs" / run_name(row, seed)
+    bfcl_out = run / tag
     cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "--categories", ",".join(CATEGORIES),
-           "--batch-size", str(batch_size), "-o", str(bfcl_out), "--label", row]
+           "--batch-size", str(batch_size), "-o", str(bfcl_out), "--label", run_name(row, seed)]
     if not (bfcl_out / "summary.json").is_file():  # a finished evaluation is reused as it is
         run_cli(cmd + (["--limit", str(limit)] if limit else []))
     summary = json.loads((bfcl_out / "summary.json").read_text())
     dev_data = _ensure_data(work, row) / "dev.jsonl"
     demo = None
     if demo_dev:
-        demo_out = work / "runs" / row / "demo-dev"
+        demo_out = run / "demo-dev"
         run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(dev_data), "-o",
                  str(demo_out), "--batch-size", str(batch_size)])
         demo = json.loads((demo_out / "summary.json").read_text())
-    real_out = work / "runs" / row / "real-dev"
+    real_out = run / "real-dev"
     run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(_real_dev(work)), "-o",
              str(real_out), "--batch-size", str(batch_size)])
     real = json.loads((real_out / "summary.json").read_text())
@@ -246,11 +256,15 @@ def _device() -> str:
     return f"cpu: {m['cpu']} ({m['nproc']} cores)"
 
 
-def row_record(row: str, model: str, sft: dict | None, ev: dict) -> dict:
+def row_record(row: str, model: str, sft: dict | None, ev: dict, seed: int = 0) -> dict:
     cats = ev["bfcl"]["categories"]
     table = bfcl_table(ev["bfcl"])
     rec = {
-        "model": MODEL if sft is None else f"{MODEL} + {'CKD' if 'distill' in ROWS[row] else 'SFT'} ({row})",
+        "model": MODEL if sft is None else
+        f"{MODEL} + {'CKD' if 'distill' in ROWS[row] else 'SFT'} ({run_name(row, seed)})",
+        # the row of `ROWS` whose data and flags the run trained with, and its seed: runs of one recipe
+        "recipe": row,
+        "seed": seed,
         "params": params(model),
         "train_seconds": round(sft["seconds"], 1) if sft else 0.0,
         "train_tokens_per_s": round(sft["tokens_per_second"], 1) if sft and sft.get("tokens_per_second") else None,
@@ -287,20 +301,32 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "quality.json")
     ap.add_argument("--no-demo-dev", action="store_true",
                     help="leave out the demo dev split (the row's demo_dev is then null; a later run adds it)")
+    ap.add_argument("--seeds", default="0",
+                    help="comma-separated training seeds: each row is trained and scored once per seed (seed 0 is "
+                         "the row itself, seed s the run `{row}-seed{s}`); `recipes` sums up the runs of each row")
     args = ap.parse_args()
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
         ap.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
+    try:
+        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
+    if not seeds or min(seeds) < 0:
+        ap.error(f"--seeds takes non-negative integers, not {args.seeds!r}")
 
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     table = result.get("table", {})
     for row in rows:
-        model, sft = train(args.work, row)
-        ev = evaluate(args.work, row, model, args.limit, args.batch_size, demo_dev=not args.no_demo_dev)
-        key = f"{row} (n={args.limit})" if args.limit else f"{row} (full)"
-        table[key] = row_record(row, model, sft, ev)
-        _write(args, result, table)
+        for seed in seeds:
+            model, sft = train(args.work, row, seed)
+            ev = evaluate(args.work, row, model, args.limit, args.batch_size, demo_dev=not args.no_demo_dev,
+                          seed=seed)
+            name = run_name(row, seed)
+            key = f"{name} (n={args.limit})" if args.limit else f"{name} (full)"
+            table[key] = row_record(row, model, sft, ev, seed)
+            _write(args, result, table)
 
 
 GOAL = {"non_live_ast_avg": 0.6, "irrelevance_strict": 0.8, "train_seconds": 7200}
@@ -332,6 +358,43 @@ def shortfall(row: dict) -> float:
     return sum(max(0.0, GOAL[k] - row[k]) for k in ("non_live_ast_avg", "irrelevance_strict"))
 
 
+#: the failure class of calls past the ones a request asks for (`tinytool eval bfcl`'s failure table)
+OVER_CALLS = "more calls than asked"
+#: the figures `recipes` sums up over the runs of a recipe
+RECIPE_FIGURES = ("non_live_ast_avg", "irrelevance_strict", "over_calls")
+
+
+def over_calls(row: dict) -> int | None:
+    """"More calls than asked" in simple_python + multiple, where one call is asked for (None: no failure table)."""
+    failures = row.get("failures")
+    if not failures:
+        return None
+    return sum((failures.get(c) or {}).get(OVER_CALLS, 0) for c in ("simple_python", "multiple"))
+
+
+def recipes(table: dict) -> dict:
+    """The recipes of ``table`` run more than once on the same items (a row of `ROWS` under several seeds, or on
+    several devices): for each, its runs and each figure's mean, lowest and highest over them — how far two runs
+    of one recipe differ, against which a difference between two recipes is read. A run's recipe is its
+    ``recipe`` field, else its table key's row name; its items are its key's scope (``full``, ``n=100``)."""
+    groups: dict[str, list[tuple[str, dict]]] = {}
+    for key, r in table.items():
+        name, _, scope = key.partition(" (")
+        groups.setdefault(f"{r.get('recipe') or name} ({scope}", []).append((key, r))
+    out = {}
+    for name, runs in groups.items():
+        if len(runs) < 2:
+            continue
+        rec: dict = {"runs": [k for k, _ in runs], "devices": sorted({str(r.get("device") or "cpu") for _, r in runs})}
+        for fig in RECIPE_FIGURES:
+            vals = [over_calls(r) if fig == "over_calls" else r.get(fig) for _, r in runs]
+            vals = [v for v in vals if v is not None]
+            if vals:
+                rec[fig] = {"mean": round(sum(vals) / len(vals), 4), "min": min(vals), "max": max(vals)}
+        out[name] = rec
+    return out
+
+
 def _write(args: argparse.Namespace, result: dict, table: dict) -> None:
     most = max(r["n"] for r in table.values())
     tokens = token_budget(table)
@@ -350,12 +413,14 @@ def _write(args: argparse.Namespace, result: dict, table: dict) -> None:
         "best": {k: best[k] for k in ("model", "params", "train_seconds", *AST, "non_live_ast_avg", "irrelevance",
                                       "irrelevance_strict", "n")} | {"goal_shortfall": round(shortfall(best), 4)},
         "best_rule": BEST_RULE,
+        "recipes": recipes(table),
         # measured by benchmarks/sft_bench.py (both sides in one run); copied so the figures read back here
         "sft_tokens_per_s_ratio": sft_bench.get("sft_tokens_per_s_ratio"),
         "sft_peak_rss_mb": sft_bench.get("sft_peak_rss_mb"),
     })
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(_markdown(table))
+    print(_recipes_markdown(result["recipes"]))
 
 
 def _markdown(table: dict) -> str:
@@ -368,6 +433,17 @@ def _markdown(table: dict) -> str:
                      f"{pct(r['parallel_multiple'])} | {pct(r['non_live_ast_avg'])} | {pct(r['irrelevance'])} "
                      f"({pct(r['irrelevance_strict'])}) | {pct(r['demo_dev'])} | {r['train_seconds']:.0f} | "
                      f"{r['train_tokens_per_s'] or '–'} | {r['n']} |")
+    return "\n".join(lines)
+
+
+def _recipes_markdown(recs: dict) -> str:
+    lines = ["| recipe | runs | AST avg | strict irrelevance | more calls than asked (simple + multiple) |",
+             "|" + " --- |" * 5]
+    span = lambda f, scale: "–" if f is None else (
+        f"{scale * f['mean']:.1f} ({scale * f['min']:.1f}–{scale * f['max']:.1f})")
+    for name, r in recs.items():
+        lines.append(f"| {name} | {len(r['runs'])} | {span(r.get('non_live_ast_avg'), 100)} | "
+                     f"{span(r.get('irrelevance_strict'), 100)} | {span(r.get('over_calls'), 1)} |")
     return "\n".join(lines)
 
 
