@@ -8,7 +8,8 @@ them with ``tinytool eval demo`` (strict: any call fails) and writes ``benchmark
 
     .venv/bin/python benchmarks/twin_bench.py --model W/runs/sft-real2 --label sft-real2 --work /tmp/twins
 
-Summary keys: ``refused`` (per kind, the share answered without a call: the strict irrelevance figure), ``twin_minus_other`` (the difference)
+Each model is a row of ``models`` (keyed by ``--label``; a later run adds to the file). Summary keys per row:
+``refused`` (per kind, the share answered without a call: the strict irrelevance figure), ``twin_minus_other`` (the difference)
 and ``p_two_proportion`` (two-sided, the kinds are different items).
 """
 
@@ -18,6 +19,7 @@ import argparse
 import json
 import math
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -73,22 +75,29 @@ def main() -> None:
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     items = draw(args.work, args.n, args.per_kind)
-    run_dir = args.work / "eval"
+    label = args.label or args.model
+    run_dir = args.work / "eval" / re.sub(r"[^\w.-]+", "_", label)  # one resumable run per model
     run_cli([TINYTOOL, "eval", "demo", "-m", args.model, "--format", "hermes-nothink", "-d", str(items), "-o",
              str(run_dir), "--batch-size", str(args.batch_size)])
     cats = json.loads((run_dir / "summary.json").read_text())["categories"]
     refused = {k: round(cats[k]["accuracy"], 4) for k in KINDS}
     hits = {k: cats[k]["correct"] for k in KINDS}
-    result = {
-        "benchmark": "twins", "machine": machine(), "versions": versions("torch", "transformers"),
-        "model": args.label or args.model, "data": {"seed": SEED, "n": args.n, "per_kind": args.per_kind},
+    row = {
+        "model": args.model,
         "n_per_kind": {k: cats[k]["n"] for k in KINDS},
         "refused": refused,
         "twin_minus_other": round(refused["near_twin"] - refused["near_other"], 4),
         "p_two_proportion": round(two_proportion_p(hits["near_twin"], hits["near_other"], args.per_kind), 4),
     }
+    data = {"seed": SEED, "n": args.n, "per_kind": args.per_kind}
+    result = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    if result.get("data", data) != data:
+        result["models"] = {}  # other items: the earlier rows do not compare
+    result.update({"benchmark": "twins", "machine": machine(), "versions": versions("torch", "transformers"),
+                   "data": data})
+    result.setdefault("models", {})[label] = row
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: result[k] for k in ("refused", "twin_minus_other", "p_two_proportion")}))
+    print(json.dumps({label: row}))
 
 
 if __name__ == "__main__":
