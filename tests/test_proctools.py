@@ -425,6 +425,10 @@ def test_cli_mix_and_proc_fraction(tmp_path):
                                         "--proc-fraction", "1"])
     assert res.exit_code == 0, res.output
     assert "parallel" in res.output and "irrelevance" not in res.output and "60 tasks over generated tools" in res.output
+    res = CliRunner().invoke(demo_app, ["--n", "60", "--out", str(tmp_path / "c"), "--mix", "irrelevance=1"])
+    assert res.exit_code == 0 and re.search(r"irrelevance near misses: (\d+), (\d+) of them offering a twin", res.output)
+    near, twins = map(int, re.search(r"near misses: (\d+), (\d+)", res.output).groups())
+    assert 0 < twins < near
     res = CliRunner().invoke(demo_app, ["--n", "10", "--out", str(tmp_path / "b"), "--mix", "simple=1,bogus=2"])
     assert res.exit_code == 2 and "error: --mix: unknown category 'bogus'" in res.stderr and "fix:" in res.stderr
     assert not (tmp_path / "b").exists()

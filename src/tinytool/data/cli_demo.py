@@ -71,6 +71,10 @@ def demo(
     offered = {t.name for c in (*train, *dev) for t in c.tools}
     generated = sum(c.meta.get("tools") == "generated" for c in (*train, *dev))
     typer.echo(f"{len(offered)} distinct tools offered; {generated} tasks over generated tools")
+    near = [c for c in (*train, *dev) if c.meta["category"] == "irrelevance" and c.meta.get("requested_tool")]
+    if near:
+        typer.echo(f"irrelevance near misses: {len(near)}, {sum('twin' in c.meta for c in near)} of them offering a "
+                   "twin (a same-domain tool the request's values fit)")
 
 
 if __name__ == "__main__":  # pragma: no cover
