@@ -120,6 +120,11 @@ ROWS: dict[str, dict | None] = {
     # (sft-real2's data: 36 of 421 negatives offered a tool the request's values fit; this one: 137)
     "sft-real3": {"data": ["--n", "2600"], "dir": "d2600-real3",
                   "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
+    # sft-real3 at sft-shared3's conversations per step (16: four tree rows of four branches), in fewer, larger
+    # steps at the same learning rate: whether the shared rows' repeated calls come from the optimisation
+    "sft-real3-b16": {"data": ["--n", "2600"], "dir": "d2600-real3",
+                      "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--batch-size", "16",
+                              "--grad-accum", "1"]},
     # sft-shared2 with twin near misses (the generator of sft-real3, four tasks per tool set)
     "sft-shared3": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4-twins",
                     "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
