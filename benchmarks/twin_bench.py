@@ -1,8 +1,8 @@
 """Are twin near misses harder than the other near misses? One model, both kinds of item, one run.
 
 A near-miss irrelevance task asks for a tool that is not offered. Its *twin* form offers a tool of the same
-domain that takes the values the request states and computes something else (`ToolSource.twins`); the other
-form offers tools near the requested one whose parameters need not fit. This benchmark draws both from a seed the
+domain that takes the values the request states and computes something else (`ToolSource.twins`,
+``meta.offers_twin``); the other form offers tools near the requested one, none of them a twin. This benchmark draws both from a seed the
 demo training sets do not use (irrelevance tasks only), takes ``--per-kind`` of each (seeded), scores a model on
 them with ``tinytool eval demo`` (strict: any call fails) and writes ``benchmarks/results/twins.json``:
 
@@ -34,18 +34,18 @@ KINDS = ("near_twin", "near_other")
 def draw(work: Path, n: int, per_kind: int) -> Path:
     """``per_kind`` twin and other near misses from ``n`` irrelevance tasks of seed `SEED`, each relabelled with
     its kind as the category, in one file."""
-    data = work / f"irrelevance-s{SEED}"
+    data = work / f"irrelevance-s{SEED}-n{n}"
     if not (data / "train.jsonl").is_file():
         run_cli([TINYTOOL, "data", "demo", "--n", str(n), "--mix", "irrelevance=1", "--seed", str(SEED),
                  "--out", str(data)])
     rows = [json.loads(line) for line in (data / "train.jsonl").read_text().splitlines()]
     near = [r for r in rows if r["meta"].get("requested_tool")]
-    kinds = {k: [r for r in near if ("twin" in r["meta"]) == (k == "near_twin")] for k in KINDS}
+    kinds = {k: [r for r in near if bool(r["meta"].get("offers_twin")) == (k == "near_twin")] for k in KINDS}
     short = {k: len(v) for k, v in kinds.items() if len(v) < per_kind}
     if short:
         raise SystemExit(f"too few near misses of a kind for --per-kind {per_kind}: {short}; raise --n")
     rnd = random.Random(0)
-    out = work / "near.jsonl"
+    out = work / f"near-n{n}-k{per_kind}.jsonl"
     with out.open("w") as fh:
         for kind in KINDS:
             for r in rnd.sample(kinds[kind], per_kind):
@@ -76,7 +76,8 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     items = draw(args.work, args.n, args.per_kind)
     label = args.label or args.model
-    run_dir = args.work / "eval" / re.sub(r"[^\w.-]+", "_", label)  # one resumable run per model
+    safe = re.sub(r"[^\w.-]+", "_", label)
+    run_dir = args.work / "eval" / f"{items.stem}-{safe}"  # one resumable run per items and model
     run_cli([TINYTOOL, "eval", "demo", "-m", args.model, "--format", "hermes-nothink", "-d", str(items), "-o",
              str(run_dir), "--batch-size", str(args.batch_size)])
     cats = json.loads((run_dir / "summary.json").read_text())["categories"]

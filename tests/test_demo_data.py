@@ -351,11 +351,11 @@ def test_calls_write_whole_amounts_as_integers():
     assert seen and not [f for f in seen if f.is_integer()]
 
 
-def _twin_sources():
+def _twin_sources(split: str = "train"):
     from tinytool.data.demo.proctools import tool_pool
     from tinytool.data.demo.sources import CatalogTools, GeneratedTools
 
-    return [CatalogTools(World(SEED), "train"), GeneratedTools(tool_pool(SEED), "train")]
+    return [CatalogTools(World(SEED), split), GeneratedTools(tool_pool(SEED), split)]
 
 
 def test_twins_share_a_domain_and_values_but_never_serve_each_other():
@@ -371,7 +371,7 @@ def test_twins_share_a_domain_and_values_but_never_serve_each_other():
                 o_need, o_take = src.slots(o)
                 assert src.kin(o) == src.kin(t) and o_need <= take and need <= o_take
                 assert src.key(o) != src.key(t) and src.key(o) not in src.substitutes(t)
-                assert name in src.twins(o) or src.key(t) in src.substitutes(o)
+                assert name in src.twins(o)  # the relation is symmetric
             with_twins += bool(src.twins(t))
         assert 0.2 * len(src.general) <= with_twins < len(src.general)
     cat = _twin_sources()[0]
@@ -384,14 +384,17 @@ def test_most_near_misses_offer_a_twin_that_the_reply_names(every):
     near = [c for c in every if c.meta["category"] == "irrelevance" and c.meta.get("requested_tool")]
     twins = [c for c in near if "twin" in c.meta]
     assert 0.5 * len(near) <= len(twins) < len(near)
-    sources = {type(s).__name__: s for s in _twin_sources()}
+    sources = {split: dict(zip(("catalog", "generated"), _twin_sources(split))) for split in ("train", "dev")}
     kinds = Counter()
+    for c in near:  # offers_twin marks every near miss that offers one, drawn so or among the distractors
+        src = sources[c.meta["split"]][c.meta["tools"]]
+        offered = {t.name for t in c.tools}
+        assert c.meta["offers_twin"] == bool(offered & set(src.twins(src.tools[c.meta["requested_tool"]])))
     for c in twins:
         offered = {t.name for t in c.tools}
-        assert c.meta["twin"] in offered and c.meta["requested_tool"] not in offered
-        src = sources["CatalogTools" if c.meta["tools"] == "catalog" else "GeneratedTools"]
-        if c.meta["split"] == "train":  # the train sources: a dev task may twin a held-out tool
-            assert c.meta["twin"] in src.twins(src.tools[c.meta["requested_tool"]])
+        assert c.meta["twin"] in offered and c.meta["requested_tool"] not in offered and c.meta["offers_twin"]
+        src = sources[c.meta["split"]][c.meta["tools"]]
+        assert c.meta["twin"] in src.twins(src.tools[c.meta["requested_tool"]])
         reply = c.messages[-1].content
         if not c.meta.get("realistic") and any(src.tools[n].gist in reply for n in offered):  # it says what they do
             assert src.tools[c.meta["twin"]].gist in reply

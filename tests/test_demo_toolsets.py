@@ -114,6 +114,16 @@ def test_further_near_misses_ask_for_a_twin_of_an_offered_tool(sets):
             and c.meta["id"] != c.meta["toolset"]]
     twins = [c for c in near if "twin" in c.meta]
     assert near and len(twins) >= 0.2 * len(near)
+    from tinytool.data.demo.proctools import tool_pool
+    from tinytool.data.demo.sources import CatalogTools, GeneratedTools
+
+    sources = {"catalog": CatalogTools(World(0), "train"), "generated": GeneratedTools(tool_pool(0), "train")}
     for c in twins:
         offered = {t.name for t in c.tools}
-        assert c.meta["twin"] in offered and c.meta["requested_tool"] not in offered
+        assert c.meta["twin"] in offered and c.meta["requested_tool"] not in offered and c.meta["offers_twin"]
+        src = sources[c.meta["tools"]]
+        twin = src.tools[c.meta["twin"]]
+        assert c.meta["requested_tool"] in src.twins(twin)
+        reply = c.messages[-1].content
+        if any(src.tools[n].gist in reply for n in offered):  # a reply that says what the tools do names the twin
+            assert twin.gist in reply

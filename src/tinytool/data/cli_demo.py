@@ -73,8 +73,8 @@ def demo(
     typer.echo(f"{len(offered)} distinct tools offered; {generated} tasks over generated tools")
     near = [c for c in (*train, *dev) if c.meta["category"] == "irrelevance" and c.meta.get("requested_tool")]
     if near:
-        typer.echo(f"irrelevance near misses: {len(near)}, {sum('twin' in c.meta for c in near)} of them offering a "
-                   "twin (a same-domain tool the request's values fit)")
+        typer.echo(f"irrelevance near misses: {len(near)}, {sum(bool(c.meta.get('offers_twin')) for c in near)} of "
+                   "them offering a twin (a same-domain tool the request's values fit)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -172,6 +172,8 @@ class ToolSource(Generic[T]):
         names = self.focus if self.focus and r.random() < FOCUS_P else self.general
         if ok is not None:
             names = [n for n in names if ok(self.tools[n])] or [n for n in self.general if ok(self.tools[n])]
+            if not names:
+                raise Retry("no tool of the split fits")
         return self.tools[r.choice(names)]
 
     def distractors(self, r: Random, chosen: Sequence[T], k: int, exclude: Collection[str] = ()) -> list[T]:

@@ -155,8 +155,9 @@ def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
 MANY_VALUES_P = 0.6
 #: draws of a request before a many-valued one-call request settles for the last one drawn
 MANY_TRIES = 8
-#: share of near-miss irrelevance negatives that request a tool with a twin and offer the twin (`ToolSource.twins`:
-#: same domain, same values, another quantity), the near miss a small model falls for most
+#: share of near-miss irrelevance negatives drawn to request a tool with a twin and offer the twin
+#: (`ToolSource.twins`: same domain, same values, another quantity; ``meta.twin``), the near miss small models
+#: trained without it fall for most; ``meta.offers_twin`` marks every near miss whose offered tools hold a twin
 TWIN_P = 0.7
 
 
@@ -253,19 +254,20 @@ def irrelevance(r: Random, src: ToolSource[Any]) -> Task:
                                                                              "asks_about": t.name}
     # half the negatives offer a single tool, as simple tasks do: one offered tool is no sign that a call is due
     k = r.choices((1, 2, 3, 4), (4, 2, 1, 1))[0]
-    twin_p = r.random() < TWIN_P
-    if twin_p and not src.twins(t):
+    want_twin = r.random() < TWIN_P
+    if want_twin and not src.twins(t):
         t = src.target(r, lambda x: bool(src.twins(x)))
     _, text, _, _ = src.request(r, t)
     extra: dict[str, Any] = {"requested_tool": t.name}
-    if twin_p and src.twins(t):
+    if want_twin:  # t has twins: drawn so
         twin = src.tools[r.choice(src.twins(t))]
         offered = [twin, *src.distractors(r, [t, twin], k - 1, exclude=src.substitutes(t))]
         extra["twin"] = twin.name
-    else:
+    else:  # the nearest distractors, which may happen to hold a twin too
         offered = src.distractors(r, [t], k, exclude=src.substitutes(t))
     if not offered:
         raise Retry("nothing to offer")
+    extra["offers_twin"] = any(o.name in src.twins(t) for o in offered)
     reply = refusal(t.gist, [o.gist for o in offered[:2]], r)
     return [user_turn(text), answer_turn(reply)], offer(r, offered), extra
 
@@ -357,6 +359,7 @@ def _no_tool(r: Random, src: ToolSource[Any], have: list[Any]) -> Task:
                 raise Retry("an offered tool could serve the near miss")
             _, text, _, _ = src.request(r, t)
             reply = refusal(t.gist, [o.gist for o in first[:2]], r)
+            extra["offers_twin"] = any(h.name in src.twins(t) for h in have)
             return [user_turn(text), answer_turn(reply)], [], {"requested_tool": t.name, **extra}
     question, reply = open_question(r, [t.gist for t in have])
     return [user_turn(question), answer_turn(reply)], [], {"requested_tool": None}
