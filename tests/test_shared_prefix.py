@@ -160,6 +160,26 @@ def test_tree_packed_loss_and_gradients_equal_separate_sequences(env, compact, c
     assert worst[0] <= REL, worst
 
 
+def test_the_gpu_path_sdpa_with_the_dense_mask_trains_as_separate_sequences(env, monkeypatch):
+    """Where a GPU is at hand the trainer keeps SDPA and hands it the dense tree mask (no per-branch attention):
+    through the trainer's collator and loss, fp32, that path too gives the loss and gradients of the same
+    sequences trained apart (checked here with the GPU test patched in, on the CPU)."""
+    import tinytool.train.tree_pack as tp
+
+    monkeypatch.setattr(tp, "_cuda", lambda: True)
+    trainer, _ = _trainer(env, "dense-sdpa", activation_checkpointing=False)
+    assert trainer.model.config._attn_implementation == "sdpa"
+    trainer.model.train()
+    packed = trainer.data_collator([trainer.train_dataset[i] for i in range(len(trainer.train_dataset))])
+    assert packed["attention_mask"].dim() == 4 and packed["attention_mask"].dtype == torch.bool
+    separate, sep_data = _separate_batch(env, trainer.args.prompt_format)
+    loss_p, grads_p = _loss_and_grads(trainer, packed, sep_data.completion_tokens)
+    loss_s, grads_s = _loss_and_grads(trainer, separate, sep_data.completion_tokens)
+    assert abs(float(loss_p - loss_s)) <= REL * abs(float(loss_s))
+    worst = max((_close(grads_p[n], grads_s[n]), n) for n in grads_s)
+    assert worst[0] <= REL, worst
+
+
 def test_branch_layouts_are_read_from_positions_and_checked_against_the_mask():
     """The layout comes from the position ids and the mask's diagonal and must reproduce the mask exactly: a plain
     causal mask, a mask with one entry changed, or branches restarting at position 0 are not tree rows."""
