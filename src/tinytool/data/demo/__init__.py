@@ -8,9 +8,10 @@ categories and as multi-step trajectories:
 - ``parallel``: one tool, 2-4 calls, phrased compactly ("in Paris, Rome and Oslo", "... respectively",
   "then repeat for ...") or as joined requests.
 - ``parallel_multiple``: two to four calls to two to four different tools in one turn, often of one domain.
-- ``irrelevance``: the request's tool is *not* offered (similar-looking ones are), or no tool is
-  needed (small talk, or an open question over wide value pools: knowledge, advice, writing); the answer
-  is text and no call.
+- ``irrelevance``: the request's tool is *not* offered (similar-looking ones are; most often a twin, a tool
+  of its domain that takes the same values and computes something else), or no tool is needed (small talk,
+  an open question over wide value pools: knowledge, advice, writing, or a general question about what an
+  offered tool does); the answer is text and no call.
 - ``missing_parameter``: a required value is absent from the request; the answer asks for it.
 - ``multi_step``: a trajectory where a later call needs an earlier call's output
   (see `tinytool.data.demo.chains`), with ASTRA's sub-questions and sub-answers in ``meta``.
