@@ -11,7 +11,7 @@ import pytest
 from tinytool.data.demo import CATEGORIES, DEFAULT_MIX, REAL_DEV, generate_demo, write_demo
 from tinytool.data.demo.catalog import CATALOG, DOMAINS, HELD_OUT, NO_DEFAULT, World, execute, observation
 from tinytool.data.demo.chains import CHAINS
-from tinytool.data.demo.tasks import n_values
+from tinytool.data.demo.tasks import LIST_P, n_values, takes_list
 from tinytool.data.demo.text import call_plan
 from tinytool.rewards.astra import answer_found
 from tinytool.schema import Conversation, Tool, read_jsonl
@@ -183,6 +183,39 @@ def test_one_call_requests_often_state_several_values(demo):
     many = [c for c in one if n_values(c.arguments) >= 3]
     assert len(many) >= 0.33 * len(one)
     assert any(any(isinstance(v, list) and len(v) >= 2 for v in c.arguments.values()) for c in many)
+
+
+def test_one_call_requests_often_hold_a_list_joined_by_and(demo):
+    """Items joined by "and" are no sign of several calls: `LIST_P` or more of the one-call tasks call a tool that
+    takes a list, most with two or more items said in one request, about as many as the requests that ask for
+    several calls of one tool (a parallel request: one call per item of a tool that takes one)."""
+    one = [c for c in demo[0] if c.meta["category"] in ("simple", "multiple")]
+    listed = [c for c in one if takes_list(_Spec(next(t for t in c.tools if t.name == _calls(c)[0].name)))]
+    assert len(listed) >= LIST_P * len(one)
+    joined = [c for c in listed if any(isinstance(v, list) and len(v) >= 2 and all(str(x) in c.messages[0].content
+                                                                                 for x in v)
+                                       for v in _calls(c)[0].arguments.values())]
+    assert len(joined) >= 0.7 * len(listed)
+    same = sum(c.meta["category"] == "parallel" for c in demo[0])
+    assert len(listed) >= 0.5 * same
+
+
+class _Spec:
+    """A schema seen as a tool source's tool (what `takes_list` reads)."""
+
+    def __init__(self, tool: Tool) -> None:
+        self.tool = tool
+
+
+def test_takes_list_reads_required_arrays_only():
+    def tool(props: dict, required: list) -> _Spec:
+        return _Spec(Tool(name="t", description="d", parameters={"type": "object", "properties": props,
+                                                                 "required": required}))
+    arr = {"type": "array", "items": {"type": "string"}}
+    assert takes_list(tool({"items": arr}, ["items"]))
+    assert not takes_list(tool({"items": arr}, []))  # optional: a call may leave the list out
+    assert not takes_list(tool({"item": {"type": "string"}}, ["item"]))
+    assert not takes_list(_Spec(Tool(name="t", description="d", parameters={})))
 
 
 def test_topic_questions_offer_the_tool_they_ask_about_and_get_no_call(demo):

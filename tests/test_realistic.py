@@ -32,6 +32,14 @@ def test_casual_keeps_every_value_word_and_quoted_text():
     assert changed > 300  # it does rewrite
 
 
+def test_casual_never_misspells_a_number_in_words():
+    """"eight portions" is a value even though the call holds 8, not the word: a typo there would change it."""
+    text = "Please estimate the calories for eight portions of the lasagna recipe, three people eating tonight."
+    for seed in range(400):
+        out = casual(text, [8, 3], Random(seed), "train").lower()
+        assert "eight" in out and "three" in out, (seed, out)
+
+
 def test_value_words_reach_into_lists_and_objects():
     assert value_words(["New York", {"a": ["Oslo fjord"]}, 3]) == {"new", "york", "oslo", "fjord"}
 

@@ -109,6 +109,20 @@ def _some(pool: Sequence[Any], lo: int = 2, hi: int = 4) -> Callable[[Random], l
     return lambda r: r.sample(list(pool), r.randint(lo, hi))
 
 
+def _distinct(draw: Callable[[Random], Any], lo: int = 2, hi: int = 3) -> Callable[[Random], list[Any]]:
+    """A list of ``lo``..``hi`` different values of ``draw`` (people, addresses: pools too large to sample)."""
+    def sample(r: Random) -> list[Any]:
+        out: list[Any] = []
+        for _ in range(20 * hi):
+            if len(out) == hi:
+                break
+            v = draw(r)
+            if v not in out:
+                out.append(v)
+        return out[:r.randint(lo, hi)]
+    return sample
+
+
 def _unit(*names: str) -> Callable[[Any, Random], str]:
     """``12.5 km`` / ``12.5 kilometers``: a number with one of its unit spellings."""
     def say(v: Any, r: Random) -> str:
@@ -140,6 +154,10 @@ def _say_numbers(v: Sequence[Any], r: Random) -> str:
 
 def _say_list(v: Sequence[Any], r: Random) -> str:
     return plain_join([str(x) for x in v], r) if r.random() < 0.7 else ", ".join(str(x) for x in v)
+
+
+def _say_plain_list(v: Sequence[Any], r: Random) -> str:
+    return plain_join([_say_plain(x, r) for x in v], r)
 
 
 def _say_coords(v: Mapping[str, float], r: Random) -> str:
@@ -288,12 +306,22 @@ def cased(slot: Slot, style: str) -> Slot:
 _NUM = {"type": "number"}
 _STR = {"type": "string"}
 
+#: the parts of a company profile a `stocks:profile` call may ask for
+_PROFILE_FIELDS = ("dividends", "earnings", "analyst_ratings", "ownership", "executives")
+
+
+def _email(r: Random) -> str:
+    return f"{r.choice(FIRST).lower()}@{r.choice(('example.com', 'mail.org', 'work.net'))}"
+
+
 SLOTS: dict[str, Slot] = {
     # places, dates, counts
     "city": Slot("string", ("city", "location", "city_name"), "City name, e.g. Paris", _pick(CITIES),
                  frags=("in {}", "for {}"), alt="city_state"),
     "city_state": Slot("string", ("location", "city", "city_state"), "The city and state, e.g. Boston, MA",
                        _city_state, _say_city_state, ("in {}", "for {}")),
+    "cities": Slot("array", ("cities", "locations", "city_list"), "City names, e.g. ['Paris', 'Rome']",
+                   _some(CITIES, 2, 3), _say_list, ("for {}", "in {}"), items=_STR, axis=False),
     "origin": Slot("string", ("origin", "from_city", "departure_city"), "City of departure", _pick(CITIES),
                    frags=("from {}",)),
     "destination": Slot("string", ("destination", "to_city", "arrival_city"), "City of arrival", _pick(CITIES),
@@ -413,6 +441,9 @@ SLOTS: dict[str, Slot] = {
                    frags=("for {}", "of {}")),
     "tickers": Slot("array", ("symbols", "tickers"), "Stock ticker symbols", _some(TICKERS), _say_list,
                     ("for {}",), items=_STR, axis=False),
+    "stock_fields": Slot("array", ("fields", "include", "sections"), "Which parts of the profile to return",
+                         _some(_PROFILE_FIELDS, 1, 3), _say_plain_list, ("with its {}", "covering {}"),
+                         items={"type": "string", "enum": list(_PROFILE_FIELDS)}, axis=False),
     "company": Slot("string", ("company", "company_name", "employer"), "Company name", company,
                     frags=("at {}", "for {}")),
     "max_price": Slot("number", ("max_price", "budget", "price_limit"), "Highest price in USD", _num(20, 900, 2, 0.6),
@@ -424,8 +455,12 @@ SLOTS: dict[str, Slot] = {
     "person": Slot("string", ("name", "contact_name", "recipient"), "Full name of the person", person,
                    frags=("to {}", "for {}")),
     "email": Slot("string", ("email", "email_address", "to"), "Email address",
-                  lambda r: f"{r.choice(FIRST).lower()}@{r.choice(('example.com', 'mail.org', 'work.net'))}",
+                  _email,
                   frags=("to {}",)),
+    "emails": Slot("array", ("recipients", "to", "emails"), "Email addresses of everyone it goes to",
+                   _distinct(_email), _say_list, ("to {}",), items=_STR, axis=False),
+    "people": Slot("array", ("participants", "members", "invitees"), "Full names of the people", _distinct(person),
+                   _say_list, ("with {}", "for {}"), items=_STR, axis=False),
     "message": Slot("string", ("message", "text", "body"), "The message text", _pick(MESSAGES), say_quoted,
                     ("saying {}", "with the text {}"), axis=False),
     "query": Slot("string", ("query", "keyword", "search_term"), "What to search for", _pick(TOPICS),
@@ -436,9 +471,13 @@ SLOTS: dict[str, Slot] = {
                  ("{}",), axis=False),
     "language": Slot("string", ("target_language", "language", "to_language"), "Language name", _pick(LANGUAGES),
                      frags=("into {}", "to {}")),
+    "languages": Slot("array", ("target_languages", "languages"), "Names of the languages to translate into",
+                      _some(LANGUAGES, 2, 3), _say_list, ("into {}",), items=_STR, axis=False),
     # shopping, food, media
     "product": Slot("string", ("product", "product_name", "item"), "Product name", _pick(PRODUCTS),
                     frags=("for {}", "for a {}")),
+    "products": Slot("array", ("items", "products", "item_names"), "Names of the products", _some(PRODUCTS, 2, 3),
+                     _say_list, ("for {}", "of {}"), items=_STR, axis=False),
     "quantity": Slot("integer", ("quantity", "qty", "count"), "How many", _int(1, 6), say_int,
                      ("{} of", "x{}"), defaults=(1,), axis=False),
     "cuisine": Slot("string", ("cuisine", "food_type", "cuisine_type"), "Type of food", _pick(CUISINES),
@@ -450,6 +489,8 @@ SLOTS: dict[str, Slot] = {
     "servings": Slot("integer", ("servings", "portions"), "Number of servings", _int(1, 10),
                      _int_unit("servings", "portions"), ("for {}",)),
     "genre": Slot("string", ("genre", "music_genre"), "Music genre", _pick(GENRES), frags=("in {}", "of {} music")),
+    "genres": Slot("array", ("genres", "styles"), "Music genres to mix", _some(GENRES, 2, 3), _say_list,
+                   ("of {}", "with {}"), items=_STR, axis=False),
     "book_genre": Slot("string", ("genre", "category"), "Book genre", _pick(BOOK_GENRES), frags=("in {}",)),
     "team": Slot("string", ("team", "team_name", "club"), "Team name", team, frags=("for {}", "of {}")),
     "sport": Slot("string", ("sport", "sport_type"), "Sport", _pick(SPORTS), frags=("in {}",)),
@@ -578,6 +619,8 @@ ACTIONS: tuple[Action, ...] = (
     _A("weather", "current", "get fetch check", "current_weather conditions current_conditions",
        ("check the current weather", "what's the weather right now", "get the current conditions"),
        "check the current weather", "city", "temp_unit units"),
+    _A("weather", "compare", "compare", "weather_comparison multi_city_weather", ("compare the weather",
+       "compare the current weather"), "compare the current weather of several cities", "cities", "temp_unit"),
     _A("weather", "air", "get fetch check", "air_quality aqi", ("check the air quality", "what's the air quality index",
        "get the air quality"), "check air quality", "city", "details"),
     _A("weather", "uv", "get fetch", "uv_index uv", ("what's the UV index", "check the UV index"), "look up the UV index",
@@ -654,6 +697,8 @@ ACTIONS: tuple[Action, ...] = (
        "show the price history"), "get a stock's price history", "ticker date_range", "period"),
     _A("stocks", "compare", "compare", "stocks tickers", ("compare the stocks", "compare the performance"),
        "compare several stocks", "tickers", "period"),
+    _A("stocks", "profile", "get fetch", "company_profile profile", ("get the company profile",
+       "pull up the company profile"), "get parts of a company's profile", "ticker stock_fields"),
     _A("stocks", "news", "get fetch", "company_news market_news", ("get the latest news", "show news"),
        "get company news", "ticker", "limit"),
     # math
@@ -697,7 +742,8 @@ ACTIONS: tuple[Action, ...] = (
        "compute a circumference", "radius"),
     _A("geometry", "triangle_area", "calculate compute", "triangle_area area_of_triangle",
        ("calculate the area of a triangle", "what's the area of a triangle"), "compute a triangle's area",
-       "base height"),
+       "base height", "", ("with base {base} and height {height}", "whose base and height are {base} and {height}",
+                           "with a base and a height of {base} and {height}")),
     _A("geometry", "box_volume", "calculate compute", "box_volume cuboid_volume", ("calculate the volume of a box",
        "what's the volume of a box"), "compute a box's volume", "dims"),
     _A("geometry", "sphere", "calculate compute", "sphere_volume volume_of_sphere",
@@ -741,6 +787,11 @@ ACTIONS: tuple[Action, ...] = (
        "person message", "", ("to {person} {message}", "{person} {message}")),
     _A("messaging", "email", "send compose", "email mail", ("send an email", "email"), "send an email",
        "email topic", "priority", ("to {email} about {topic}",)),
+    _A("messaging", "group_email", "send compose", "group_email bulk_email", ("send one email",
+       "email everyone at once"), "send one email to several recipients", "emails topic", "priority",
+       ("to {emails} about {topic}",)),
+    _A("messaging", "group_chat", "create start", "group_chat chat_group", ("start a group chat",
+       "create a group chat"), "start a group chat", "people", "topic"),
     _A("messaging", "reminder", "create set", "reminder", ("set a reminder", "create a reminder"), "set a reminder",
        "message date time", "priority", ("saying {message} for {date} at {time}",)),
     _A("messaging", "meeting", "schedule create", "meeting event", ("schedule a meeting", "set up a meeting"),
@@ -748,6 +799,8 @@ ACTIONS: tuple[Action, ...] = (
     # shopping
     _A("shopping", "search", "search find", "products items", ("search for", "find", "look for"), "search products",
        "product", "max_price min_rating in_stock sort_by", ("{product}",)),
+    _A("shopping", "prices", "check compare get", "prices price_check", ("check the prices", "compare the prices"),
+       "check the prices of several products", "products", "in_stock"),
     _A("shopping", "cart", "add", "to_cart cart_item", ("add to my cart", "put in the cart"), "add items to a cart",
        "product quantity", "", ("{quantity} {product}",)),
     _A("shopping", "track", "track", "order_status package shipment", ("track", "where is"), "track an order",
@@ -757,6 +810,8 @@ ACTIONS: tuple[Action, ...] = (
     # music
     _A("music", "play", "play start", "music playlist", ("play some", "put on some"), "play music", "genre",
        "minutes", ("{genre} music",)),
+    _A("music", "mix", "create make", "mix genre_mix", ("make a playlist", "create a mix"),
+       "make a playlist mixing several genres", "genres", "minutes"),
     _A("music", "concerts", "search find", "concerts gigs", ("find concerts", "look for gigs"), "find concerts",
        "city date_range", "genre max_price"),
     _A("music", "top", "get list", "top_songs charts", ("show the top songs", "get the charts"),
@@ -793,6 +848,8 @@ ACTIONS: tuple[Action, ...] = (
     # language
     _A("language", "translate", "translate", "text translation", ("translate",), "translate text", "text language",
        "", ("{text} into {language}", "{text} to {language}")),
+    _A("language", "translate_many", "translate", "text_multi translations", ("translate",),
+       "translate text into several languages", "text languages", "", ("{text} into {languages}",)),
     _A("language", "synonyms", "get find", "synonyms thesaurus", ("find synonyms", "give me synonyms"),
        "find synonyms", "word", "limit"),
     _A("language", "sentiment", "analyze detect", "sentiment", ("analyze the sentiment of", "detect the sentiment of"),
@@ -808,7 +865,11 @@ ACTIONS: tuple[Action, ...] = (
 SUBSTITUTES: tuple[frozenset[str], ...] = (
     frozenset({"hotels:search", "hotels:availability"}), frozenset({"geo:directions", "travel:route_time"}),
     frozenset({"weather:forecast", "weather:point"}), frozenset({"books:search", "books:recommend"}),
-    frozenset({"stocks:quote", "stocks:history"}), frozenset({"shopping:search", "shopping:price_history"}),
+    frozenset({"stocks:quote", "stocks:history"}),
+    frozenset({"shopping:search", "shopping:price_history", "shopping:prices"}),
+    # one call over a list, or one call per item: never both offered, so the schema decides how many calls
+    frozenset({"weather:current", "weather:compare"}), frozenset({"messaging:email", "messaging:group_email"}),
+    frozenset({"music:play", "music:mix"}), frozenset({"language:translate", "language:translate_many"}),
 )
 _FAMILY = {k: min(group) for group in SUBSTITUTES for k in group}
 

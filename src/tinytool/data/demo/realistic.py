@@ -6,7 +6,7 @@ not matter, ask in one sentence of several, write in lower case, shorten words (
 it was, so the task's answer (its calls, or its reply) is still right:
 
 - words that carry a value are never touched: a word that occurs in one of the task's string arguments, one
-  with a digit, or a capitalised word other than the first (a name, a place);
+  with a digit, a number in words, or a capitalised word other than the first (a name, a place);
 - the added sentences (openings, context, sign-offs) name no value, no tool and no action;
 - train and dev draw them from separate pools, so the dev split's realistic requests use wording the training
   data never had.
@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from random import Random
 from typing import Any
+
+from tinytool.data.demo.catalog.base import NUMBER_WORDS
 
 #: greetings and openers; the request follows after a space
 OPENINGS = (
@@ -82,9 +84,10 @@ def value_words(values: Iterable[Any]) -> frozenset[str]:
 
 
 def _free(word: str, index: int, protected: frozenset[str]) -> bool:
-    """May a word be changed: no digit, not a value's word, not capitalised past the first word."""
-    return (word.isalpha() and word.lower() not in protected and (index == 0 or word[:1].islower())
-            and word not in ("I",))
+    """May a word be changed: no digit, no number in words ("eight portions"), not a value's word, not capitalised
+    past the first word."""
+    return (word.isalpha() and word.lower() not in protected and word.lower() not in NUMBER_WORDS
+            and (index == 0 or word[:1].islower()) and word not in ("I",))
 
 
 def _short_forms(text: str, protected: frozenset[str], r: Random) -> str:

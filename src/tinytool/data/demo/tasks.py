@@ -153,6 +153,11 @@ def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
 #: share of one-call requests drawn to state several values (three or more, or a list of two or more): a request
 #: that names several values still asks for one call, so "several values" is no sign of "several calls"
 MANY_VALUES_P = 0.6
+#: share of one-call requests drawn from tools that take a list (`takes_list`): "the prices of a, b and c" asks
+#: for one call when the tool takes the items as one list, and "and" is no sign of several calls either; without
+#: them a model sees two items joined by "and" split into two calls (a parallel request) four times as often as
+#: held in one list
+LIST_P = 0.15
 #: draws of a request before a many-valued one-call request settles for the last one drawn
 MANY_TRIES = 8
 #: share of near-miss irrelevance negatives drawn to request a tool with a twin and offer the twin
@@ -164,6 +169,13 @@ TWIN_P = 0.7
 def n_values(args: Mapping[str, Any]) -> int:
     """How many values a call's arguments state: a list counts each item."""
     return sum(len(v) if isinstance(v, list) else 1 for v in args.values())
+
+
+def takes_list(t: SourceTool) -> bool:
+    """Does one call of ``t`` take several items in one parameter (a required array)?"""
+    schema = t.tool.parameters
+    props = schema.get("properties", {})
+    return any(props.get(p, {}).get("type") == "array" for p in schema.get("required", ()))
 
 
 def _one_request(r: Random, src: ToolSource[Any], t: SourceTool, many: bool) -> Request:
@@ -179,9 +191,10 @@ def _one_request(r: Random, src: ToolSource[Any], t: SourceTool, many: bool) -> 
 
 def _one_call(r: Random, src: ToolSource[Any]) -> tuple[SourceTool, list[Message]]:
     """A target tool, and a request for one call of it with that call (`MANY_VALUES_P` of them with several
-    values, from a tool of two or more parameters)."""
+    values, from a tool of two or more parameters; `LIST_P` of them from a tool that takes a list)."""
     many = r.random() < MANY_VALUES_P
-    t = src.target(r, (lambda s: len(s.params) >= 2) if many else None)
+    listed = r.random() < LIST_P
+    t = src.target(r, takes_list if listed else (lambda s: len(s.params) >= 2) if many else None)
     args, text, _, _ = _one_request(r, src, t, many)
     src.check([(t.name, args)])
     return t, [user_turn(text), calls_turn([(t.name, args)])]
@@ -414,5 +427,5 @@ BUILDERS: dict[str, Callable[[Random, ToolSource[Any]], Task]] = {
     "irrelevance": irrelevance, "missing_parameter": missing_parameter, "multi_step": multi_step,
 }
 
-__all__ = ["BUILDERS", "MANY_VALUES_P", "SIBLING_KINDS", "TWIN_P", "Task", "irrelevance", "missing_parameter", "multi_step",
-           "multiple", "n_values", "parallel", "parallel_multiple", "sibling", "simple"]
+__all__ = ["BUILDERS", "LIST_P", "MANY_VALUES_P", "SIBLING_KINDS", "TWIN_P", "Task", "irrelevance", "missing_parameter",
+           "multi_step", "multiple", "n_values", "parallel", "parallel_multiple", "sibling", "simple", "takes_list"]

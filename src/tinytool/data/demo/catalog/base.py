@@ -43,7 +43,7 @@ class ToolError(Exception):
 # How values read in a user's request. Each sayer takes (value, rng) and picks one surface form.
 # ---------------------------------------------------------------------------------------------
 
-_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
           "eleven", "twelve")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
            "October", "November", "December")
@@ -72,7 +72,7 @@ def say_plain(v: Any, r: Random) -> str:
 
 def say_int(v: int, r: Random) -> str:
     if 0 <= v <= 12 and r.random() < 0.3:
-        return _WORDS[v]
+        return NUMBER_WORDS[v]
     if abs(v) >= 10000 and r.random() < 0.5:
         return f"{v:,}"
     return str(v)
