@@ -425,6 +425,9 @@ def test_cli_mix_and_proc_fraction(tmp_path):
                                         "--proc-fraction", "1"])
     assert res.exit_code == 0, res.output
     assert "parallel" in res.output and "irrelevance" not in res.output and "60 tasks over generated tools" in res.output
+    one, listed, per_item = map(int, re.search(r"one-call tasks: (\d+), (\d+) of them with two or more items in one "
+                                               r"list; (\d+) tasks ask several calls of one tool", res.output).groups())
+    assert one + per_item == 60 and 0 <= listed < one and per_item > 0  # simple and parallel only
     res = CliRunner().invoke(demo_app, ["--n", "60", "--out", str(tmp_path / "c"), "--mix", "irrelevance=1"])
     assert res.exit_code == 0 and re.search(r"irrelevance near misses: (\d+), (\d+) of them offering a twin", res.output)
     near, twins = map(int, re.search(r"near misses: (\d+), (\d+)", res.output).groups())

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from tinytool.clikit import make_app, on_interrupt
+
+if TYPE_CHECKING:
+    from tinytool.schema import Conversation
 
 demo_app = make_app(help="Generate the bundled demo tool-calling tasks.")
 
@@ -71,10 +76,23 @@ def demo(
     offered = {t.name for c in (*train, *dev) for t in c.tools}
     generated = sum(c.meta.get("tools") == "generated" for c in (*train, *dev))
     typer.echo(f"{len(offered)} distinct tools offered; {generated} tasks over generated tools")
+    _say_lists((*train, *dev))
     near = [c for c in (*train, *dev) if c.meta["category"] == "irrelevance" and c.meta.get("requested_tool")]
     if near:
         typer.echo(f"irrelevance near misses: {len(near)}, {sum(bool(c.meta.get('offers_twin')) for c in near)} of "
                    "them offering a twin (a same-domain tool the request's values fit)")
+
+
+def _say_lists(tasks: Sequence[Conversation]) -> None:
+    """How often two or more items go in one call's list, against one call per item of a tool (single-turn
+    tasks): the balance that teaches a model whether items joined by "and" ask for one call or several."""
+    turns = [list(m.tool_calls) for c in tasks if sum(bool(m.tool_calls) for m in c.messages) == 1
+             for m in c.messages if m.tool_calls]
+    one = [t[0] for t in turns if len(t) == 1]
+    listed = sum(any(isinstance(v, list) and len(v) >= 2 for v in tc.arguments.values()) for tc in one)
+    per_item = sum(len(t) >= 2 and len({tc.name for tc in t}) == 1 for t in turns)
+    typer.echo(f"one-call tasks: {len(one)}, {listed} of them with two or more items in one list; "
+               f"{per_item} tasks ask several calls of one tool")
 
 
 if __name__ == "__main__":  # pragma: no cover
