@@ -125,8 +125,8 @@ ROWS: dict[str, dict | None] = {
                   "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
     # sft-real3 after its repeated calls: one-call requests whose items, joined by "and", go in one list (15 % of
     # one-call tasks drawn from tools that take a list, and list-taking actions never offered beside their per-item
-    # twin: 237 of 1,255 one-call tasks call with a list, against 67; two items joined by "and" split into two calls
-    # in 289 parallel tasks); 8 of sft-real3-seed1's 12 over-calls split values joined by "and" over two calls
+    # twin: 292 of 1,237 one-call tasks hold two or more items in one list, against 90, beside 313 tasks asking
+    # several calls of one tool); 8 of sft-real3-seed1's 12 over-calls split values joined by "and" over two calls
     "sft-real4": {"data": ["--n", "2600"], "dir": "d2600-real4",
                   "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
     # sft-real3 at sft-shared3's conversations per step (16: four tree rows of four branches), in fewer, larger
