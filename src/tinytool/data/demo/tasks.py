@@ -361,7 +361,8 @@ def _no_tool(r: Random, src: ToolSource[Any], have: list[Any]) -> Task:
         return [user_turn(question), answer_turn(reply)], [], {"requested_tool": None, "asks_about": t.name}
     if u < 0.4:
         taken = {src.key(t) for t in have}
-        twins = [(src.tools[n], h) for h in have for n in src.twins(h) if src.key(src.tools[n]) not in taken]
+        twins = [(src.tools[n], h) for h in have for n in src.twins(h)
+                 if src.key(src.tools[n]) not in taken and not taken & src.substitutes(src.tools[n])]
         if twins and r.random() < TWIN_P:  # the offered twin is the tool the reply names first
             t, h = r.choice(twins)
             near, first, extra = [t], [h, *(o for o in have if o is not h)], {"twin": h.name}
