@@ -299,6 +299,8 @@ def row_record(row: str, model: str, sft: dict | None, ev: dict, seed: int = 0) 
         "demo_dev_categories": ({c: round(v["accuracy"], 4) for c, v in ev["demo"]["categories"].items()}
                                 if ev["demo"] else None),
         "failures": ev["bfcl"].get("failures"),
+        # what the "more calls than asked" answers are, per category (`tinytool.eval.failures.OVER_CALL_SHAPES`)
+        "over_call_shapes": ev["bfcl"].get("over_calls"),
         # the realistic dev split (requests written the way people write, one call expected), the same for
         # every row
         "real_dev": {c: round(v["accuracy"], 4) for c, v in ev["real"]["categories"].items()},

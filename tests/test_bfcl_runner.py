@@ -297,13 +297,19 @@ def test_rescore_recomputes_strict_figures_of_an_old_run(tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["groups"]["irrelevance_strict"] == pytest.approx(2 / 3)
 
 
-def test_failures_are_classed_by_what_would_fix_them(tmp_path):
-    data = bfcl_data()
-    items = data.items("simple_python", limit=8)
-    by_question = {it.turns[0][-1]["content"]: it for it in items}
+def _hermes_call(name, args):
+    return f'<tool_call>\n{json.dumps({"name": name, "arguments": args})}\n</tool_call>'
 
-    def call(name, args):
-        return f'<tool_call>\n{json.dumps({"name": name, "arguments": args})}\n</tool_call>'
+
+def _simple_items(limit):
+    """The first ``limit`` simple_python items, and each by its question (what a scripted client sees)."""
+    items = bfcl_data().items("simple_python", limit=limit)
+    return items, {it.turns[0][-1]["content"]: it for it in items}
+
+
+def test_failures_are_classed_by_what_would_fix_them(tmp_path):
+    items, by_question = _simple_items(8)
+    call = _hermes_call
 
     def answer(request, i):
         item = by_question[request.messages[-1]["content"]]
@@ -362,3 +368,52 @@ def test_failure_class_never_raises_and_knows_irrelevance():
         assert failure_class(row, fmt, 8) in (*CLASSES, None)
 
     never_raises()
+
+
+def test_over_call_shapes_say_what_the_extra_calls_are():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from tinytool.eval.failures import OVER_CALL_SHAPES, over_call_shape
+    from tinytool.formats import get_format
+
+    fmt = get_format("hermes")
+    row = {"category": "simple_python", "valid": False, "error_type": "simple_function_checker:wrong_count",
+           "expected": [{"area": {"base": [6], "height": [10]}}]}
+
+    def shape(*decoded):
+        return over_call_shape({**row, "decoded": list(decoded), "n_calls": len(decoded)}, fmt)
+
+    assert shape({"area": {"base": 6, "height": 6}}, {"area": {"base": 10, "height": 10}}) == "one call per value"
+    assert shape({"area": {"base": 6, "height": 10}}, {"area": {"height": 10, "base": 6}}) == "a call repeated"
+    assert shape({"area": {"base": 6, "height": 10}}, {"volume": {"base": 6}}) == "a further tool called"
+    assert shape({"area": {"base": 6, "height": 10}}) is None  # not more calls than asked
+    assert over_call_shape({**row, "decoded": "?", "n_calls": 2}, fmt) == "unreadable"
+    assert over_call_shape({**row, "valid": True, "decoded": [{"area": {}}]}, fmt) is None
+
+    @given(st.dictionaries(st.sampled_from(["category", "valid", "raw", "error_type", "n_calls", "expected",
+                                            "decoded"]),
+                           st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20),
+                                     st.lists(st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+                                              max_size=3))))
+    def never_raises(r):
+        assert over_call_shape(r, fmt) in (*OVER_CALL_SHAPES, None)
+
+    never_raises()
+
+
+def test_a_run_summary_tables_the_shapes_of_its_over_calls(tmp_path):
+    """Each item answered with its call and a repeat of it, or its call and a further tool's: the summary's
+    ``over_calls`` counts both shapes."""
+    items, by_question = _simple_items(4)
+
+    def answer(request, i):
+        item = by_question[request.messages[-1]["content"]]
+        c = calls_from_ground_truth(item.answer)[0]
+        extra = _hermes_call(c.name, c.arguments) if items.index(item) % 2 else _hermes_call("another_tool", {})
+        return _hermes_call(c.name, c.arguments) + "\n" + extra
+
+    cfg = BFCLRunConfig(model="m", format="hermes-nothink", categories=["simple_python"], limit=4)
+    s = run_bfcl(cfg, tmp_path, ScriptedClient(answer), progress=False)
+    assert s["failures"]["simple_python"] == {"more calls than asked": 4}
+    assert s["over_calls"] == {"simple_python": {"a call repeated": 2, "a further tool called": 2}}

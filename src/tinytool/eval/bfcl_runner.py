@@ -56,7 +56,7 @@ from tinytool.bfcl import (
     is_relevance,
 )
 from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
-from tinytool.eval.failures import failure_table
+from tinytool.eval.failures import failure_table, over_call_table
 from tinytool.formats import PromptFormat, get_format
 from tinytool.io import (
     RunDir,
@@ -405,6 +405,7 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
                        "check_items_per_s": round(len(results) / check_seconds, 1) if check_seconds else None},
         "metrics": _run_metrics(results),
         "failures": failure_table(results, fmt, run.get("max_new_tokens")),
+        "over_calls": over_call_table(results, fmt, run.get("max_new_tokens")),
     }
     write_json(out / "summary.json", summary)
     open_run_dir(out, "bfcl", run["settings"]).update(finished=datetime.now(UTC).isoformat(timespec="seconds"))

@@ -9,6 +9,7 @@ whatever the checker then said about the half-written call.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -33,6 +34,14 @@ CLASSES = (
     "wrong type",
     "wrong value",
     "other",
+)
+
+#: what the extra calls of an answer classed "more calls than asked" are
+OVER_CALL_SHAPES = (
+    "one call per value",  # the asked tool once per value the request joins ("a base and height of 6 and 10")
+    "a call repeated",  # one call twice, arguments and all
+    "a further tool called",  # a tool the answer key does not call, beside the asked one
+    "unreadable",  # the row's decoded calls could not be read
 )
 
 _BY_ERROR = (
@@ -92,6 +101,40 @@ def _count_class(row: Mapping[str, Any]) -> str:
     return "wrong number of calls"
 
 
+def over_call_shape(row: Mapping[str, Any], fmt: PromptFormat, max_new_tokens: int | None = None) -> str | None:
+    """The shape (`OVER_CALL_SHAPES`) of a scored BFCL row that `failure_class` calls "more calls than asked",
+    None for any other row: a call of a tool the answer key does not call, else one call written twice, else the
+    asked tool called once per value. Never raises."""
+    if failure_class(row, fmt, max_new_tokens) != "more calls than asked":
+        return None
+    try:
+        decoded, expected = row.get("decoded"), row.get("expected")
+        if not isinstance(decoded, list) or not isinstance(expected, list):
+            return "unreadable"
+        calls = [c for c in decoded if isinstance(c, Mapping) and len(c) == 1]
+        asked = {name for c in expected if isinstance(c, Mapping) for name in c}
+        if len(calls) < len(decoded):
+            return "unreadable"
+        if any(next(iter(c)) not in asked for c in calls):
+            return "a further tool called"
+        keys = [json.dumps(c, sort_keys=True, default=str) for c in calls]
+        return "a call repeated" if len(set(keys)) < len(keys) else "one call per value"
+    except Exception:  # a malformed row: its shape is unknown, the report goes on
+        return "unreadable"
+
+
+def over_call_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,
+                    max_new_tokens: int | None = None) -> dict[str, dict[str, int]]:
+    """``{category: {shape: count}}`` over the rows that call more than asked, shapes in `OVER_CALL_SHAPES`
+    order."""
+    counts: dict[str, Counter] = {}
+    for row in rows:
+        shape = over_call_shape(row, fmt, max_new_tokens)
+        if shape is not None:
+            counts.setdefault(str(row.get("category")), Counter())[shape] += 1
+    return {cat: {k: c[k] for k in OVER_CALL_SHAPES if c[k]} for cat, c in counts.items()}
+
+
 def failure_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,
                   max_new_tokens: int | None = None) -> dict[str, dict[str, int]]:
     """``{category: {class: count}}`` over the failed rows, classes in `CLASSES` order, most common first."""
@@ -103,4 +146,4 @@ def failure_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,
     return {cat: dict(sorted(c.items(), key=lambda kv: (-kv[1], CLASSES.index(kv[0])))) for cat, c in counts.items()}
 
 
-__all__ = ["CLASSES", "failure_class", "failure_table"]
+__all__ = ["CLASSES", "OVER_CALL_SHAPES", "failure_class", "failure_table", "over_call_shape", "over_call_table"]
