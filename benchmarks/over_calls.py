@@ -1,17 +1,18 @@
 """What a model's extra calls are: the shapes of "more calls than asked" in finished BFCL runs.
 
-An answer that calls more than asked is one of `tinytool.eval.failures.OVER_CALL_SHAPES`: the asked tool once per
-value the request joins ("a base and height of 6 and 10" as two calls), one call written twice, or a further tool
-beside the asked one. Each needs another remedy (one-call requests that hold several values or a list; a stop
-after the calls; near misses among the offered tools), so this tables them per run from the run's
-``results.jsonl``, with nothing decoded again:
+An answer that calls more than asked is one of `tinytool.eval.failures.OVER_CALL_SHAPES`: the asked tool again
+with other values (most often once per value the request joins: "a base and height of 6 and 10" as two calls),
+one call written twice, or a tool the answer key does not call. Each needs another remedy (one-call requests that
+hold several values or a list; a stop after the calls; near misses among the offered tools), so this tables them
+per run from the run's ``results.jsonl``, with nothing decoded again:
 
     .venv/bin/python benchmarks/over_calls.py sft-real3-seed1=W/runs/sft-real3-seed1/bfcl-full \\
         sft-real4=W/runs/sft-real4/bfcl-full
 
 Each run is a row of ``runs`` in ``benchmarks/results/over_calls.json`` (keyed by its label; a later call adds
 to the file). Summary keys per row: ``over_calls`` (simple_python + multiple, the figure the quality benchmark
-reads), ``shapes`` (their count per shape) and ``per_category`` (every category's shapes).
+reads), ``shapes`` (their count per shape) and ``per_category`` (every category's shapes). ``machine`` is where
+the table was made; where each run decoded is its quality row's ``device``.
 """
 
 from __future__ import annotations

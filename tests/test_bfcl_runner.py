@@ -374,7 +374,7 @@ def test_over_call_shapes_say_what_the_extra_calls_are():
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from tinytool.eval.failures import OVER_CALL_SHAPES, over_call_shape
+    from tinytool.eval.failures import OVER_CALL_SHAPES, failure_class, over_call_shape
     from tinytool.formats import get_format
 
     fmt = get_format("hermes")
@@ -384,8 +384,10 @@ def test_over_call_shapes_say_what_the_extra_calls_are():
     def shape(*decoded):
         return over_call_shape({**row, "decoded": list(decoded), "n_calls": len(decoded)}, fmt)
 
-    assert shape({"area": {"base": 6, "height": 6}}, {"area": {"base": 10, "height": 10}}) == "one call per value"
+    assert shape({"area": {"base": 6, "height": 6}}, {"area": {"base": 10, "height": 10}}) == \
+        "the asked tool again, other values"
     assert shape({"area": {"base": 6, "height": 10}}, {"area": {"height": 10, "base": 6}}) == "a call repeated"
+    assert shape({"area": {"base": 6, "height": 10}}, {"area": {"base": 6.0, "height": 10}}) == "a call repeated"
     assert shape({"area": {"base": 6, "height": 10}}, {"volume": {"base": 6}}) == "a further tool called"
     assert shape({"area": {"base": 6, "height": 10}}) is None  # not more calls than asked
     assert over_call_shape({**row, "decoded": "?", "n_calls": 2}, fmt) == "unreadable"
@@ -396,8 +398,10 @@ def test_over_call_shapes_say_what_the_extra_calls_are():
                            st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20),
                                      st.lists(st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
                                               max_size=3))))
-    def never_raises(r):
-        assert over_call_shape(r, fmt) in (*OVER_CALL_SHAPES, None)
+    def never_raises(r):  # and gives a shape exactly to the answers that call more than asked
+        shape = over_call_shape(r, fmt)
+        assert shape in (*OVER_CALL_SHAPES, None)
+        assert (shape is None) == (failure_class(r, fmt) != "more calls than asked")
 
     never_raises()
 

@@ -38,9 +38,9 @@ CLASSES = (
 
 #: what the extra calls of an answer classed "more calls than asked" are
 OVER_CALL_SHAPES = (
-    "one call per value",  # the asked tool once per value the request joins ("a base and height of 6 and 10")
-    "a call repeated",  # one call twice, arguments and all
-    "a further tool called",  # a tool the answer key does not call, beside the asked one
+    "the asked tool again, other values",  # e.g. once per value the request joins ("base and height of 6 and 10")
+    "a call repeated",  # one call twice, arguments and all (6 and 6.0 alike)
+    "a further tool called",  # a tool the answer key does not call
     "unreadable",  # the row's decoded calls could not be read
 )
 
@@ -103,8 +103,8 @@ def _count_class(row: Mapping[str, Any]) -> str:
 
 def over_call_shape(row: Mapping[str, Any], fmt: PromptFormat, max_new_tokens: int | None = None) -> str | None:
     """The shape (`OVER_CALL_SHAPES`) of a scored BFCL row that `failure_class` calls "more calls than asked",
-    None for any other row: a call of a tool the answer key does not call, else one call written twice, else the
-    asked tool called once per value. Never raises."""
+    None for any other row: a call of a tool the answer key does not call, else one call written twice (numbers
+    compared by value), else the asked tool called again with other values. Never raises."""
     if failure_class(row, fmt, max_new_tokens) != "more calls than asked":
         return None
     try:
@@ -117,10 +117,21 @@ def over_call_shape(row: Mapping[str, Any], fmt: PromptFormat, max_new_tokens: i
             return "unreadable"
         if any(next(iter(c)) not in asked for c in calls):
             return "a further tool called"
-        keys = [json.dumps(c, sort_keys=True, default=str) for c in calls]
-        return "a call repeated" if len(set(keys)) < len(keys) else "one call per value"
+        keys = [json.dumps(_whole(c), sort_keys=True, default=str) for c in calls]
+        return "a call repeated" if len(set(keys)) < len(keys) else "the asked tool again, other values"
     except Exception:  # a malformed row: its shape is unknown, the report goes on
         return "unreadable"
+
+
+def _whole(v: Any) -> Any:
+    """``v`` with whole floats as ints (6.0 and 6 are one value), nested lists and mappings included."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, Mapping):
+        return {k: _whole(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_whole(x) for x in v]
+    return v
 
 
 def over_call_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,

@@ -6,7 +6,8 @@ not matter, ask in one sentence of several, write in lower case, shorten words (
 it was, so the task's answer (its calls, or its reply) is still right:
 
 - words that carry a value are never touched: a word that occurs in one of the task's string arguments, one
-  with a digit, a number in words, or a capitalised word other than the first (a name, a place);
+  with a digit, a number in words, or a capitalised word other than the first (a name, a place); a value said
+  in other words ("quarterly" for 4, "nonstop only" for true) may get a typo, as it would from a person;
 - the added sentences (openings, context, sign-offs) name no value, no tool and no action;
 - train and dev draw them from separate pools, so the dev split's realistic requests use wording the training
   data never had.

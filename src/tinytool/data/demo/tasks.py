@@ -155,8 +155,8 @@ def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
 MANY_VALUES_P = 0.6
 #: share of one-call requests drawn from tools that take a list (`takes_list`): "the prices of a, b and c" asks
 #: for one call when the tool takes the items as one list, and "and" is no sign of several calls either; without
-#: them a model sees two items joined by "and" split into two calls (a parallel request) four times as often as
-#: held in one list
+#: them a model sees two items joined by "and" split into two calls (a parallel request) three to four times as
+#: often as held in one list
 LIST_P = 0.15
 #: draws of a request before a many-valued one-call request settles for the last one drawn
 MANY_TRIES = 8
