@@ -21,7 +21,10 @@ trained within the budget, that falls least short of the goal on both figures to
 ``--seeds`` trains and scores a row once per seed (the same data and flags; the seed sets the data order, and
 dropout and new weights where a model has them: the bundled model has neither), and
 ``recipes`` in the result sums up every recipe run more than once: two runs of one recipe can differ by more
-than two recipes do.
+than two recipes do. ``--merge FILE`` adds the rows of another run's result file (a GPU machine's, or a
+worktree's ``--out``) to this one, each under its own key or, where that key is taken, with its device added:
+
+    .venv/bin/python benchmarks/quality.py --merge W/quality-cpu.json
 """
 
 from __future__ import annotations
@@ -313,9 +316,10 @@ def row_record(row: str, model: str, sft: dict | None, ev: dict, seed: int = 0) 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", default="base,sft-new", help=f"comma-separated, of {', '.join(ROWS)}")
+    ap.add_argument("--rows", help=f"comma-separated, of {', '.join(ROWS)} (default: base,sft-new; none with "
+                                   "--merge alone)")
     ap.add_argument("--limit", type=int, default=100, help="BFCL items per category (0: full categories)")
-    ap.add_argument("--work", type=Path, required=True, help="where data, models and eval runs go")
+    ap.add_argument("--work", type=Path, help="where data, models and eval runs go (needed to run rows)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "quality.json")
     ap.add_argument("--no-demo-dev", action="store_true",
@@ -323,8 +327,13 @@ def main() -> None:
     ap.add_argument("--seeds", default="0",
                     help="comma-separated training seeds: each row is trained and scored once per seed (seed 0 is "
                          "the row itself, seed s the run `{row}-seed{s}`); `recipes` sums up the runs of each row")
+    ap.add_argument("--merge", type=Path, action="append", default=[], metavar="FILE",
+                    help="add the rows of another run's result file (another machine, a worktree's --out) to --out "
+                         "before running any rows; repeatable (see `merge`)")
     args = ap.parse_args()
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    rows = [r.strip() for r in (args.rows or ("" if args.merge else "base,sft-new")).split(",") if r.strip()]
+    if rows and args.work is None:
+        ap.error("--work is needed to run rows (where their data, models and eval runs go)")
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
         ap.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
@@ -340,6 +349,15 @@ def main() -> None:
 
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     table = result.get("table", {})
+    for path in args.merge:
+        try:
+            other = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            ap.error(f"--merge {path}: {e}")
+        for key in merge(table, other.get("table") or {}, path):
+            print(f"merged {key} from {path}")
+    if args.merge and table:
+        _write(args, result, table)
     for row in rows:
         for seed in seeds:
             model, sft = train(args.work, row, seed)
@@ -425,6 +443,34 @@ def recipes(table: dict) -> dict:
                 rec[fig] = {"mean": round(sum(vals) / len(vals), 4), "min": min(vals), "max": max(vals)}
         out[name] = rec
     return out
+
+
+def device_tag(row: dict) -> str:
+    """A short name of the device a row ran on: ``cpu``, or the GPU's model in lower case (``h200``)."""
+    device = str(row.get("device") or "cpu")
+    return "cpu" if device.startswith("cpu") else device.split()[-1].lower()
+
+
+def merge(table: dict, rows: dict, source: Path) -> list[str]:
+    """Add ``rows`` (the ``table`` of another result file of this benchmark) to ``table``, and return the keys
+    added. A row already there unchanged is skipped; a key taken by another row gets the merged row's device
+    (``sft-real4 (full)`` → ``sft-real4-cpu (full)``, as ``sft-real2-h200`` sits beside ``sft-real2``). Refuses
+    a row that clashes even so, naming the file and the key."""
+    added = []
+    for key, row in rows.items():
+        if table.get(key) == row:
+            continue
+        if key in table:
+            name, _, scope = key.partition(" (")
+            key = f"{name}-{device_tag(row)} ({scope}"
+            if table.get(key) == row:
+                continue
+            if key in table:
+                raise SystemExit(f"error: --merge {source}: row {key!r} is already in the table with other figures; "
+                                 "rename one of the two rows in its file, then merge again")
+        table[key] = row
+        added.append(key)
+    return added
 
 
 def _write(args: argparse.Namespace, result: dict, table: dict) -> None:
