@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tinytool.data.demo.text import whole_as_int
 from tinytool.formats import PromptFormat
 
 CLASSES = (
@@ -117,21 +118,10 @@ def over_call_shape(row: Mapping[str, Any], fmt: PromptFormat, max_new_tokens: i
             return "unreadable"
         if any(next(iter(c)) not in asked for c in calls):
             return "a further tool called"
-        keys = [json.dumps(_whole(c), sort_keys=True, default=str) for c in calls]
+        keys = [json.dumps(whole_as_int(c), sort_keys=True, default=str) for c in calls]
         return "a call repeated" if len(set(keys)) < len(keys) else "the asked tool again, other values"
     except Exception:  # a malformed row: its shape is unknown, the report goes on
         return "unreadable"
-
-
-def _whole(v: Any) -> Any:
-    """``v`` with whole floats as ints (6.0 and 6 are one value), nested lists and mappings included."""
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, Mapping):
-        return {k: _whole(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_whole(x) for x in v]
-    return v
 
 
 def over_call_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,
