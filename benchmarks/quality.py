@@ -132,6 +132,12 @@ ROWS: dict[str, dict | None] = {
     # several calls of one tool); 8 of sft-real3-seed1's 12 over-calls split values joined by "and" over two calls
     "sft-real4": {"data": ["--n", "2600"], "dir": "d2600-real4",
                   "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
+    # sft-real4 after its leftover values (a stated value left out of the call and placed in a second one): 20 % of
+    # the other one-call requests drawn from a tool of four or more parameters, stating every optional value its
+    # phrasing can carry, and three actions of five or six parameters (264 of 1,076 one-call answers with four or
+    # more arguments, against 78)
+    "sft-real5": {"data": ["--n", "2600"], "dir": "d2600-real5",
+                  "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
     # sft-real3 at sft-shared3's conversations per step (16: four tree rows of four branches), in fewer, larger
     # steps at the same learning rate: whether the shared rows' repeated calls come from the optimisation
     "sft-real3-b16": {"data": ["--n", "2600"], "dir": "d2600-real3",

@@ -11,7 +11,7 @@ import pytest
 from tinytool.data.demo import CATEGORIES, DEFAULT_MIX, REAL_DEV, generate_demo, write_demo
 from tinytool.data.demo.catalog import CATALOG, DOMAINS, HELD_OUT, NO_DEFAULT, World, execute, observation
 from tinytool.data.demo.chains import CHAINS
-from tinytool.data.demo.tasks import LIST_P, n_values, takes_list
+from tinytool.data.demo.tasks import FULL_P, FULL_PARAMS, LIST_P, n_values, takes_list
 from tinytool.data.demo.text import call_plan
 from tinytool.rewards.astra import answer_found
 from tinytool.schema import Conversation, Tool, read_jsonl
@@ -183,6 +183,17 @@ def test_one_call_requests_often_state_several_values(demo):
     many = [c for c in one if n_values(c.arguments) >= 3]
     assert len(many) >= 0.33 * len(one)
     assert any(any(isinstance(v, list) and len(v) >= 2 for v in c.arguments.values()) for c in many)
+
+
+def test_one_call_requests_often_state_every_value_of_a_long_tool(demo):
+    """A request that states four or five values asks for one call holding them all: close to `FULL_P` of the
+    one-call tasks call a tool with `FULL_PARAMS` or more arguments, each of them said in the request."""
+    one = [c for c in demo[0] if c.meta["category"] in ("simple", "multiple")]
+    full = [c for c in one if len(_calls(c)[0].arguments) >= FULL_PARAMS]
+    assert len(full) >= 0.8 * FULL_P * len(one)
+    said = [c for c in full if all(str(v) in c.messages[0].content for v in _calls(c)[0].arguments.values()
+                                   if isinstance(v, (int, str)) and not isinstance(v, bool) and len(str(v)) > 2)]
+    assert len(said) >= 0.2 * len(full)
 
 
 def test_one_call_requests_often_hold_a_list_joined_by_and(demo):

@@ -85,14 +85,18 @@ def demo(
 
 def _say_lists(tasks: Sequence[Conversation]) -> None:
     """How often two or more items go in one call's list, against one call per item of a tool (single-turn
-    tasks): the balance that teaches a model whether items joined by "and" ask for one call or several."""
+    tasks): the balance that teaches a model whether items joined by "and" ask for one call or several; and how
+    many one-call tasks hold a long tool's every value."""
+    from tinytool.data.demo.tasks import FULL_PARAMS
+
     turns = [list(m.tool_calls) for c in tasks if sum(bool(m.tool_calls) for m in c.messages) == 1
              for m in c.messages if m.tool_calls]
     one = [t[0] for t in turns if len(t) == 1]
     listed = sum(any(isinstance(v, list) and len(v) >= 2 for v in tc.arguments.values()) for tc in one)
     per_item = sum(len(t) >= 2 and len({tc.name for tc in t}) == 1 for t in turns)
-    typer.echo(f"one-call tasks: {len(one)}, {listed} of them with two or more items in one list; "
-               f"{per_item} tasks ask several calls of one tool")
+    full = sum(len(tc.arguments) >= FULL_PARAMS for tc in one)
+    typer.echo(f"one-call tasks: {len(one)}, {listed} of them with two or more items in one list, {full} with "
+               f"{FULL_PARAMS} or more arguments; {per_item} tasks ask several calls of one tool")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -638,13 +638,18 @@ ACTIONS: tuple[Action, ...] = (
        "book a flight", "origin destination date guests", "cabin",
        ("from {origin} to {destination} on {date} for {guests}",)),
     _A("travel", "trains", "search find", "trains train_connections", ("find trains", "look up train connections"),
-       "search for trains", "origin destination date", "time"),
+       "search for trains", "origin destination date", "time guests"),
     _A("travel", "car", "search find rent", "rental_cars car_rentals", ("find a rental car", "rent a car"),
-       "find a rental car", "city date_range", "max_price"),
+       "find a rental car", "city date_range", "max_price guests"),
     _A("travel", "visa", "check get", "visa_requirements visa_rules", ("check the visa requirements",
        "what are the visa rules"), "check visa requirements", "country", "", ("for travelling to {country}",)),
     _A("travel", "route_time", "estimate get", "travel_time trip_duration", ("estimate the travel time",
-       "how long does it take to get"), "estimate a travel time", "origin destination", "transport"),
+       "how long does it take to get"), "estimate a travel time", "origin destination", "transport date time"),
+    _A("travel", "package", "search find", "holiday_packages vacation_packages trip_packages",
+       ("find a holiday package", "look for vacation packages", "search for a package trip"),
+       "search for holiday packages", "origin destination date nights", "guests max_price min_rating",
+       ("from {origin} to {destination} on {date} for {nights}", "leaving {origin} for {destination} on {date}, "
+        "{nights}")),
     # hotels
     _A("hotels", "search", "search find", "hotels hotel_offers", ("find hotels", "search for hotels",
        "look for a hotel"), "search for hotels", "city date guests", "nights max_price min_rating sort_by"),
@@ -656,7 +661,7 @@ ACTIONS: tuple[Action, ...] = (
        "are there rooms available"), "check room availability", "city date_range", "guests"),
     # food
     _A("food", "recipes", "search find", "recipes recipe", ("find recipes", "suggest recipes", "search recipes"),
-       "find recipes", "ingredients", "diet limit"),
+       "find recipes", "ingredients", "diet limit difficulty"),
     _A("food", "nutrition", "get lookup fetch", "nutrition nutrition_facts calories", ("look up the nutrition facts for",
        "how many calories are in"), "look up nutrition facts", "ingredient", "servings", ("{ingredient}",)),
     _A("food", "scale", "scale adjust", "recipe recipe_servings", ("scale a recipe", "adjust a recipe"),
@@ -672,7 +677,10 @@ ACTIONS: tuple[Action, ...] = (
        "how much should I tip"), "work out a tip", "amount tip", "guests", ("on a bill of {amount} {tip}",
        "for {amount} {tip}")),
     _A("dining", "delivery", "order", "delivery food_delivery", ("order food delivery", "get food delivered"),
-       "order food delivery", "cuisine city", ""),
+       "order food delivery", "cuisine city", "max_price limit"),
+    _A("dining", "catering", "order arrange book", "catering catering_order", ("order catering",
+       "arrange catering"), "order catering for an event", "cuisine guests date", "city diet max_price",
+       ("{cuisine} food for {guests} on {date}", "for {guests} on {date}, {cuisine} food")),
     # finance
     _A("finance", "convert", "convert exchange", "currency money", ("convert", "change"), "convert money between "
        "currencies", "money from_currency to_currency", "", ("{money} from {from_currency} to {to_currency}",
@@ -681,11 +689,11 @@ ACTIONS: tuple[Action, ...] = (
        "get the exchange rate"), "look up an exchange rate", "from_currency to_currency", "date",
        ("from {from_currency} to {to_currency}", "between {from_currency} and {to_currency}")),
     _A("finance", "compound", "calculate compute", "compound_interest future_value", ("calculate the compound interest",
-       "what will my savings grow to"), "calculate compound interest", "principal rate years", "compounding",
+       "what will my savings grow to"), "calculate compound interest", "principal rate years", "compounding currency",
        ("on {principal} at {rate} over {years}", "for {principal} with a rate of {rate} for {years}")),
     _A("finance", "loan", "calculate compute estimate", "loan_payment monthly_payment mortgage_payment",
        ("calculate the monthly payment", "what's the monthly payment"), "work out a loan payment",
-       "principal rate years", "", ("for a loan of {principal} at {rate} over {years}",)),
+       "principal rate years", "currency", ("for a loan of {principal} at {rate} over {years}",)),
     _A("finance", "invoice", "create send", "invoice bill", ("send an invoice", "create an invoice"),
        "send an invoice", "company money", "date currency", ("to {company} for {money}",)),
     _A("finance", "budget", "get summarize", "budget_summary spending_report", ("summarize my spending",
@@ -773,11 +781,11 @@ ACTIONS: tuple[Action, ...] = (
        "how far is it"), "measure a distance between places", "origin destination", "dist_unit",
        ("from {origin} to {destination}", "between {origin} and {destination}")),
     _A("geo", "directions", "get fetch", "directions route", ("get directions", "give me directions"),
-       "get directions", "origin destination", "transport", ("from {origin} to {destination}",)),
+       "get directions", "origin destination", "transport dist_unit", ("from {origin} to {destination}",)),
     _A("geo", "timezone", "get lookup", "timezone time_zone", ("what's the time zone", "look up the time zone"),
        "look up a time zone", "city"),
     _A("geo", "nearby", "search find", "nearby_places places_nearby", ("find places nearby", "search nearby"),
-       "find nearby places", "coords", "limit"),
+       "find nearby places", "coords", "limit sort_by"),
     _A("geo", "elevation", "get lookup", "elevation altitude", ("get the elevation", "what's the altitude"),
        "look up an elevation", "coords", "units"),
     _A("geo", "population", "get lookup", "population city_population", ("what's the population",
@@ -845,6 +853,9 @@ ACTIONS: tuple[Action, ...] = (
        ("during {minutes} of exercise for someone weighing {weight_kg}",)),
     _A("health", "water", "calculate recommend", "water_intake hydration", ("calculate the daily water intake",
        "how much water should someone drink"), "recommend water intake", "weight_kg", "", ("for someone weighing {weight_kg}", "for a person of {weight_kg}")),
+    _A("health", "workout_plan", "create make generate", "workout_plan training_plan", ("make a workout plan",
+       "create a training plan", "put together a workout plan"), "make a workout plan", "days minutes",
+       "difficulty weight_kg", ("for {days} with sessions of {minutes}", "covering {days}, each session lasting {minutes}")),
     # language
     _A("language", "translate", "translate", "text translation", ("translate",), "translate text", "text language",
        "", ("{text} into {language}", "{text} to {language}")),
@@ -946,9 +957,11 @@ class GenTool:
         """Required scalar parameters that may vary across the calls of a parallel request."""
         return tuple(p for p in self.required if self.param_map[p].axis and self.param_map[p].type != "boolean")
 
-    def sample(self, r: Random) -> dict[str, Any]:
-        """A ground-truth call: every required parameter, each optional one with `OPTIONAL_P`."""
-        args = {p: s.sample(r) for p, (_, s) in self.params.items() if p in self.required or r.random() < OPTIONAL_P}
+    def sample(self, r: Random, full: bool = False) -> dict[str, Any]:
+        """A ground-truth call: every required parameter, each optional one with `OPTIONAL_P` (``full``: every
+        optional one)."""
+        args = {p: s.sample(r) for p, (_, s) in self.params.items()
+                if full or p in self.required or r.random() < OPTIONAL_P}
         by_slot = self.by_slot
         for a, b in _DIFFERENT:
             if a in by_slot and b in by_slot and args.get(by_slot[a]) == args.get(by_slot[b]):
@@ -967,15 +980,17 @@ class GenTool:
     def say(self, args: Mapping[str, Any], r: Random) -> dict[str, str]:
         return {p: self.param_map[p].say(v, r) for p, v in args.items()}
 
-    def request(self, r: Random, split: str, imply: bool = False) -> tuple[dict[str, Any], str, Template, dict[str, str]]:
-        """A call and the request that states exactly its values: ``(arguments, text, template, slot texts)``.
+    def request(self, r: Random, split: str, imply: bool = False,
+                full: bool = False) -> tuple[dict[str, Any], str, Template, dict[str, str]]:
+        """A call and the request that states exactly its values: ``(arguments, text, template, slot texts)``;
+        ``full``: a value for every optional parameter (each template can state them all).
         With ``imply`` (a request that is the whole message, for one call: a sentence after it then reads as
         about that call), and `IMPLIED_P`, one optional enum parameter whose values have hints is implied instead
         of named (given a value that has hints if the draw left it out): its phrase is left out and a sentence
         that implies it follows ("… a recipe. I don't eat anything that comes from animals." → ``diet="vegan"``);
         dev draws that sentence from its own pool (the last of each value's hints)."""
         tpl = r.choice(self.phrasings(split))
-        args = self.sample(r)
+        args = self.sample(r, full)
         texts = self.say(args, r)
         hinted = [p for p in tpl.slots - tpl.bare if p in self.param_map and self.param_map[p].hints]
         if imply and hinted and r.random() < IMPLIED_P:

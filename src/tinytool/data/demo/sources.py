@@ -149,9 +149,10 @@ class ToolSource(Generic[T]):
         """Up to ``k`` tools to offer beside a question no tool answers."""
         return list({self.key(t): t for t in (self.target(r) for _ in range(k))}.values())
 
-    def request(self, r: Random, t: T, imply: bool = False) -> Request:
+    def request(self, r: Random, t: T, imply: bool = False, full: bool = False) -> Request:
         """A call of ``t`` and the request that states exactly its values (``imply``: the request is the whole
-        message, for one call, so a value may be implied by a sentence after it instead)."""
+        message, for one call, so a value may be implied by a sentence after it instead; ``full``: it states a
+        value for every optional parameter its phrasing can carry)."""
         raise NotImplementedError
 
     def sample_value(self, r: Random, t: T, tpl: Template, p: str) -> Any:
@@ -240,10 +241,10 @@ class CatalogTools(ToolSource[ToolSpec]):
     def some(self, r: Random, k: int) -> list[ToolSpec]:
         return [CATALOG[n] for n in r.sample(self.general, k)]
 
-    def sample_args(self, r: Random, spec: ToolSpec, tpl: Template) -> dict[str, Any]:
-        """Required arguments plus optional ones the phrasing can express (each with `OPTIONAL_P`)."""
+    def sample_args(self, r: Random, spec: ToolSpec, tpl: Template, full: bool = False) -> dict[str, Any]:
+        """Required arguments plus optional ones the phrasing can express (each with `OPTIONAL_P`; ``full``: all)."""
         args = {p.name: p.sample(r, self.world) for p in spec.params
-                if p.required or (p.name in tpl.slots and r.random() < OPTIONAL_P)}
+                if p.required or (p.name in tpl.slots and (full or r.random() < OPTIONAL_P))}
         if spec.fix is not None:
             spec.fix(args, r, self.world)
         return args
@@ -252,11 +253,13 @@ class CatalogTools(ToolSource[ToolSpec]):
     def say_all(spec: ToolSpec, args: Mapping[str, Any], r: Random, skip: str | None = None) -> dict[str, str]:
         return {k: spec.param_map[k].say(v, r) for k, v in args.items() if k != skip}
 
-    def request(self, r: Random, spec: ToolSpec, imply: bool = False) -> Request:
+    def request(self, r: Random, spec: ToolSpec, imply: bool = False, full: bool = False) -> Request:
         """The arguments are exactly what the text says: optional ones a phrasing drops are dropped (the catalog's
-        phrasings imply no values: ``imply`` changes nothing)."""
-        tpl = r.choice(spec.phrasings(self.split))
-        args = self.sample_args(r, spec, tpl)
+        phrasings imply no values: ``imply`` changes nothing; ``full`` takes the phrasing that can say the most)."""
+        phrasings = spec.phrasings(self.split)
+        most = max(len(t.slots) for t in phrasings)
+        tpl = r.choice([t for t in phrasings if len(t.slots) == most] if full else phrasings)
+        args = self.sample_args(r, spec, tpl, full)
         texts = self.say_all(spec, {k: v for k, v in args.items() if k in tpl.slots}, r)
         said = tpl.mentioned(texts.keys())
         args = {k: v for k, v in args.items() if k in said}
@@ -327,8 +330,8 @@ class GeneratedTools(ToolSource[GenTool]):
         a = t.action  # the bank's slot keys: a variant's parameter names are synonyms of them
         return frozenset(a.required), frozenset(a.required + a.optional)
 
-    def request(self, r: Random, t: GenTool, imply: bool = False) -> Request:
-        return t.request(r, self.split, imply)
+    def request(self, r: Random, t: GenTool, imply: bool = False, full: bool = False) -> Request:
+        return t.request(r, self.split, imply, full)
 
     def sample_value(self, r: Random, t: GenTool, tpl: Template, p: str) -> Any:
         return t.param_map[p].sample(r)

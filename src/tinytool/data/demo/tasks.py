@@ -158,6 +158,11 @@ MANY_VALUES_P = 0.6
 #: them a model sees two items joined by "and" split into two calls (a parallel request) three to four times as
 #: often as held in one list
 LIST_P = 0.15
+#: share of one-call requests drawn from a tool of `FULL_PARAMS` or more parameters stating a value for every
+#: optional one its phrasing can carry: a request that states four or five values asks for one call holding them
+#: all; without them a model leaves out a stated value and places it in a second call (a "leftover value")
+FULL_P = 0.2
+FULL_PARAMS = 4
 #: draws of a request before a many-valued one-call request settles for the last one drawn
 MANY_TRIES = 8
 #: share of near-miss irrelevance negatives drawn to request a tool with a twin and offer the twin
@@ -178,24 +183,31 @@ def takes_list(t: SourceTool) -> bool:
     return any(props.get(p, {}).get("type") == "array" for p in schema.get("required", ()))
 
 
-def _one_request(r: Random, src: ToolSource[Any], t: SourceTool, many: bool) -> Request:
-    """A request for one call of ``t``; ``many``: one that states three or more values, where ``t``'s phrasings
-    and optional parameters give one within `MANY_TRIES` draws (else the last drawn)."""
-    req = src.request(r, t, imply=True)
-    for _ in range(MANY_TRIES - 1 if many else 0):
-        if n_values(req[0]) >= 3:
+def _one_request(r: Random, src: ToolSource[Any], t: SourceTool, least: int, full: bool = False) -> Request:
+    """A request for one call of ``t`` that states ``least`` or more values, where ``t``'s phrasings and optional
+    parameters give one within `MANY_TRIES` draws (else the last drawn); ``full``: every optional value."""
+    req = src.request(r, t, imply=True, full=full)
+    for _ in range(MANY_TRIES - 1 if least > 1 else 0):
+        if n_values(req[0]) >= least:
             break
-        req = src.request(r, t, imply=True)
+        req = src.request(r, t, imply=True, full=full)
     return req
 
 
 def _one_call(r: Random, src: ToolSource[Any]) -> tuple[SourceTool, list[Message]]:
     """A target tool, and a request for one call of it with that call (`MANY_VALUES_P` of them with several
-    values, from a tool of two or more parameters; `LIST_P` of them from a tool that takes a list)."""
+    values, from a tool of two or more parameters; `LIST_P` of them from a tool that takes a list; `FULL_P` of the
+    others from a tool of `FULL_PARAMS` or more parameters, stating every value its phrasing can carry)."""
     many = r.random() < MANY_VALUES_P
     listed = r.random() < LIST_P
-    t = src.target(r, takes_list if listed else (lambda s: len(s.params) >= 2) if many else None)
-    args, text, _, _ = _one_request(r, src, t, many)
+    full = not listed and r.random() < FULL_P
+    if listed:
+        t = src.target(r, takes_list)
+    elif full:
+        t = src.target(r, lambda s: len(s.params) >= FULL_PARAMS)
+    else:
+        t = src.target(r, (lambda s: len(s.params) >= 2) if many else None)
+    args, text, _, _ = _one_request(r, src, t, FULL_PARAMS if full else 3 if many else 1, full)
     src.check([(t.name, args)])
     return t, [user_turn(text), calls_turn([(t.name, args)])]
 
@@ -414,7 +426,7 @@ def sibling(r: Random, src: ToolSource[Any], offered: list[Tool], kind: str,
         return "parallel_multiple", ([user_turn(join_requests(parts, r, src.split)), calls_turn(calls)], offered, {})
     if kind == "other_tool":
         t = r.choice(_fresh_first(have, used))
-        args, text, _, _ = _one_request(r, src, t, r.random() < MANY_VALUES_P)
+        args, text, _, _ = _one_request(r, src, t, 3 if r.random() < MANY_VALUES_P else 1)
         src.check([(t.name, args)])
         return ("multiple" if len(have) > 1 else "simple"), ([user_turn(text), calls_turn([(t.name, args)])],
                                                              offered, {})
@@ -428,5 +440,5 @@ BUILDERS: dict[str, Callable[[Random, ToolSource[Any]], Task]] = {
     "irrelevance": irrelevance, "missing_parameter": missing_parameter, "multi_step": multi_step,
 }
 
-__all__ = ["BUILDERS", "LIST_P", "MANY_VALUES_P", "SIBLING_KINDS", "TWIN_P", "Task", "irrelevance", "missing_parameter",
+__all__ = ["BUILDERS", "FULL_P", "FULL_PARAMS", "LIST_P", "MANY_VALUES_P", "SIBLING_KINDS", "TWIN_P", "Task", "irrelevance", "missing_parameter",
            "multi_step", "multiple", "n_values", "parallel", "parallel_multiple", "sibling", "simple", "takes_list"]
