@@ -648,8 +648,8 @@ ACTIONS: tuple[Action, ...] = (
     _A("travel", "package", "search find", "holiday_packages vacation_packages trip_packages",
        ("find a holiday package", "look for vacation packages", "search for a package trip"),
        "search for holiday packages", "origin destination date nights", "guests max_price min_rating",
-       ("from {origin} to {destination} on {date} for {nights}", "leaving {origin} for {destination} on {date}, "
-        "{nights}")),
+       ("from {origin} to {destination} on {date} for {nights}",
+        "leaving {origin} for {destination} on {date}, {nights}")),
     # hotels
     _A("hotels", "search", "search find", "hotels hotel_offers", ("find hotels", "search for hotels",
        "look for a hotel"), "search for hotels", "city date guests", "nights max_price min_rating sort_by"),

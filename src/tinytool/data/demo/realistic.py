@@ -104,11 +104,17 @@ def _short_forms(text: str, protected: frozenset[str], r: Random) -> str:
     return text[:start] + (short.capitalize() if text[start].isupper() and start == 0 else short) + text[end:]
 
 
+#: a number and the space before a word: that word is the number's unit
+_AFTER_NUMBER = re.compile(r"\d\s+$")
+
+
 def _typo(text: str, protected: frozenset[str], r: Random) -> str:
-    """One typo (two neighbouring letters swapped, or one doubled or dropped) in a free word of 5+ letters."""
+    """One typo (two neighbouring letters swapped, or one doubled or dropped) in a free word of 5+ letters; never
+    in the unit right after a number ("5 percent" is 0.05 where a rate is a decimal: the unit is the value's)."""
     unquoted = _outside_quotes(text)
     words = [(m.start(), m.group()) for i, m in enumerate(_WORD.finditer(text))
-             if len(m.group()) >= 5 and _free(m.group(), i, protected) and unquoted(m.start(), m.end())]
+             if len(m.group()) >= 5 and _free(m.group(), i, protected) and unquoted(m.start(), m.end())
+             and not _AFTER_NUMBER.search(text, 0, m.start())]
     if not words:
         return text
     start, w = r.choice(words)
