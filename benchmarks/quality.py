@@ -134,8 +134,8 @@ ROWS: dict[str, dict | None] = {
                   "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
     # sft-real4 after its leftover values (a stated value left out of the call and placed in a second one): 20 % of
     # the other one-call requests drawn from a tool of four or more parameters, stating every optional value its
-    # phrasing can carry, and three actions of five or six parameters (264 of 1,076 one-call answers with four or
-    # more arguments, against 78)
+    # phrasing can carry, and three actions of five or six parameters (312 of 1,237 one-call tasks with four or
+    # more arguments, against 96)
     "sft-real5": {"data": ["--n", "2600"], "dir": "d2600-real5",
                   "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
     # sft-real3 at sft-shared3's conversations per step (16: four tree rows of four branches), in fewer, larger
