@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections import Counter
 
@@ -321,6 +322,22 @@ def test_deterministic_and_byte_identical_files(tmp_path, demo):
     for name in ("train.jsonl", "dev.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     assert len(read_jsonl(tmp_path / "a" / "train.jsonl")) == 108
+
+
+def test_the_same_data_under_any_string_hash_seed(tmp_path):
+    """Python draws a new string hash seed per process, which orders sets of strings: the generator must not
+    draw from such an order, or two runs of one commit train on different data."""
+    import subprocess
+    import sys
+
+    code = ("import hashlib, json; from random import Random; from tinytool.data.demo import generate_demo; "
+            "from tinytool.data.demo.proctools import tool_pool; pool = tool_pool(0); "
+            "reqs = [pool.tools[n].request(Random(k), s, True, k % 2 == 0)[:2] for n in sorted(pool.tools) "
+            "for k in range(4) for s in ('train', 'dev')]; train, dev = generate_demo(300, 0); "
+            "print(hashlib.sha256(json.dumps([reqs, [c.to_dict() for c in train + dev]]).encode()).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3", "4")}
+    assert len(digests) == 1
 
 
 def test_cli_command(tmp_path):

@@ -992,7 +992,7 @@ class GenTool:
         tpl = r.choice(self.phrasings(split))
         args = self.sample(r, full)
         texts = self.say(args, r)
-        hinted = [p for p in tpl.slots - tpl.bare if p in self.param_map and self.param_map[p].hints]
+        hinted = [p for p in sorted(tpl.slots - tpl.bare) if p in self.param_map and self.param_map[p].hints]
         if imply and hinted and r.random() < IMPLIED_P:
             p = r.choice(hinted)
             if not self.param_map[p].hints.get(args.get(p)):  # a value the user can imply, drawn if need be
