@@ -1,0 +1,53 @@
+"""The offline kit (`benchmarks/offline_kit.py`): the model's parts join back to its bytes, the scripts parse,
+and a job list names only trained rows."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def kit():
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("offline_kit", BENCH / "offline_kit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_parts_join_back_to_the_same_bytes(kit, tmp_path):
+    blob = bytes(range(256)) * 1000 + b"tail"
+    src = tmp_path / "model.whl"
+    src.write_bytes(blob)
+    dirs = [tmp_path / p for p in "abc"]
+    for d in dirs:
+        d.mkdir()
+    parts = kit.split_file(src, [100_000, 150_000, 0], dirs)
+    assert [p.stat().st_size for p in parts] == [100_000, 150_000, len(blob) - 250_000]
+    assert kit.join_files(parts, tmp_path / "joined.whl") == hashlib.sha256(blob).hexdigest()
+    assert (tmp_path / "joined.whl").read_bytes() == blob
+
+
+def test_the_scripts_parse_and_name_every_part_and_job(kit, tmp_path):
+    parts = [tmp_path / p / f"model.part{k}" for k, p in enumerate("abc")]
+    run = kit.render_run("m-0.1-py3-none-any.whl", "f" * 64, parts, "bfcl.whl", [("sft-real5", 0), ("sft-real4", 2)])
+    for name, text in (("setup.sh", kit.SETUP), ("run.sh", run)):
+        (tmp_path / name).write_text(text)
+        assert subprocess.run(["bash", "-n", str(tmp_path / name)], capture_output=True).returncode == 0, name
+    assert '"$kit/a/model.part0" "$kit/b/model.part1" "$kit/c/model.part2"' in run
+    assert "sft-real5:0 sft-real4:2" in run and "f" * 64 in run and "{" + "model_sha}" not in run
+
+
+def test_jobs_name_trained_rows_only(kit):
+    assert kit.parse_jobs("sft-real5:1, sft-real4") == [("sft-real5", 1), ("sft-real4", 0)]
+    for bad in ("base:0", "no-such-row", "sft-real5:x", " , "):
+        with pytest.raises(SystemExit):
+            kit.parse_jobs(bad)
