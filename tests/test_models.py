@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -199,3 +200,26 @@ def test_use_bf16_decides_in_one_place(monkeypatch):
     assert use_bf16(None, "cuda:1") is False
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
     assert use_bf16(None, torch.device("cuda", 0)) is True and use_bf16() is True  # None: CUDA when available
+
+
+def test_a_finished_conversion_is_kept_and_a_partial_one_replaced(tmp_path):
+    """Jobs started at once each convert the bundled GGUF: the first checkpoint moved in stays (another job may be
+    loading it), a later copy is dropped, and a partial one (no config.json) is replaced."""
+    from tinytool.models.loading import _settle
+
+    def built(name: str, mark: str) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(mark)
+        return d
+
+    target = tmp_path / "ckpt"
+    _settle(built("a.tmp1", "first"), target)
+    _settle(built("a.tmp2", "second"), target)
+    assert (target / "config.json").read_text() == "first"
+    assert not (tmp_path / "a.tmp1").exists() and not (tmp_path / "a.tmp2").exists()
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "model.safetensors").write_text("cut short")
+    _settle(built("b.tmp1", "whole"), partial)
+    assert (partial / "config.json").read_text() == "whole" and not (partial / "model.safetensors").exists()

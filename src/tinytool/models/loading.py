@@ -87,9 +87,22 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
     plain.save_pretrained(tmp, safe_serialization=True)
     tok.save_pretrained(tmp)
     (tmp / "tinytool_source.json").write_text(json.dumps({"gguf": str(gguf), "converted_at": time.time()}))
-    if target.exists():
-        shutil.rmtree(target)
-    tmp.rename(target)
+    _settle(tmp, target)
+
+
+def _settle(built: Path, target: Path) -> None:
+    """Move a finished checkpoint ``built`` to ``target``. Where another process finished the same conversion
+    first (several jobs started at once), its checkpoint stays (it may be loading already) and ``built`` goes; a
+    partial ``target`` (no config.json: a conversion killed midway) is replaced."""
+    if not (target / "config.json").is_file():
+        shutil.rmtree(target, ignore_errors=True)
+        try:
+            built.rename(target)
+            return
+        except OSError:  # another process moved its copy in between
+            if not (target / "config.json").is_file():
+                raise
+    shutil.rmtree(built, ignore_errors=True)
 
 
 def resolve(spec: str | os.PathLike, cache: str | os.PathLike | None = None) -> str:
