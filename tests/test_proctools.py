@@ -425,8 +425,9 @@ def test_cli_mix_and_proc_fraction(tmp_path):
                                         "--proc-fraction", "1"])
     assert res.exit_code == 0, res.output
     assert "parallel" in res.output and "irrelevance" not in res.output and "60 tasks over generated tools" in res.output
-    one, listed, per_item = map(int, re.search(r"one-call tasks: (\d+), (\d+) of them with two or more items in one "
-                                               r"list; (\d+) tasks ask several calls of one tool", res.output).groups())
+    one, listed, full, per_item = map(int, re.search(
+        r"one-call tasks: (\d+), (\d+) of them with two or more items in one list, (\d+) with 4 or more arguments; "
+        r"(\d+) tasks ask several calls of one tool", res.output).groups())
     written = [c for f in ("train.jsonl", "dev.jsonl") for c in read_jsonl(tmp_path / "a" / f)]
     calls = [_calls(c) for c in written]  # simple and parallel only: one turn of calls each
     assert (one, per_item) == (sum(len(k) == 1 for k in calls), sum(len(k) >= 2 for k in calls)) == (
@@ -434,6 +435,7 @@ def test_cli_mix_and_proc_fraction(tmp_path):
                                                                          for c in written))
     assert listed == sum(len(k) == 1 and any(isinstance(v, list) and len(v) >= 2 for v in k[0].arguments.values())
                          for k in calls) > 0
+    assert full == sum(len(k) == 1 and len(k[0].arguments) >= 4 for k in calls) > 0
     res = CliRunner().invoke(demo_app, ["--n", "60", "--out", str(tmp_path / "c"), "--mix", "irrelevance=1"])
     assert res.exit_code == 0 and re.search(r"irrelevance near misses: (\d+), (\d+) of them offering a twin", res.output)
     near, twins = map(int, re.search(r"near misses: (\d+), (\d+)", res.output).groups())
