@@ -21,7 +21,6 @@ job's BFCL run into ``$OUT/res.tgz``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
 import shutil
 import subprocess
@@ -33,6 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, run_cli
+
+from tinytool.io.files import sha256_file
 
 #: what `tinytool data demo`, `sft` and `eval bfcl` import beyond PyTorch and the common packages of a GPU image
 #: (tokenizers, safetensors, accelerate, huggingface-hub at versions these accept), at this environment's versions
@@ -60,17 +61,6 @@ def split_file(path: Path, sizes: Sequence[int], dirs: Sequence[Path]) -> list[P
             piece.write_bytes(chunk)
             out.append(piece)
     return out
-
-
-def join_files(parts: Sequence[Path], target: Path) -> str:
-    """Write the pieces one after another into ``target``; its SHA-256."""
-    digest = hashlib.sha256()
-    with target.open("wb") as out:
-        for p in parts:
-            data = p.read_bytes()
-            digest.update(data)
-            out.write(data)
-    return digest.hexdigest()
 
 
 def folder_bytes(d: Path) -> int:
@@ -205,7 +195,7 @@ def main() -> None:
             raise SystemExit(f"--part-mib {args.part_mib}: {len(PARTS)} parts hold {sum(room) / 2**20:.1f} MiB "
                              f"beside the rest, the model needs {model.stat().st_size / 2**20:.1f}")
         parts = split_file(model, room, dirs)
-        sha = hashlib.sha256(model.read_bytes()).hexdigest()
+        sha = sha256_file(model)
         model_name = model.name
     (a / "setup.sh").write_text(SETUP)
     (dirs[-1] / "run.sh").write_text(render_run(model_name, sha, parts, bfcl.name, jobs))
