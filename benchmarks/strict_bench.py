@@ -38,7 +38,15 @@ from _common import ROOT, machine, versions
 from _paired import bfcl_items, bfcl_table, bootstrap_p, category_p, irrelevance_p
 
 from tinytool.bfcl import BFCL_VERSION, bfcl_data
-from tinytool.eval.bfcl_runner import BFCLRunConfig, check_item, decode_strict, item_conversation, run_bfcl
+from tinytool.eval.bfcl_runner import (
+    BFCLRunConfig,
+    check_item,
+    decode_strict,
+    item_conversation,
+    pending,
+    run_bfcl,
+    score,
+)
 from tinytool.eval.failures import failure_class
 from tinytool.formats import get_format
 from tinytool.llm.base import Completion, GenerationConfig, Request
@@ -185,14 +193,16 @@ def full_bfcl(model_spec: str, fmt_name: str, run_dir: Path, batch_size: int, li
     and the paired tests of constrained against free."""
     from tinytool.bfcl import expand_categories
 
-    client = HFClient.from_spec(model_spec, batch_size=batch_size)
+    client = None  # loaded for the first side with items left: two finished runs are only rescored
     out: dict = {"limit": limit, "categories": categories, "format": fmt_name, "run_dirs": {}}
     items = {}
     for name, constrained in (("free", False), ("constrained", True)):
         cfg = BFCLRunConfig(model=model_spec, format=fmt_name, categories=expand_categories(categories),
                             batch_size=batch_size, constrained=constrained, label=name, limit=limit)
         where = free_dir if name == "free" and free_dir is not None else run_dir / name
-        out[name] = _side(run_bfcl(cfg, where, client))  # a finished run resumes with nothing left to decode
+        if client is None and pending(cfg, where):
+            client = HFClient.from_spec(model_spec, batch_size=batch_size)
+        out[name] = _side(run_bfcl(cfg, where, client) if client is not None else score(where))
         out["run_dirs"][name] = str(where)
         items[name] = bfcl_items(where)
     free, con = items["free"], items["constrained"]

@@ -8,7 +8,14 @@ import pytest
 
 from tinytool.bfcl import bfcl_data, expand_categories
 from tinytool.data.convert.bfcl import calls_from_ground_truth
-from tinytool.eval.bfcl_runner import BFCLRunConfig, RunDirError, group_scores, read_generations, run_bfcl
+from tinytool.eval.bfcl_runner import (
+    BFCLRunConfig,
+    RunDirError,
+    group_scores,
+    pending,
+    read_generations,
+    run_bfcl,
+)
 from tinytool.llm import ScriptedClient
 
 CATS = ["simple_python", "parallel", "irrelevance", "live_relevance"]
@@ -39,7 +46,9 @@ def _oracle():
 def test_oracle_scores_full_marks_and_resumes(tmp_path):
     client = ScriptedClient(_oracle())
     cfg = BFCLRunConfig(model="oracle", format="hermes-nothink", categories=CATS, limit=6, batch_size=4)
+    assert len(pending(cfg, tmp_path / "new")) == 24 and not (tmp_path / "new").exists()  # only reads
     summary = run_bfcl(cfg, tmp_path, client, progress=False)
+    assert pending(cfg, tmp_path) == []
     for c in CATS:
         assert summary["categories"][c]["n"] == 6
         assert summary["categories"][c]["accuracy"] == 1.0, (c, summary["categories"][c]["errors"])
@@ -56,6 +65,7 @@ def test_oracle_scores_full_marks_and_resumes(tmp_path):
     lines = gen.read_text().splitlines()
     gen.write_text("\n".join(lines[:-3]) + "\n" + lines[-3][: len(lines[-3]) // 2])
     assert len(read_generations(gen)) == 21
+    assert len(pending(cfg, tmp_path)) == 3
     client2 = ScriptedClient(_oracle())
     summary2 = run_bfcl(cfg, tmp_path, client2, progress=False)
     assert sum(len(c) for c in client2.calls) == 3
