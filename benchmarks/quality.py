@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
-from _paired import AST, bfcl_table
+from _paired import AST, bfcl_items, bfcl_table, pack_verdicts
 
 from tinytool.io.files import sha256_file
 
@@ -313,6 +313,9 @@ def row_record(row: str, model: str, sft: dict | None, ev: dict, seed: int = 0) 
         # the realistic dev split (requests written the way people write, one call expected), the same for
         # every row
         "real_dev": {c: round(v["accuracy"], 4) for c, v in ev["real"]["categories"].items()},
+        # per item, right or wrong (`_paired.pack_verdicts`): later runs compare with this one paired without its
+        # run directory (`python benchmarks/_paired.py ROW OTHER`)
+        "verdicts": pack_verdicts(bfcl_items(Path(ev["bfcl_dir"]))),
         "eval_items_per_s": ev["bfcl"]["throughput"].get("items_per_s"),
         # where this row trained and was evaluated (its train_seconds are that device's)
         "device": _device(),
