@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +30,18 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def benchmark_module(name: str):
+    """A script of ``benchmarks/`` imported as a module (its folder on the path, for its ``_common`` imports)."""
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    if str(bench) not in sys.path:
+        sys.path.insert(0, str(bench))
+    spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 TOOLS = [
     {"type": "function", "function": {

@@ -4,23 +4,15 @@ and a job list names only trained rows."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+from conftest import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def kit():
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("offline_kit", BENCH / "offline_kit.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("offline_kit")
 
 
 def test_parts_join_back_to_the_same_bytes(kit, tmp_path):

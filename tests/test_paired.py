@@ -3,25 +3,18 @@ unchanged, and two runs compare over the items both scored."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import benchmark_module
 from hypothesis import given
 from hypothesis import strategies as st
-
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def paired():
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("_paired", BENCH / "_paired.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("_paired")
 
 
 def _run(paired_items: dict, where: Path) -> Path:
