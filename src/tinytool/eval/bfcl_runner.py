@@ -253,8 +253,10 @@ def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFo
 def pending(cfg: BFCLRunConfig, out: Path, data: BFCLData | None = None) -> list[BFCLItem]:
     """The items of ``cfg`` that the run directory ``out`` holds no generation of yet (all, when it is new); reads
     only, so a caller can tell a finished run before it loads a model."""
-    data = data or bfcl_data()
-    done = read_generations(Path(out) / "generations.jsonl")
+    return _todo(cfg, data or bfcl_data(), read_generations(Path(out) / "generations.jsonl"))
+
+
+def _todo(cfg: BFCLRunConfig, data: BFCLData, done: dict[str, dict]) -> list[BFCLItem]:
     return [it for category in expand_categories(cfg.categories)
             for it in data.items(category, limit=cfg.limit, seed=cfg.seed) if it.id not in done]
 
@@ -268,7 +270,7 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
     gen_path = out / "generations.jsonl"
     repair_log(gen_path, is_generation)  # a crash's torn or broken lines: those items are generated again
     done = read_generations(gen_path)
-    todo = pending(cfg, out, data)
+    todo = _todo(cfg, data, done)
     gen = cfg.generation()
     # single-turn items of every category share batches (a small subset per category still fills them);
     # multi-turn items run category by category
