@@ -102,6 +102,10 @@ class BFCLRunConfig:
     #: decode under the ``auto`` grammar of each item's tools (`tinytool.llm.constrain`): text, or calls that name
     #: an offered function and fit its schema; the summary and report mark the run as constrained
     constrained: bool = False
+    #: single-turn items decode under a value guard (`tinytool.llm.guard`): a call stays open while the request
+    #: states a value no call holds that an unwritten parameter takes, and a repeated call ends the turn; the
+    #: summary marks the run as guarded
+    value_guard: bool = False
 
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
@@ -117,15 +121,22 @@ def item_conversation(item: BFCLItem, turn: int = 0) -> Conversation:
     return Conversation(messages=messages, tools=tools, meta={"id": item.id, "category": item.category})
 
 
-def item_request(item: BFCLItem, fmt: PromptFormat, constrained: bool = False) -> tuple[Request, str | None]:
+def item_request(item: BFCLItem, fmt: PromptFormat, constrained: bool = False,
+                 guarded: bool = False) -> tuple[Request, str | None]:
     """The request of a single-turn item: its conversation in ``fmt``; with ``constrained``, decoded under the
     ``auto`` grammar of its tools. An item whose schemas cannot be compiled (a few live BFCL functions ask for the
-    impossible, e.g. an integer whose enum holds strings) is decoded free; the second value says why."""
+    impossible, e.g. an integer whose enum holds strings) is decoded free; the second value says why. With
+    ``guarded``, decoded under the value guard of its last user message and tools (`tinytool.llm.guard`)."""
     from tinytool.llm.constrain import auto_constraint
+    from tinytool.llm.guard import value_guard
 
     conv = item_conversation(item)
     constraint, why = auto_constraint(conv.tools, fmt) if constrained else (None, None)
-    return Request(messages=fmt.to_chat(conv), constraint=constraint), why
+    guard = None
+    if guarded:
+        asked = next((m.content for m in reversed(conv.messages) if m.role == "user"), "") or ""
+        guard, _ = value_guard(conv.tools, asked if isinstance(asked, str) else str(asked), fmt)
+    return Request(messages=fmt.to_chat(conv), constraint=constraint, guard=guard), why
 
 
 def decode(fmt: PromptFormat, text: str) -> tuple[list[dict] | None, list[str]]:
@@ -195,10 +206,10 @@ def _read_run(out: Path) -> dict[str, Any]:
 
 # ---- generation ---------------------------------------------------------------------------------------
 def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
-                     gen: GenerationConfig, constrained: bool = False) -> list[dict]:
+                     gen: GenerationConfig, constrained: bool = False, guarded: bool = False) -> list[dict]:
     """Generate a batch of single-turn items (under the ``auto`` grammar of each item's tools when
-    ``constrained``)."""
-    made = [item_request(it, fmt, constrained) for it in items]
+    ``constrained``, under its value guard when ``guarded``)."""
+    made = [item_request(it, fmt, constrained, guarded) for it in items]
     t0 = time.perf_counter()
     outs = client.generate([r for r, _ in made], gen)
     share = (time.perf_counter() - t0) / max(len(items), 1)
@@ -290,7 +301,7 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
                         batch, client, fmt, cfg,
                         status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))
                 else:
-                    rows = _generate_single(batch, client, fmt, gen, cfg.constrained)
+                    rows = _generate_single(batch, client, fmt, gen, cfg.constrained, cfg.value_guard)
                 append_jsonl(gen_path, rows)
                 bar.advance(len(batch))
     return {"generated": len(todo), "already_done": len(done)}
@@ -404,6 +415,7 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
         "model": run["model"], "format": run["format"], "bfcl_version": run.get("bfcl_version", BFCL_VERSION),
         "decoding": "strict",
         "constrained": bool(run.get("constrained", False)),
+        "value_guard": bool(run.get("value_guard", False)),
         #: items of a constrained run decoded free: their schemas could not be compiled
         "unconstrained": sorted(r["id"] for r in results if gens[r["id"]].get("unconstrained")),
         "categories": per_cat,

@@ -118,6 +118,11 @@ def bfcl(
     entropy: bool = typer.Option(False, "--entropy", help="Also record mean token entropy (local models)."),
     label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
     constrained: bool = typer.Option(False, "--constrained", help=_CONSTRAINED_HELP),
+    value_guard: bool = typer.Option(
+        False, "--value-guard",
+        help="Local models, hermes formats, single-turn items: a call stays open while the request states a value "
+             "no call holds that an unwritten parameter takes, and a repeated call ends the answer. The run is "
+             "marked guarded in the summary and report."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
     rescore: bool = typer.Option(False, "--rescore", help="Only re-check the stored generations."),
 ) -> None:
@@ -140,7 +145,8 @@ def bfcl(
         cfg = BFCLRunConfig(
             model=model, format=fmt.name, categories=expand_categories(categories), limit=limit, samples=samples,
             temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
-            step_limit=step_limit, seed=seed, entropy=entropy, label=label, constrained=constrained)
+            step_limit=step_limit, seed=seed, entropy=entropy, label=label, constrained=constrained,
+            value_guard=value_guard)
         with on_interrupt(f"the generations finished so far are kept in {out}/generations.jsonl; the same command "
                           "resumes there"):
             summary = run_bfcl(cfg, out, _client(model, batch_size, dtype), overwrite=overwrite)

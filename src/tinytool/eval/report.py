@@ -171,6 +171,8 @@ def load_run(run_dir: Path | str) -> RunData:
     label = str(run.get("label") or run_dir.resolve().name or run_dir)
     if run.get("constrained") or summary.get("constrained"):  # never mistaken for a free-decoding headline
         label += " (constrained)"
+    if run.get("value_guard") or summary.get("value_guard"):
+        label += " (value guard)"
     cats = {str(k): (v if isinstance(v, dict) else {}) for k, v in categories.items()}
     return RunData(path=run_dir, run=run, summary=summary, results=results, label=label, categories=cats)
 

@@ -56,13 +56,16 @@ class Request:
     request with its own seed instead of ``GenerationConfig.seed``, so its completions do not depend
     on which other requests share the call. ``constraint`` (a `tinytool.llm.constrain.Constraint`, e.g. a
     `ToolConstraint` of the offered tools) restricts every token of this request's completions to its grammar;
-    only the local engine (`tinytool.llm.hf.HFClient`) applies one, other backends refuse it."""
+    only the local engine (`tinytool.llm.hf.HFClient`) applies one, other backends refuse it. ``guard`` (a
+    `tinytool.llm.guard.ValueGuard`) keeps a call open while the request states a value no call holds yet and
+    ends the turn at a repeated call; like ``constraint``, only the local engine applies it."""
 
     messages: list[dict[str, str]]
     tools: list[dict[str, Any]] | None = None
     prompt: str | None = None
     seed: int | None = None
     constraint: Any = None
+    guard: Any = None
 
 
 @dataclass

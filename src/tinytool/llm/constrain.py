@@ -538,9 +538,10 @@ class RowMasks:
 
 
 def refuse(requests: list[Any], backend: str) -> None:
-    """Raise `ConstraintError` when any of ``requests`` carries a constraint: ``backend`` cannot apply one."""
-    if any(getattr(r, "constraint", None) is not None for r in requests):
-        raise ConstraintError(f"{backend}: constrained decoding runs in the local engine only",
+    """Raise `ConstraintError` when any of ``requests`` carries a constraint or a value guard: ``backend`` cannot
+    apply one."""
+    if any(getattr(r, "constraint", None) is not None or getattr(r, "guard", None) is not None for r in requests):
+        raise ConstraintError(f"{backend}: constrained or guarded decoding runs in the local engine only",
                               fix="use a local model (a directory, hub id or the bundled alias), or decode "
                                   "without constraints")
 

@@ -108,10 +108,12 @@ Decoded = list[list[tuple[list[int], list[float] | None]]]
 
 def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
                       decode_autocast: Callable[[], AbstractContextManager] = nullcontext,
-                      constraints: list[Any] | None = None) -> Decoded | None:
+                      constraints: list[Any] | None = None, guards: list[Any] | None = None) -> Decoded | None:
     """Decode ``config.n`` sequences from each prompt of ``seqs`` through ``client.batch_size × config.n`` slots.
     ``constraints``: per prompt, a `tinytool.llm.constrain.Constraint` every row of it keeps to (None: free); the
     masks of all constrained slots of a step are computed together (`tinytool.llm.constrain.RowMasks`).
+    ``guards``: per prompt, a `tinytool.llm.guard.ValueGuard` its rows keep to (None: unguarded); a guarded row
+    ends once it has written a call that repeats an earlier one.
 
     Returns, per prompt, ``config.n`` pairs ``(generated token ids, per-step entropies or None)`` in the order they
     finished — the ids end at the first EOS (kept), at the first stop string or at ``max_new_tokens`` — or None
@@ -146,6 +148,10 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
         from tinytool.llm.constrain import RowMasks
 
         masks = RowMasks(client.grammars(), slots)
+    guarded = guards is not None and any(g is not None for g in guards)
+    guard_rows: list[Any] = []  # per slot, the guard's row state (None: unguarded)
+    if guarded:
+        from tinytool.llm.guard import apply_guards
     lazy = masks is not None and not config.entropy and config.top_p >= 1.0  # see `RowMasks.pick`
 
     def admit(slot: int) -> bool:
@@ -173,6 +179,8 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
         pos[slot], nxt[slot] = length, seqs[p][-1]
         if masks is not None:
             masks.start(slot, constraints[p])
+        if guarded:
+            guard_rows[slot] = None if guards[p] is None else client.guard_row(guards[p])
         return True
 
     def finish(slot: int) -> None:
@@ -183,6 +191,7 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             masks.stop(slot)
 
     busy = [None] * slots
+    guard_rows = [None] * slots
     pos, nxt = [0] * slots, [0] * slots
     for s in range(slots):
         if not admit(s):
@@ -200,6 +209,7 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             keys[:] = [k.index_select(0, index) for k in keys]
             values[:] = [v.index_select(0, index) for v in values]
             busy, pos, nxt = [busy[s] for s in keep], [pos[s] for s in keep], [nxt[s] for s in keep]
+            guard_rows = [guard_rows[s] for s in keep]
             if masks is not None:
                 masks.keep(keep)
             cache = _slot_cache(keys, values, step)
@@ -219,6 +229,9 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             out = model(input_ids=torch.tensor(nxt, device=device)[:, None], attention_mask=mask,
                         position_ids=step.pos[:, None], past_key_values=cache, use_cache=True)
         logits = out.logits[:, -1, :].float()
+        if guarded:  # before the grammar: a refused close leaves the grammar a choice
+            live_guards = [g if b is not None else None for g, b in zip(guard_rows, busy, strict=True)]
+            logits = apply_guards(live_guards, logits, *client.guard_tokens())
         if lazy:  # masks only for the rows whose choice the grammar refuses (the same tokens, less work)
             picked = masks.pick(logits, lambda z: sample_next(z, temperature, config.top_p, config.greedy))
             ent = None
@@ -238,7 +251,11 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
                 row.entropy.append(float(ent[s]))
             pos[s] += 1
             nxt[s] = tok
-            if (tok in eos or len(row.tokens) >= config.max_new_tokens
+            looped = False
+            if guard_rows[s] is not None:
+                guard_rows[s].advance(tok)
+                looped = guard_rows[s].repeated()
+            if (tok in eos or looped or len(row.tokens) >= config.max_new_tokens
                     or (stops and client._contains_stop(row.tokens[-window:], stops))):
                 finish(s)
     return done

@@ -117,6 +117,30 @@ def grammar_processor(client: HFClient, constraints: list[Any]):
     return GrammarProcessor()
 
 
+def guard_processor(client: HFClient, guards: list[Any]):
+    """A logits processor for ``model.generate`` that keeps row ``i`` to ``guards[i]`` (None: unguarded): each
+    row's text is followed token by token, and the tokens that would close a call its guard keeps open are set
+    to -inf."""
+    from transformers import LogitsProcessor
+
+    from tinytool.llm.guard import apply_guards
+
+    class GuardProcessor(LogitsProcessor):
+        def __init__(self) -> None:
+            self.rows = [None if g is None else client.guard_row(g) for g in guards]
+            self.started = False
+
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            if self.started:
+                for row, t in zip(self.rows, input_ids[:, -1].tolist(), strict=True):
+                    if row is not None:
+                        row.advance(t)
+            self.started = True
+            return apply_guards(self.rows, scores, *client.guard_tokens())
+
+    return GuardProcessor()
+
+
 class _PrefixStore:
     """Least-recently-used key/value caches of prompts, keyed by their token ids, bounded in bytes.
 
@@ -204,6 +228,8 @@ class HFClient(LLMClient):
         self.name = name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
         self._stop_criteria: dict[tuple[str, ...], Any] = {}
         self._grammars: Any = None
+        self._guard_tokens: tuple[list[tuple[int, str]], list[int]] | None = None
+        self._texts: dict[int, str] = {}
 
     def grammars(self) -> Any:
         """The `tinytool.llm.constrain.GrammarBank` of this model's tokenizer (made on first use)."""
@@ -214,6 +240,25 @@ class HFClient(LLMClient):
             vocab = head.weight.shape[0] if head is not None else self.model.config.get_text_config().vocab_size
             self._grammars = GrammarBank(self.tokenizer, max(vocab, len(self.tokenizer)), self.eos_ids)
         return self._grammars
+
+    def guard_tokens(self) -> tuple[list[tuple[int, str]], list[int]]:
+        """The tokens a value guard looks at (`tinytool.llm.guard.guard_tokens`), found on first use."""
+        if self._guard_tokens is None:
+            from tinytool.llm.guard import guard_tokens
+
+            self._guard_tokens = guard_tokens(self.tokenizer)
+        return self._guard_tokens
+
+    def token_text(self, token: int) -> str:
+        """One token's text, special tokens written out (cached)."""
+        text = self._texts.get(token)
+        if text is None:
+            text = self._texts[token] = self.tokenizer.decode([token], skip_special_tokens=False)
+        return text
+
+    def guard_row(self, guard: Any) -> Any:
+        """A `tinytool.llm.guard.GuardRow` of ``guard`` that reads this model's tokens."""
+        return guard.row(self.token_text)
 
     @classmethod
     def from_spec(cls, spec: str | os.PathLike, *, cache: str | os.PathLike | None = None, dtype: Any = None,
@@ -285,15 +330,18 @@ class HFClient(LLMClient):
         prompts = [self.render_prompt(r) for r in requests]
         # the rendered prompt already holds BOS/special tokens where the template wants them
         token_ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        return self.generate_ids(token_ids, config, [r.seed for r in requests], [r.constraint for r in requests])
+        return self.generate_ids(token_ids, config, [r.seed for r in requests], [r.constraint for r in requests],
+                                 [r.guard for r in requests])
 
     def generate_ids(self, token_ids: list[list[int]], config: GenerationConfig,
                      seeds: list[int | None] | None = None,
-                     constraints: list[Any] | None = None) -> list[list[Completion]]:
+                     constraints: list[Any] | None = None,
+                     guards: list[Any] | None = None) -> list[list[Completion]]:
         """`generate` from prompts already tokenized; each completion's ``meta["token_ids"]`` holds the tokens it
         generated (its end-of-turn token included when it stopped there). ``seeds``: per prompt, as
         `Request.seed`; ``constraints``: per prompt, as `Request.constraint` (every one is compiled before
-        anything decodes, so a schema that does not compile fails the call at once)."""
+        anything decodes, so a schema that does not compile fails the call at once); ``guards``: per prompt, as
+        `Request.guard`."""
         import torch
 
         for i, ids in enumerate(token_ids):
@@ -301,6 +349,7 @@ class HFClient(LLMClient):
                 raise ValueError(f"request {i} renders to an empty prompt")
         seeds = seeds or [None] * len(token_ids)
         constraints = constraints or [None] * len(token_ids)
+        guards = guards or [None] * len(token_ids)
         for c in constraints:
             if c is not None:
                 self.grammars().matcher(c)
@@ -319,37 +368,46 @@ class HFClient(LLMClient):
                 # longest first: similar lengths share a batch, and an out-of-memory shows up at once
                 order = sorted(members, key=lambda i: -len(token_ids[i]))
                 held = [constraints[i] for i in order]
+                kept = [guards[i] for i in order]
                 rows = self._generate_rows([token_ids[i] for i in order], config,
-                                           **({"constraints": held} if any(c is not None for c in held) else {}))
+                                           **({"constraints": held} if any(c is not None for c in held) else {}),
+                                           **({"guards": kept} if any(g is not None for g in kept) else {}))
                 for i, completions in zip(order, rows):
                     results[i] = completions
         return results
 
     def _generate_rows(self, seqs: list[list[int]], config: GenerationConfig,
-                       constraints: list[Any] | None = None) -> list[list[Completion]]:
+                       constraints: list[Any] | None = None,
+                       guards: list[Any] | None = None) -> list[list[Completion]]:
         """Completions of ``seqs`` (longest first): continuous batching through ``batch_size × n`` slots where
         the model allows it (`tinytool.llm.continuous`), padded batches of ``batch_size`` prompts otherwise;
-        ``constraints``: per prompt, a grammar its rows keep to (None: free)."""
+        ``constraints``: per prompt, a grammar its rows keep to (None: free); ``guards``: per prompt, a
+        `tinytool.llm.guard.ValueGuard` (None: unguarded)."""
         from tinytool.llm.continuous import decode_continuous
 
         constraints = constraints or [None] * len(seqs)
-        decoded = (decode_continuous(self, seqs, config, self._decode_autocast, constraints)
+        guards = guards or [None] * len(seqs)
+        decoded = (decode_continuous(self, seqs, config, self._decode_autocast, constraints, guards)
                    if self.continuous else None)
         if decoded is None:
             out: list[list[Completion]] = []
             for start in range(0, len(seqs), self.batch_size):
                 part = slice(start, start + self.batch_size)
-                out.extend(self._generate_batch(seqs[part], config, constraints[part]))
+                out.extend(self._generate_batch(seqs[part], config, constraints[part], guards[part]))
             return out
         completions = []
-        for prompt, rows in zip(seqs, decoded, strict=True):
-            completions.append([self._completion(tokens, config, len(prompt), steps) for tokens, steps in rows])
+        for prompt, rows, guard in zip(seqs, decoded, guards, strict=True):
+            completions.append([self._completion(tokens, config, len(prompt), steps, guard)
+                                for tokens, steps in rows])
         return completions
 
     def _completion(self, tokens: list[int], config: GenerationConfig, prompt_tokens: int,
-                    entropies: Any = None) -> Completion:
-        """One generated row as a `Completion`; ``entropies``: per-step entropies, averaged over the kept tokens."""
+                    entropies: Any = None, guard: Any = None) -> Completion:
+        """One generated row as a `Completion`; ``entropies``: per-step entropies, averaged over the kept tokens;
+        ``guard``: the row's `tinytool.llm.guard.ValueGuard`, whose turn ends before a repeated call."""
         text, n_tokens, finish = self._finish(tokens, config)
+        if guard is not None:
+            text = guard.tidy(text)
         entropy = None
         if entropies is not None and len(entropies):
             entropy = float(sum(entropies[:max(n_tokens, 1)]) / len(entropies[:max(n_tokens, 1)]))
@@ -453,9 +511,11 @@ class HFClient(LLMClient):
         return cache
 
     def _generate_batch(self, seqs: list[list[int]], config: GenerationConfig,
-                        constraints: list[Any] | None = None) -> list[list[Completion]]:
+                        constraints: list[Any] | None = None,
+                        guards: list[Any] | None = None) -> list[list[Completion]]:
         """One left-padded batch decoded by ``model.generate`` (the fallback of continuous batching); rows with a
-        constraint keep to it through `grammar_processor`."""
+        constraint keep to it through `grammar_processor`, rows with a value guard to it through
+        `guard_processor`."""
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
@@ -475,6 +535,8 @@ class HFClient(LLMClient):
             gen_config.num_return_sequences = 1
         recorder = None
         processors = LogitsProcessorList()
+        if any(g is not None for g in guards or ()):  # before the grammar: a refused close leaves the grammar a choice
+            processors.append(guard_processor(self, [g for g in guards for _ in range(config.n)]))
         if any(c is not None for c in constraints or ()):
             rows = [c for c in constraints for _ in range(config.n)]
             processors.append(grammar_processor(self, rows))
@@ -497,7 +559,8 @@ class HFClient(LLMClient):
             if row % config.n == 0:  # generate repeats each prompt n times, adjacently
                 completions.append([])
             steps = entropies[row].tolist() if entropies is not None else None
-            completions[-1].append(self._completion(tokens, config, len(seqs[row // config.n]), steps))
+            guard = guards[row // config.n] if guards else None
+            completions[-1].append(self._completion(tokens, config, len(seqs[row // config.n]), steps, guard))
         return completions
 
     def _finish(self, tokens: list[int], config: GenerationConfig) -> tuple[str, int, str]:

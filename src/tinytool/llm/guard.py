@@ -1,0 +1,291 @@
+"""Value guard: decoding that keeps a call open while the request states a value that no call holds yet.
+
+A small model's commonest extra call on a one-call request is a leftover value: the first call closes after two or
+three arguments and a second call carries the rest (a t-test's significance level, a decay rate, a lightness). A
+`ValueGuard` holds what the request states and what the offered tools take; while a call is open, each row's
+`GuardRow` refuses every token that would close the call's arguments object as long as
+
+- the request states a value that no call of the turn holds yet (a number, with its percent and "million" forms,
+  or a quoted string), and
+- the tool being called has a parameter not yet written whose type takes that value (an integer for a whole
+  number, a number, a string for a quoted string; an enum only when it lists the value).
+
+The model then writes another argument instead of closing. When no stated value is left or no unwritten parameter
+could take one, nothing is refused. A call that repeats one the turn already holds ends the turn there
+(`GuardRow.repeated`, `ValueGuard.tidy`): a model that writes the same call twice is looping.
+
+Only formats that write each call as a tagged JSON object with its arguments one level in (``hermes``,
+``hermes-nothink``) are guarded; `value_guard` says why it returns None for others.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinytool.schema import Tool
+
+#: formats whose calls are ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` blocks
+FORMATS = ("hermes", "hermes-nothink")
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+
+# a number as people write it: a sign only where nothing word-like precedes it, thousands separators, decimals
+_NUMBER = re.compile(r"(?<![\w.^])(-?(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+)(?:\.\d+)?)(\s*(?:%|percent\b))?"
+                     r"(\s+(?:thousand|million|billion)\b)?", re.IGNORECASE)
+_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+          "eleven": 11, "twelve": 12}  # not "one": "which one", "one of"
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE)
+_QUOTED = re.compile(r"""(?<![\w])(?:'([^'\n]{1,60})'|"([^"\n]{1,60})")""")
+_SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
+_NUMERIC = {"integer": True, "number": False, "float": False}
+
+
+def _numbers(text: str) -> list[float]:
+    """Every number written in ``text`` (digits only), as floats."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        try:
+            out.append(float(m.group(1).replace(",", "")))
+        except ValueError:
+            continue
+    return out
+
+
+def stated_values(text: str) -> tuple[list[tuple[float, ...]], list[str]]:
+    """What ``text`` (a user's request) states: numbers, each as the values it may be written as (``5%`` → 5 and
+    0.05; ``2 million`` → 2 and 2,000,000; ``three`` → 3), and quoted strings."""
+    numbers: list[tuple[float, ...]] = []
+    for m in _NUMBER.finditer(text):
+        try:
+            v = float(m.group(1).replace(",", ""))
+        except ValueError:
+            continue
+        forms = [v]
+        if m.group(2):
+            forms.append(v / 100)
+        if m.group(3):
+            forms.append(v * _SCALE[m.group(3).strip().lower()])
+        numbers.append(tuple(forms))
+    numbers += [(float(_WORDS[m.group(1).lower()]),) for m in _NUMBER_WORD.finditer(text)]
+    strings = [a or b for a, b in _QUOTED.findall(text)]
+    return numbers, [s for s in strings if s.strip()]
+
+
+def _same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@dataclass
+class _Scan:
+    """Where a call's JSON text stands: nesting depth, inside a string or not, the keys written one level in (the
+    arguments), whether an argument's value has just ended (a string, list or object: only a comma or the close
+    may follow) and whether the arguments object has closed."""
+
+    depth: int = 0
+    in_str: bool = False
+    esc: bool = False
+    buf: list[str] = field(default_factory=list)
+    last: str | None = None  # the string that just closed at the arguments' level
+    keys: set[str] = field(default_factory=set)
+    closed: bool = False
+    value: bool = False  # the string being read, or the last token, is an argument's value
+    ended: bool = False  # an argument's value has just ended
+
+    def copy(self) -> _Scan:
+        return _Scan(self.depth, self.in_str, self.esc, list(self.buf), self.last, set(self.keys), self.closed,
+                     self.value, self.ended)
+
+    def feed(self, text: str) -> _Scan:
+        for ch in text:
+            if self.in_str:
+                if self.esc:
+                    self.esc = False
+                elif ch == "\\":
+                    self.esc = True
+                elif ch == '"':
+                    self.in_str = False
+                    at_args = self.depth == 2
+                    self.last = "".join(self.buf) if at_args and not self.value else None
+                    self.ended, self.value = at_args and self.value, False
+                else:
+                    self.buf.append(ch)
+                continue
+            if ch in " \n\t\r":
+                continue
+            if ch == '"':
+                self.in_str, self.buf, self.last, self.ended = True, [], None, False
+                continue
+            self.ended = False
+            if ch == ":" and self.depth == 2 and self.last is not None:
+                self.keys.add(self.last)
+            self.value = ch == ":" and self.depth == 2
+            self.last = None
+            if ch in "{[":
+                self.depth += 1
+            elif ch in "}]":
+                self.depth -= 1
+                self.ended = self.depth == 2
+                if self.depth == 1 and ch == "}":
+                    self.closed = True
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class ValueGuard:
+    """What one request states and what its tools take (see the module's docstring). ``params``: per tool name,
+    its parameters' JSON schemas by name."""
+
+    numbers: tuple[tuple[float, ...], ...]
+    strings: tuple[str, ...]
+    params: dict[str, dict[str, dict]]
+
+    def row(self, token_text: Any) -> GuardRow:
+        """The state of one decoded row; ``token_text(id)`` is a token's text."""
+        return GuardRow(self, token_text)
+
+    def left(self, text: str) -> tuple[list[tuple[float, ...]], list[str]]:
+        """The stated values that ``text`` (the turn so far) does not hold."""
+        written = _numbers(text)
+        low = text.lower()
+        numbers = [forms for forms in self.numbers if not any(_same(f, w) for f in forms for w in written)]
+        return numbers, [s for s in self.strings if s.lower() not in low]
+
+    def armed(self, text: str, call: str, keys: set[str]) -> bool:
+        """Whether the call being written (``call``: its JSON so far; ``keys``: its arguments written) may not
+        close yet: a stated value no call holds fits one of its unwritten parameters."""
+        m = re.search(r'"name"\s*:\s*"([^"]*)"', call)
+        params = self.params.get(m.group(1)) if m else None
+        if not params:
+            return False
+        open_params = [s for k, s in params.items() if k not in keys and isinstance(s, dict)]
+        if not open_params:
+            return False
+        numbers, strings = self.left(text)
+        for schema in open_params:
+            kind = schema.get("type")
+            enum = schema.get("enum")
+            if kind in _NUMERIC:
+                whole = _NUMERIC[kind]
+                for forms in numbers:
+                    if any((not whole or f == int(f)) and (enum is None or f in enum) for f in forms):
+                        return True
+            elif kind == "string" and strings and (enum is None or any(s in enum for s in strings)):
+                return True
+        return False
+
+    def tidy(self, text: str) -> str:
+        """``text`` cut before its first call that repeats an earlier call of the turn (the same name and
+        arguments); unchanged when no call repeats."""
+        seen: list[Any] = []
+        for m in re.finditer(re.escape(OPEN) + r"(.*?)" + re.escape(CLOSE), text, re.DOTALL):
+            try:
+                call = json.loads(m.group(1))
+            except ValueError:
+                continue
+            if call in seen:
+                return text[:m.start()].rstrip()
+            seen.append(call)
+        return text
+
+
+class GuardRow:
+    """One row under a `ValueGuard`: the text so far, and the tokens it may not take next."""
+
+    def __init__(self, guard: ValueGuard, token_text: Any):
+        self.guard = guard
+        self.token_text = token_text
+        self.text = ""
+        self.blocked = 0  # steps at which a close was refused
+
+    def advance(self, token: int) -> None:
+        """The row took ``token``."""
+        self.text += self.token_text(token)
+
+    def _call(self) -> str | None:
+        at = self.text.rfind(OPEN)
+        if at < 0 or self.text.find(CLOSE, at) >= 0:
+            return None
+        return self.text[at + len(OPEN):]
+
+    def refused(self, closers: list[tuple[int, str]]) -> tuple[bool, list[int]]:
+        """What the row may not take now, given ``closers`` (ids and texts of the tokens that hold a ``}``):
+        ``(False, ids)`` refuses those ids; ``(True, [])`` refuses everything but a comma (an argument's value has
+        just ended and the call may not close, so only a comma keeps it valid JSON)."""
+        call = self._call()
+        if call is None:
+            return False, []
+        scan = _Scan().feed(call)
+        if scan.closed or scan.depth < 2 or not self.guard.armed(self.text, call, scan.keys):
+            return False, []
+        if scan.ended:
+            self.blocked += 1
+            return True, []
+        out = []
+        for tok, piece in closers:
+            after = scan.copy().feed(piece)
+            if after.closed and self.guard.armed(self.text + piece, call + piece, after.keys):
+                out.append(tok)
+        if out:
+            self.blocked += 1
+        return False, out
+
+    def repeated(self) -> bool:
+        """Whether the row's last call, just closed, repeats an earlier call of the turn."""
+        return self.text.rstrip().endswith(CLOSE) and self.guard.tidy(self.text) != self.text
+
+
+def apply_guards(rows: list[Any], scores: Any, closers: list[tuple[int, str]], commas: list[int]) -> Any:
+    """``scores`` ([rows, vocab]) with -inf where a `GuardRow` of ``rows`` (None: unguarded) refuses a token
+    (``closers``: the tokens that hold a ``}``; ``commas``: the tokens that start with a comma); a copy when
+    anything is refused, ``scores`` itself otherwise."""
+    out = scores
+    for j, row in enumerate(rows):
+        if row is None:
+            continue
+        only_comma, toks = row.refused(closers)
+        if not only_comma and not toks:
+            continue
+        if out is scores:
+            out = scores.clone()
+        if only_comma:
+            keep = out[j, commas].clone()
+            out[j] = float("-inf")
+            out[j, commas] = keep
+        else:
+            out[j, toks] = float("-inf")
+    return out
+
+
+def value_guard(tools: list[Tool], request: str, fmt: Any) -> tuple[ValueGuard | None, str | None]:
+    """The guard of one request (``request``: the user's text) offered ``tools`` in ``fmt``: ``(guard, None)``, or
+    ``(None, why)`` when the format writes calls another way or no tool is offered."""
+    name = getattr(fmt, "name", str(fmt))
+    if name not in FORMATS:
+        return None, f"the value guard reads {', '.join(FORMATS)} calls, not {name}"
+    if not tools:
+        return None, "no tools offered"
+    numbers, strings = stated_values(request)
+    params = {t.name: dict((t.parameters or {}).get("properties") or {}) for t in tools}
+    return ValueGuard(tuple(numbers), tuple(strings), params), None
+
+
+def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:
+    """The tokens a guard looks at in ``tokenizer``'s vocabulary: the ids and texts of those that hold a ``}``
+    (the only ones that can close a call), and the ids of those that start with a comma (spaces before it
+    allowed)."""
+    closers, commas = [], []
+    for tok, piece in enumerate(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))):
+        if not piece or ("}" not in piece and "," not in piece):
+            continue
+        text = tokenizer.decode([tok], skip_special_tokens=False)
+        if "}" in text:
+            closers.append((tok, text))
+        if text.lstrip().startswith(","):
+            commas.append(tok)
+    return closers, commas
+
+
+__all__ = ["FORMATS", "GuardRow", "ValueGuard", "apply_guards", "guard_tokens", "stated_values", "value_guard"]
