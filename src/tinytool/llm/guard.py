@@ -5,8 +5,8 @@ three arguments and a second call carries the rest (a t-test's significance leve
 `ValueGuard` holds what the request states and what the offered tools take; while a call is open, each row's
 `GuardRow` refuses every token that would close the call's arguments object as long as
 
-- the request states a value that no call of the turn holds yet (a number, with its percent and "million" forms,
-  or a quoted string), and
+- the request states a value that no call of the turn holds yet (a number in digits, with its percent and
+  "million" forms, or a quoted string), and
 - the tool being called has a parameter not yet written whose type takes that value (an integer for a whole
   number, a number, a string for a quoted string; an enum only when it lists the value).
 
@@ -35,9 +35,6 @@ OPEN, CLOSE = "<tool_call>", "</tool_call>"
 # a number as people write it: a sign only where nothing word-like precedes it, thousands separators, decimals
 _NUMBER = re.compile(r"(?<![\w.^])(-?(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+)(?:\.\d+)?)(\s*(?:%|percent\b))?"
                      r"(\s+(?:thousand|million|billion)\b)?", re.IGNORECASE)
-_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-          "eleven": 11, "twelve": 12}  # not "one": "which one", "one of"
-_NUMBER_WORD = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE)
 _QUOTED = re.compile(r"""(?<![\w])(?:'([^'\n]{1,60})'|"([^"\n]{1,60})")""")
 _SCALE = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
 _NUMERIC = {"integer": True, "number": False, "float": False}
@@ -55,8 +52,10 @@ def _numbers(text: str) -> list[float]:
 
 
 def stated_values(text: str) -> tuple[list[tuple[float, ...]], list[str]]:
-    """What ``text`` (a user's request) states: numbers, each as the values it may be written as (``5%`` → 5 and
-    0.05; ``2 million`` → 2 and 2,000,000; ``three`` → 3), and quoted strings."""
+    """What ``text`` (a user's request) states: numbers written in digits, each as the values it may be written as
+    (``5%`` → 5 and 0.05; ``2 million`` → 2 and 2,000,000), and quoted strings. Numbers in words are left out:
+    they count things the request talks about more often than they give a value ("the two sides", "two
+    charges")."""
     numbers: list[tuple[float, ...]] = []
     for m in _NUMBER.finditer(text):
         try:
@@ -69,9 +68,19 @@ def stated_values(text: str) -> tuple[list[tuple[float, ...]], list[str]]:
         if m.group(3):
             forms.append(v * _SCALE[m.group(3).strip().lower()])
         numbers.append(tuple(forms))
-    numbers += [(float(_WORDS[m.group(1).lower()]),) for m in _NUMBER_WORD.finditer(text)]
     strings = [a or b for a, b in _QUOTED.findall(text)]
     return numbers, [s for s in strings if s.strip()]
+
+
+def _takes(schema: dict, value: tuple[str, tuple]) -> bool:
+    """Whether a parameter of JSON schema ``schema`` takes a stated value (``("n", forms)``: a number and the
+    values it may be written as; ``("s", (text,))``: a quoted string)."""
+    kind, forms = value
+    enum = schema.get("enum")
+    if kind == "n" and schema.get("type") in _NUMERIC:
+        whole = _NUMERIC[schema["type"]]
+        return any((not whole or f == int(f)) and (enum is None or f in enum) for f in forms)
+    return kind == "s" and schema.get("type") == "string" and (enum is None or forms[0] in enum)
 
 
 def _same(a: float, b: float) -> bool:
@@ -155,7 +164,8 @@ class ValueGuard:
 
     def armed(self, text: str, call: str, keys: set[str]) -> bool:
         """Whether the call being written (``call``: its JSON so far; ``keys``: its arguments written) may not
-        close yet: a stated value no call holds fits one of its unwritten parameters."""
+        close yet: stated values no call holds fit its unwritten parameters, and there are no more such values
+        than such parameters (more values than the call could take are another call's: a parallel request)."""
         m = re.search(r'"name"\s*:\s*"([^"]*)"', call)
         params = self.params.get(m.group(1)) if m else None
         if not params:
@@ -164,17 +174,11 @@ class ValueGuard:
         if not open_params:
             return False
         numbers, strings = self.left(text)
-        for schema in open_params:
-            kind = schema.get("type")
-            enum = schema.get("enum")
-            if kind in _NUMERIC:
-                whole = _NUMERIC[kind]
-                for forms in numbers:
-                    if any((not whole or f == int(f)) and (enum is None or f in enum) for f in forms):
-                        return True
-            elif kind == "string" and strings and (enum is None or any(s in enum for s in strings)):
-                return True
-        return False
+        values = [("n", forms) for forms in numbers] + [("s", (text_,)) for text_ in strings]
+        fits = [[v for v in values if _takes(schema, v)] for schema in open_params]
+        taken = {id(v) for fit in fits for v in fit}
+        takers = sum(1 for fit in fits if fit)
+        return 0 < len(taken) <= takers
 
     def tidy(self, text: str) -> str:
         """``text`` cut before its first call that repeats an earlier call of the turn (the same name and
