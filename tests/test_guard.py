@@ -191,3 +191,40 @@ def test_the_engine_keeps_a_call_open_until_the_stated_value_is_written(continuo
     assert finished
     closed_early = [o for (o,) in free if o.finish_reason == "stop" and '"days"' not in o.text and "7" not in o.text]
     assert closed_early, "the test needs a model that closes without the value when free"
+
+
+def test_eval_bfcl_and_demo_under_the_guard_are_marked_so(tmp_path):
+    """``eval bfcl --value-guard`` and ``eval demo --value-guard`` give every request its conversation's guard (the
+    numbers of its user message, its tools) and say so in the summary and the report; HTTP backends refuse one."""
+    pytest.importorskip("torch")
+    from tinytool.data.demo import write_demo
+    from tinytool.eval.bfcl_runner import BFCLRunConfig, run_bfcl
+    from tinytool.eval.demo_eval import run_demo_eval
+    from tinytool.eval.report import load_run
+    from tinytool.llm.base import GenerationConfig, Request
+    from tinytool.llm.constrain import ConstraintError
+    from tinytool.llm.hf import HFClient
+    from tinytool.llm.openai_compat import OpenAIClient
+    from tinytool.models.loading import load_tokenizer
+    from tinytool.models.students import tiny_model
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    client = HFClient(tiny_model(tok, layers=2, seed=0), tok, batch_size=4, prefix_cache_mb=0)
+    seen = []
+    real = client.generate
+    client.generate = lambda requests, config: seen.extend(requests) or real(requests, config)
+    cfg = BFCLRunConfig(model="tiny", format="hermes-nothink", categories=["simple_python"], limit=2,
+                        max_new_tokens=8, batch_size=4, value_guard=True)
+    s = run_bfcl(cfg, tmp_path / "bfcl", client, progress=False)
+    assert s["value_guard"] is True and len(seen) == 2
+    assert all(isinstance(r.guard, ValueGuard) and r.guard.params for r in seen)
+    assert any(r.guard.numbers for r in seen)
+    assert load_run(tmp_path / "bfcl").label.endswith("(value guard)")
+    write_demo(12, 3, tmp_path / "demo", dev_fraction=0.5)
+    seen.clear()
+    d = run_demo_eval("tiny", tmp_path / "demo" / "dev.jsonl", tmp_path / "demo-run", client, fmt="hermes-nothink",
+                      limit=3, max_new_tokens=8, progress=False, value_guard=True)
+    assert d["value_guard"] is True and len(seen) == 3 and all(r.guard is not None for r in seen)
+    with pytest.raises(ConstraintError, match="local engine only"):
+        OpenAIClient("http://127.0.0.1:9/v1", "m").generate(
+            [Request([{"role": "user", "content": "x"}], guard=seen[0].guard)], GenerationConfig())

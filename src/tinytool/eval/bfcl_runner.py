@@ -128,14 +128,11 @@ def item_request(item: BFCLItem, fmt: PromptFormat, constrained: bool = False,
     impossible, e.g. an integer whose enum holds strings) is decoded free; the second value says why. With
     ``guarded``, decoded under the value guard of its last user message and tools (`tinytool.llm.guard`)."""
     from tinytool.llm.constrain import auto_constraint
-    from tinytool.llm.guard import value_guard
+    from tinytool.llm.guard import conversation_guard
 
     conv = item_conversation(item)
     constraint, why = auto_constraint(conv.tools, fmt) if constrained else (None, None)
-    guard = None
-    if guarded:
-        asked = next((m.content for m in reversed(conv.messages) if m.role == "user"), "") or ""
-        guard, _ = value_guard(conv.tools, asked if isinstance(asked, str) else str(asked), fmt)
+    guard = conversation_guard(conv, fmt) if guarded else None
     return Request(messages=fmt.to_chat(conv), constraint=constraint, guard=guard), why
 
 

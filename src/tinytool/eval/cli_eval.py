@@ -99,6 +99,11 @@ _CONSTRAINED_HELP = ("Decode under the tools' grammar (local models): text, or c
                      "and fit its schema. The run is marked constrained in the summary and report.")
 
 
+_GUARD_HELP = ("Local models, hermes formats, single-turn items: a call stays open while the request states a value "
+               "no call holds that an unwritten parameter takes, and a repeated call ends the answer. The run is "
+               "marked guarded in the summary and report.")
+
+
 @eval_app.command("bfcl")
 def bfcl(
     model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
@@ -118,11 +123,7 @@ def bfcl(
     entropy: bool = typer.Option(False, "--entropy", help="Also record mean token entropy (local models)."),
     label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
     constrained: bool = typer.Option(False, "--constrained", help=_CONSTRAINED_HELP),
-    value_guard: bool = typer.Option(
-        False, "--value-guard",
-        help="Local models, hermes formats, single-turn items: a call stays open while the request states a value "
-             "no call holds that an unwritten parameter takes, and a repeated call ends the answer. The run is "
-             "marked guarded in the summary and report."),
+    value_guard: bool = typer.Option(False, "--value-guard", help=_GUARD_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
     rescore: bool = typer.Option(False, "--rescore", help="Only re-check the stored generations."),
 ) -> None:
@@ -166,6 +167,7 @@ def demo(
     dtype: str = typer.Option("float32", "--dtype", help=_DTYPE_HELP),
     label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
     constrained: bool = typer.Option(False, "--constrained", help=_CONSTRAINED_HELP),
+    value_guard: bool = typer.Option(False, "--value-guard", help=_GUARD_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
 ) -> None:
     """Score a model on the demo dev split: exact call match and STAR's Sim-RL score per category
@@ -182,7 +184,7 @@ def demo(
         summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
                                 max_new_tokens=max_new_tokens, batch_size=batch_size,
                                 client=_client(model, batch_size, dtype), label=label, overwrite=overwrite,
-                                constrained=constrained)
+                                constrained=constrained, value_guard=value_guard)
     _table(summary, "demo dev split")
 
 

@@ -92,6 +92,7 @@ class DemoRun:
     temperature: float = 0.0
     samples: int = 1
     constrained: bool = False  #: decoded under the ``auto`` grammar of each task's tools
+    value_guard: bool = False  #: decoded under each task's value guard (`tinytool.llm.guard`)
 
     PATHS: ClassVar[tuple[str, ...]] = ("data",)
 
@@ -103,20 +104,22 @@ class DemoRun:
 def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
                   fmt: PromptFormat | str = DEFAULT_FORMAT, limit: int | None = None, max_new_tokens: int = 256,
                   batch_size: int = 16, label: str | None = None, progress: bool = True,
-                  overwrite: bool = False, constrained: bool = False) -> dict:
+                  overwrite: bool = False, constrained: bool = False, value_guard: bool = False) -> dict:
     """Generate (resuming) and score the demo dev split; returns the summary.
 
     ``out`` is a run directory (`tinytool.io.open_run_dir`): a rerun with the same settings resumes,
     one with other settings (another model, format, data file, ...) raises `RunDirError` naming
     them, and ``overwrite`` starts again. ``constrained``: every task decodes under the ``auto`` grammar of its
-    tools (`tinytool.llm.constrain`); the summary says so."""
+    tools (`tinytool.llm.constrain`), ``value_guard`` under its value guard (`tinytool.llm.guard`); the summary says
+    so."""
     from tinytool.llm.constrain import auto_constraint
+    from tinytool.llm.guard import conversation_guard
 
     out = Path(out)
     pf = get_format(fmt)  # a name from a script; the command line passes the format itself
     tasks = load_tasks(data, limit)
     run = open_run_dir(out, "demo", DemoRun(model, pf.name, str(data), limit, max_new_tokens,
-                                               constrained=constrained).settings(),
+                                               constrained=constrained, value_guard=value_guard).settings(),
                        overwrite=overwrite)
     run.update(label=label or run.info.get("label"), batch_size=batch_size, client=client.describe(),
                tinytool_version=__version__)
@@ -131,7 +134,9 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
             bar.update(description=f"demo {start + 1}-{start + len(batch)}/{len(todo)}: generating")
             t0 = time.perf_counter()
             outs = client.generate([Request(messages=pf.to_chat(p), constraint=auto_constraint(p.tools, pf)[0]
-                                            if constrained else None) for _, p, _ in batch], gen)
+                                            if constrained else None,
+                                            guard=conversation_guard(p, pf) if value_guard else None)
+                                    for _, p, _ in batch], gen)
             share = (time.perf_counter() - t0) / len(batch)
             append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}
                                     for (tid, _, _), c in zip(batch, outs, strict=True)])
@@ -175,7 +180,8 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     n = max(len(results), 1)
     secs = sum(r["seconds"] or 0.0 for r in results)
     summary = {
-        "model": model, "format": pf.name, "constrained": constrained, "categories": categories,
+        "model": model, "format": pf.name, "constrained": constrained, "value_guard": value_guard,
+        "categories": categories,
         "groups": {"overall": sum(r["valid"] for r in results) / n},
         "metrics": {"simrl": sum(r["simrl"] for r in results) / n, **four_t(records).as_dict()},
         "throughput": {"items": len(results), "generation_seconds": round(secs, 2),

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinytool.schema import Tool
+from tinytool.schema import Conversation, Tool
 
 #: formats whose calls are ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` blocks
 FORMATS = ("hermes", "hermes-nothink")
@@ -276,6 +276,13 @@ def value_guard(tools: list[Tool], request: str, fmt: Any) -> tuple[ValueGuard |
     return ValueGuard(tuple(numbers), tuple(strings), params), None
 
 
+def conversation_guard(conv: Conversation, fmt: Any) -> ValueGuard | None:
+    """The guard of a conversation's next answer: its last user message and its tools (None where `value_guard`
+    gives none)."""
+    asked = next((m.content for m in reversed(conv.messages) if m.role == "user"), None)
+    return value_guard(conv.tools, asked if isinstance(asked, str) else "", fmt)[0]
+
+
 def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:
     """The tokens a guard looks at in ``tokenizer``'s vocabulary: the ids and texts of those that hold a ``}``
     (the only ones that can close a call), and the ids of those that start with a comma (spaces before it
@@ -292,4 +299,4 @@ def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:
     return closers, commas
 
 
-__all__ = ["FORMATS", "GuardRow", "ValueGuard", "apply_guards", "guard_tokens", "stated_values", "value_guard"]
+__all__ = ["FORMATS", "GuardRow", "ValueGuard", "apply_guards", "conversation_guard", "guard_tokens", "stated_values", "value_guard"]
