@@ -159,3 +159,39 @@ def test_which_requests_are_constrained_and_how():
     finally:
         plain.close()
         strict.close()
+
+
+def test_a_server_with_the_value_guard_keeps_a_forced_call_open_until_the_stated_value_is_in(servers):
+    """``serve --value-guard``: a named call forced open (its start in the prompt) may not close while the user's
+    "5 days" is in no argument and ``days`` is unwritten, streamed and not; a server without it lets the same model
+    close early. (The grammar keeps a schema's order of properties: where the last one is written, it may close
+    whatever the guard says.)"""
+    tok = load_tokenizer("smollm2-135m-instruct")
+    client = HFClient(tiny_model(tok, layers=1, seed=3), tok, batch_size=4)
+    guarded = Engine(client, get_format("hermes-nothink"), "tiny", max_tokens=200, value_guard=True)
+    server, url = _serve(guarded)
+    try:
+        api = openai.OpenAI(base_url=url, api_key="none")
+        ask = [{"role": "user", "content": "The weather in Oslo for 5 days, please."}]
+        named = {"type": "function", "function": {"name": "forecast"}}
+        tool = {"type": "function", "function": {"name": "forecast", "description": "Weather forecast.",
+                                                 "parameters": {"type": "object", "required": ["city"], "properties": {
+                                                     "city": PARAMS["properties"]["city"],
+                                                     "days": PARAMS["properties"]["days"]}}}}
+        early = 0
+        for seed in range(4):
+            kwargs = {"messages": ask, "tools": [tool], "tool_choice": named, "temperature": 1.0, "seed": seed}
+            plain = servers[0].chat.completions.create(model="tiny", **kwargs).choices[0]
+            args = json.loads(plain.message.tool_calls[0].function.arguments) if plain.message.tool_calls else {}
+            early += plain.finish_reason == "tool_calls" and "days" not in args
+            answer = api.chat.completions.create(model="tiny", **kwargs).choices[0]
+            streamed, finish = _streamed(api, **kwargs)
+            for calls, reason in ((answer.message.tool_calls, answer.finish_reason), (streamed, finish)):
+                if reason != "tool_calls":  # the token limit cut it
+                    continue
+                args = json.loads(calls[0].function.arguments)
+                assert "days" in args, args
+        assert early, "the test needs a model that closes without the value when unguarded"
+    finally:
+        server.should_exit = True
+        guarded.close()

@@ -152,7 +152,8 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
     guard_rows: list[Any] = []  # per slot, the guard's row state (None: unguarded)
     if guarded:
         from tinytool.llm.guard import apply_guards
-    lazy = masks is not None and not config.entropy and config.top_p >= 1.0  # see `RowMasks.pick`
+    # see `RowMasks.pick`; a guard reads the grammar's masks, so guarded steps mask every row first
+    lazy = masks is not None and not guarded and not config.entropy and config.top_p >= 1.0
 
     def admit(slot: int) -> bool:
         nonlocal last_prefill
@@ -229,15 +230,15 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             out = model(input_ids=torch.tensor(nxt, device=device)[:, None], attention_mask=mask,
                         position_ids=step.pos[:, None], past_key_values=cache, use_cache=True)
         logits = out.logits[:, -1, :].float()
-        if guarded:  # before the grammar: a refused close leaves the grammar a choice
-            live_guards = [g if b is not None else None for g, b in zip(guard_rows, busy, strict=True)]
-            logits = apply_guards(live_guards, logits, *client.guard_tokens())
         if lazy:  # masks only for the rows whose choice the grammar refuses (the same tokens, less work)
             picked = masks.pick(logits, lambda z: sample_next(z, temperature, config.top_p, config.greedy))
             ent = None
         else:
             if masks is not None:
                 masks.apply(logits)
+            if guarded:  # after the grammar: where it allows only what a guard refuses, the grammar wins
+                live_guards = [g if b is not None else None for g, b in zip(guard_rows, busy, strict=True)]
+                logits = apply_guards(live_guards, logits, *client.guard_tokens())
             ent = entropy_of(logits, temperature).tolist() if config.entropy else None
             picked = sample_next(logits, temperature, config.top_p, config.greedy).tolist()
             if masks is not None:

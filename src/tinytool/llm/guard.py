@@ -145,11 +145,13 @@ class _Scan:
 @dataclass(frozen=True, eq=False)
 class ValueGuard:
     """What one request states and what its tools take (see the module's docstring). ``params``: per tool name,
-    its parameters' JSON schemas by name."""
+    its parameters' JSON schemas by name; ``prefix``: text the answer starts with that is already in the prompt (a
+    call a server forced open)."""
 
     numbers: tuple[tuple[float, ...], ...]
     strings: tuple[str, ...]
     params: dict[str, dict[str, dict]]
+    prefix: str = ""
 
     def row(self, token_text: Any) -> GuardRow:
         """The state of one decoded row; ``token_text(id)`` is a token's text."""
@@ -181,18 +183,24 @@ class ValueGuard:
         return 0 < len(taken) <= takers
 
     def tidy(self, text: str) -> str:
-        """``text`` cut before its first call that repeats an earlier call of the turn (the same name and
-        arguments); unchanged when no call repeats."""
-        seen: list[Any] = []
-        for m in re.finditer(re.escape(OPEN) + r"(.*?)" + re.escape(CLOSE), text, re.DOTALL):
-            try:
-                call = json.loads(m.group(1))
-            except ValueError:
-                continue
-            if call in seen:
-                return text[:m.start()].rstrip()
-            seen.append(call)
-        return text
+        """``text`` (the answer after ``prefix``) cut before its first call that repeats an earlier call of the
+        turn (the same name and arguments); unchanged when no call repeats."""
+        cut = _first_repeat(self.prefix + text)
+        return text if cut is None else (self.prefix + text)[:cut].rstrip()[len(self.prefix):]
+
+
+def _first_repeat(text: str) -> int | None:
+    """Where in ``text`` the first call block that repeats an earlier one starts (None: no call repeats)."""
+    seen: list[Any] = []
+    for m in re.finditer(re.escape(OPEN) + r"(.*?)" + re.escape(CLOSE), text, re.DOTALL):
+        try:
+            call = json.loads(m.group(1))
+        except ValueError:
+            continue
+        if call in seen:
+            return m.start()
+        seen.append(call)
+    return None
 
 
 class GuardRow:
@@ -201,7 +209,7 @@ class GuardRow:
     def __init__(self, guard: ValueGuard, token_text: Any):
         self.guard = guard
         self.token_text = token_text
-        self.text = ""
+        self.text = guard.prefix
         self.blocked = 0  # steps at which a close was refused
 
     def advance(self, token: int) -> None:
@@ -238,13 +246,17 @@ class GuardRow:
 
     def repeated(self) -> bool:
         """Whether the row's last call, just closed, repeats an earlier call of the turn."""
-        return self.text.rstrip().endswith(CLOSE) and self.guard.tidy(self.text) != self.text
+        return self.text.rstrip().endswith(CLOSE) and _first_repeat(self.text) is not None
 
 
 def apply_guards(rows: list[Any], scores: Any, closers: list[tuple[int, str]], commas: list[int]) -> Any:
     """``scores`` ([rows, vocab]) with -inf where a `GuardRow` of ``rows`` (None: unguarded) refuses a token
     (``closers``: the tokens that hold a ``}``; ``commas``: the tokens that start with a comma); a copy when
-    anything is refused, ``scores`` itself otherwise."""
+    anything is refused, ``scores`` itself otherwise. Applied after a grammar's mask: a row the guard would leave
+    nothing to take (a schema that lists its properties in an order, whose last one is written) keeps the
+    grammar's choice."""
+    import torch
+
     out = scores
     for j, row in enumerate(rows):
         if row is None:
@@ -252,20 +264,24 @@ def apply_guards(rows: list[Any], scores: Any, closers: list[tuple[int, str]], c
         only_comma, toks = row.refused(closers)
         if not only_comma and not toks:
             continue
+        guarded = scores[j].clone()
+        if only_comma:
+            guarded.fill_(float("-inf"))
+            guarded[commas] = scores[j, commas]
+        else:
+            guarded[toks] = float("-inf")
+        if not torch.isfinite(guarded).any():
+            continue
         if out is scores:
             out = scores.clone()
-        if only_comma:
-            keep = out[j, commas].clone()
-            out[j] = float("-inf")
-            out[j, commas] = keep
-        else:
-            out[j, toks] = float("-inf")
+        out[j] = guarded
     return out
 
 
-def value_guard(tools: list[Tool], request: str, fmt: Any) -> tuple[ValueGuard | None, str | None]:
-    """The guard of one request (``request``: the user's text) offered ``tools`` in ``fmt``: ``(guard, None)``, or
-    ``(None, why)`` when the format writes calls another way or no tool is offered."""
+def value_guard(tools: list[Tool], request: str, fmt: Any, prefix: str = "") -> tuple[ValueGuard | None, str | None]:
+    """The guard of one request (``request``: the user's text) offered ``tools`` in ``fmt``, whose answer starts
+    with ``prefix`` (in the prompt already): ``(guard, None)``, or ``(None, why)`` when the format writes calls
+    another way or no tool is offered."""
     name = getattr(fmt, "name", str(fmt))
     if name not in FORMATS:
         return None, f"the value guard reads {', '.join(FORMATS)} calls, not {name}"
@@ -273,14 +289,14 @@ def value_guard(tools: list[Tool], request: str, fmt: Any) -> tuple[ValueGuard |
         return None, "no tools offered"
     numbers, strings = stated_values(request)
     params = {t.name: dict((t.parameters or {}).get("properties") or {}) for t in tools}
-    return ValueGuard(tuple(numbers), tuple(strings), params), None
+    return ValueGuard(tuple(numbers), tuple(strings), params, prefix), None
 
 
-def conversation_guard(conv: Conversation, fmt: Any) -> ValueGuard | None:
-    """The guard of a conversation's next answer: its last user message and its tools (None where `value_guard`
-    gives none)."""
+def conversation_guard(conv: Conversation, fmt: Any, prefix: str = "") -> ValueGuard | None:
+    """The guard of a conversation's next answer (starting with ``prefix``): its last user message and its tools
+    (None where `value_guard` gives none)."""
     asked = next((m.content for m in reversed(conv.messages) if m.role == "user"), None)
-    return value_guard(conv.tools, asked if isinstance(asked, str) else "", fmt)[0]
+    return value_guard(conv.tools, asked if isinstance(asked, str) else "", fmt, prefix)[0]
 
 
 def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:

@@ -535,11 +535,11 @@ class HFClient(LLMClient):
             gen_config.num_return_sequences = 1
         recorder = None
         processors = LogitsProcessorList()
-        if any(g is not None for g in guards or ()):  # before the grammar: a refused close leaves the grammar a choice
-            processors.append(guard_processor(self, [g for g in guards for _ in range(config.n)]))
         if any(c is not None for c in constraints or ()):
             rows = [c for c in constraints for _ in range(config.n)]
             processors.append(grammar_processor(self, rows))
+        if any(g is not None for g in guards or ()):  # after the grammar: where the two disagree, the grammar wins
+            processors.append(guard_processor(self, [g for g in guards for _ in range(config.n)]))
         if config.entropy:  # after the grammar: the entropy of what is sampled from
             recorder = _entropy_recorder(config.temperature if not config.greedy else 1.0)
             processors.append(recorder)

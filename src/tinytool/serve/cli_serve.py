@@ -68,6 +68,9 @@ def serve_command(
     strict: bool = typer.Option(False, "--strict", help="Every request strict: with tool_choice auto a call, once "
                                 "opened, must name an offered tool and fit its schema (as a request's \"strict\": "
                                 "true functions do; required and named choices are always constrained)."),
+    value_guard: bool = typer.Option(False, "--value-guard", help="A call stays open while the user's last message "
+                                     "states a value no call holds that an unwritten parameter takes, and a "
+                                     "repeated call ends the answer (hermes formats)."),
 ) -> None:
     """Serve a model on /v1/chat/completions (tools, tool_choice, tool_calls, streaming), /v1/models and /health.
 
@@ -85,14 +88,14 @@ def serve_command(
     listening = bind(host, port)  # before the model loads: a busy port is found at once
     try:
         _serve(listening, model, fmt, host, port, served, batch_size, max_tokens, context, catalog, top_k,
-               retrieval, strict)
+               retrieval, strict, value_guard)
     finally:
         listening.close()
 
 
 def _serve(listening: socket.socket, model: str, fmt: PromptFormat, host: str, port: int, served: str, batch_size: int,
            max_tokens: int, context: int | None, catalog: list[Path] | None, top_k: int, retrieval: str,
-           strict: bool = False) -> None:
+           strict: bool = False, value_guard: bool = False) -> None:
     import uvicorn
 
     from tinytool.llm.hf import HFClient
@@ -118,10 +121,12 @@ def _serve(listening: socket.socket, model: str, fmt: PromptFormat, host: str, p
         err.print(f"retrieval: {len(retriever.tools)} tools indexed; requests without tools get the {top_k} best "
                   f"({retrieval})")
     engine = Engine(client, fmt, served, batch_size=batch_size, max_tokens=max_tokens,
-                    retriever=retriever, top_k=top_k, method=retrieval, context=context, strict=strict)
+                    retriever=retriever, top_k=top_k, method=retrieval, context=context, strict=strict,
+                    value_guard=value_guard)
     context = f", context {engine.context} tokens" if engine.context else ""
     strictly = ", every request strict" if strict else ""
-    err.print(f"serving {served!r} ({fmt.name}{context}{strictly}) on http://{host}:{port}/v1")
+    guarded = ", value guard" if value_guard else ""
+    err.print(f"serving {served!r} ({fmt.name}{context}{strictly}{guarded}) on http://{host}:{port}/v1")
     server = uvicorn.Server(uvicorn.Config(create_app(engine), host=host, port=port, log_level="warning"))
     try:
         server.run(sockets=[listening])

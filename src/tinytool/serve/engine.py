@@ -68,6 +68,7 @@ class Job:
     prompt_tokens: int
     future: Future = field(default_factory=Future)
     constraint: Any = None  #: the grammar the answer keeps to (`tinytool.llm.constrain`), None: free
+    guard: Any = None  #: the answer's value guard (`tinytool.llm.guard`), None: unguarded
 
     def key(self) -> tuple[Any, ...]:
         g = self.gen
@@ -79,10 +80,12 @@ class Engine:
 
     def __init__(self, client: Any, fmt: PromptFormat, name: str, *, batch_size: int = 8, window_s: float = 0.01,
                  max_tokens: int = 512, retriever: Any = None, top_k: int = 5, method: str = "weighted",
-                 context: int | None = None, strict: bool = False):
+                 context: int | None = None, strict: bool = False, value_guard: bool = False):
         self.client, self.fmt, self.name = client, fmt, name
         #: every request strict: tool_choice auto decodes under the auto grammar of all its tools
         self.strict = strict
+        #: every request that offers tools decodes under its value guard (`tinytool.llm.guard`)
+        self.value_guard = value_guard
         #: prompt and completion tokens together at most (None: the model's, `model_context`; unknown: unchecked)
         self.context = context or model_context(client)
         #: with a retriever (a `tinytool.retrieval.ToolRetriever` over a large catalog), a request that brings no
@@ -119,7 +122,12 @@ class Engine:
             limit = min(limit, self.context - tokens)  # capped, not refused: the answer ends with "length"
         gen = GenerationConfig(max_new_tokens=limit, temperature=req.temperature, top_p=req.top_p, n=1,
                                seed=req.seed if req.seed is not None else 0, stop=req.stops())
-        return Job(prompt, prefix, gen, mode != "none", tokens, constraint=constraint)
+        guard = None
+        if self.value_guard and mode != "none":
+            from tinytool.llm.guard import conversation_guard
+
+            guard = conversation_guard(conv, self.fmt, prefix)
+        return Job(prompt, prefix, gen, mode != "none", tokens, constraint=constraint, guard=guard)
 
     def constraint(self, req: ChatRequest, tools: list[Any], mode: str, name: str | None, prefix: str) -> Any:
         """The grammar ``req`` is decoded under (see the module docstring), checked: a schema that does not
@@ -175,7 +183,7 @@ class Engine:
                 self.queue.put(job)
             try:
                 with self.lock:
-                    outs = self.client.generate([Request([], prompt=j.prompt, constraint=j.constraint)
+                    outs = self.client.generate([Request([], prompt=j.prompt, constraint=j.constraint, guard=j.guard)
                                                  for j in batch], first.gen)
                 self.batches.append(len(batch))
                 for j, (c, *_) in zip(batch, outs):
@@ -209,12 +217,14 @@ class Engine:
                       else {"do_sample": False})
         if g.stop:
             kwargs.update({"stop_strings": list(g.stop), "tokenizer": tok})
-        if job.constraint is not None:
+        if job.constraint is not None or job.guard is not None:
             from transformers import LogitsProcessorList
 
-            from tinytool.llm.hf import grammar_processor
+            from tinytool.llm.hf import grammar_processor, guard_processor
 
-            kwargs["logits_processor"] = LogitsProcessorList([grammar_processor(self.client, [job.constraint])])
+            kwargs["logits_processor"] = LogitsProcessorList(  # the guard after the grammar (`apply_guards`)
+                ([grammar_processor(self.client, [job.constraint])] if job.constraint is not None else [])
+                + ([guard_processor(self.client, [job.guard])] if job.guard is not None else []))
         failure: list[BaseException] = []
         output: list[Any] = []
 
@@ -235,7 +245,7 @@ class Engine:
         if failure or not output:
             raise ServeError(f"generation failed: {failure[0] if failure else 'no output'}", status=500)
         tokens = output[0][0, ids.shape[1]:].tolist()
-        job.future.set_result(self.client._completion(tokens, g, ids.shape[1]))
+        job.future.set_result(self.client._completion(tokens, g, ids.shape[1], guard=job.guard))
 
 
 __all__ = ["Engine", "Job", "model_context"]
