@@ -8,11 +8,16 @@ three arguments and a second call carries the rest (a t-test's significance leve
 - the request states a value that no call of the turn holds yet (a number in digits, with its percent and
   "million" forms, or a quoted string), and
 - the tool being called has a parameter not yet written whose type takes that value (an integer for a whole
-  number, a number, a string for a quoted string; an enum only when it lists the value).
+  number, a number, a string for a quoted string; an enum only when it lists the value), and
+- there are no more such values than such parameters: more values than the call could take belong to another
+  call (a parallel request, "3 to the power of 5, then 2 to the power of 3").
 
-The model then writes another argument instead of closing. When no stated value is left or no unwritten parameter
-could take one, nothing is refused. A call that repeats one the turn already holds ends the turn there
-(`GuardRow.repeated`, `ValueGuard.tidy`): a model that writes the same call twice is looping.
+The model then writes another argument instead of closing; where an argument's value has just ended, only a comma
+may follow, so the call stays valid JSON. When no stated value is left or no unwritten parameter could take one,
+nothing is refused. A call that repeats one the turn already holds ends the turn there (`GuardRow.repeated`,
+`ValueGuard.tidy`): a model that writes the same call twice is looping. Under a grammar (`tinytool.llm.constrain`)
+the guard applies after the grammar's mask, and where the grammar allows only what the guard refuses, the grammar
+wins (`apply_guards`).
 
 Only formats that write each call as a tagged JSON object with its arguments one level in (``hermes``,
 ``hermes-nothink``) are guarded; `value_guard` says why it returns None for others.
@@ -210,7 +215,6 @@ class GuardRow:
         self.guard = guard
         self.token_text = token_text
         self.text = guard.prefix
-        self.blocked = 0  # steps at which a close was refused
 
     def advance(self, token: int) -> None:
         """The row took ``token``."""
@@ -233,15 +237,12 @@ class GuardRow:
         if scan.closed or scan.depth < 2 or not self.guard.armed(self.text, call, scan.keys):
             return False, []
         if scan.ended:
-            self.blocked += 1
             return True, []
         out = []
         for tok, piece in closers:
             after = scan.copy().feed(piece)
             if after.closed and self.guard.armed(self.text + piece, call + piece, after.keys):
                 out.append(tok)
-        if out:
-            self.blocked += 1
         return False, out
 
     def repeated(self) -> bool:
@@ -315,4 +316,5 @@ def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:
     return closers, commas
 
 
-__all__ = ["FORMATS", "GuardRow", "ValueGuard", "apply_guards", "conversation_guard", "guard_tokens", "stated_values", "value_guard"]
+__all__ = ["FORMATS", "GuardRow", "ValueGuard", "apply_guards", "conversation_guard", "guard_tokens", "stated_values",
+           "value_guard"]
