@@ -237,8 +237,9 @@ def checkpoint(work: Path, row: str, step: int, seed: int = 0) -> tuple[str, dic
     if not logged or logged[-1].get("step") != step:
         raise SystemExit(f"error: {state_file}: no log line at step {step} with num_tokens and run_seconds")
     tokens, seconds = int(logged[-1]["num_tokens"]), float(logged[-1]["run_seconds"])
-    return str(where), {"seconds": seconds, "own_seconds": seconds, "tokens": tokens,
-                        "tokens_per_second": tokens / seconds if seconds else None,
+    # no tokens per second: a run's own figure counts only the sitting that finished it, which a checkpoint's log
+    # cannot tell apart
+    return str(where), {"seconds": seconds, "own_seconds": seconds, "tokens": tokens, "tokens_per_second": None,
                         "data_sha256": summary["data_sha256"], "checkpoint_of": run_name(row, seed)}
 
 

@@ -10,7 +10,9 @@ three arguments and a second call carries the rest (a t-test's significance leve
 - the tool being called has a parameter not yet written whose type takes that value (an integer for a whole
   number, a number, a string for a quoted string; an enum only when it lists the value), and
 - there are no more such values than such parameters: more values than the call could take belong to another
-  call (a parallel request, "3 to the power of 5, then 2 to the power of 3").
+  call (a parallel request: "the floor area of a room 4 by 5 metres and of one 6 by 3"). A value stated twice
+  counts as written once the first is ("7 to the power of 2, then 4 to the power of 7": with 7 and 2 written, the
+  4 alone looks like a leftover).
 
 The model then writes another argument instead of closing; where an argument's value has just ended, only a comma
 may follow, so the call stays valid JSON. When no stated value is left or no unwritten parameter could take one,
