@@ -227,3 +227,18 @@ def test_eval_bfcl_and_demo_under_the_guard_are_marked_so(tmp_path):
     with pytest.raises(ConstraintError, match="local engine only"):
         OpenAIClient("http://127.0.0.1:9/v1", "m").generate(
             [Request([{"role": "user", "content": "x"}], guard=seen[0].guard)], GenerationConfig())
+
+
+def test_asking_for_the_guard_in_a_format_it_cannot_read_is_an_error_that_says_which(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    result = CliRunner().invoke(app, ["eval", "bfcl", "-m", "smollm2-135m-instruct", "-f", "python",
+                                      "--categories", "simple_python", "--limit", "1", "--value-guard",
+                                      "-o", str(tmp_path / "run")])
+    assert result.exit_code == 2, result.output
+    assert "value guard" in result.output and "python" in result.output and "hermes-nothink" in result.output
+    assert not (tmp_path / "run").exists()
+    result = CliRunner().invoke(app, ["serve", "-m", str(tmp_path / "nowhere"), "-f", "toolrl", "--value-guard"])
+    assert result.exit_code == 2 and "toolrl" in result.output, result.output

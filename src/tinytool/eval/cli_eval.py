@@ -11,6 +11,7 @@ from tinytool.clikit import err, fail, make_app, on_interrupt
 from tinytool.formats import PromptFormat
 from tinytool.formats.option import format_option
 from tinytool.io import check_not_input
+from tinytool.llm.guard import check_format
 
 eval_app = make_app(help="Score models: BFCL v4, the demo dev split, an LLM judge.")
 
@@ -143,6 +144,8 @@ def bfcl(
         fmt = _format(fmt, model)
         if samples > 1 and temperature == 0:
             fail("--samples > 1 needs --temperature > 0")
+        if value_guard:  # before the model loads
+            check_format(fmt)
         cfg = BFCLRunConfig(
             model=model, format=fmt.name, categories=expand_categories(categories), limit=limit, samples=samples,
             temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
@@ -180,6 +183,8 @@ def demo(
     check_not_input(out, model, data)
     _check_dtype(dtype, model)
     fmt = _format(fmt, model)
+    if value_guard:  # before the model loads
+        check_format(fmt)
     with on_interrupt(f"the answers finished so far are kept in {out}; the same command resumes there"):
         summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
                                 max_new_tokens=max_new_tokens, batch_size=batch_size,

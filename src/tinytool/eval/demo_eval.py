@@ -117,6 +117,10 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
 
     out = Path(out)
     pf = get_format(fmt)  # a name from a script; the command line passes the format itself
+    if value_guard:
+        from tinytool.llm.guard import check_format
+
+        check_format(pf)
     tasks = load_tasks(data, limit)
     run = open_run_dir(out, "demo", DemoRun(model, pf.name, str(data), limit, max_new_tokens,
                                                constrained=constrained, value_guard=value_guard).settings(),

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tinytool.errors import UserInputError
 from tinytool.schema import Conversation, Tool
 
 #: formats whose calls are ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` blocks
@@ -281,6 +282,16 @@ def apply_guards(rows: list[Any], scores: Any, closers: list[tuple[int, str]], c
     return out
 
 
+def check_format(fmt: Any) -> None:
+    """Raise `UserInputError` when ``fmt`` writes calls a guard cannot read (asked for a guard, nothing would be
+    guarded)."""
+    name = getattr(fmt, "name", str(fmt))
+    if name not in FORMATS:
+        raise UserInputError(f"--value-guard: the value guard reads calls written in {' or '.join(FORMATS)}, and "
+                             f"the format is {name}", fix=f"use -f {FORMATS[1]} (or {FORMATS[0]}), or leave "
+                                                          "--value-guard out")
+
+
 def value_guard(tools: list[Tool], request: str, fmt: Any, prefix: str = "") -> tuple[ValueGuard | None, str | None]:
     """The guard of one request (``request``: the user's text) offered ``tools`` in ``fmt``, whose answer starts
     with ``prefix`` (in the prompt already): ``(guard, None)``, or ``(None, why)`` when the format writes calls
@@ -318,5 +329,5 @@ def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:
     return closers, commas
 
 
-__all__ = ["FORMATS", "GuardRow", "ValueGuard", "apply_guards", "conversation_guard", "guard_tokens", "stated_values",
-           "value_guard"]
+__all__ = ["FORMATS", "GuardRow", "ValueGuard", "apply_guards", "check_format", "conversation_guard", "guard_tokens",
+           "stated_values", "value_guard"]

@@ -84,6 +84,10 @@ def serve_command(
     if retrieval not in plain:
         fail(f"--retrieval {retrieval!r}: choose one of {', '.join(plain)} (cosine-max and rrf refine the request "
              "with an LLM first; try them offline with tinytool retrieve --refine-llm)")
+    if value_guard:  # before the model loads
+        from tinytool.llm.guard import check_format
+
+        check_format(fmt)
     served = name or Path(model.rstrip("/")).name
     listening = bind(host, port)  # before the model loads: a busy port is found at once
     try:

@@ -86,6 +86,10 @@ class Engine:
         self.strict = strict
         #: every request that offers tools decodes under its value guard (`tinytool.llm.guard`)
         self.value_guard = value_guard
+        if value_guard:
+            from tinytool.llm.guard import check_format
+
+            check_format(fmt)
         #: prompt and completion tokens together at most (None: the model's, `model_context`; unknown: unchecked)
         self.context = context or model_context(client)
         #: with a retriever (a `tinytool.retrieval.ToolRetriever` over a large catalog), a request that brings no
