@@ -242,3 +242,19 @@ def test_asking_for_the_guard_in_a_format_it_cannot_read_is_an_error_that_says_w
     assert not (tmp_path / "run").exists()
     result = CliRunner().invoke(app, ["serve", "-m", str(tmp_path / "nowhere"), "-f", "toolrl", "--value-guard"])
     assert result.exit_code == 2 and "toolrl" in result.output, result.output
+
+
+def test_an_answer_cut_at_a_repeated_call_stopped_even_where_the_token_limit_came_after():
+    """The padded fallback decodes on past a repeated call; the completion is cut there and says it stopped."""
+    from types import SimpleNamespace
+
+    from tinytool.llm.base import GenerationConfig
+    from tinytool.llm.hf import HFClient
+
+    one = '<tool_call>\n{"name": "t_test", "arguments": {"alpha": 0.05}}\n</tool_call>'
+    fake = SimpleNamespace(_finish=lambda tokens, config: (f"{one}\n\n{one}\n\n{one}", 8, "length"))
+    guard = _guard("alpha 0.05")
+    c = HFClient._completion(fake, list(range(8)), GenerationConfig(max_new_tokens=8), 3, guard=guard)
+    assert c.text == one and c.finish_reason == "stop" and c.n_tokens == 8
+    plain = HFClient._completion(fake, list(range(8)), GenerationConfig(max_new_tokens=8), 3)
+    assert plain.finish_reason == "length"

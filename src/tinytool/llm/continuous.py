@@ -149,7 +149,6 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
 
         masks = RowMasks(client.grammars(), slots)
     guarded = guards is not None and any(g is not None for g in guards)
-    guard_rows: list[Any] = []  # per slot, the guard's row state (None: unguarded)
     if guarded:
         from tinytool.llm.guard import apply_guards
     # see `RowMasks.pick`; a guard reads the grammar's masks, so guarded steps mask every row first
@@ -192,7 +191,7 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
             masks.stop(slot)
 
     busy = [None] * slots
-    guard_rows = [None] * slots
+    guard_rows: list[Any] = [None] * slots  # per slot, the guard's row state (None: unguarded)
     pos, nxt = [0] * slots, [0] * slots
     for s in range(slots):
         if not admit(s):

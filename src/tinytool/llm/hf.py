@@ -404,10 +404,12 @@ class HFClient(LLMClient):
     def _completion(self, tokens: list[int], config: GenerationConfig, prompt_tokens: int,
                     entropies: Any = None, guard: Any = None) -> Completion:
         """One generated row as a `Completion`; ``entropies``: per-step entropies, averaged over the kept tokens;
-        ``guard``: the row's `tinytool.llm.guard.ValueGuard`, whose turn ends before a repeated call."""
+        ``guard``: the row's `tinytool.llm.guard.ValueGuard`, whose turn ends before a repeated call (an answer cut
+        there stopped, whatever the token limit did after it)."""
         text, n_tokens, finish = self._finish(tokens, config)
         if guard is not None:
-            text = guard.tidy(text)
+            tidy = guard.tidy(text)
+            text, finish = tidy, finish if tidy == text else "stop"
         entropy = None
         if entropies is not None and len(entropies):
             entropy = float(sum(entropies[:max(n_tokens, 1)]) / len(entropies[:max(n_tokens, 1)]))
