@@ -113,13 +113,11 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     tools (`tinytool.llm.constrain`), ``value_guard`` under its value guard (`tinytool.llm.guard`); the summary says
     so."""
     from tinytool.llm.constrain import auto_constraint
-    from tinytool.llm.guard import conversation_guard
+    from tinytool.llm.guard import check_format, conversation_guard
 
     out = Path(out)
     pf = get_format(fmt)  # a name from a script; the command line passes the format itself
     if value_guard:
-        from tinytool.llm.guard import check_format
-
         check_format(pf)
     tasks = load_tasks(data, limit)
     run = open_run_dir(out, "demo", DemoRun(model, pf.name, str(data), limit, max_new_tokens,

@@ -296,9 +296,10 @@ def value_guard(tools: list[Tool], request: str, fmt: Any, prefix: str = "") -> 
     """The guard of one request (``request``: the user's text) offered ``tools`` in ``fmt``, whose answer starts
     with ``prefix`` (in the prompt already): ``(guard, None)``, or ``(None, why)`` when the format writes calls
     another way or no tool is offered."""
-    name = getattr(fmt, "name", str(fmt))
-    if name not in FORMATS:
-        return None, f"the value guard reads {', '.join(FORMATS)} calls, not {name}"
+    try:
+        check_format(fmt)
+    except UserInputError as e:
+        return None, str(e)
     if not tools:
         return None, "no tools offered"
     numbers, strings = stated_values(request)

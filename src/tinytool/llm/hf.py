@@ -141,6 +141,18 @@ def guard_processor(client: HFClient, guards: list[Any]):
     return GuardProcessor()
 
 
+def row_processors(client: HFClient, constraints: list[Any], guards: list[Any]) -> list[Any]:
+    """The logits processors that keep each row of a ``model.generate`` call to its grammar and its value guard
+    (``constraints[i]``, ``guards[i]``: row ``i``'s, None: none), in their one order: the guard after the grammar,
+    so where the two disagree the grammar wins (`tinytool.llm.guard.apply_guards`)."""
+    out = []
+    if any(c is not None for c in constraints):
+        out.append(grammar_processor(client, constraints))
+    if any(g is not None for g in guards):
+        out.append(guard_processor(client, guards))
+    return out
+
+
 class _PrefixStore:
     """Least-recently-used key/value caches of prompts, keyed by their token ids, bounded in bytes.
 
@@ -536,12 +548,9 @@ class HFClient(LLMClient):
             attention_mask = attention_mask.repeat_interleave(config.n, dim=0)
             gen_config.num_return_sequences = 1
         recorder = None
-        processors = LogitsProcessorList()
-        if any(c is not None for c in constraints or ()):
-            rows = [c for c in constraints for _ in range(config.n)]
-            processors.append(grammar_processor(self, rows))
-        if any(g is not None for g in guards or ()):  # after the grammar: where the two disagree, the grammar wins
-            processors.append(guard_processor(self, [g for g in guards for _ in range(config.n)]))
+        processors = LogitsProcessorList(row_processors(  # generate repeats each prompt n times, adjacently
+            self, [c for c in constraints or [None] * len(seqs) for _ in range(config.n)],
+            [g for g in guards or [None] * len(seqs) for _ in range(config.n)]))
         if config.entropy:  # after the grammar: the entropy of what is sampled from
             recorder = _entropy_recorder(config.temperature if not config.greedy else 1.0)
             processors.append(recorder)

@@ -221,14 +221,13 @@ class Engine:
                       else {"do_sample": False})
         if g.stop:
             kwargs.update({"stop_strings": list(g.stop), "tokenizer": tok})
-        if job.constraint is not None or job.guard is not None:
+        from tinytool.llm.hf import row_processors
+
+        processors = row_processors(self.client, [job.constraint], [job.guard])
+        if processors:
             from transformers import LogitsProcessorList
 
-            from tinytool.llm.hf import grammar_processor, guard_processor
-
-            kwargs["logits_processor"] = LogitsProcessorList(  # the guard after the grammar (`apply_guards`)
-                ([grammar_processor(self.client, [job.constraint])] if job.constraint is not None else [])
-                + ([guard_processor(self.client, [job.guard])] if job.guard is not None else []))
+            kwargs["logits_processor"] = LogitsProcessorList(processors)
         failure: list[BaseException] = []
         output: list[Any] = []
 
