@@ -14,10 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 TINYTOOL = str(Path(sys.executable).with_name("tinytool"))
 
 
-def run_cli(cmd: list[str]) -> None:
-    """Run a command (a ``tinytool`` verb), echoing it first; a failure stops the benchmark."""
+def run_cli(cmd: list[str], threads: int | None = None) -> None:
+    """Run a command (a ``tinytool`` verb), echoing it first; a failure stops the benchmark. ``threads`` caps the
+    command's CPU threads (OpenMP and MKL), for jobs that share the cores by design."""
     print("$", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
+    env = None if threads is None else {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    subprocess.run(cmd, check=True, env=env)
 
 
 def machine() -> dict:

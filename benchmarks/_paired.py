@@ -1,5 +1,6 @@
 """Paired comparisons of two BFCL runs over the same items: per-item verdicts, an exact McNemar test, and a paired
-bootstrap of the non-live AST average (categories weighed equally); the verdicts packed as a quality row keeps them.
+bootstrap of the non-live AST average (categories weighed equally) and of ``overall`` (its mean with strict
+irrelevance), stratified by category; the verdicts packed as a quality row keeps them.
 
     .venv/bin/python benchmarks/_paired.py BEFORE AFTER    # each a BFCL run directory or a quality row's name
 """
@@ -83,6 +84,8 @@ def compare(before: dict, after: dict) -> dict:
     out: dict = {"items": len(shared)}
     if all(any(before[i][0] == c for i in shared) for c in AST):
         out["ast_avg_change"], out["p_ast"] = bootstrap_p(before, after)
+    if irr and "p_ast" in out:
+        out["overall_change"], out["p_overall"] = overall_p(before, after)
     if irr:
         out["irrelevance_fixed"] = sum(after[i][1] and not before[i][1] for i in irr)
         out["irrelevance_broken"] = sum(before[i][1] and not after[i][1] for i in irr)
@@ -106,21 +109,42 @@ def ast_avg(items: dict[str, tuple[str, bool]], ids: dict[str, list[str]]) -> fl
     return sum(sum(items[i][1] for i in ids[c]) / len(ids[c]) for c in AST) / len(AST)
 
 
+def overall(items: dict[str, tuple[str, bool]], ids: dict[str, list[str]]) -> float:
+    """The mean of the non-live AST average and strict irrelevance (what the RL and distillation protocols rank
+    models by: calling right and declining right weigh the same)."""
+    irr = ids["irrelevance"]
+    return (ast_avg(items, ids) + sum(items[i][1] for i in irr) / len(irr)) / 2
+
+
 def bootstrap_p(before: dict, after: dict, n_boot: int = 10000, seed: int = 0) -> tuple[float, float]:
     """The non-live AST average's change and its two-sided p-value from a paired bootstrap over items, resampled
     within each category (the average weighs categories equally, whatever their sizes)."""
-    ids = {c: sorted(i for i, (cat, _) in before.items() if cat == c and i in after) for c in AST}
-    diff = ast_avg(after, ids) - ast_avg(before, ids)
-    d = {c: [after[i][1] - before[i][1] for i in ids[c]] for c in AST}
+    return stratified_bootstrap(before, after, AST, ast_avg, n_boot, seed)
+
+
+def overall_p(before: dict, after: dict, n_boot: int = 10000, seed: int = 0) -> tuple[float, float]:
+    """``overall``'s change and its two-sided p from the same paired bootstrap, stratified over the four AST
+    categories and irrelevance."""
+    return stratified_bootstrap(before, after, (*AST, "irrelevance"), overall, n_boot, seed)
+
+
+def stratified_bootstrap(before: dict, after: dict, categories: tuple[str, ...], stat, n_boot: int = 10000,
+                         seed: int = 0) -> tuple[float, float]:
+    """The change of ``stat`` (a function of verdicts and per-category ids) and its two-sided p from a paired
+    bootstrap: the items both runs scored are resampled with replacement within each category, each resample
+    taking both runs' verdicts of the same items; the p is how often a resampled change, centred on the observed
+    one, lies at least as far from 0 as the observed change."""
+    ids = {c: sorted(i for i, (cat, _) in before.items() if cat == c and i in after) for c in categories}
+    empty = [c for c in categories if not ids[c]]
+    if empty:
+        raise ValueError(f"no items both runs scored in {', '.join(empty)}")
+    diff = stat(after, ids) - stat(before, ids)
     rng = random.Random(seed)
     sims = []
     for _ in range(n_boot):
-        total = 0.0
-        for c in AST:
-            xs = d[c]
-            total += sum(xs[rng.randrange(len(xs))] for _ in xs) / len(xs)
-        sims.append(total / len(AST))
-    # centred under H0 (no change): how often a resampled change is at least as far from 0 as the observed one
+        sample = {c: [ids[c][rng.randrange(len(ids[c]))] for _ in ids[c]] for c in categories}
+        # a resampled id may repeat: the statistics read per-category lists, so repeats count as often as drawn
+        sims.append(stat(after, sample) - stat(before, sample))
     centred = [s - diff for s in sims]
     p = sum(abs(s) >= abs(diff) - 1e-12 for s in centred) / n_boot
     return round(diff, 4), max(p, 1 / n_boot)

@@ -1,7 +1,8 @@
-"""Does GRPO after SFT earn its stage? Short RL runs from the best SFT model, each scored on the same BFCL items and
-the demo dev split, a paired test against the model they started from, and (``--final``) a long run against a
-control that spends the same time on more SFT. Writes ``rl_sweep`` and ``rl_gain`` into
-``benchmarks/results/rl.json`` (other parts of the file are kept).
+"""Does GRPO after SFT earn its stage? RL runs from an SFT base, each scored on the same BFCL items, the demo dev split
+and the realistic dev split, with paired tests against the model they started from and against a control that
+spends the same wall time on more SFT. Writes ``rl_sweep`` (every row, losing ones kept), ``rl_vs_sft`` (the
+three-hour protocol's GRPO-against-control runs, one per seed) and, for the earlier one-hour protocol, ``rl_gain``
+into ``benchmarks/results/rl.json`` (other parts of the file are kept).
 
 The claim tested is STAR §3.3's and ToolRL §4's (RL after SFT beats more SFT), at a 135M model on 2 CPU cores.
 Every row is a `tinytool rl` (or, for a control, `tinytool sft`) command with a wall-time budget
@@ -9,15 +10,22 @@ Every row is a `tinytool rl` (or, for a control, `tinytool sft`) command with a 
 
     tinytool rl -m BASE -d PROMPTS.jsonl --max-seconds S --lr-scheduler-type constant ...  →  eval bfcl, eval demo
 
-BFCL is scored with strict decoding on seeded random subsets of ``--limit`` items per category (the same items for
-every row and for the base), or on the full categories (``--limit 0``). Paired tests on the same items: McNemar's
-exact test for strict irrelevance, and a paired bootstrap over items, stratified by category, for the non-live
-AST average (the mean of the four categories' accuracies). No BFCL data is trained on: the prompts are the SFT
-model's own training tasks.
+``--parallel`` trains two rows side by side with one thread each (then scores them the same way): the two arms of
+a pair see the same machine for the same seconds, and the cores do twice the work of one job on two threads.
 
-    .venv/bin/python benchmarks/rl_gain.py --work /tmp/q --rows base,tr-lr2e5 --limit 100
-    .venv/bin/python benchmarks/rl_gain.py --work /tmp/q --final tr-1h --control sft-1h --limit 0
-"""
+BFCL is scored with strict decoding on seeded random subsets of ``--limit`` items per category (the same items for
+every row and for the base), or on the full categories (``--limit 0``). **overall** is the mean of the non-live AST
+average and strict irrelevance. Paired tests on the same items: McNemar's exact test for strict irrelevance, and a
+paired bootstrap over items stratified by category for the AST average and for overall. No BFCL data is trained
+on: the prompts are the SFT model's own training tasks.
+
+The three-hour protocol, from nothing (the base `sft-base75` trains in about 70 minutes, then two 25-minute arms
+side by side, then scoring):
+
+    .venv/bin/python benchmarks/rl_gain.py --work W --base-row sft-base75 --parallel --control ctl-10m \
+        --rows g-sym20,g-rel20 --limit 100 --dev-limit 150                        # the sweep, 10-minute arms
+    .venv/bin/python benchmarks/rl_gain.py --work W --base-row sft-base75 --parallel --final g-25m \
+        --control ctl-25m --limit 100 --dev-limit 150 --seed 0                    # the claim, once per seed
 
 from __future__ import annotations
 
@@ -31,12 +39,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
-from _paired import bfcl_items, bfcl_table, bootstrap_p, irrelevance_p
+from _paired import bfcl_items, bfcl_table, bootstrap_p, irrelevance_p, overall_p
 
 FORMAT = quality.FORMAT
 CATEGORIES = quality.CATEGORIES
 AST = quality.AST
 BASE_ROW = "sft-v6"  # the best SFT model of benchmarks/quality.py (--base-row picks another of its rows)
+PROTOCOL_BASE = "sft-base75"  # the base of the three-hour protocol: the best SFT recipe within 75 minutes here
 OUT = ROOT / "benchmarks" / "results" / "rl.json"
 
 #: prompt sets drawn from the base model's training split: category weights (None: the split as it is)
@@ -45,6 +54,11 @@ PROMPTS: dict[str, dict[str, float] | None] = {
     # towards where the SFT model's groups vary and its BFCL failures lie: near-miss irrelevance (calls made on
     # 60 of 240 BFCL irrelevance items), call counts (parallel, parallel_multiple) and values (simple, multiple)
     "hard": {"irrelevance": 0.35, "parallel": 0.2, "parallel_multiple": 0.25, "simple": 0.1, "multiple": 0.1},
+    # the share of no-call prompts (near-miss irrelevance) as the one thing that changes, the calling categories
+    # equally weighted in the rest
+    **{f"nc{pct}": {"irrelevance": pct / 100, **{c: (1 - pct / 100) / 4 for c in
+                                                 ("simple", "multiple", "parallel", "parallel_multiple")}}
+       for pct in (10, 20, 30)},
 }
 N_PROMPTS = 800
 
@@ -77,16 +91,31 @@ ROWS: dict[str, dict] = {
     # the one-hour pair (chosen from the sweep)
     "tr-1h": {**GRPO, "seconds": 3600},
     "sft-1h": {"kind": "sft", "lr": 2e-5, "seconds": 3600},
+    # the sweep of the three-hour protocol (base `sft-base75`, which already declines on most irrelevance items):
+    # ten-minute arms; what changes against `g-sym20` is the row's name
+    "ctl-10m": {"kind": "sft", "lr": 2e-5, "seconds": 600},
+    "g-sym20": {**GRPO, "prompts": "nc20"},
+    "g-sym10": {**GRPO, "prompts": "nc10"},
+    "g-sym30": {**GRPO, "prompts": "nc30"},
+    "g-rel20": {**GRPO, "prompts": "nc20", "flags": []},  # released: a no-call label scores correctness 0
+    "g-sym20-kl": {**GRPO, "prompts": "nc20", "beta": 0.05},
+    "g-sym20-lr5e6": {**GRPO, "prompts": "nc20", "lr": 5e-6},
+    "g-sym20-lr2e5": {**GRPO, "prompts": "nc20", "lr": 2e-5},
+    "g-sym20-g16": {**GRPO, "prompts": "nc20", "G": 16, "per_step": 1},
+    "g-sym20-t07": {**GRPO, "prompts": "nc20", "temperature": 0.7},
+    # the protocol's pair at its full arm length (25 minutes)
+    "ctl-25m": {"kind": "sft", "lr": 2e-5, "seconds": 1500},
+    "g-25m": {**GRPO, "prompts": "nc20", "seconds": 1500},
 }
 
 
 # ---- data and models --------------------------------------------------------------------------------
 
 
-def base_model(work: Path, row: str) -> tuple[str, Path]:
-    """The base SFT model (trained by quality.py when not at hand) and its data directory."""
-    model, _ = quality.train(work, row)
-    return model, quality._data_dir(work, row)
+def base_model(work: Path, row: str) -> tuple[str, Path, dict | None]:
+    """The base SFT model (trained by quality.py when not at hand), its data directory and training summary."""
+    model, summary = quality.train(work, row)
+    return model, quality._data_dir(work, row), summary
 
 
 def prompt_file(work: Path, data: Path, name: str) -> Path:
@@ -113,48 +142,70 @@ def prompt_file(work: Path, data: Path, name: str) -> Path:
     return out
 
 
-def train_row(work: Path, row: str, base: str, data: Path) -> tuple[str, dict]:
-    """Run the row's training (resumable: a finished run is read back); returns the model and its summary."""
+def train_row(work: Path, row: str, base: str, data: Path, seed: int = 0,
+              threads: int | None = None) -> tuple[str, dict]:
+    """Run the row's training under ``seed`` (resumable: a finished run is read back); returns the model and its
+    summary."""
     spec = ROWS[row]
-    out = work / "rl" / f"{Path(base).name}-{row}"
+    out = work / "rl" / f"{Path(base).name}-{row}" if not seed else work / "rl" / f"{Path(base).name}-{row}-seed{seed}"
+    seed_flags = ["--seed", str(seed)] if seed else []
     if spec["kind"] == "sft":
         cmd = [TINYTOOL, "sft", "-m", base, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--epochs", "1",
                "--lr", str(spec["lr"]), "--lr-scheduler-type", "constant", "--warmup", "0",
                "--max-seconds", str(spec["seconds"]), "--activation-checkpointing", "false", "--save-steps", "0",
-               "--logging-steps", "10", "-o", str(out)]
+               "--logging-steps", "10", *seed_flags, "-o", str(out)]
         summary_file = out / "sft_summary.json"
     else:
         cmd = [TINYTOOL, "rl", "-m", base, "-d", str(prompt_file(work, data, spec["prompts"])), *RL_COMMON,
                "--reward", spec["reward"], "--lr", str(spec["lr"]), "-G", str(spec["G"]),
                "--per-device-train-batch-size", str(spec["G"] * spec["per_step"]), "--beta", str(spec["beta"]),
                "--loss-type", spec["loss"], "--temperature", str(spec["temperature"]),
-               "--max-seconds", str(spec["seconds"]), *spec["flags"], "-o", str(out)]
+               "--max-seconds", str(spec["seconds"]), *spec["flags"], *seed_flags, "-o", str(out)]
         if spec.get("eps_high") is not None:
             cmd += ["--epsilon-high", str(spec["eps_high"])]
         if spec.get("lora"):
             cmd += ["--lora", spec["lora"], "--merge"]
         summary_file = out / "rl_summary.json"
     if not summary_file.is_file():
-        run_cli(cmd)
+        run_cli(cmd, threads)
     return str(out), json.loads(summary_file.read_text())
+
+
+def in_pairs(jobs: list, parallel: bool) -> list:
+    """Run ``jobs`` (callables taking a thread count) one after another on every core, or (``parallel``) two at a
+    time with one thread each: two arms that run side by side see the same machine for the same seconds."""
+    if not parallel:
+        return [job(None) for job in jobs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda job: job(1), jobs))
 
 
 # ---- scoring ----------------------------------------------------------------------------------------
 
 
-def scores(model: str, out: Path, data: Path, limit: int, batch_size: int, dev_limit: int = 0) -> dict:
-    """BFCL (strict) per category with per-item verdicts, and the demo dev split, each a resumable run dir."""
+def scores(model: str, out: Path, work: Path, data: Path, limit: int, batch_size: int, dev_limit: int = 0,
+           threads: int | None = None) -> dict:
+    """BFCL (strict) per category with per-item verdicts and ``overall``, the demo dev split (the first
+    ``dev_limit`` tasks) and the realistic dev split (quality.py's), each a resumable run dir."""
     bfcl = out / (f"bfcl-{limit}" if limit else "bfcl-full")
     cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "--categories", ",".join(CATEGORIES),
            "--batch-size", str(batch_size), "-o", str(bfcl)]
-    run_cli(cmd + (["--limit", str(limit)] if limit else []))
-    demo = out / (f"demo-dev-{dev_limit}" if dev_limit else "demo-dev")
-    run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(data / "dev.jsonl"),
-             "-o", str(demo), "--batch-size", str(batch_size), *(["--limit", str(dev_limit)] if dev_limit else [])])
+    if not (bfcl / "summary.json").is_file():
+        run_cli(cmd + (["--limit", str(limit)] if limit else []), threads)
+    dev = {}
+    for name, path, n in (("demo_dev", data / "dev.jsonl", dev_limit), ("real_dev", quality._real_dev(work), 0)):
+        where = out / (f"{name.replace('_', '-')}-{n}" if n else name.replace("_", "-"))
+        if not (where / "summary.json").is_file():
+            run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(path), "-o", str(where),
+                     "--batch-size", str(batch_size), *(["--limit", str(n)] if n else [])], threads)
+        dev[name] = round(json.loads((where / "summary.json").read_text())["groups"]["overall"], 4)
     summary = json.loads((bfcl / "summary.json").read_text())
     table = bfcl_table(summary)
     table["n"] = min(table.pop("n_per_category").values())
-    table["demo_dev"] = round(json.loads((demo / "summary.json").read_text())["groups"]["overall"], 4)
+    table["overall"] = round((table["non_live_ast_avg"] + table["irrelevance_strict"]) / 2, 4)
+    table |= dev
     return {"table": table, "items": bfcl_items(bfcl), "failures": summary.get("failures")}
 
 
@@ -170,9 +221,32 @@ def curves(summary: dict) -> dict:
     return out
 
 
-def sweep_record(row: str, summary: dict, sc: dict, base: dict) -> dict:
+def paired(before: dict, after: dict) -> dict:
+    """``after`` against ``before`` on the same items: the changes and their paired p-values."""
+    d_overall, p_overall = overall_p(before["items"], after["items"])
+    d_ast, p_ast = bootstrap_p(before["items"], after["items"])
+    return {"delta_overall": d_overall, "p_overall": p_overall, "delta_ast": d_ast, "p_ast": p_ast,
+            "delta_irrelevance_strict": round(after["table"]["irrelevance_strict"]
+                                              - before["table"]["irrelevance_strict"], 4),
+            "p_irrelevance_strict": irrelevance_p(before["items"], after["items"])}
+
+
+def failure_moves(before: dict | None, after: dict | None) -> dict:
+    """How many items each failure class holds after minus before (BFCL's failure classes, all categories)."""
+    def counts(f: dict | None) -> dict:
+        out: dict = {}
+        for cat in (f or {}).values():
+            for k, v in (cat.items() if isinstance(cat, dict) else ()):
+                if isinstance(v, (int, float)):
+                    out[k] = out.get(k, 0) + v
+        return out
+    b, a = counts(before), counts(after)
+    return {k: a.get(k, 0) - b.get(k, 0) for k in sorted(a.keys() | b.keys()) if a.get(k, 0) != b.get(k, 0)}
+
+
+def sweep_record(row: str, summary: dict, sc: dict, base: dict, control: dict | None = None) -> dict:
     spec = ROWS[row]
-    p_ast = bootstrap_p(base["items"], sc["items"])
+    vs_base = paired(base, sc)
     return {
         "row": row, **{k: spec.get(k) for k in ("kind", "reward", "lr", "prompts", "G", "per_step", "eps_high", "beta",
                                               "loss", "temperature", "lora", "flags")},
@@ -182,8 +256,12 @@ def sweep_record(row: str, summary: dict, sc: dict, base: dict) -> dict:
         "seconds_per_step": round(summary.get("seconds", 0.0) / max(1, summary.get("global_step") or 1), 1),
         **sc["table"],
         "delta": {k: round(sc["table"][k] - base["table"][k], 4)
-                  for k in (*CATEGORIES, "non_live_ast_avg", "irrelevance_strict", "demo_dev")},
-        "p_ast": p_ast[1], "p_irrelevance_strict": irrelevance_p(base["items"], sc["items"]),
+                  for k in (*CATEGORIES, "non_live_ast_avg", "irrelevance_strict", "overall", "demo_dev", "real_dev")
+                  if k in sc["table"] and k in base["table"]},
+        "p_ast": vs_base["p_ast"], "p_irrelevance_strict": vs_base["p_irrelevance_strict"],
+        "p_overall": vs_base["p_overall"],
+        **({"vs_control": paired(control, sc)} if control is not None and control is not sc else {}),
+        "failures_moved": failure_moves(base.get("failures"), sc.get("failures")),
         "groups_without_signal": (summary.get("group_filter") or {}).get("groups_without_signal"),
         "groups_seen": (summary.get("group_filter") or {}).get("groups_seen"),
         "curves": curves(summary),
@@ -198,10 +276,14 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True, help="quality.py's work folder (the base model is there)")
     ap.add_argument("--rows", default="", help=f"sweep rows, comma-separated, of {', '.join(ROWS)}")
     ap.add_argument("--final", help="the long RL row, scored with its control into rl_gain")
-    ap.add_argument("--control", help="the control row of --final (more SFT for the same time)")
+    ap.add_argument("--control", help="the control row of --final (more SFT for the same time); with --rows, the "
+                    "row every sweep row is also compared with")
     ap.add_argument("--limit", type=int, default=100, help="BFCL items per category (0: the full categories)")
     ap.add_argument("--dev-limit", type=int, default=0, help="demo dev tasks scored (0: the whole split)")
     ap.add_argument("--base-row", default=BASE_ROW, help="the quality.py row GRPO and the control start from")
+    ap.add_argument("--seed", type=int, default=0, help="the arms' seed (the base is trained under seed 0)")
+    ap.add_argument("--parallel", action="store_true",
+                    help="train (and score) rows two at a time, one thread each: a pair shares the machine equally")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
@@ -209,50 +291,76 @@ def main() -> None:
     unknown = [r for r in [*rows, args.final, args.control] if r and r not in ROWS]
     if unknown:
         ap.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
-    if bool(args.final) != bool(args.control):
-        ap.error("--final and --control go together")
-
+    if args.final and not args.control:
+        ap.error("--final needs --control")
     if args.base_row not in quality.ROWS:
         ap.error(f"--base-row: unknown row {args.base_row!r}")
-    base, data = base_model(args.work, args.base_row)
-    score = lambda model, out: scores(model, out, data, args.limit, args.batch_size, args.dev_limit)
-    base_sc = score(base, Path(base))
+    if args.control and args.control not in rows and not args.final:
+        rows.insert(0, args.control)
+
+    base, data, base_summary = base_model(args.work, args.base_row)
+
+    def score(model: str, threads: int | None = None) -> dict:
+        return scores(model, Path(model), args.work, data, args.limit, args.batch_size, args.dev_limit, threads)
+
+    base_sc = score(base)
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     sweep = list(result.get("rl_sweep", []))
-    result["rl_sweep_base"] = {"row": args.base_row, "model": base, **base_sc["table"]}
-    for row in rows:
+    result.setdefault("rl_sweep_bases", {})[args.base_row] = {"model": base, **base_sc["table"]}
+
+    def trained(names: list[str]) -> list[tuple[str, dict, dict, float]]:
+        """Each row trained (two side by side with --parallel), then scored the same way."""
         t0 = time.perf_counter()
-        model, summary = train_row(args.work, row, base, data)
-        sc = score(model, Path(model))
-        rec = sweep_record(row, summary, sc, base_sc) | {"wall_seconds": round(time.perf_counter() - t0, 1)}
-        sweep = [r for r in sweep if not (r["row"] == row and r["n"] == rec["n"])] + [rec]
-        _write(args.out, result, sweep)
-        print(json.dumps({k: rec[k] for k in ("row", "steps", "non_live_ast_avg", "irrelevance_strict", "demo_dev",
-                                              "p_ast", "p_irrelevance_strict")}), flush=True)
+        runs = in_pairs([lambda th, r=r: train_row(args.work, r, base, data, args.seed, th) for r in names],
+                        args.parallel)
+        wall = (time.perf_counter() - t0) / max(1, len(names))
+        scored = in_pairs([lambda th, m=m: score(m, th) for m, _ in runs], args.parallel)
+        return [(m, summary, sc, wall) for (m, summary), sc in zip(runs, scored)]
+
+    def keep(row: str, rec: dict) -> None:
+        nonlocal sweep
+        rec |= {"base_row": args.base_row, "seed": args.seed, "parallel": args.parallel}
+        sweep = [r for r in sweep if not (r["row"] == row and r["n"] == rec["n"] and r.get("base_row") == args.base_row
+                                          and r.get("seed", 0) == args.seed)] + [rec]
+
+    control_sc = None
+    for i in range(0, len(rows), 2 if args.parallel else 1):
+        names = rows[i:i + (2 if args.parallel else 1)]
+        for row, (model, summary, sc, wall) in zip(names, trained(names)):
+            if row == args.control:
+                control_sc = sc
+            rec = sweep_record(row, summary, sc, base_sc, control_sc) | {"wall_seconds": round(wall, 1)}
+            keep(row, rec)
+            _write(args.out, result, sweep)
+            print(json.dumps({k: rec[k] for k in ("row", "steps", "non_live_ast_avg", "irrelevance_strict", "overall",
+                                                  "demo_dev", "real_dev", "p_overall")}), flush=True)
     if args.final:
-        (rl_model, rl_summary), (ctl_model, _) = (train_row(args.work, r, base, data)
-                                                  for r in (args.final, args.control))
-        rl_sc, ctl_sc = score(rl_model, Path(rl_model)), score(ctl_model, Path(ctl_model))
-        ctl_summary = json.loads((Path(ctl_model) / "sft_summary.json").read_text())
+        (_, rl_summary, rl_sc, _), (_, ctl_summary, ctl_sc, _) = trained([args.final, args.control])
         for row, summary, sc in ((args.final, rl_summary, rl_sc), (args.control, ctl_summary, ctl_sc)):
-            rec = sweep_record(row, summary, sc, base_sc) | {"base_row": args.base_row}
-            sweep = [r for r in sweep if not (r["row"] == row and r["n"] == rec["n"]
-                                              and r.get("base_row") == args.base_row)] + [rec]
-        # the goal's protocol (the best SFT model, the full categories) fills rl_gain; a smaller one is kept apart
-        key = "rl_gain" if (args.base_row == BASE_ROW and args.limit == 0) else "rl_gain_small"
-        result[key] = {
-            "base_row": args.base_row, "bfcl_items_per_category": args.limit or "all",
-            "dev_tasks": args.dev_limit or "all",
-            "before": base_sc["table"], "after": rl_sc["table"], "control": ctl_sc["table"],
-            "p_ast": bootstrap_p(base_sc["items"], rl_sc["items"])[1],
-            "p_irrelevance_strict": irrelevance_p(base_sc["items"], rl_sc["items"]),
-            "p_ast_vs_control": bootstrap_p(ctl_sc["items"], rl_sc["items"])[1],
-            "p_irrelevance_strict_vs_control": irrelevance_p(ctl_sc["items"], rl_sc["items"]),
-            "rl_seconds": round(rl_summary["seconds"], 1), "settings": ROWS[args.final],
-            "control_settings": ROWS[args.control],
-            "failures": {"before": base_sc["failures"], "after": rl_sc["failures"], "control": ctl_sc["failures"]},
+            keep(row, sweep_record(row, summary, sc, base_sc, ctl_sc))
+        vs = paired(ctl_sc, rl_sc)
+        run = {
+            "seed": args.seed, "base_row": args.base_row, "parallel_arms": args.parallel,
+            "base": base_sc["table"], "grpo": rl_sc["table"], "control": ctl_sc["table"],
+            "delta_overall_vs_control": vs["delta_overall"], "delta_ast_vs_control": vs["delta_ast"],
+            "p_overall": vs["p_overall"], "p_ast": vs["p_ast"], "p_irrelevance_strict": vs["p_irrelevance_strict"],
+            "vs_base": paired(base_sc, rl_sc),
+            "seconds": {"base_train": round((base_summary or {}).get("seconds", 0.0), 1), "grpo": round(rl_summary["seconds"], 1),
+                        "control": round(ctl_summary["seconds"], 1)},
+            "steps": {"grpo": rl_summary.get("global_step"), "control": ctl_summary.get("global_step")},
+            "settings": ROWS[args.final], "control_settings": ROWS[args.control],
+            "failures": {"base": base_sc["failures"], "grpo": rl_sc["failures"], "control": ctl_sc["failures"]},
+            "claim_holds": vs["delta_overall"] >= 0.03 and vs["p_overall"] < 0.05 and vs["delta_ast"] >= -0.01,
         }
+        if args.base_row == PROTOCOL_BASE:
+            entry = result.setdefault("rl_vs_sft", {"runs": [], "items_per_category": args.limit or "all"})
+            entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [run]
+        else:
+            # the goal's earlier protocol (the best SFT model, one-hour arms) and smaller pairs are kept apart
+            result["rl_gain" if (args.base_row == BASE_ROW and args.limit == 0) else "rl_gain_small"] = run
         _write(args.out, result, sweep)
+        print(json.dumps({k: run[k] for k in ("seed", "delta_overall_vs_control", "p_overall",
+                                              "delta_ast_vs_control", "claim_holds")}), flush=True)
 
 
 def _write(out: Path, result: dict, sweep: list[dict]) -> None:

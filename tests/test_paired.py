@@ -61,3 +61,19 @@ def test_two_runs_compare_over_the_items_both_scored(paired, tmp_path):
         paired.load_items("old", quality)
     with pytest.raises(SystemExit, match="neither a BFCL run directory"):
         paired.load_items(str(tmp_path / "nowhere"), quality)
+
+
+def test_overall_is_the_mean_of_ast_average_and_strict_irrelevance_and_its_bootstrap_is_paired(paired):
+    before = {f"{c}_{k}": (c, k < 5) for c in (*paired.AST, "irrelevance") for k in range(20)}
+    after = dict(before) | {f"irrelevance_{k}": ("irrelevance", k < 15) for k in range(20)}  # 10 fixed
+    ids = {c: [f"{c}_{k}" for k in range(20)] for c in (*paired.AST, "irrelevance")}
+    assert paired.overall(before, ids) == pytest.approx((0.25 + 0.25) / 2)
+    change, p = paired.overall_p(before, after)
+    assert change == pytest.approx(0.5 / 2) and p < 0.01
+    # the same runs: no change, p = 1; the AST average's bootstrap is the same resampling over its four categories
+    assert paired.overall_p(before, before) == (0.0, 1.0)
+    assert paired.bootstrap_p(before, after) == (0.0, 1.0)
+    out = paired.compare(before, after)
+    assert out["overall_change"] == pytest.approx(0.25) and out["p_overall"] == p
+    with pytest.raises(ValueError, match="irrelevance"):
+        paired.overall_p({k: v for k, v in before.items() if v[0] != "irrelevance"}, after)

@@ -1,0 +1,49 @@
+"""The RL protocol's benchmark (`benchmarks/rl_gain.py`): its prompt mixes, its rows, failure classes that moved and
+two jobs sharing the cores."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import benchmark_module
+
+
+@pytest.fixture(scope="module")
+def rl_gain():
+    return benchmark_module("rl_gain")
+
+
+def test_prompt_mixes_weigh_to_one_and_the_no_call_share_is_their_name(rl_gain):
+    for name, weights in rl_gain.PROMPTS.items():
+        if weights is not None:
+            assert sum(weights.values()) == pytest.approx(1.0), name
+    for pct in (10, 20, 30):
+        assert rl_gain.PROMPTS[f"nc{pct}"]["irrelevance"] == pytest.approx(pct / 100)
+
+
+def test_every_row_names_a_known_prompt_mix_and_a_budget(rl_gain):
+    for name, spec in rl_gain.ROWS.items():
+        assert spec["kind"] in ("rl", "sft") and spec["seconds"] > 0, name
+        if spec["kind"] == "rl":
+            assert spec["prompts"] in rl_gain.PROMPTS and spec["G"] >= 2, name
+
+
+def test_failure_moves_count_each_class_over_all_categories(rl_gain):
+    before = {"simple_python": {"wrong value": 5, "no call": 1}, "irrelevance": {"call made when none fits": 9}}
+    after = {"simple_python": {"wrong value": 3, "no call": 4}, "multiple": {"no call": 2},
+             "irrelevance": {"call made when none fits": 9}}
+    assert rl_gain.failure_moves(before, after) == {"no call": 5, "wrong value": -2}
+    assert rl_gain.failure_moves(None, None) == {}
+
+
+def test_pairs_run_side_by_side_with_one_thread_each(rl_gain):
+    started, seen = threading.Barrier(2, timeout=10), []
+
+    def job(threads):
+        started.wait()  # both jobs are running at once, or this times out
+        seen.append(threads)
+        return threads
+
+    assert rl_gain.in_pairs([job, job], parallel=True) == [1, 1]
+    assert rl_gain.in_pairs([lambda t: t, lambda t: t], parallel=False) == [None, None]
