@@ -22,10 +22,11 @@ on: the prompts are the SFT model's own training tasks.
 The three-hour protocol, from nothing (the base `sft-base75` trains in about 70 minutes, then two 25-minute arms
 side by side, then scoring):
 
-    .venv/bin/python benchmarks/rl_gain.py --work W --base-row sft-base75 --parallel --control ctl-10m \
+    .venv/bin/python benchmarks/rl_gain.py --work W --base-row sft-base75 --parallel --control ctl-10m \\
         --rows g-sym20,g-rel20 --limit 100 --dev-limit 150                        # the sweep, 10-minute arms
-    .venv/bin/python benchmarks/rl_gain.py --work W --base-row sft-base75 --parallel --final g-25m \
+    .venv/bin/python benchmarks/rl_gain.py --work W --base-row sft-base75 --parallel --final g-25m \\
         --control ctl-25m --limit 100 --dev-limit 150 --seed 0                    # the claim, once per seed
+"""
 
 from __future__ import annotations
 
