@@ -99,6 +99,12 @@ ROWS: dict[str, dict] = {
     "g-sym10": {**GRPO, "prompts": "nc10"},
     "g-sym30": {**GRPO, "prompts": "nc30"},
     "g-rel20": {**GRPO, "prompts": "nc20", "flags": []},  # released: a no-call label scores correctness 0
+    # penalized: symmetric, and declining a call that was asked scores below any attempted call
+    "g-pen20": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "penalized"]},
+    "g-pen10": {**GRPO, "prompts": "nc10", "flags": ["--no-call", "penalized"]},
+    "g-pen30": {**GRPO, "prompts": "nc30", "flags": ["--no-call", "penalized"]},
+    "g-pen20-kl": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "penalized"], "beta": 0.05},
+    "g-pen20-lr2e5": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "penalized"], "lr": 2e-5},
     "g-sym20-kl": {**GRPO, "prompts": "nc20", "beta": 0.05},
     "g-sym20-lr5e6": {**GRPO, "prompts": "nc20", "lr": 5e-6},
     "g-sym20-lr2e5": {**GRPO, "prompts": "nc20", "lr": 2e-5},

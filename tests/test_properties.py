@@ -261,6 +261,8 @@ OPTIONS = [
     RewardOptions(require_think=False, strict=True, granularity="finegrained", scale="dynamic"),
     RewardOptions(granularity="intermediate", scale="two_stage", switch_step=3),
     RewardOptions(granularity="coarse", scale="equal_max"),
+    RewardOptions(no_call="penalized", scale="dynamic"),
+    RewardOptions(no_call="penalized", lenient=True, scale="two_stage", switch_step=2),
 ]
 
 

@@ -18,6 +18,7 @@ from tinytool.rewards import (
     score_row,
     toolrl,
 )
+from tinytool.rewards.registry import REWARDS
 from tinytool.schema import ToolCall
 
 HERMES = get_format("hermes")
@@ -165,6 +166,27 @@ def test_toolrl_no_call_truth():
     # symmetric (a departure): the maximum without a call, the minimum with one
     assert _tr(reply, truth, no_call="symmetric").score == pytest.approx(4.0)
     assert _tr(called, truth, no_call="symmetric").parts["correct"] == pytest.approx(-3.0)
+    # penalized (a departure): symmetric on a label without calls ...
+    assert _tr(reply, truth, no_call="penalized").score == pytest.approx(4.0)
+    assert _tr(called, truth, no_call="penalized").parts["correct"] == pytest.approx(-3.0)
+
+
+def test_toolrl_penalized_declining_scores_below_any_attempted_call():
+    truth = gt(("get_weather", {"city": "Paris"}))
+    declined = "<think> x </think>\n<response> I cannot. </response>"
+    wrong_tool = '<think> x </think>\n<tool_call>\n{"name": "get_time", "parameters": {}}\n</tool_call>'
+    right = '<think> x </think>\n<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tool_call>'
+    # ... and declining an asked call one point below the correctness minimum (-3), where a wrong tool scores it
+    assert _tr(declined, truth, no_call="penalized").parts["correct"] == pytest.approx(-4.0)
+    assert _tr(declined, truth, no_call="symmetric").parts["correct"] == pytest.approx(-3.0)
+    assert _tr(wrong_tool, truth, no_call="penalized").parts["correct"] == pytest.approx(-3.0)
+    assert _tr(right, truth, no_call="penalized").parts["correct"] == pytest.approx(3.0)
+    # the penalty is a share of the range: a sixth of [-1, 1] under equal_max
+    eq = _tr(declined, truth, no_call="penalized", scale=ToolRLScale("equal_max"))
+    assert eq.parts["correct"] == pytest.approx(-1 - 2 / 6)
+    # the reward's floor moves with it (what an unreadable row scores)
+    assert REWARDS["toolrl"].bounds(RewardOptions(no_call="penalized")) == pytest.approx((-4.0, 4.0))
+    assert REWARDS["toolrl"].bounds(RewardOptions()) == pytest.approx((-3.0, 4.0))
 
 
 def test_toolrl_scales():

@@ -33,7 +33,7 @@ from tinytool.rewards.inputs import (
 )
 from tinytool.rewards.mentor import MentorWeights, mentor
 from tinytool.rewards.simrl import sim_rl
-from tinytool.rewards.toolrl import GRANULARITIES, NO_CALL, SCALES, ToolRLScale, toolrl
+from tinytool.rewards.toolrl import DECLINE_PENALTY, GRANULARITIES, NO_CALL, SCALES, ToolRLScale, toolrl
 from tinytool.schema import SchemaError
 
 
@@ -49,8 +49,9 @@ class RewardOptions:
     weights: MentorWeights = MentorWeights()
     strict: bool = False  # MENTOR R_a^strict
     eps: float = 1e-8  # ASTRA-F1
-    # ToolRL, a ground truth without calls: "released" (correctness 0, as ToolRL's released reward) or
-    # "symmetric" (a departure: maximum without a call, minimum with one); --no-call
+    # ToolRL, a ground truth without calls: "released" (correctness 0, as ToolRL's released reward),
+    # "symmetric" (a departure: maximum without a call, minimum with one) or "penalized" (symmetric, and declining
+    # an asked call scores below the correctness minimum); --no-call
     no_call: str = "released"
     # ToolRL: read completions with the format's repairing parser and §3.3's parts-in-order format rule
     # (a departure) instead of the released reward's exact layout and line-by-line JSON; --lenient
@@ -162,10 +163,14 @@ class RewardSpec:
 
 def _toolrl_bounds(o: RewardOptions) -> tuple[float, float]:
     scale = ToolRLScale(o.scale, o.switch_step)  # type: ignore[arg-type]
-    if o.scale in ("original", "equal_max"):
-        return scale.bounds()
     # the schedule moves the range; the union over all steps bounds every value
-    lows, highs = zip(*(scale.bounds(s, 100) for s in (0, scale.switch_step, 100)))
+    steps = (0,) if o.scale in ("original", "equal_max") else (0, scale.switch_step, 100)
+    lows, highs = [], []
+    for step in steps:
+        (f_lo, f_hi), (c_lo, c_hi) = scale.ranges(step, 100)
+        penalty = (c_hi - c_lo) * DECLINE_PENALTY if o.no_call == "penalized" else 0.0
+        lows.append(f_lo + c_lo - penalty)
+        highs.append(f_hi + c_hi)
     return min(lows), max(highs)
 
 

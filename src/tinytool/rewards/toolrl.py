@@ -20,9 +20,12 @@ those behind the paper's numbers):
 - a ground truth without calls scores correctness 0, the middle of its range, whether the completion
   calls or not.
 
-Two departures from the released code are options. ``no_call="symmetric"`` scores a ground truth
+Three departures from the released code are options. ``no_call="symmetric"`` scores a ground truth
 without calls at the correctness maximum when the completion calls nothing and at the minimum when it
-calls (an unreadable call block counts as a call). ``lenient=True`` reads the completion with the
+calls (an unreadable call block counts as a call). ``no_call="penalized"`` does the same and also scores
+declining a call that was asked `DECLINE_PENALTY` of the correctness range below its minimum, below any
+attempted call, so that where abstaining pays on a prompt without a call it never pays on one that asks a
+call (RL on small models otherwise learns to stop calling tools). ``lenient=True`` reads the completion with the
 ToolRL format's parser, which tolerates what it can read past (other layouts and line breaks, a
 missing opening ``<think>``, text after the last part, trailing commas, an ``"arguments"`` key, an
 object spread over lines) and asks only that the required parts appear in order, without errors
@@ -49,10 +52,13 @@ from tinytool.schema import ToolCall
 
 Granularity = Literal["original", "finegrained", "intermediate", "coarse"]
 ScaleMode = Literal["original", "equal_max", "two_stage", "dynamic"]
-NoCall = Literal["released", "symmetric"]
+NoCall = Literal["released", "symmetric", "penalized"]
 GRANULARITIES: tuple[str, ...] = ("original", "finegrained", "intermediate", "coarse")
 SCALES: tuple[str, ...] = ("original", "equal_max", "two_stage", "dynamic")
-NO_CALL: tuple[str, ...] = ("released", "symmetric")
+NO_CALL: tuple[str, ...] = ("released", "symmetric", "penalized")
+#: with ``no_call="penalized"``: how far below the correctness minimum declining a call that was asked scores, as a
+#: share of the correctness range (one point of the original [-3, 3])
+DECLINE_PENALTY = 1 / 6
 
 _TOOLRL = get_format("toolrl")
 
@@ -215,7 +221,8 @@ def toolrl(
     with the format's parser when ``lenient`` (module docstring). A `Parsed` (a completion another
     prompt format has read) carries no text: it is always read leniently. ``no_call`` says how a
     ground truth without calls is scored: ``"released"`` (correctness 0) or ``"symmetric"``
-    (maximum without a call, minimum with one)."""
+    (maximum without a call, minimum with one); ``"penalized"`` is symmetric and scores a completion that
+    calls nothing where calls were asked `DECLINE_PENALTY` of the range below the correctness minimum."""
     if no_call not in NO_CALL:
         raise ValueError(f"unknown no-call scoring {no_call!r}; choose one of {', '.join(NO_CALL)}")
     (f_lo, f_hi), (c_lo, c_hi) = scale.ranges(step, total_steps)
@@ -231,11 +238,13 @@ def toolrl(
         pred, reason = released_calls(text, truth) if truth.calls else (None, None)
         called = "<tool_call>" in text
     if not truth.calls:
-        ratio = (0.0 if called else 1.0) if no_call == "symmetric" else 0.5
+        ratio = 0.5 if no_call == "released" else (0.0 if called else 1.0)
     elif pred is None:
         ratio = 0.0
     else:
         ratio = correctness_ratio(pred, truth.calls, granularity)
     r_format = f_lo + (f_hi - f_lo) * fmt
     r_correct = c_lo + (c_hi - c_lo) * ratio
+    if no_call == "penalized" and truth.calls and not called:
+        r_correct -= (c_hi - c_lo) * DECLINE_PENALTY
     return RewardResult(r_format + r_correct, {"format": r_format, "correct": r_correct}, reason=reason)

@@ -16,12 +16,12 @@ from trl import GRPOConfig
 
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
+from tinytool.rewards.toolrl import NO_CALL
 from tinytool.train.config import RunOptions, check_inputs, listed, option
 
 FULL_LR = 1e-6  # ToolRL App. B (actor learning rate); MENTOR App. uses the same
 GROUP_FILTERS = ("fill", "drop", "off")
 ROLLOUTS = ("tinytool", "trl")
-NO_CALL = ("released", "symmetric")
 
 
 def parse_reward_mix(text: str) -> dict[str, float]:
@@ -73,8 +73,9 @@ class RLRunConfig(RunOptions, GRPOConfig):
     toolrl_scale: str = option("original", "ToolRL reward scale (§5.2): original, equal_max, two_stage, dynamic "
                                "(fed the training progress).")
     no_call: str = option("released", "ToolRL on a label without a call: 'released' (correctness 0 whatever the "
-                          "completion does, as ToolRL's released reward) or 'symmetric' (±max for declining or "
-                          "calling; a departure).")
+                          "completion does, as ToolRL's released reward), 'symmetric' (±max for declining or "
+                          "calling; a departure) or 'penalized' (symmetric, and declining a call that was asked "
+                          "scores a sixth of the correctness range below its minimum: -4 in the original scale).")
     lenient: bool = option(False, "ToolRL: parse completions leniently (any layout, repaired JSON; a departure from "
                            "the released reward's exact layout).")
     group_filter: str = option("fill", "Groups whose rewards do not vary: 'fill' (ASTRA adaptive batch filling: "
