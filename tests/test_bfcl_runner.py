@@ -431,3 +431,81 @@ def test_a_run_summary_tables_the_shapes_of_its_over_calls(tmp_path):
     s = run_bfcl(cfg, tmp_path, ScriptedClient(answer), progress=False)
     assert s["failures"]["simple_python"] == {"more calls than asked": 4}
     assert s["over_calls"] == {"simple_python": {"a call repeated": 2, "a further tool called": 2}}
+
+
+class _Halting(ScriptedClient):
+    """Hands the answers over one by one, as an endpoint does, and is interrupted (Ctrl-C) before answer
+    ``after``."""
+
+    def __init__(self, respond, after):
+        super().__init__(respond)
+        self.after = after
+
+    def generate_finished(self, requests, config):
+        for i, comps in enumerate(self.generate(requests, config)):
+            if i == self.after:
+                raise KeyboardInterrupt
+            yield {i: comps}
+
+
+def test_each_item_is_saved_as_it_finishes_and_ctrl_c_says_what_is_kept(tmp_path):
+    from tinytool.eval.bfcl_runner import kept_note
+
+    cfg = BFCLRunConfig(model="m", categories=["simple_python"], limit=5, batch_size=4)
+    with pytest.raises(KeyboardInterrupt):
+        run_bfcl(cfg, tmp_path, _Halting(lambda r, i: "no", after=3), progress=False)
+    assert len(read_generations(tmp_path / "generations.jsonl")) == 3  # in one batch of 5: the 3 that finished
+    assert kept_note(tmp_path) == (f"3 generation(s) are kept in {tmp_path / 'generations.jsonl'}; the same command "
+                                   "resumes there")
+    rest = ScriptedClient(lambda r, i: "no")
+    assert run_bfcl(cfg, tmp_path, rest, progress=False)["categories"]["simple_python"]["n"] == 5
+    assert sum(len(c) for c in rest.calls) == 2
+    # interrupted before any item finished: nothing is left, and the line says so
+    with pytest.raises(KeyboardInterrupt):
+        run_bfcl(cfg, tmp_path / "none", _Halting(lambda r, i: "no", after=0), progress=False)
+    assert not (tmp_path / "none").exists()
+    assert kept_note(tmp_path / "none") == f"no item had finished; nothing is kept in {tmp_path / 'none'}"
+
+
+def test_a_start_that_fails_before_any_item_leaves_nothing(tmp_path):
+    """An endpoint that refuses a constrained run: no run directory is left behind. A run that already holds work
+    keeps it when a later start fails."""
+    pytest.importorskip("llguidance")
+    from tinytool.llm.constrain import ConstraintError
+    from tinytool.llm.openai_compat import OpenAIClient
+
+    cfg = BFCLRunConfig(model="http://127.0.0.1:9/v1@m", categories=["simple_python"], limit=2, constrained=True)
+    with pytest.raises(ConstraintError, match="local engine only"):
+        run_bfcl(cfg, tmp_path / "e2", OpenAIClient("http://127.0.0.1:9/v1", "m"), progress=False)
+    assert not (tmp_path / "e2").exists()
+
+    run_bfcl(BFCLRunConfig(model="m", categories=["simple_python"], limit=2), tmp_path / "e3",
+             ScriptedClient(lambda r, i: "no"), progress=False)
+
+    def down(request, i):
+        raise OSError("the endpoint went away")
+
+    with pytest.raises(OSError, match="went away"):
+        run_bfcl(BFCLRunConfig(model="m", categories=["irrelevance"], limit=2), tmp_path / "e3",
+                 ScriptedClient(down), progress=False)
+    assert len(read_generations(tmp_path / "e3" / "generations.jsonl")) == 2
+    assert (tmp_path / "e3" / "run.json").exists() and (tmp_path / "e3" / "summary.json").exists()
+
+
+def test_a_rerun_with_fewer_categories_scores_what_it_asked_for(tmp_path):
+    """A run stopped before its irrelevance items; a rerun asking for ``multiple`` alone generates and scores that,
+    with the earlier categories whose items are all there; the one that is not is named, not refused."""
+    first = BFCLRunConfig(model="m", categories=["simple_python", "multiple", "irrelevance"], limit=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_bfcl(first, tmp_path, _Halting(lambda r, i: "no", after=2), progress=False)
+    assert {r["category"] for r in read_generations(tmp_path / "generations.jsonl").values()} == {"simple_python"}
+    again = ScriptedClient(lambda r, i: "no")
+    s = run_bfcl(BFCLRunConfig(model="m", categories=["multiple"], limit=2), tmp_path, again, progress=False)
+    assert sum(len(c) for c in again.calls) == 2
+    assert set(s["categories"]) == {"simple_python", "multiple"} and s["unscored"] == {"irrelevance": 2}
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["category"] for r in rows) == ["multiple"] * 2 + ["simple_python"] * 2
+    from tinytool.eval.bfcl_runner import score
+
+    with pytest.raises(RunDirError, match="2 item"):  # rescoring the whole run still needs every item
+        score(tmp_path)

@@ -315,28 +315,111 @@ def test_an_item_whose_schema_cannot_compile_is_decoded_free_and_named():
     assert auto_constraint([], "hermes") == (None, None)
 
 
-@pytest.mark.parametrize("fmt", ["hermes-nothink", "hermes", "toolrl", "python"])
-def test_parallel_false_allows_one_call(tok, fmt):
-    """``parallel=False`` (OpenAI's ``parallel_tool_calls: false``): one call, and no second one, in auto and
-    required."""
+@pytest.fixture(scope="module")
+def accepts(tok):
+    """``accepts(constraint, text)``: whether the compiled grammar takes ``text`` (tokenized as the model would
+    write it) whole."""
     from tinytool.llm.constrain import GrammarBank
-    from tinytool.schema import ToolCall
 
     bank = GrammarBank(tok, len(tok), [tok.eos_token_id])
-    pf = get_format(fmt)
-    tools = [Tool("f", "", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})]
-    one = pf.render_assistant(Message("assistant", "Calling.", tool_calls=[ToolCall("f", {"a": 1})]))
-    two = pf.render_assistant(Message("assistant", "Calling.", tool_calls=[ToolCall("f", {"a": 1})] * 2))
 
     def accepts(constraint, text):
         m = bank.matcher(constraint)
         ids = tok(text, add_special_tokens=False)["input_ids"]
         return m.try_consume_tokens(ids) == len(ids) and m.is_accepting()
 
+    return accepts
+
+
+def _answers(pf, mode, k):
+    """An answer of ``k`` calls of ``f`` in ``pf``, as ``mode`` allows it (no text before a required hermes call)."""
+    from tinytool.schema import ToolCall
+
+    text = None if mode == "required" and pf.name.startswith("hermes") else "Calling."
+    return pf.render_assistant(Message("assistant", text, tool_calls=[ToolCall("f", {"a": 1})] * k))
+
+
+_F = [Tool("f", "", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})]
+
+
+@pytest.mark.parametrize("fmt", ["hermes-nothink", "hermes", "toolrl", "python"])
+def test_parallel_false_allows_one_call(accepts, fmt):
+    """``parallel=False`` (OpenAI's ``parallel_tool_calls: false``): one call, and no second one, in auto and
+    required."""
+    pf = get_format(fmt)
     for mode in ("auto", "required"):
-        if mode == "required" and fmt.startswith("hermes"):  # no text before a required call
-            one, two = (pf.render_assistant(Message("assistant", tool_calls=[ToolCall("f", {"a": 1})] * k))
-                        for k in (1, 2))
-        assert accepts(tool_constraint(tools, pf, mode), one) and accepts(tool_constraint(tools, pf, mode), two)
-        single = tool_constraint(tools, pf, mode, parallel=False)
+        one, two = (_answers(pf, mode, k) for k in (1, 2))
+        assert accepts(tool_constraint(_F, pf, mode), one) and accepts(tool_constraint(_F, pf, mode), two)
+        single = tool_constraint(_F, pf, mode, parallel=False)
         assert accepts(single, one) and not accepts(single, two)
+
+
+@pytest.mark.parametrize("fmt", ["hermes-nothink", "hermes", "toolrl", "python"])
+def test_max_calls_bounds_the_number_of_calls(accepts, fmt):
+    """``max_calls``: as many calls as that and no more, in auto and required; without it, any number."""
+    pf = get_format(fmt)
+    for mode in ("auto", "required"):
+        answers = [_answers(pf, mode, k) for k in (1, 2, 3, 4)]
+        assert [accepts(tool_constraint(_F, pf, mode, max_calls=3), a) for a in answers] == [True] * 3 + [False]
+        assert [accepts(tool_constraint(_F, pf, mode, max_calls=1), a) for a in answers] == [True] + [False] * 3
+        assert all(accepts(tool_constraint(_F, pf, mode), a) for a in answers)
+    with pytest.raises(ConstraintError, match="max_calls 0"):
+        tool_constraint(_F, pf, "required", max_calls=0)
+
+
+# parameters schemas with references, as strict mode writes recursive ones, and documents on both sides of each
+_NODE = {"type": "object", "properties": {"value": {"type": "integer"},
+                                          "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+         "required": ["value"], "additionalProperties": False}
+_TREE_DOCS = [{"root": {"value": 1}},
+              {"root": {"value": 1, "children": [{"value": 2}, {"value": 3, "children": [{"value": 4}]}]}},
+              {"root": {"value": 1, "children": [{"name": "tree", "arguments": {"value": 2}}]}},
+              {"root": {"value": 1, "children": [{}]}},
+              {"root": {"value": "1"}},
+              {"value": 1}]
+REFERENCES = {
+    "$defs": ({"$defs": {"node": _NODE}, "type": "object", "properties": {"root": {"$ref": "#/$defs/node"}},
+               "required": ["root"], "additionalProperties": False}, _TREE_DOCS),
+    "definitions": (json.loads(json.dumps(
+        {"definitions": {"node": _NODE}, "type": "object", "properties": {"root": {"$ref": "#/$defs/node"}},
+         "required": ["root"], "additionalProperties": False}).replace("#/$defs/", "#/definitions/")), _TREE_DOCS),
+    "root #": ({"type": "object", "properties": {"value": {"type": "integer"}, "child": {"$ref": "#"}},
+                "required": ["value"], "additionalProperties": False},
+               [{"value": 1}, {"value": 1, "child": {"value": 2}}, {"value": 1, "child": {"value": 2, "child": {
+                   "value": 3}}}, {"value": 1, "child": {"name": "tree", "arguments": {"value": 2}}},
+                {"value": 1, "child": {}}, {"child": {"value": 1}}]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(REFERENCES))
+def test_references_keep_their_meaning_inside_the_call(accepts, kind):
+    """A parameters schema's references (a recursive ``$defs`` or ``definitions`` entry, the root ``#``) point where
+    they pointed once the schema sits inside the call object: the grammar compiles in every mode, and takes exactly
+    the arguments that ``jsonschema`` takes under the tool's own schema."""
+    from tinytool.schema import ToolCall
+
+    params, docs = REFERENCES[kind]
+    tools = [Tool("tree", "A tree.", params), Tool("other", "", {"type": "object", "properties": {}})]
+    pf = get_format("hermes-nothink")
+    validator = jsonschema.Draft202012Validator(params)
+    constraints = [tool_constraint(tools, pf, "auto"), tool_constraint(tools, pf, "required"),
+                   tool_constraint(tools, pf, "named", "tree")]
+    for c in constraints:
+        check(c)
+    verdicts = []
+    for doc in docs:
+        text = pf.render_assistant(Message("assistant", tool_calls=[ToolCall("tree", doc)]))
+        verdicts.append(validator.is_valid(doc))
+        for c in constraints:
+            assert accepts(c, text) == verdicts[-1], (kind, c.mode, doc)
+    assert True in verdicts and False in verdicts  # both sides checked
+
+
+def test_a_reference_that_points_nowhere_names_the_tool():
+    params = {"$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/gone"}}}},
+              "type": "object", "properties": {"root": {"$ref": "#/$defs/node"}}}
+    tools = [Tool("fine", "", {"type": "object", "properties": {}}), Tool("tree", "", params)]
+    for mode in ("auto", "required"):
+        with pytest.raises(ConstraintError) as e:
+            check(tool_constraint(tools, "hermes", mode))
+        assert "'tree'" in str(e.value) and "gone" in str(e.value)

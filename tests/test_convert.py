@@ -382,6 +382,12 @@ def test_non_utf8_json_array_record_is_skipped_and_records_count_from_1(tmp_path
     assert "(JSON array record 3)" in examples and f"{src}:3: " in examples
 
 
+def test_a_json_array_with_a_byte_order_mark_converts(tmp_path):
+    src = tmp_path / "in.json"
+    src.write_bytes(b"\xef\xbb\xbf[" + GOOD_OPENAI.encode() + b"]\n")
+    assert convert("openai", src, tmp_path / "out.jsonl").n_out == 1
+
+
 def test_cli_stats_non_utf8_bad_format_and_empty_input_are_one_line(tmp_path):
     src = _non_utf8_jsonl(tmp_path / "in.jsonl")
     res = runner.invoke(convert_app, ["stats", str(src)])

@@ -161,3 +161,31 @@ def test_dtype_reaches_a_local_model_and_is_checked(monkeypatch, tmp_path, dev):
     result = runner.invoke(app, ["eval", "demo", "-m", "http://127.0.0.1:9/v1@m", "-d", str(dev),
                                  "-o", str(tmp_path / "r2"), "--dtype", "bfloat16"])
     assert "applies to local models" in _error(result)
+
+
+@pytest.mark.parametrize("verb", ["bfcl", "demo"])
+@pytest.mark.parametrize("flag", ["--value-guard", "--constrained"])
+def test_local_only_flags_against_an_endpoint_are_refused_before_anything(tmp_path, dev, verb, flag):
+    """Only the local engine applies a grammar or a value guard: against an endpoint the command stops with one
+    line before it prints progress or writes the run directory."""
+    args = ["--limit", "2"] + (["--categories", "simple_python"] if verb == "bfcl" else ["-d", str(dev)])
+    result = runner.invoke(app, ["eval", verb, "-m", "http://127.0.0.1:9/v1@m", flag, "-o", str(tmp_path / "e2"),
+                                 *args])
+    message = _error(result)
+    assert flag in message and "local engine only" in message, message
+    assert not (tmp_path / "e2").exists() and "0/2" not in result.output
+
+
+def test_bfcl_ctrl_c_says_what_it_kept(tmp_path, monkeypatch):
+    """Ctrl-C's line tells the truth: before any item finished nothing is kept (and no run directory is left)."""
+    def interrupted(request, i):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("tinytool.eval.cli_eval._client",
+                        lambda model, batch_size, dtype="float32": ScriptedClient(interrupted))
+    out = tmp_path / "e4"
+    result = runner.invoke(app, ["eval", "bfcl", "-m", "x", "-o", str(out), "--categories", "simple_python",
+                                 "--limit", "2"])
+    assert result.exit_code == 130, result.output
+    assert f"nothing is kept in {out}" in result.output and "generations.jsonl" not in result.output
+    assert not out.exists()

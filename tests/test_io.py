@@ -16,6 +16,7 @@ from tinytool.io import (
     atomic_file,
     check_not_input,
     check_output_file,
+    iter_jsonl_rows,
     open_run_dir,
     read_json,
     read_jsonl_rows,
@@ -41,6 +42,16 @@ def test_jsonl_errors_name_file_and_line(tmp_path):
         read_jsonl_rows(tmp_path / "nope.jsonl")
     with pytest.raises(UserInputError, match="is a directory"):
         read_jsonl_rows(tmp_path)
+
+
+def test_a_utf8_byte_order_mark_is_read_past(tmp_path):
+    """Windows tools often start a UTF-8 file with a byte order mark: a JSONL or JSON file reads as without it."""
+    p = tmp_path / "bom.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"a": 1}\n{"a": 2}\n')
+    assert list(iter_jsonl_rows(p)) == [(1, {"a": 1}), (2, {"a": 2})]
+    j = tmp_path / "bom.json"
+    j.write_bytes(b'\xef\xbb\xbf{"a": 1}')
+    assert read_json(j) == {"a": 1}
 
 
 def test_read_json_corrupt(tmp_path):

@@ -20,6 +20,7 @@ from tinytool.llm import (
     OpenAIClient,
     OpenAIError,
     Request,
+    ScriptedClient,
     get_client,
     parse_http_spec,
 )
@@ -289,6 +290,18 @@ def test_openai_order_under_concurrency(server):
     delays = [0.3, 0.0, 0.2, 0.05, 0.1, 0.0]
     out = client.generate([user(f"slow:{d}") for d in delays], GenerationConfig())
     assert [c[0].text for c in out] == [f"echo slow:{d} #0" for d in delays]
+
+
+def test_openai_hands_each_answer_over_as_it_finishes(server):
+    """``generate_finished``: every request once, in the order the answers come in (a caller saves each at once);
+    the base class hands a whole batch over at the end."""
+    client = oai(server, concurrency=3)
+    delays = [1.0, 0.0, 0.5]
+    steps = list(client.generate_finished([user(f"slow:{d}") for d in delays], GenerationConfig()))
+    assert [list(step) for step in steps] == [[1], [2], [0]]
+    assert [steps[2][0][0].text, steps[0][1][0].text] == ["echo slow:1.0 #0", "echo slow:0.0 #0"]
+    scripted = ScriptedClient(lambda r, i: "hi")
+    assert [list(step) for step in scripted.generate_finished([user("a"), user("b")], GenerationConfig())] == [[0, 1]]
 
 
 def test_openai_tool_calls_become_hermes_blocks(server):

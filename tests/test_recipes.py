@@ -62,7 +62,7 @@ def test_a_recipe_runs_skips_what_did_not_change_and_reruns_what_did(tmp_path, m
 
 
 def test_a_failing_stage_names_its_log_and_a_rerun_goes_on_from_it(tmp_path, model):
-    bad = RECIPE.replace('limit: 3', 'limit: 0')  # eval demo refuses --limit 0
+    bad = RECIPE.replace('"{data}/dev.jsonl"', '"{data}/missing.jsonl"')  # found missing only when eval runs
     run = tmp_path / "run"
     with pytest.raises(StageFailed) as e:
         run_recipe(load_recipe(_recipe(tmp_path, model, bad)), run, echo=lambda s: None)
@@ -70,6 +70,36 @@ def test_a_failing_stage_names_its_log_and_a_rerun_goes_on_from_it(tmp_path, mod
     assert json.loads((run / "03-eval" / "step.json").read_text())["status"].startswith("failed")
     state = run_recipe(load_recipe(_recipe(tmp_path, model)), run, echo=lambda s: None)
     assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)", "skipped (unchanged)", "done"]
+
+
+def test_a_bad_value_changes_nothing_and_a_failed_rerun_keeps_the_finished_output(tmp_path, model):
+    """A --set value a stage's verb refuses is found before any stage runs; a stage that runs again and fails
+    before it starts work (a model that is not there) puts its finished output back."""
+    path = _recipe(tmp_path, model)
+    run = tmp_path / "run"
+    run_recipe(load_recipe(path), run, echo=lambda s: None)
+    weights = run / "02-sft" / "out" / "model.safetensors"
+    stamp = weights.stat().st_mtime_ns
+    with pytest.raises(UserInputError) as e:
+        run_recipe(load_recipe(path, {"steps": "abc"}), run, echo=lambda s: None)
+    assert "stages[1] (sft)" in str(e.value) and "max_steps" in str(e.value) and "'abc'" in str(e.value)
+    assert weights.stat().st_mtime_ns == stamp
+    with pytest.raises(StageFailed) as e:
+        run_recipe(load_recipe(path, {"model": str(tmp_path / "nonexistent")}), run, echo=lambda s: None)
+    assert "stage 'sft'" in str(e.value) and "02-sft/log.failed.txt" in str(e.value)
+    assert weights.stat().st_mtime_ns == stamp and not (run / "02-sft.previous").exists()
+    assert "nonexistent" in (run / "02-sft" / "log.failed.txt").read_text()
+    state = run_recipe(load_recipe(path), run, echo=lambda s: None)
+    assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)"] * 3
+
+
+def test_a_value_a_flag_verb_refuses_is_found_before_the_first_stage(tmp_path, model):
+    bad = RECIPE.replace("limit: 3", "limit: 0")  # eval demo refuses --limit 0
+    run = tmp_path / "run"
+    with pytest.raises(UserInputError) as e:
+        run_recipe(load_recipe(_recipe(tmp_path, model, bad)), run, echo=lambda s: None)
+    assert "stages[2] (eval)" in str(e.value) and "--limit" in str(e.value)
+    assert not run.exists()  # not even the data stage ran
 
 
 @pytest.mark.parametrize("text, words", [

@@ -93,6 +93,9 @@ def test_openai_wrapper_and_bare_forms_agree():
     ({"name": "f", "description": 5}, "description", "expected a string"),
     ({"name": "f", "parameters": "{nope"}, "parameters", "not valid JSON"),
     ({"name": "f", "parameters": [1]}, "parameters", "expected an object, got list"),
+    ({"name": "f", "parameters": "string"}, "parameters",
+     "expected an object (the parameters' JSON Schema), got the string 'string'"),
+    ({"type": "retrieval"}, "type", "tool type 'retrieval' is not supported: only function tools"),
     ({"name": "f", "parameters": {"type": "object", "properties": {"a": 5}}}, "parameters.properties.a",
      "expected an object describing a parameter"),
     ({"name": "f", "parameters": {"type": "object", "required": "a"}}, "parameters.required",
@@ -197,6 +200,8 @@ def test_message_forms():
      "defined twice"),
     ({"messages": [{"role": "user", "content": "x"}], "tools": {"a": 1}}, "tools", "expected a list of tools"),
     ({"messages": [{"role": "user", "content": "x"}], "tools": "[oops"}, "tools", "not valid JSON"),
+    ({"messages": [{"role": "user", "content": "x"}], "tools": "notalist"}, "tools",
+     "expected a list of tools, got the string 'notalist'"),
     ({"messages": [{"role": "user", "content": "x"}], "tools": [{"function": {"name": "f", "parameters": 3}}]},
      "tools[0].function.parameters", "expected an object, got int"),
     ({"messages": [{"role": "user", "content": "x"}], "meta": [1]}, "meta", "expected an object"),
@@ -257,6 +262,18 @@ GOOD = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "c
 def _write(path, lines):
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+@pytest.mark.parametrize("tools, said", [
+    ("notalist", "tools: expected a list of tools, got the string 'notalist'"),
+    ([{"name": "f", "parameters": "string"}], "tools[0].parameters: expected an object"),
+    ([{"type": "retrieval"}], "tools[0].type: tool type 'retrieval' is not supported"),
+])
+def test_a_tool_listing_of_the_wrong_shape_names_file_line_field_and_what_is_wrong(tmp_path, tools, said):
+    p = _write(tmp_path / "d.jsonl", [json.dumps(GOOD), json.dumps({**GOOD, "tools": tools})])
+    with pytest.raises(SchemaError) as e:
+        read_jsonl(p)
+    assert str(e.value).startswith(f"{p}:2: {said}") and "not valid JSON" not in str(e.value)
 
 
 def test_read_jsonl_bad_record_names_file_line_and_field(tmp_path):

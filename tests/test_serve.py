@@ -46,8 +46,10 @@ class Scripted:
         time.sleep(0.05)
         out = []
         for r in requests:
-            prompt = r.prompt
-            if prompt.endswith('{"name": "get_time", "arguments": '):
+            prompt, finish = r.prompt, "stop"
+            if "cut short" in prompt.rsplit("<|im_start|>user", 1)[-1] and prompt.endswith('<tool_call>\n{"name": "'):
+                text, finish = CUT, "length"  # the token limit cut the second call
+            elif prompt.endswith('{"name": "get_time", "arguments": '):
                 text = '{"city": "Oslo"}}\n</tool_call>'
             elif prompt.endswith('<tool_call>\n{"name": "'):
                 text = 'get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
@@ -57,8 +59,25 @@ class Scripted:
                 text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo",}}\n</tool_call>'
             else:
                 text = "Hello there."
-            out.append([Completion(text=text, n_tokens=len(text.split()))])
+            out.append([Completion(text=text, n_tokens=len(text.split()), finish_reason=finish)])
         return out
+
+
+#: a forced answer (after ``<tool_call>\n{"name": "``) whose second call the token limit cut
+CUT = ('get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>\n\n<tool_call>\n'
+       '{"name": "get_time", "arguments": {"city": "Os')
+
+
+class ScriptedStream(Engine):
+    """An engine that streams the scripted client's answer in pieces (it has no model to stream from)."""
+
+    def stream(self, job):
+        from tinytool.llm.base import Request
+
+        ((completion,),) = self.client.generate([Request([], prompt=job.prompt)], job.gen)
+        for k in range(0, len(completion.text), 7):
+            yield completion.text[k:k + 7]
+        job.future.set_result(completion)
 
 
 def _port() -> int:
@@ -153,6 +172,15 @@ def test_requests_from_many_clients_share_batches(scripted):
     ({"model": "other", "messages": [{"role": "user", "content": "x"}]}, 404, "not served here"),
     ({"messages": [{"role": "user", "content": [["x"]]}]}, 400, "content part"),
     ({"messages": [{"role": "user", "content": 5}]}, 400, "content"),
+    ({"messages": [{"role": "user", "content": "x"}], "n": 2}, 400, "this server supports n = 1"),
+    ({"messages": [{"role": "user", "content": "x"}], "n": 0}, 400, "this server supports n = 1"),
+    ({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}, 400,
+     'response_format: type "json_object" is not served'),
+    ({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {
+        "name": "a", "schema": {"type": "object"}}}}, 400, 'response_format: type "json_schema" is not served'),
+    ({"messages": [{"role": "user", "content": [{"type": "text", "text": "what is this?"},
+                                                {"type": "image_url", "image_url": {"url": "http://x/a.png"}}]}]},
+     400, "messages[0].content[1]: a 'image_url' content part: this server reads text only"),
 ])
 def test_malformed_requests_get_a_4xx_with_a_message(scripted, body, status, words):
     _, url, _ = scripted
@@ -160,6 +188,51 @@ def test_malformed_requests_get_a_4xx_with_a_message(scripted, body, status, wor
     r = httpx.post(f"{url}/chat/completions", content=data, headers={"content-type": "application/json"})
     assert r.status_code == status, r.text
     assert words in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("choice", ["sometimes", 5, {"type": "function"}, {"type": "function", "function": "f"},
+                                    {"type": "function", "function": {"name": 3}}])
+def test_a_bad_tool_choice_gets_the_servers_own_words(scripted, choice):
+    _, url, _ = scripted
+    r = _post(url, {"messages": [{"role": "user", "content": "x"}], "tools": [WEATHER], "tool_choice": choice})
+    assert r.status_code == 400, r.text
+    message = r.json()["error"]["message"]
+    assert message.startswith("tool_choice: must be 'auto', 'none', 'required' or {'type': 'function'"), message
+    assert "Value error" not in message and json.dumps(choice) in message
+
+
+def test_text_parts_and_a_text_response_format_are_served(scripted):
+    _, url, _ = scripted
+    r = _post(url, {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "n": 1,
+                    "response_format": {"type": "text"}})
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"] == "Hello there."
+
+
+def test_a_required_answer_cut_by_max_tokens_keeps_its_complete_calls():
+    """The token limit cuts a forced answer inside its second call: the first comes back as ``tool_calls``, the cut
+    one is left out, no markup is content, and the answer finishes with ``"length"``, streamed or not."""
+    tok = load_tokenizer("smollm2-135m-instruct")
+    engine = ScriptedStream(Scripted(tok), get_format("hermes-nothink"), "m")
+    server, url = _serve(engine)
+    try:
+        client = openai.OpenAI(base_url=url, api_key="none", max_retries=0)
+        ask = {"model": "m", "messages": [{"role": "user", "content": "stocks, cut short"}], "tools": [WEATHER, TIME],
+               "tool_choice": "required"}
+        choice = client.chat.completions.create(**ask).choices[0]
+        assert choice.finish_reason == "length"
+        assert [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls] == [
+            ("get_weather", {"city": "Oslo"})]
+        assert not choice.message.content
+        chunks = list(client.chat.completions.create(**ask, stream=True))
+        deltas = [d for c in chunks for d in (c.choices[0].delta.tool_calls or [])]
+        assert [(d.function.name, json.loads(d.function.arguments)) for d in deltas] == [
+            ("get_weather", {"city": "Oslo"})]
+        assert "".join(c.choices[0].delta.content or "" for c in chunks) == ""
+        assert [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason] == ["length"]
+    finally:
+        server.should_exit = True
+        engine.close()
 
 
 def test_an_oversized_body_is_refused_and_the_server_goes_on(scripted):

@@ -20,7 +20,7 @@ from tinytool.formats import get_format
 from tinytool.llm.hf import HFClient
 from tinytool.models.loading import load_tokenizer
 from tinytool.models.students import tiny_model
-from tinytool.serve.engine import Engine
+from tinytool.serve.engine import CALLS_PER_TOOL, Engine
 
 PARAMS = {"type": "object", "properties": {
     "city": {"type": "string", "enum": ["Oslo", "Paris", "Lima"]},
@@ -159,6 +159,55 @@ def test_which_requests_are_constrained_and_how():
     finally:
         plain.close()
         strict.close()
+
+
+def test_a_forced_answer_holds_a_bounded_number_of_calls():
+    """The grammar alone allows any number of calls: a required answer holds `CALLS_PER_TOOL` calls per offered
+    tool at most (a parallel request repeats one tool), one with ``parallel_tool_calls: false``; a named one holds
+    one call."""
+    from test_serve import Scripted
+
+    from tinytool.serve.protocol import ChatRequest
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    engine = Engine(Scripted(tok), get_format("hermes-nothink"), "m")
+    try:
+        def most(**body):
+            return engine.job(ChatRequest.model_validate({"messages": ASK, **body})).constraint.most
+
+        assert most(tools=[FORECAST, CLOCK], tool_choice="required") == 2 * CALLS_PER_TOOL
+        assert most(tools=[FORECAST], tool_choice="required") == CALLS_PER_TOOL > 1
+        assert most(tools=[FORECAST, CLOCK], tool_choice="required", parallel_tool_calls=False) == 1
+        assert most(tools=[FORECAST, CLOCK], tool_choice={"type": "function", "function": {"name": "clock"}}) == 1
+    finally:
+        engine.close()
+
+
+def test_recursive_schemas_are_served_under_every_kind_of_choice():
+    """Strict mode's recursive forms (a ``$defs`` entry that refers to itself, the root ``#``) compile under a strict
+    ``auto``, ``required`` (strict or not) and a named choice: no 400."""
+    from test_serve import Scripted
+
+    from tinytool.serve.protocol import ChatRequest
+
+    node = {"type": "object", "properties": {"value": {"type": "integer"}, "children": {
+        "type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["value"], "additionalProperties": False}
+    trees = [{"$defs": {"node": node}, "type": "object", "properties": {"root": {"$ref": "#/$defs/node"}},
+              "required": ["root"], "additionalProperties": False},
+             {"type": "object", "properties": {"value": {"type": "integer"}, "child": {"$ref": "#"}},
+              "required": ["value"], "additionalProperties": False}]
+    tok = load_tokenizer("smollm2-135m-instruct")
+    engine = Engine(Scripted(tok), get_format("hermes-nothink"), "m")
+    try:
+        for params in trees:
+            tree = {"type": "function", "function": {"name": "tree", "description": "A tree.", "parameters": params}}
+            for body in ({"tools": [_strict(tree), CLOCK]}, {"tools": [_strict(tree), CLOCK], "tool_choice": "required"},
+                         {"tools": [tree, CLOCK], "tool_choice": "required"},
+                         {"tools": [tree, CLOCK], "tool_choice": {"type": "function", "function": {"name": "tree"}}}):
+                job = engine.job(ChatRequest.model_validate({"messages": ASK, **body}))
+                assert job.constraint is not None
+    finally:
+        engine.close()
 
 
 def test_a_server_with_the_value_guard_keeps_a_forced_call_open_until_the_stated_value_is_in(servers):

@@ -259,6 +259,16 @@ def test_a_stop_signal_saves_a_checkpoint_and_the_run_resumes_there(env, signame
     assert again["resumed_from"].endswith("checkpoint-2") and again["global_step"] == 5
 
 
+def test_a_wall_time_stop_saves_a_checkpoint_that_a_longer_run_resumes_from(env):
+    """--max-seconds ends the run at the step in flight with a checkpoint of that step (none is due by
+    --save-steps), so a larger --max-steps continues from it instead of training those steps again."""
+    first = train_sft(_cfg(env, "budget", max_steps=50, save_steps=1000, max_seconds=0.001))
+    out, step = Path(first["out"]), first["global_step"]
+    assert step < 50 and (out / f"checkpoint-{step}").is_dir()
+    longer = train_sft(_cfg(env, "budget", max_steps=step + 2, save_steps=1000))
+    assert longer["resumed_from"].endswith(f"checkpoint-{step}") and longer["global_step"] == step + 2
+
+
 def test_resume_skips_incomplete_checkpoints(env, caplog):
     from tinytool.train.run import checkpoint_problem, resume_checkpoint
 
@@ -386,7 +396,7 @@ def test_rerunning_a_finished_run_does_not_train_again(env):
     assert longer["global_step"] == 6 and longer["resumed_from"].endswith("checkpoint-4")
 
 
-def test_a_failed_start_does_not_block_the_corrected_rerun(env):
+def test_a_failed_start_does_not_block_the_corrected_rerun(env, caplog):
     runner = CliRunner()
     out = env["root"] / "typo"
     args = ["--data", env["two"], "--out", str(out), "--max-steps", "1", "--batch-size", "2", "--no-bf16",
@@ -395,5 +405,48 @@ def test_a_failed_start_does_not_block_the_corrected_rerun(env):
     assert res.exit_code == 2 and "no such model directory" in res.output and "Traceback" not in res.output
     res = runner.invoke(sft_app, ["--model", env["model"], *args])
     assert res.exit_code == 0, res.output
-    res = runner.invoke(sft_app, ["--model", env["model"], *args])  # finished: nothing to do
+    res = runner.invoke(sft_app, ["--model", env["model"], *args])  # finished: nothing to do, said once
     assert res.exit_code == 0 and "already holds this finished run" in res.output
+    assert res.output.count("finished") == 1 and "already finished" not in caplog.text
+
+
+def test_empty_training_data_is_named(env):
+    empty = env["root"] / "empty.jsonl"
+    empty.write_text("\n")
+    out = env["root"] / "empty-run"
+    res = CliRunner().invoke(sft_app, ["-m", env["model"], "-d", str(empty), "-o", str(out)])
+    assert res.exit_code == 2 and f"{empty}: empty, no conversations to train on" in res.output, res.output
+    assert not out.exists()
+
+
+def test_a_huge_message_is_dropped_by_its_length_without_being_tokenized(env, caplog):
+    """A turn with more characters than max_length tokens can hold is dropped before the tokenizer sees it, and
+    the warning names its file and line."""
+    from tinytool.train.examples import located_conversations
+    from tinytool.train.sft import char_limit
+
+    tok = env["tok"]
+    limit = char_limit(tok, 2048)
+    rows = [json.loads(line) for line in Path(env["two"]).read_text().splitlines()]
+    huge = json.loads(json.dumps(rows[0]))
+    next(m for m in huge["messages"] if m["role"] == "user")["content"] = "word " * (limit // 5 + 1)
+    path = env["root"] / "huge.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [rows[0], huge, rows[1]]))
+
+    class Spy:
+        """The tokenizer, noting the longest text it is asked to tokenize."""
+
+        longest = 0
+
+        def __getattr__(self, name):
+            return getattr(tok, name)
+
+        def __call__(self, text, *args, **kwargs):
+            Spy.longest = max([Spy.longest, *map(len, [text] if isinstance(text, str) else text)])
+            return tok(text, *args, **kwargs)
+
+    convs, where = located_conversations([str(path)])
+    data = build_sft_dataset(convs, get_format("hermes"), Spy(), max_length=2048, where=where)
+    assert data.dropped_too_long == 1 and data.examples == 2 and data.dropped_at == [f"{path}:2"]
+    assert 0 < Spy.longest <= limit
+    assert f"{path}:2" in caplog.text and "not tokenized" in caplog.text

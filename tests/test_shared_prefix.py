@@ -326,6 +326,22 @@ def test_train_sft_with_shared_prefix_lora_bf16_and_resume(env):
     assert s2["global_step"] == 2 and s2["resumed_from"] is not None
 
 
+def test_the_cli_reports_the_rows_a_tree_packed_run_trains(env):
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from tinytool.train.cli_sft import sft_app
+
+    out = Path(env["root"]) / "cli-rows"
+    res = CliRunner().invoke(sft_app, ["-m", env["model"], "-d", env["train"], "-o", str(out), "--shared-prefix",
+                                       "--branches", "3", "--max-steps", "1", "--no-bf16", "--save-steps", "0"])
+    assert res.exit_code == 0, res.output
+    d = json.loads((out / "sft_summary.json").read_text())["data"]
+    assert d["rows"] < d["examples"] and f"{d['examples']} sequences tree-packed into {d['rows']} rows" in res.output
+
+
 def test_branches_must_be_positive(env):
     from tinytool.errors import UserInputError
 

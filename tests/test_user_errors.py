@@ -128,6 +128,22 @@ def test_retrieve_refuses_an_empty_catalog_and_an_empty_request(tmp_path):
     assert res.exit_code == 2 and "--query is empty" in res.output
 
 
+def test_retrieve_says_its_two_inputs_exclude_each_other_and_checks_its_output_first(ws, monkeypatch):
+    """Both --query and --data is named as such; an output that is an input is refused before any model loads."""
+    from tinytool.data import mixing
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the embedding model was loaded")
+
+    monkeypatch.setattr(mixing, "default_embedder", no_model)
+    runner = CliRunner()
+    train = str(ws["train"])
+    res = runner.invoke(app, ["retrieve", "-c", train, "-q", "x", "-d", str(ws["dev"])])
+    assert res.exit_code == 2 and "--query and --data were both given" in res.output, res.output
+    res = runner.invoke(app, ["retrieve", "-c", train, "-d", train, "-o", train])
+    assert res.exit_code == 2 and "is also an input" in res.output, res.output
+
+
 def test_every_error_has_a_fix_line(ws, tmp_path):
     runner = CliRunner()
     bad = tmp_path / "bad.json"
@@ -159,7 +175,8 @@ def test_an_interrupted_eval_says_what_it_left(ws, tmp_path, monkeypatch):
     monkeypatch.setattr(runner_mod, "run_bfcl", interrupted)
     res = CliRunner().invoke(app, ["eval", "bfcl", "-m", str(ws["model"]), "--categories", "simple_python",
                                    "--limit", "1", "-o", str(tmp_path / "ev")])
-    assert res.exit_code == 130 and "generations.jsonl" in res.output and "resumes" in res.output
+    # stopped before any item finished: the line says nothing is kept (a run with items done names its file)
+    assert res.exit_code == 130 and "no item had finished; nothing is kept" in res.output
 
 
 def test_a_short_flag_means_one_option_in_every_verb():

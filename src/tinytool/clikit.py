@@ -17,7 +17,7 @@ its traceback.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 import click
@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
-from tinytool.errors import TinytoolError
+from tinytool.errors import TinytoolError, UserInputError
 
 try:  # typer >= 0.26 parses with its own copy of click, whose exceptions are other classes
     from typer._click import exceptions as _typer_click
@@ -143,15 +143,16 @@ def make_app(**typer_kwargs: Any) -> typer.Typer:
 
 
 @contextlib.contextmanager
-def on_interrupt(note: str) -> Iterator[None]:
+def on_interrupt(note: str | Callable[[], str]) -> Iterator[None]:
     """Turn a Ctrl-C inside the block into `Interrupted(note)`, so the verb's last line says what it
-    left (``interrupted; OUT unchanged``)."""
+    left (``interrupted; OUT unchanged``). A callable ``note`` is asked at the interrupt, for a verb whose
+    output grows while it runs."""
     try:
         yield
     except Interrupted:
         raise
     except KeyboardInterrupt:
-        raise Interrupted(note) from None
+        raise Interrupted(note() if callable(note) else note) from None
 
 
 #: settings of a command whose flags are parsed from a config dataclass (`tinytool.train.config.parse_config`):
@@ -162,6 +163,42 @@ passthrough = {
 }
 
 
+def check_args(command: Any, args: list[str], prog: str) -> None:
+    """Parse ``args`` as the Typer command function ``command`` parses them, without running it: an unknown option,
+    a missing one or a value its option refuses (``--limit abc``, ``--limit 0`` where the least is 1) is a
+    `UserInputError` with click's message. A path need not exist yet (an earlier step may write it); whether it is
+    a file or a folder is checked where it exists."""
+    import copy
+    import inspect
+    import typing
+
+    def unchecked(info: Any) -> Any:  # a copy of a parameter's declaration that lets a missing path pass
+        if not getattr(info, "exists", False):
+            return info
+        info = copy.copy(info)
+        info.exists = False
+        return info
+
+    params = []
+    for p in inspect.signature(command, eval_str=True).parameters.values():
+        annotation = p.annotation
+        if typing.get_origin(annotation) is typing.Annotated:
+            base, *meta = typing.get_args(annotation)
+            annotation = typing.Annotated[(base, *map(unchecked, meta))]
+        params.append(p.replace(default=unchecked(p.default), annotation=annotation))
+
+    def stand_in(*args, **kwargs):  # typer reads its parameters from the signature below, never these names
+        """The command's parameters, without its work."""
+
+    stand_in.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    app = typer.Typer(add_completion=False)
+    app.command()(stand_in)
+    try:
+        typer.main.get_command(app).make_context(prog, list(args))
+    except _USAGE_ERRORS as e:
+        raise UserInputError(f"{prog}: {e.format_message()}", fix=f"see {prog} --help") from None
+
+
 def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> NoReturn:
     """Print ``error: MSG`` and its fix (see `print_error`) to stderr and exit (prefer raising a `TinytoolError`)."""
     print_error(msg if isinstance(msg, TinytoolError) else str(msg), fix=fix)
@@ -169,5 +206,5 @@ def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> No
 
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "Interrupted", "TinytoolCommand", "TinytoolGroup",
-           "TinytoolTyper", "err", "fail", "make_app", "on_interrupt", "passthrough",
+           "TinytoolTyper", "check_args", "err", "fail", "make_app", "on_interrupt", "passthrough",
            "print_error"]

@@ -9,9 +9,9 @@ A run directory holds:
 
 - ``run.json`` — what was run: model, backend, format, BFCL version, categories, limit, sampling;
 - ``generations.jsonl`` — one line per item: the raw completions (one per sample; for multi-turn the
-  texts per turn and step plus the calls made), tokens and entropies. Appended after every batch
-  and fsynced, so a crash loses at most the batch in flight; a second run with the same settings
-  picks up where the first stopped;
+  texts per turn and step plus the calls made), tokens and entropies. Appended and fsynced as items
+  finish (each one against an endpoint, batch by batch with a local model), so a crash loses at most
+  what was in flight; a second run with the same settings picks up where the first stopped;
 - ``results.jsonl`` — one line per item: decoded calls, verdict and its reason, per-sample verdicts;
 - ``summary.json`` — per category accuracy (and pass@k with several samples), error types,
   call counts, throughput; the groups and the overall score with BFCL v4's published group weights.
@@ -26,7 +26,9 @@ attempted call fails to parse, as if no call were made; that figure stays the he
 are decoded while they are played, so their figures are the same under both readings.
 
 Scoring always re-reads ``generations.jsonl``, so a checker fix re-scores a run without
-regenerating (``--rescore``).
+regenerating (``--rescore``). A run scores the categories asked for, and those of earlier runs in the
+same directory whose items all have a generation (``unscored`` in the summary names the others).
+A start that fails before any item is generated leaves no run directory behind.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,7 +71,7 @@ from tinytool.io import (
     write_json,
     write_jsonl,
 )
-from tinytool.io.rundir import read_manifest
+from tinytool.io.rundir import discard_start, read_manifest
 from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
 from tinytool.progress import ProgressBar
 from tinytool.schema import Conversation, Message, Tool
@@ -207,22 +209,25 @@ def _read_run(out: Path) -> dict[str, Any]:
 
 # ---- generation ---------------------------------------------------------------------------------------
 def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
-                     gen: GenerationConfig, constrained: bool = False, guarded: bool = False) -> list[dict]:
+                     gen: GenerationConfig, constrained: bool = False, guarded: bool = False) -> Iterator[list[dict]]:
     """Generate a batch of single-turn items (under the ``auto`` grammar of each item's tools when
-    ``constrained``, under its value guard when ``guarded``)."""
+    ``constrained``, under its value guard when ``guarded``): the rows of the items finished since the last step,
+    as the client hands them over (`LLMClient.generate_finished`), each charged an equal share of the time since
+    the last step."""
     made = [item_request(it, fmt, constrained, guarded) for it in items]
-    t0 = time.perf_counter()
-    outs = client.generate([r for r, _ in made], gen)
-    share = (time.perf_counter() - t0) / max(len(items), 1)
-    return [{
-        "id": it.id, "category": it.category,
-        "raw": [c.text for c in comps],
-        "n_tokens": [c.n_tokens for c in comps],
-        "entropy": [c.entropy for c in comps],
-        "finish": [c.finish_reason for c in comps],
-        "seconds": share,
-        **({"unconstrained": why} if why else {}),
-    } for it, comps, (_, why) in zip(items, outs, made, strict=True)]
+    last = time.perf_counter()
+    for finished in client.generate_finished([r for r, _ in made], gen):
+        now = time.perf_counter()
+        share, last = (now - last) / max(len(finished), 1), now
+        yield [{
+            "id": items[i].id, "category": items[i].category,
+            "raw": [c.text for c in comps],
+            "n_tokens": [c.n_tokens for c in comps],
+            "entropy": [c.entropy for c in comps],
+            "finish": [c.finish_reason for c in comps],
+            "seconds": share,
+            **({"unconstrained": made[i][1]} if made[i][1] else {}),
+        } for i, comps in sorted(finished.items())]
 
 
 def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
@@ -275,37 +280,56 @@ def _todo(cfg: BFCLRunConfig, data: BFCLData, done: dict[str, dict]) -> list[BFC
 
 def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | None = None,
              overwrite: bool = False, progress: bool = True) -> dict:
-    """Generate every missing item of the run (resuming), batch by batch."""
+    """Generate every missing item of the run (resuming), saving each item as it finishes (`_generate_single`) or
+    batch by batch (multi-turn). A start that fails before any item is saved (a model or endpoint that refuses the
+    requests, Ctrl-C) removes what opening the run wrote."""
     data = data or bfcl_data()
     fmt = get_format(cfg.format)
     _open_run(cfg, out, client, overwrite)
-    gen_path = out / "generations.jsonl"
-    repair_log(gen_path, is_generation)  # a crash's torn or broken lines: those items are generated again
-    done = read_generations(gen_path)
-    todo = _todo(cfg, data, done)
-    gen = cfg.generation()
-    # single-turn items of every category share batches (a small subset per category still fills them);
-    # multi-turn items run category by category
-    single = [it for it in todo if not is_multi_turn(it.category)]
-    groups = [("single-turn", single)] if single else []
-    groups += [(c, [it for it in todo if it.category == c]) for c in cfg.categories if is_multi_turn(c)]
-    with ProgressBar("bfcl", total=len(todo), unit="item", enabled=progress) as bar:
-        for name, items in groups:
-            step = cfg.batch_size if is_multi_turn(name) else cfg.batch_size * CALL_BATCHES
-            for start in range(0, len(items), step):
-                batch = items[start:start + step]
-                # said before the batch runs: a first batch can take minutes, and 0/N alone looks stuck
-                where = f"{name} {start + 1}-{start + len(batch)}/{len(items)}"
-                bar.update(description=f"bfcl {where}: generating")
-                if is_multi_turn(name):
-                    rows = _generate_multi_turn(
-                        batch, client, fmt, cfg,
-                        status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))
-                else:
-                    rows = _generate_single(batch, client, fmt, gen, cfg.constrained, cfg.value_guard)
-                append_jsonl(gen_path, rows)
-                bar.advance(len(batch))
+    saved = 0
+    try:
+        gen_path = out / "generations.jsonl"
+        repair_log(gen_path, is_generation)  # a crash's torn or broken lines: those items are generated again
+        done = read_generations(gen_path)
+        todo = _todo(cfg, data, done)
+        gen = cfg.generation()
+        # single-turn items of every category share batches (a small subset per category still fills them);
+        # multi-turn items run category by category
+        single = [it for it in todo if not is_multi_turn(it.category)]
+        groups = [("single-turn", single)] if single else []
+        groups += [(c, [it for it in todo if it.category == c]) for c in cfg.categories if is_multi_turn(c)]
+        with ProgressBar("bfcl", total=len(todo), unit="item", enabled=progress) as bar:
+            for name, items in groups:
+                step = cfg.batch_size if is_multi_turn(name) else cfg.batch_size * CALL_BATCHES
+                for start in range(0, len(items), step):
+                    batch = items[start:start + step]
+                    # said before the batch runs: a first batch can take minutes, and 0/N alone looks stuck
+                    where = f"{name} {start + 1}-{start + len(batch)}/{len(items)}"
+                    bar.update(description=f"bfcl {where}: generating")
+                    parts: Iterable[list[dict]]
+                    if is_multi_turn(name):
+                        parts = [_generate_multi_turn(
+                            batch, client, fmt, cfg,
+                            status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))]
+                    else:
+                        parts = _generate_single(batch, client, fmt, gen, cfg.constrained, cfg.value_guard)
+                    for rows in parts:
+                        append_jsonl(gen_path, rows)
+                        saved += len(rows)
+                        bar.advance(len(rows))
+    except BaseException:
+        if not saved:
+            discard_start(out)  # keeps a run that holds earlier work
+        raise
     return {"generated": len(todo), "already_done": len(done)}
+
+
+def kept_note(out: str | os.PathLike) -> str:
+    """What an interrupted run left in ``out``, said in one line (the line Ctrl-C prints)."""
+    n = len(read_generations(Path(out) / "generations.jsonl"))
+    if not n:
+        return f"no item had finished; nothing is kept in {out}"
+    return f"{n} generation(s) are kept in {Path(out) / 'generations.jsonl'}; the same command resumes there"
 
 
 # ---- scoring --------------------------------------------------------------------------------------------
@@ -364,10 +388,12 @@ def _score_multi_turn(item: BFCLItem, row: dict) -> dict:
     }
 
 
-def score(out: Path, data: BFCLData | None = None) -> dict:
-    """Check every generation in ``out`` and write ``results.jsonl`` and ``summary.json``.
+def score(out: Path, data: BFCLData | None = None, categories: list[str] | None = None) -> dict:
+    """Check the generations in ``out`` and write ``results.jsonl`` and ``summary.json``: those of every category
+    of the run, or with ``categories`` (what a run asked for), those and the run's other categories whose items all
+    have a generation (the summary's ``unscored`` counts the items missing in the others).
 
-    Refuses (`RunDirError`) when an item of the run has no generation, rather than writing a
+    Refuses (`RunDirError`) when an item of a category it scores has no generation, rather than writing a
     summary over part of the run: generating again (without ``--rescore``) fills the gaps."""
     out = Path(out)
     data = data or bfcl_data()
@@ -375,14 +401,17 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
     fmt = get_format(run["format"])
     gens = read_generations(out / "generations.jsonl")
     run_items = {c: data.items(c, limit=run.get("limit"), seed=run.get("seed", 0)) for c in run["categories"]}
-    missing = [it.id for items in run_items.values() for it in items if it.id not in gens]
+    gaps = {c: [it.id for it in items if it.id not in gens] for c, items in run_items.items()}
+    unscored = {c: len(ids) for c, ids in gaps.items() if ids and categories is not None and c not in categories}
+    run_items = {c: items for c, items in run_items.items() if c not in unscored}
+    missing = [i for c in run_items for i in gaps[c]]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise RunDirError(f"{out / 'generations.jsonl'}: {len(missing)} item(s) of the run have no generation "
                           f"({shown})", fix="rerun `tinytool eval bfcl` without --rescore to generate them")
     results, per_cat = [], {}
     t0 = time.perf_counter()
-    for category in run["categories"]:
+    for category in run_items:
         rows_c = []
         for it in run_items[category]:
             row = gens[it.id]
@@ -420,6 +449,8 @@ def score(out: Path, data: BFCLData | None = None) -> dict:
         #: items of a constrained run decoded free: their schemas could not be compiled
         "unconstrained": sorted(r["id"] for r in results if gens[r["id"]].get("unconstrained")),
         "categories": per_cat,
+        #: categories of earlier runs in the directory left out, not asked for now and not all generated: items missing
+        "unscored": unscored,
         "groups": group_scores(per_cat),
         "groups_lenient": group_scores(per_cat, key="accuracy_lenient"),
         "throughput": {"items": len(results), "generation_seconds": round(gen_seconds, 2),
@@ -541,4 +572,4 @@ def run_bfcl(cfg: BFCLRunConfig, out: str | os.PathLike, client: LLMClient, data
     out = Path(out)
     cfg.categories = expand_categories(cfg.categories)
     generate(cfg, out, client, data=data, overwrite=overwrite, progress=progress)
-    return score(out, data=data)
+    return score(out, data=data, categories=cfg.categories)

@@ -25,7 +25,8 @@ _DTYPE_HELP = ("Weights of a local model while generating: float32 (prompts pref
                "hardware has it, decoded in fp32) or bfloat16 (decoding about 1.8x faster on a CPU with native "
                "bf16, but answers differ from float32's: compare runs decoded alike).")
 _BATCH_HELP = ("Sequences decoded at once (continuous batching: a finished row's slot takes the next item at "
-               "once); results are saved every 4 batches' worth of items.")
+               "once); a local model's results are saved every 4 batches' worth of items, an endpoint's as each "
+               "item finishes.")
 
 
 def _remote(model: str) -> bool:
@@ -38,6 +39,16 @@ def _check_dtype(dtype: str, model: str) -> None:
         fail(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     if _remote(model) and dtype != "float32":
         fail(f"--dtype {dtype} applies to local models; {model} decodes on its server")
+
+
+def _check_local(model: str, constrained: bool, value_guard: bool) -> None:
+    """Refuse ``--constrained``/``--value-guard`` for a model that decodes on a server, before anything is loaded,
+    printed or written: only the local engine applies them."""
+    flags = [f for f, on in (("--constrained", constrained), ("--value-guard", value_guard)) if on]
+    if flags and _remote(model):
+        fail(f"{' and '.join(flags)}: applied by the local engine only; {model} decodes on its server",
+             fix=f"leave {' and '.join(flags)} out, or evaluate a local model (a directory, hub id or the bundled "
+                 "alias)")
 
 
 def _client(model: str, batch_size: int, dtype: str = "float32"):
@@ -134,13 +145,14 @@ def bfcl(
     Example: tinytool eval bfcl -m runs/sft --categories simple_python,multiple,irrelevance --limit 100 -o runs/sft-bfcl
     """
     from tinytool.bfcl import expand_categories
-    from tinytool.eval.bfcl_runner import BFCLRunConfig, run_bfcl, score
+    from tinytool.eval.bfcl_runner import BFCLRunConfig, kept_note, run_bfcl, score
 
     if rescore:
         summary = score(out)
     else:
         check_not_input(out, model)
         _check_dtype(dtype, model)
+        _check_local(model, constrained, value_guard)
         fmt = _format(fmt, model)
         if samples > 1 and temperature == 0:
             fail("--samples > 1 needs --temperature > 0")
@@ -151,10 +163,12 @@ def bfcl(
             temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
             step_limit=step_limit, seed=seed, entropy=entropy, label=label, constrained=constrained,
             value_guard=value_guard)
-        with on_interrupt(f"the generations finished so far are kept in {out}/generations.jsonl; the same command "
-                          "resumes there"):
+        with on_interrupt(lambda: kept_note(out)):
             summary = run_bfcl(cfg, out, _client(model, batch_size, dtype), overwrite=overwrite)
     _table(summary, "BFCL")
+    for category, n in (summary.get("unscored") or {}).items():
+        err.print(f"not scored: {category} ({n} item(s) of an earlier run in {out} have no generation; ask for it in "
+                  "--categories to generate them)")
     typer.echo(f"wrote {out}/summary.json, results.jsonl, generations.jsonl")
 
 
@@ -182,6 +196,7 @@ def demo(
 
     check_not_input(out, model, data)
     _check_dtype(dtype, model)
+    _check_local(model, constrained, value_guard)
     fmt = _format(fmt, model)
     if value_guard:  # before the model loads
         check_format(fmt)

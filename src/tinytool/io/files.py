@@ -24,6 +24,9 @@ from tinytool.errors import MissingInputError, OutputExistsError, TinytoolError,
 
 PathLike = str | os.PathLike
 
+#: the byte order mark some Windows tools write at the start of a UTF-8 file: read past, never part of the data
+UTF8_BOM = b"\xef\xbb\xbf"
+
 
 class FileFormatError(TinytoolError, ValueError):
     """A file that cannot be read as the JSON or JSONL it should be; the message names file and line."""
@@ -69,7 +72,8 @@ def _decode(raw: bytes, path: PathLike, lineno: int) -> str:
 def iter_jsonl_rows(
     path: PathLike, *, on_bad: Callable[[int, str], None] | None = None
 ) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file (lines count from 1).
+    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file (lines count from 1); a UTF-8 byte
+    order mark at its start is read past.
 
     A line that is not UTF-8 or not JSON raises `FileFormatError` naming ``file:line``, unless
     ``on_bad`` is given: then ``on_bad(line_number, reason)`` is called and the line is skipped.
@@ -81,6 +85,8 @@ def iter_jsonl_rows(
         raise MissingInputError(f"{path}: cannot read ({e.strerror})") from None
     with fh:
         for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1:
+                raw = raw.removeprefix(UTF8_BOM)
             if not raw.strip():
                 continue
             try:
@@ -103,9 +109,10 @@ def read_jsonl_rows(path: PathLike, *, on_bad: Callable[[int, str], None] | None
 
 
 def read_json(path: PathLike) -> Any:
-    """A JSON file's value; a missing, non-UTF-8 or malformed file raises an error naming it."""
+    """A JSON file's value (a UTF-8 byte order mark at its start read past); a missing, non-UTF-8 or malformed file
+    raises an error naming it."""
     _check_readable(path)
-    data = Path(path).read_bytes()
+    data = Path(path).read_bytes().removeprefix(UTF8_BOM)
     text = _decode(data, path, 1) if data else ""
     try:
         return json.loads(text)

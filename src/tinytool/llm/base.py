@@ -7,6 +7,7 @@ teacher rollouts, synthesis, the LLM judge — goes through `LLMClient.generate`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,14 @@ class LLMClient(ABC):
     @abstractmethod
     def generate(self, requests: list[Request], config: GenerationConfig) -> list[list[Completion]]:
         ...
+
+    def generate_finished(self, requests: list[Request],
+                          config: GenerationConfig) -> Iterator[dict[int, list[Completion]]]:
+        """`generate`, handing the completions over as requests finish: each step maps the indices of the requests
+        finished since the last one to their completions (every request once), so a caller can save each answer as
+        it comes. Here all at once when ``generate`` returns; a backend that finishes requests one by one (HTTP)
+        hands each over as it finishes."""
+        yield dict(enumerate(self.generate(requests, config)))
 
     def describe(self) -> dict[str, Any]:
         """What to record about this backend in a result file."""

@@ -9,12 +9,16 @@ mode:
 - ``required``: one call or more (parallel calls allowed), nothing else;
 - ``named``: one call of the named tool.
 
-``parallel=False`` (OpenAI's ``parallel_tool_calls: false``) allows one call at most in ``auto`` and ``required``.
+``parallel=False`` (OpenAI's ``parallel_tool_calls: false``) allows one call at most in ``auto`` and ``required``;
+``max_calls`` bounds the number of calls of an answer otherwise (None: any number).
 
 The grammar is a Lark grammar for `llguidance <https://github.com/guidance-ai/llguidance>`_: the format's tags and
 separators written exactly as the format renders an assistant turn (`tinytool.formats`), each call's JSON object
 embedded as a JSON schema (``%json``) with the separators ``json.dumps`` writes (``", "`` and ``": "``, no other
-whitespace) — the bytes a model trained on tinytool's renderings writes. Per format:
+whitespace) — the bytes a model trained on tinytool's renderings writes. References of a parameters schema keep
+their meaning inside the call object: the parameters are held in the call schema's ``$defs`` and every local
+reference (``#``, ``#/$defs/…``, ``#/definitions/…``, ``#/properties/…``) points where it pointed in the parameters
+schema. Per format:
 
 - ``hermes``: ``<think>\\n…\\n</think>``, then (auto) optional text and ``<tool_call>\\n{"name", "arguments"}\\n
   </tool_call>`` blocks joined by a blank line; ``hermes-nothink`` the same without the reasoning;
@@ -39,6 +43,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +113,8 @@ class ToolConstraint(Constraint):
     name: str | None = None
     #: several calls in one answer (OpenAI's ``parallel_tool_calls``); a named tool is always called once
     parallel: bool = True
+    #: the most calls an answer holds where several are allowed (None: any number)
+    max_calls: int | None = None
     _key: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -129,11 +136,14 @@ class ToolConstraint(Constraint):
         if self.name is not None and self.name not in {t.name for t in self.tools}:
             raise ConstraintError(f"constrained decoding: the named tool {self.name!r} is not among the tools",
                                   fix="name one of the offered tools")
+        if self.max_calls is not None and (not isinstance(self.max_calls, int) or self.max_calls < 1):
+            raise ConstraintError(f"constrained decoding: max_calls {self.max_calls!r} (an answer holds one call "
+                                  "or more)", fix="give a positive number, or None for any number")
 
     def key(self) -> str:
         if not self._key:
             tools = [t.function_dict() for t in self.tools]
-            self._key.append(json.dumps([self.format, self.mode, self.name, self.single, self.prefix, tools],
+            self._key.append(json.dumps([self.format, self.mode, self.name, self.most, self.prefix, tools],
                                         sort_keys=True,
                                         ensure_ascii=False, default=str))
         return self._key[0]
@@ -141,7 +151,12 @@ class ToolConstraint(Constraint):
     @property
     def single(self) -> bool:
         """Whether an answer holds one call at most."""
-        return self.mode == "named" or not self.parallel
+        return self.mode == "named" or not self.parallel or self.max_calls == 1
+
+    @property
+    def most(self) -> int | None:
+        """The most calls an answer holds (None: any number)."""
+        return 1 if self.single else self.max_calls
 
     def called(self) -> tuple[Tool, ...]:
         """The tools a call may name."""
@@ -155,10 +170,10 @@ class ToolConstraint(Constraint):
 
 
 def tool_constraint(tools: list[Tool], fmt: Any, mode: str = "auto", name: str | None = None,
-                    prefix: str = "", parallel: bool = True) -> ToolConstraint:
+                    prefix: str = "", parallel: bool = True, max_calls: int | None = None) -> ToolConstraint:
     """A `ToolConstraint` of ``tools`` in ``fmt`` (a format or its name)."""
     return ToolConstraint(prefix=prefix, tools=tuple(tools), format=getattr(fmt, "name", fmt), mode=mode, name=name,
-                          parallel=parallel)
+                          parallel=parallel, max_calls=max_calls)
 
 
 def auto_constraint(tools: list[Tool], fmt: Any) -> tuple[ToolConstraint | None, str | None]:
@@ -206,33 +221,120 @@ def _free(but: str, lead: str = "", tail: str = "") -> str:
     return f"{body} & ~/{_re(lead)}(?s:.*){_re(but)}(?s:.*){_re(tail)}/"
 
 
+def _more(item: str, sep: str, most: int | None) -> str:
+    """What may follow an answer's first call: further ``item``s, each after ``sep`` (Lark), ``most - 1`` of them at
+    most (any number where ``most`` is None), nested so that the grammar is unambiguous."""
+    if most is None:
+        return f" ({sep} {item})*"
+    return "".join(f" ({sep} {item}" for _ in range(most - 1)) + ")?" * (most - 1)
+
+
 def _specials(c: ToolConstraint, special: dict[str, int]) -> bool:
     """Whether every tag of the format is one special token of the tokenizer (Qwen): then tags are matched as
     tokens and text between them needs no exclusion."""
     return bool(c.tags()) and all(t in special for t in c.tags())
 
 
-def strict_schema(schema: Any) -> Any:
-    """``schema`` with ``additionalProperties: false`` on every object node that lists its properties and says
-    nothing about others (as OpenAI's strict mode reads a schema): a call cannot carry a key its tool does not
-    declare."""
-    if isinstance(schema, list):
-        return [strict_schema(s) for s in schema]
+#: where a schema holds schemas: one (``not``), a list of them (``anyOf``; ``items`` in its older, list form) or a
+#: map of names to them (``properties``)
+_ONE = frozenset({"items", "additionalItems", "additionalProperties", "contains", "not", "if", "then", "else",
+                  "propertyNames", "unevaluatedItems", "unevaluatedProperties"})
+_MANY = frozenset({"anyOf", "oneOf", "allOf", "prefixItems", "items"})
+_NAMED = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs", "definitions"})
+#: the subschemas strict mode closes: those of objects and arrays, alternatives and definitions
+_STRICT = frozenset({"items", "anyOf", "oneOf", "allOf", "prefixItems", "properties", "$defs", "definitions"})
+#: where a schema keeps definitions for its references
+_DEFS = ("$defs", "definitions")
+
+
+def _map_schema(schema: Any, f: Callable[[dict[str, Any]], dict[str, Any]],
+                through: frozenset[str] | None = None) -> Any:
+    """``schema`` with every schema node in it replaced by ``f`` of a copy of it, innermost first (``through``: only
+    the subschemas under those keywords; all by default). Data in a schema (``enum``, ``const``, ``default``) is
+    left as it is."""
     if not isinstance(schema, dict):
         return schema
-    out = {k: (strict_schema(v) if k in ("items", "anyOf", "oneOf", "allOf", "prefixItems") else v)
-           for k, v in schema.items()}
-    if isinstance(schema.get("properties"), dict):
-        out["properties"] = {k: strict_schema(v) for k, v in schema["properties"].items()}
-        out.setdefault("additionalProperties", False)
-    return out
+    out = dict(schema)
+    for k, v in schema.items():
+        if through is not None and k not in through:
+            continue
+        if k in _NAMED and isinstance(v, dict):
+            out[k] = {name: _map_schema(sub, f, through) for name, sub in v.items()}
+        elif k in _MANY and isinstance(v, list):
+            out[k] = [_map_schema(sub, f, through) for sub in v]
+        elif k in _ONE:
+            out[k] = _map_schema(v, f, through)
+    return f(out)
+
+
+def _closed(node: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(node.get("properties"), dict):
+        node.setdefault("additionalProperties", False)
+    return node
+
+
+def strict_schema(schema: Any) -> Any:
+    """``schema`` with ``additionalProperties: false`` on every object node that lists its properties and says
+    nothing about others (as OpenAI's strict mode reads a schema; definitions included): a call cannot carry a key
+    its tool does not declare."""
+    if isinstance(schema, list):
+        return [strict_schema(s) for s in schema]
+    return _map_schema(schema, _closed, _STRICT)
+
+
+def _local_ref(node: dict[str, Any]) -> str | None:
+    """The JSON pointer of ``node``'s ``$ref`` into its own document (``""`` for ``#``), None when it has none."""
+    ref = node.get("$ref")
+    if isinstance(ref, str) and (ref == "#" or ref.startswith("#/")):
+        return ref[1:]
+    return None
+
+
+def _has_local_ref(schema: dict[str, Any]) -> bool:
+    """Whether a schema node in ``schema`` refers to a place in its own document."""
+    found: list[str] = []
+
+    def see(node: dict[str, Any]) -> dict[str, Any]:
+        pointer = _local_ref(node)
+        if pointer is not None:
+            found.append(pointer)
+        return node
+
+    _map_schema(schema, see)
+    return bool(found)
+
+
+def _repoint(home: str, node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with a local reference of a parameters schema moved into the call schema that holds the parameters
+    at ``home`` (a pointer): its root and whatever is under it point under ``home``; its definitions, which the
+    call schema keeps at its own root, are found where they were."""
+    pointer = _local_ref(node)
+    if pointer is not None and not pointer.startswith(tuple(f"/{k}/" for k in _DEFS)):
+        node["$ref"] = f"#{home}{pointer}"
+    return node
 
 
 def _call_schema(tool: Tool, args_key: str) -> dict[str, Any]:
     """The JSON schema of one call object ``{"name": <tool>, args_key: <arguments>}``, written as ``json.dumps``
-    writes it."""
-    return {"type": "object", "properties": {"name": {"const": tool.name}, args_key: strict_schema(tool.parameters)},
-            "required": ["name", args_key], "additionalProperties": False, "x-guidance": JSON_STYLE}
+    writes it. A parameters schema with local references is held in the call schema's ``$defs`` (its references
+    rewritten to point there) and its own definitions moved to the call schema's root, so that ``#``,
+    ``#/$defs/…``, ``#/definitions/…`` and any other pointer mean what they meant in the parameters schema."""
+    params = strict_schema(tool.parameters)
+    schema = {"type": "object", "properties": {"name": {"const": tool.name}, args_key: params},
+              "required": ["name", args_key], "additionalProperties": False, "x-guidance": JSON_STYLE}
+    if not isinstance(params, dict) or not _has_local_ref(params):
+        return schema
+    defs = params.get("$defs") if isinstance(params.get("$defs"), dict) else {}
+    name = "parameters"
+    while name in defs:  # a name of the tool's own definitions is taken
+        name += "_"
+    moved = _map_schema(params, functools.partial(_repoint, f"/$defs/{name}"))
+    for key in _DEFS:
+        if isinstance(moved.get(key), dict):
+            schema[key] = moved.pop(key)
+    schema.setdefault("$defs", {})[name] = moved
+    schema["properties"][args_key] = {"$ref": f"#/$defs/{name}"}
+    return schema
 
 
 def _json_calls(c: ToolConstraint, args_key: str) -> list[str]:
@@ -258,13 +360,12 @@ def _hermes(c: ToolConstraint, special: dict[str, int]) -> str:
     else:
         rules += ['block: "<tool_call>\\n" call "\\n</tool_call>"', f"FREE: {_free('<tool_call>')}",
                   f"LEAD: {_free('<tool_call>', tail='<tool_call>' + chr(10))}",
-                  'answer: FREE? | LEAD call "\\n</tool_call>"' + ('' if c.single else ' ("\\n\\n" block)*')
-                  + ' | calls']
+                  'answer: FREE? | LEAD call "\\n</tool_call>"' + _more("block", '"\\n\\n"', c.most) + ' | calls']
         if c.format == "hermes":
             rules.append(f"THINK: {_free('</think>', lead='<think>' + chr(10), tail=chr(10) + '</think>')}")
             rules.append('think: THINK | "<think>\\n\\n</think>"')
         first = "block"
-    rules.append(f"calls: {first}" if c.single else f'calls: {first} ("\\n\\n" block)*')
+    rules.append(f"calls: {first}" + _more("block", '"\\n\\n"', c.most))
     body = "answer" if c.mode == "auto" else "calls"
     if c.format == "hermes":
         start = f'start: think ("\\n\\n" {body})?' if c.mode == "auto" else f'start: think "\\n\\n" {body}'
@@ -288,7 +389,7 @@ def _toolrl(c: ToolConstraint, special: dict[str, int]) -> str:
         rules += ["think: THINK", "reply: REPLY"]
     start = ('start: think ("\\n" block)? ("\\n" reply)?' if c.mode == "auto"
              else 'start: think "\\n" block ("\\n" reply)?')
-    rules += [start, "calls: call" if c.single else 'calls: call ("\\n" call)*']
+    rules += [start, "calls: call" + _more("call", '"\\n"', c.most)]
     return "\n".join([*rules, *_json_calls(c, "parameters")]) + "\n"
 
 
@@ -313,7 +414,7 @@ def _python(c: ToolConstraint, special: dict[str, int]) -> str:
     think = f"THINK: {_free('</think>', lead='<think>' + chr(10), tail=chr(10) + '</think>')}"
     start = 'start: (THINK "\\n\\n")? calls | FREE' if c.mode == "auto" else 'start: (THINK "\\n\\n")? calls'
     rules_think = [think]
-    calls = 'calls: "[" call "]"' if c.single else 'calls: "[" call (SEP call)* "]"'
+    calls = 'calls: "[" call' + _more("call", "SEP", c.most) + ' "]"'
     rules = [start, *rules_think, calls, f"call: {' | '.join(f'call_{i}' for i in range(len(tools)))}"]
     for i, t in enumerate(tools):
         params = sorted(t.param_names)
@@ -338,11 +439,11 @@ def _grammar(lark: str) -> str:
 
 
 def _tool_problem(tool: Tool) -> str | None:
-    """Why llguidance cannot compile ``tool``'s parameter schema, or None."""
+    """Why llguidance cannot compile a call of ``tool`` (its parameters schema inside the call object), or None."""
     import llguidance
 
     try:
-        grammar = llguidance.LLMatcher.grammar_from_json_schema(strict_schema(tool.parameters),
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(_call_schema(tool, "arguments"),
                                                                 defaults=dict(JSON_STYLE))  # type: ignore[arg-type]
     except ValueError as e:
         return str(e)

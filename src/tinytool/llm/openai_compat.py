@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -196,17 +197,29 @@ class OpenAIClient(LLMClient):
         return body
 
     def generate(self, requests: list[Request], config: GenerationConfig) -> list[list[Completion]]:
+        done: dict[int, list[Completion]] = {}
+        for finished in self.generate_finished(requests, config):
+            done.update(finished)
+        return [done[i] for i in range(len(requests))]
+
+    def generate_finished(self, requests: list[Request],
+                          config: GenerationConfig) -> Iterator[dict[int, list[Completion]]]:
+        """Each request's completions as soon as its answer is in (the requests run concurrently); a failure, or
+        a caller that stops reading, cancels the requests not yet sent."""
         from tinytool.llm.constrain import refuse
 
         refuse(requests, f"{self.name} (an HTTP endpoint)")
         payloads = [self.payload(r, config) for r in requests]
         if len(payloads) <= 1 or self.concurrency == 1:
-            return [self._complete(p) for p in payloads]
+            for i, p in enumerate(payloads):
+                yield {i: self._complete(p)}
+            return
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(payloads))) as pool:
-            futures = [pool.submit(self._complete, p) for p in payloads]
+            futures = {pool.submit(self._complete, p): i for i, p in enumerate(payloads)}
             try:
-                return [f.result() for f in futures]
-            except BaseException:
+                for f in as_completed(futures):
+                    yield {futures[f]: f.result()}
+            except BaseException:  # a failed request, Ctrl-C, or the caller closed this generator
                 for f in futures:
                     f.cancel()
                 raise

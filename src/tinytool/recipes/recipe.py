@@ -53,15 +53,21 @@ VERB_SOURCES = {
 VERBS = {verb: kind for verb, (kind, _) in VERB_SOURCES.items()}
 
 
+def verb_target(verb: str) -> Any:
+    """Where ``verb``'s options are declared: its config class or its command function (`VERB_SOURCES`)."""
+    import importlib
+
+    module, _, name = VERB_SOURCES[verb][1].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def verb_options(verb: str) -> set[str]:
     """The argument names a stage running ``verb`` may give: a training config's fields, or the long flags of a
     command (``--max-new-tokens`` → ``max_new_tokens``; a boolean's ``--no-`` form is derived from its name)."""
     import dataclasses
-    import importlib
     import inspect
 
-    module, _, name = VERB_SOURCES[verb][1].partition(":")
-    target = getattr(importlib.import_module(module), name)
+    target = verb_target(verb)
     if dataclasses.is_dataclass(target):
         return {f.name for f in dataclasses.fields(target)}
     names: set[str] = set()
@@ -89,6 +95,56 @@ def check_stage_args(recipe: Recipe) -> None:
             raise UserInputError(f"{recipe.path}: stages[{i}] ({stage.name}).args: {stage.run} has no option "
                                  f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
                                  fix=f"see tinytool {stage.run} --help for its options")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def stage_flags(args: dict[str, Any], positional: list[Any]) -> list[str]:
+    """The command line of a stage whose verb takes flags, after the verb: the positional arguments, then each
+    argument as a flag (``True`` → ``--name``, ``False`` → ``--no-name``, a list → the flag repeated, None → left
+    out)."""
+    out = [str(p) for p in positional]
+    for key, value in args.items():
+        if value is None:
+            continue
+        if value is True:
+            out.append(_flag(key))
+        elif value is False:
+            out.append("--no-" + key.replace("_", "-"))
+        elif isinstance(value, list):
+            for v in value:
+                out += [_flag(key), str(v)]
+        else:
+            out += [_flag(key), str(value)]
+    return out
+
+
+def check_stage_values(recipe: Recipe, index: int, args: dict[str, Any], positional: list[Any]) -> None:
+    """Stage ``index``'s resolved arguments parse as its verb's options (a number where the verb takes one, a value
+    in range, the required options given): checked for every stage before the first one starts, so that a bad value
+    (``--set steps=abc``) changes nothing. Paths need not exist yet (an earlier stage writes them). The error names
+    the file, the stage and the option."""
+    from tinytool.errors import TinytoolError
+
+    stage = recipe.stages[index]
+    prog, target = f"tinytool {stage.run}", verb_target(stage.run)
+    try:
+        if stage.kind == "config":
+            from tinytool.train.config import check_config_values
+
+            check_config_values(target, args, prog)
+        else:
+            from tinytool.clikit import check_args
+
+            check_args(target, stage_flags(args, positional), prog)
+    except TinytoolError as e:
+        raise UserInputError(f"{recipe.path}: stages[{index}] ({stage.name}): {e}",
+                             fix="correct the value in the recipe, or the --set that gives it "
+                                 f"(tinytool {stage.run} --help lists its options)") from None
+
+
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 #: the recipes that ship with tinytool (``tinytool run star`` reads ``star.yaml`` from here)
 SHIPPED = Path(__file__).resolve().parent / "shipped"
@@ -227,5 +283,6 @@ def upstream(stage: Stage, recipe: Recipe) -> list[str]:
     return sorted(r for r in _refs([stage.args, stage.positional]) if r in names)
 
 
-__all__ = ["SHIPPED", "VERBS", "VERB_SOURCES", "Recipe", "Stage", "check_stage_args", "find_recipe", "load_recipe", "resolve", "shipped_recipes",
-           "upstream"]
+__all__ = ["SHIPPED", "VERBS", "VERB_SOURCES", "Recipe", "Stage", "check_stage_args", "check_stage_values",
+           "find_recipe", "load_recipe", "resolve", "shipped_recipes", "stage_flags", "upstream", "verb_options",
+           "verb_target"]

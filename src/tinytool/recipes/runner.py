@@ -8,6 +8,11 @@ fingerprints of the stages it reads and the content of the input files it names.
 with the same fingerprint is skipped; one whose fingerprint changed starts again from scratch; an unfinished
 one runs again, and the verb resumes from its own run directory (the newest complete checkpoint, the
 generations done). The run directory's ``recipe.json`` lists every stage's state.
+
+Nothing runs before every stage's resolved arguments parse as its verb's options (a bad ``--set`` value is found
+before any stage changes anything). A stage that starts again from scratch sets its earlier folder aside
+(``NN-name.previous``) and removes it only once the new run has finished or started work: a run that fails
+before that (a model that is not there) puts the earlier folder back.
 """
 
 from __future__ import annotations
@@ -26,7 +31,15 @@ from typing import Any
 
 from tinytool.errors import TinytoolError
 from tinytool.io import Step, write_json
-from tinytool.recipes.recipe import Recipe, Stage, check_stage_args, resolve, upstream
+from tinytool.recipes.recipe import (
+    Recipe,
+    Stage,
+    check_stage_args,
+    check_stage_values,
+    resolve,
+    stage_flags,
+    upstream,
+)
 
 RUN_FILE = "recipe.json"
 
@@ -35,13 +48,9 @@ class StageFailed(TinytoolError):
     """A stage's verb exited with an error."""
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def stage_command(stage: Stage, args: dict[str, Any], positional: list[Any], folder: Path) -> list[str]:
     """The ``tinytool`` arguments that run ``stage``: a training verb reads a config YAML written beside it,
-    other verbs get flags (``True`` → ``--name``, ``False`` → ``--no-name``, a list → the flag repeated)."""
+    other verbs get flags (`tinytool.recipes.recipe.stage_flags`)."""
     words = stage.run.split()
     if stage.kind == "config":
         import yaml
@@ -49,20 +58,7 @@ def stage_command(stage: Stage, args: dict[str, Any], positional: list[Any], fol
         config = folder / "config.input.yaml"
         config.write_text(yaml.safe_dump(args, sort_keys=False, allow_unicode=True), encoding="utf-8")
         return [*words, "--config", str(config)]
-    out = [*words, *(str(p) for p in positional)]
-    for key, value in args.items():
-        if value is None:
-            continue
-        if value is True:
-            out.append(_flag(key))
-        elif value is False:
-            out.append("--no-" + key.replace("_", "-"))
-        elif isinstance(value, list):
-            for v in value:
-                out += [_flag(key), str(v)]
-        else:
-            out += [_flag(key), str(value)]
-    return out
+    return [*words, *stage_flags(args, positional)]
 
 
 def _hash_path(path: Path, h: Any) -> None:
@@ -123,26 +119,66 @@ def _figures(out: Path) -> dict[str, Any]:
     return figs
 
 
+#: where a stage's earlier folder waits while the stage runs again (``02-sft`` → ``02-sft.previous``)
+PREVIOUS = ".previous"
+#: the log of a run of a stage that ended before it started any work, kept in the earlier folder put back
+FAILED_LOG = "log.failed.txt"
+
+
+def _resolved(recipe: Recipe, run_dir: Path) -> list[tuple[Stage, Path, dict[str, Any], list[Any]]]:
+    """Each stage with its folder, its resolved arguments and its resolved positional arguments."""
+    outs: dict[str, str] = {}
+    plan = []
+    for i, stage in enumerate(recipe.stages):
+        folder = run_dir / f"{i + 1:02d}-{stage.name}"
+        context = {**recipe.vars, **outs, "out": str(folder / "out"), "run": str(run_dir)}
+        plan.append((stage, folder, resolve(stage.args, context), resolve(stage.positional, context)))
+        outs[stage.name] = str(folder / "out")
+    return plan
+
+
+def _settle(folder: Path, previous: Path, done: bool) -> bool:
+    """After a stage ran again with its earlier folder set aside as ``previous``: the new folder is kept when the
+    stage finished (``done``) or started work (its ``out/`` holds results, which a rerun resumes), and the earlier
+    one removed; otherwise the earlier folder is put back, with the new run's log in it as `FAILED_LOG`, so that a
+    value only the verb can refuse (a model that is not there) costs no finished output. Returns whether the
+    earlier folder is back."""
+    from tinytool.io.rundir import holds_work
+
+    out = folder / "out"
+    if done or (out.is_dir() and holds_work(out)):
+        shutil.rmtree(previous)
+        return False
+    if (folder / "log.txt").is_file():
+        (folder / "log.txt").replace(previous / FAILED_LOG)
+    if folder.exists():
+        shutil.rmtree(folder)
+    previous.rename(folder)
+    return True
+
+
 def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (),
                echo: Callable[[str], None] = print, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
-    to run again even when unchanged (and every stage after them). Every stage's argument names are checked
-    against its verb before the first stage starts."""
+    to run again even when unchanged (and every stage after them). Every stage's arguments, resolved, are parsed
+    as its verb's options before the first stage starts. A stage that runs again sets its earlier folder aside
+    until the new run has started work (`_settle`)."""
     check_stage_args(recipe)
     run_dir = Path(run_dir)
+    plan = _resolved(recipe, run_dir)
+    for i, (_, _, args, positional) in enumerate(plan):
+        check_stage_values(recipe, i, args, positional)
     run_dir.mkdir(parents=True, exist_ok=True)
     prints: dict[str, str] = {}
-    outs: dict[str, str] = {}
     states: list[dict[str, Any]] = []
     forced = False
     t_run = time.perf_counter()
-    for i, stage in enumerate(recipe.stages):
-        folder = run_dir / f"{i + 1:02d}-{stage.name}"
-        out = folder / "out"
-        context = {**recipe.vars, **outs, "out": str(out), "run": str(run_dir)}
-        args, positional = resolve(stage.args, context), resolve(stage.positional, context)
+    for stage, folder, args, positional in plan:
+        previous = folder.with_name(folder.name + PREVIOUS)
+        if previous.exists():  # an earlier run of the recipe was killed while this stage ran again
+            _settle(folder, previous, done=Step(folder).record.get("status") == "done")
         fp = fingerprint(stage, args, positional, {u: prints[u] for u in upstream(stage, recipe)}, run_dir)
-        prints[stage.name], outs[stage.name] = fp, str(out)
+        prints[stage.name] = fp
         forced = forced or stage.name in force
         step = Step(folder, fp)
         state = {"name": stage.name, "run": stage.run, "folder": folder.name, "fingerprint": fp, "args": args}
@@ -152,23 +188,30 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
             echo(f"[{stage.name}] unchanged: skipped ({folder.name})")
             continue
         if step.record and (step.record.get("fingerprint") != fp or forced) and folder.exists():
-            shutil.rmtree(folder)  # its inputs changed: what it wrote no longer holds
+            folder.rename(previous)  # its inputs changed: what it wrote no longer holds, once the new run works
         folder.mkdir(parents=True, exist_ok=True)
         cmd = stage_command(stage, args, positional, folder)
         (folder / "command.txt").write_text("tinytool " + " ".join(cmd) + "\n", encoding="utf-8")
         step.start(**state, command=cmd)
         echo(f"[{stage.name}] tinytool {' '.join(cmd)}")
         t0 = time.perf_counter()
-        status = _run(cmd, folder / "log.txt", echo, env)
+        try:
+            status = _run(cmd, folder / "log.txt", echo, env)
+        except BaseException:  # Ctrl-C: the earlier folder comes back unless the new run started work
+            if previous.exists():
+                _settle(folder, previous, done=False)
+            raise
         seconds = round(time.perf_counter() - t0, 1)
         state.update(status="done" if status == 0 else ("interrupted" if status < 0 else f"failed (exit {status})"),
-                     seconds=seconds, figures=_figures(out) if status == 0 else {}, command=cmd)
+                     seconds=seconds, figures=_figures(folder / "out") if status == 0 else {}, command=cmd)
         step.finish({k: v for k, v in state.items() if k not in ("status", "fingerprint")}, status=state["status"])
+        kept = previous.exists() and _settle(folder, previous, done=status == 0)
         states.append(state)
         _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
         if status != 0:  # the stage's own error and fix were echoed above: not repeated here
+            log = folder / (FAILED_LOG if kept else "log.txt")
             raise StageFailed(f"stage {stage.name!r} ({stage.run}) {state['status']}; its output is above and in "
-                              f"{folder / 'log.txt'}",
+                              f"{log}" + (f"; {folder} holds the stage's earlier run, as it was" if kept else ""),
                               fix="fix the cause the stage names and rerun the same command: finished stages are "
                                   "skipped")
         echo(f"[{stage.name}] done in {seconds:.0f}s")
@@ -239,4 +282,5 @@ def _write_run(run_dir: Path, recipe: Recipe, states: list[dict[str, Any]], seco
     return state
 
 
-__all__ = ["RUN_FILE", "StageEcho", "StageFailed", "fingerprint", "run_recipe", "stage_command"]
+__all__ = ["FAILED_LOG", "PREVIOUS", "RUN_FILE", "StageEcho", "StageFailed", "fingerprint", "run_recipe",
+           "stage_command"]

@@ -50,13 +50,22 @@ def retrieve_command(
 
     if method not in METHODS:
         raise UserInputError(f"--method {method!r}: unknown", fix=f"choose from {', '.join(METHODS)}")
-    if (query is None) == (data is None):
-        raise UserInputError("give either --query or --data")
+    if query is not None and data is not None:
+        raise UserInputError("--query and --data were both given; they exclude each other",
+                             fix="give --query to find one request's tools, or --data (with --out) to offer every "
+                                 "conversation of a file its tools")
+    if query is None and data is None:
+        raise UserInputError("give --query (one request) or --data (a file of conversations)")
     if data is not None and out is None:
         raise UserInputError("--data needs --out")
     if query is not None and not query.strip():
         raise UserInputError("--query is empty: there is no request to find tools for",
                              fix='give the request in words, e.g. -q "book a table for two in Rome tonight"')
+    if data is not None:  # before any model loads
+        from tinytool.io import check_not_input, check_output_file
+
+        check_not_input(out, data, *catalog)
+        check_output_file(out, overwrite)
     tools = read_catalog(catalog)
     if not tools:
         raise UserInputError(f"{', '.join(map(str, catalog))}: no tools in the catalog",
@@ -77,11 +86,8 @@ def retrieve_command(
         for tool, score in results:
             typer.echo(json.dumps({"tool": tool.name, "score": round(score, 4), "description": tool.description}))
         return
-    from tinytool.io import check_not_input, check_output_file
     from tinytool.schema import read_jsonl, write_jsonl
 
-    check_not_input(out, data, *catalog)
-    check_output_file(out, overwrite)
     convs, stats = offer_retrieved(read_jsonl(data), retriever, k, method, keep_gold)
     write_jsonl(out, [c.to_dict() for c in convs])
     err.print(f"{stats['conversations']} conversations offered their {k} retrieved tools; retrieval missed a called "

@@ -126,14 +126,23 @@ def _json_error(e: Exception) -> str:
     return "nested too deeply" if isinstance(e, RecursionError) else str(e)
 
 
+def _json_text(value: str, expected: str, path: str) -> Any:
+    """A field given as JSON text (``"tools": "[...]"``) decoded: text that is not meant as JSON (it does not open
+    with ``[`` or ``{``) is a `SchemaError` saying what the field holds (``expected``), other text that does not
+    parse one saying why."""
+    if not value.lstrip().startswith(("[", "{")):
+        raise SchemaError(f"expected {expected}, got the string {value!r:.40}", path)
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError) as e:  # ValueError: also an over-long integer
+        raise SchemaError(f"not valid JSON: {_json_error(e)}", path) from None
+
+
 def _normalize_parameters(parameters: Any, path: str) -> dict[str, Any]:
     if parameters is None:
         return {"type": "object", "properties": {}, "required": []}
     if isinstance(parameters, str):
-        try:
-            parameters = json.loads(parameters)
-        except (ValueError, RecursionError) as e:  # ValueError: also an over-long integer
-            raise SchemaError(f"not valid JSON: {_json_error(e)}", path) from None
+        parameters = _json_text(parameters, "an object (the parameters' JSON Schema)", path)
     if not isinstance(parameters, dict):
         raise SchemaError(f"expected an object, got {type(parameters).__name__}", path)
     is_schema = "properties" in parameters or parameters.get("type") in ("object", "dict")
@@ -185,6 +194,10 @@ class Tool:
         """Accept ``{"type": "function", "function": {...}}`` or the bare function object."""
         if not isinstance(d, dict):
             raise SchemaError(f"expected a tool object, got {type(d).__name__}")
+        kind = d.get("type")
+        if isinstance(kind, str) and kind != "function" and "function" not in d and "name" not in d:
+            raise SchemaError(f"tool type {kind!r} is not supported: only function tools are "
+                              '({"type": "function", "function": {"name": ..., "parameters": ...}})', "type")
         prefix = ""
         if isinstance(d.get("function"), dict):
             d, prefix = d["function"], "function."
@@ -384,10 +397,7 @@ class Conversation:
         messages = parse_each(raw_msgs, Message.from_dict, "messages")
         raw_tools = d.get("tools") or []
         if isinstance(raw_tools, str):
-            try:
-                raw_tools = json.loads(raw_tools)
-            except (ValueError, RecursionError) as e:
-                raise SchemaError(f"not valid JSON: {_json_error(e)}", "tools") from None
+            raw_tools = _json_text(raw_tools, "a list of tools", "tools")
         if not isinstance(raw_tools, list):
             raise SchemaError("expected a list of tools", "tools")
         tools = parse_each(raw_tools, Tool.from_dict, "tools")

@@ -9,7 +9,9 @@ A malformed request (not JSON, a missing or mistyped field, a message or tool th
 OpenAI error shape. So do sizes the model cannot serve: a prompt longer than the model's context is a 400 that
 gives both lengths, and ``max_tokens``/``max_completion_tokens`` must be positive integers — and are then capped
 at what the context leaves (the answer ends with ``finish_reason: "length"``), not refused
-(`tinytool.serve.engine`). ``logprobs: true`` is a 400: the engine does not keep log-probabilities.
+(`tinytool.serve.engine`). What reads but is not served is a 400 too, never answered without it: ``logprobs: true``
+(the engine does not keep log-probabilities), ``n`` other than 1, a ``response_format`` other than text, a content
+part other than text (an image).
 
 A streamed answer is the plain answer in pieces: the same content or tool calls, the same finish reason (read
 from the same generated tokens), and with ``stream_options: {"include_usage": true}`` a last chunk with no
@@ -37,6 +39,7 @@ from tinytool.serve.protocol import (
     ServeError,
     assistant_message,
     chunk,
+    complete_calls,
     completion_body,
     new_id,
     usage,
@@ -114,19 +117,29 @@ def create_app(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
 
 
 def _describe(errors: list[dict[str, Any]]) -> str:
-    """Pydantic errors as one line: ``messages: Field required; temperature: ...``."""
+    """Pydantic errors as one line: ``messages: Field required; temperature: ...`` (a check of the server's own
+    says what it says, without pydantic's ``Value error,`` before it)."""
     parts = []
     for e in errors:
         where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
-        parts.append(f"{where or 'body'}: {e.get('msg', 'invalid')}")
+        own = (e.get("ctx") or {}).get("error") if e.get("type") == "value_error" else None
+        parts.append(f"{where or 'body'}: {own if own is not None else e.get('msg', 'invalid')}")
     return "; ".join(parts) or "invalid request"
 
 
 def _answer(engine: Engine, job: Job, completion: Completion) -> tuple[dict[str, Any], str]:
     """(assistant message, finish reason) of a completion, streamed or not: a text cut by the token limit
-    finishes with ``"length"``."""
-    message, finish = assistant_message(engine.fmt, job.prefix + completion.text, job.allow_calls)
-    if completion.finish_reason == "length" and finish == "stop":
+    finishes with ``"length"``; so does a forced call it cut, whose complete calls are the answer (the cut one left
+    out, no markup as content)."""
+    text = job.prefix + completion.text
+    cut = completion.finish_reason == "length"
+    if cut and job.prefix:
+        whole = complete_calls(engine.fmt, text)
+        if whole is None:
+            return {"role": "assistant", "content": None}, "length"
+        return assistant_message(engine.fmt, whole, job.allow_calls)[0], "length"
+    message, finish = assistant_message(engine.fmt, text, job.allow_calls)
+    if cut and finish == "stop":
         finish = "length"
     return message, finish
 

@@ -17,9 +17,10 @@ tools (`tinytool.llm.constrain.ToolConstraint`, modes ``required``/``named``), a
 that parses and whose arguments satisfy the tool's schema. With ``tool_choice`` ``"auto"``, a request that marks a
 function ``"strict": true`` (or every request, with ``tinytool serve --strict``) decodes under the ``auto``
 grammar: free text, but a call, once opened, must name an offered tool and fit its schema (the schema of a strict
-tool; any JSON object for the arguments of a tool that is not strict). ``parallel_tool_calls: false`` allows one
-call at most. A schema the grammar library cannot compile
-is a 400 that names the tool and the feature.
+tool; any JSON object for the arguments of a tool that is not strict). A forced answer holds as many calls as tools
+are offered at most, and ``parallel_tool_calls: false`` allows one call at most. A schema the grammar library cannot
+compile is a 400 that names the tool and the feature. A forced answer the token limit cuts keeps its complete calls
+(`tinytool.serve.protocol.complete_calls`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from tinytool.serve.protocol import ChatRequest, ServeError, conversation
 
 log = logging.getLogger(__name__)
 
+#: calls a forced answer (tool_choice "required" or a named tool) may hold per offered tool, with parallel calls on:
+#: a bound on repetition that leaves room for a parallel request's several calls of one tool
+CALLS_PER_TOOL = 8
 #: config fields that give a model's context (positions) in the transformers model families
 _CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
 
@@ -142,9 +146,10 @@ class Engine:
         if mode == "none" or not tools:
             return None
         parallel = req.parallel_tool_calls is not False
-        if mode in ("required", "named"):
+        if mode in ("required", "named"):  # the grammar alone allows any number of calls: a forced answer holds
+            # `CALLS_PER_TOOL` calls per offered tool at most (parallel requests repeat one tool)
             constraint = tool_constraint(tools, self.fmt, mode, name if mode == "named" else None, prefix=prefix,
-                                         parallel=parallel)
+                                         parallel=parallel, max_calls=CALLS_PER_TOOL * len(tools))
         else:
             strict = {t.name for t in tools} if self.strict else req.strict_tools()
             if not strict:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tinytool.formats.base import PromptFormat
-from tinytool.schema import Conversation, SchemaError
+from tinytool.schema import Conversation, Message, SchemaError, ToolCall
 
 
 class ServeError(Exception):
@@ -51,8 +51,10 @@ class ChatRequest(BaseModel):
 
     ``max_tokens`` and ``max_completion_tokens`` are positive JSON integers (``"12"``, ``12.0`` and ``true`` are
     refused, as OpenAI's API refuses them); the engine caps them at what the model's context leaves
-    (`tinytool.serve.engine.Engine.job`). ``logprobs``/``top_logprobs`` are refused by `refusals`: the batched
-    generation does not keep log-probabilities, and a request that asks for them is not answered without them.
+    (`tinytool.serve.engine.Engine.job`). What reads but is not served is refused by `refusals` rather than
+    answered without it: ``logprobs``/``top_logprobs`` (the batched generation does not keep log-probabilities),
+    ``n`` other than 1, and a ``response_format`` other than text (the answer is text or tool calls; a function
+    marked ``"strict": true`` holds a call to its JSON schema).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -60,31 +62,33 @@ class ChatRequest(BaseModel):
     model: str | None = None
     messages: list[dict[str, Any]] = Field(min_length=1)
     tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tool_choice: Any = None
     #: false: a constrained answer holds one call at most
     parallel_tool_calls: bool | None = None
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     max_tokens: int | None = Field(default=None, ge=1, strict=True)
     max_completion_tokens: int | None = Field(default=None, ge=1, strict=True)
-    n: int = Field(default=1, ge=1, le=1)
+    n: int | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
     logprobs: bool | None = None
     top_logprobs: int | None = Field(default=None, ge=0, strict=True)
     stop: str | list[str] | None = None
     seed: int | None = None
+    response_format: dict[str, Any] | None = None
 
     @field_validator("tool_choice")
     @classmethod
     def _choice(cls, v: Any) -> Any:
         if v is None or v in ("auto", "none", "required"):
             return v
-        if isinstance(v, dict) and v.get("type") == "function" and isinstance((v.get("function") or {}).get("name"),
-                                                                                  str):
+        function = v.get("function") if isinstance(v, dict) else None
+        if isinstance(v, dict) and v.get("type") == "function" and isinstance(function, dict) and \
+                isinstance(function.get("name"), str):
             return v
-        raise ValueError("tool_choice must be 'auto', 'none', 'required' or {'type': 'function', 'function': "
-                         "{'name': ...}}")
+        raise ValueError("must be 'auto', 'none', 'required' or {'type': 'function', 'function': {'name': NAME}}, "
+                         f"got {json.dumps(v, ensure_ascii=False, default=str)[:200]}")
 
     def strict_tools(self) -> set[str]:
         """The names of the functions the request marks ``"strict": true`` (OpenAI's Structured Outputs flag)."""
@@ -96,11 +100,20 @@ class ChatRequest(BaseModel):
         return names
 
     def refusals(self) -> None:
-        """Raise a 400 for what reads but is not served: log-probabilities, and ``stream_options`` without
-        ``stream`` (OpenAI's API refuses that too)."""
+        """Raise a 400 for what reads but is not served: log-probabilities, several choices, an answer format other
+        than text, and ``stream_options`` without ``stream`` (OpenAI's API refuses that too)."""
         if self.logprobs or self.top_logprobs:
             raise ServeError("logprobs: this server does not return log-probabilities; leave out logprobs and "
                              "top_logprobs (or send false and 0)", param="logprobs")
+        if self.n not in (None, 1):
+            raise ServeError(f"n: this server supports n = 1 (one choice per request), got {self.n}; leave n out, or "
+                             "send the request again for another answer", param="n")
+        kind = (self.response_format or {}).get("type", "text")
+        if kind != "text":
+            raise ServeError(f"response_format: type {json.dumps(kind, default=str)} is not served: the answer is "
+                             "text or tool calls; leave response_format out (or send {\"type\": \"text\"}), and to "
+                             "get JSON that fits a schema, offer it as a function marked \"strict\": true with "
+                             "tool_choice naming it", param="response_format")
         if self.stream_options is not None and not self.stream:
             raise ServeError("stream_options: only allowed with stream: true", param="stream_options")
 
@@ -127,17 +140,21 @@ class ChatRequest(BaseModel):
 
 
 def _content(value: Any, where: str) -> Any:
-    """Message content: a string, or OpenAI content parts whose text parts are joined."""
+    """Message content: a string, or OpenAI content parts, text parts only (joined): a part of another type (an
+    image, audio, a file) is a 400, since the model would answer without it."""
     if not isinstance(value, list):
         return value
     texts = []
     for i, part in enumerate(value):
         if not isinstance(part, dict) or not isinstance(part.get("type", "text"), str):
             raise ServeError(f"{where}.content[{i}]: a content part is an object with a 'type'", param=where)
-        if part.get("type", "text") == "text":
-            if not isinstance(part.get("text"), str):
-                raise ServeError(f"{where}.content[{i}]: a text part needs a 'text' string", param=where)
-            texts.append(part["text"])
+        kind = part.get("type", "text")
+        if kind != "text":
+            raise ServeError(f"{where}.content[{i}]: a {kind!r} content part: this server reads text only; send the "
+                             "message's text parts alone", param=f"{where}.content[{i}]")
+        if not isinstance(part.get("text"), str):
+            raise ServeError(f"{where}.content[{i}]: a text part needs a 'text' string", param=where)
+        texts.append(part["text"])
     return "".join(texts)
 
 
@@ -180,6 +197,26 @@ def assistant_message(fmt: PromptFormat, text: str, allow_calls: bool) -> tuple[
     return {"role": "assistant", "content": body}, "stop"
 
 
+#: the ends of calls `complete_calls` tries, from the last back (a cut call's arguments may hold many)
+_CUT_TRIES = 256
+
+
+def complete_calls(fmt: PromptFormat, text: str) -> str | None:
+    """``text``, an answer of calls the token limit cut, up to the end of its last complete call and closed as
+    ``fmt`` closes an answer's calls (``"\\n</tool_call>"``, ``"]"``): what reads strictly as those calls. None when
+    no call is complete."""
+    shown = fmt.render_assistant(Message(role="assistant", tool_calls=[ToolCall("f", {})]))
+    closing = shown[max(shown.rfind("}"), shown.rfind(")")) + 1:]  # what follows the last call's object or ")"
+    strict = fmt.strict_copy()
+    ends = [i + 1 for i, ch in enumerate(text) if ch in "})"]
+    for end in reversed(ends[-_CUT_TRIES:]):
+        whole = text[:end] + closing
+        parsed = strict.parse(whole)
+        if parsed.calls and not parsed.strict_problems:
+            return whole
+    return None
+
+
 def _strip_think(text: str) -> str:
     if "</think>" in text:
         return text.split("</think>", 1)[1].strip()
@@ -214,5 +251,5 @@ def chunk(cid: str, model: str, delta: dict[str, Any] | None, finish: str | None
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
-__all__ = ["ChatRequest", "ServeError", "StreamOptions", "assistant_message", "chunk", "completion_body",
-           "conversation", "new_id", "usage"]
+__all__ = ["ChatRequest", "ServeError", "StreamOptions", "assistant_message", "chunk", "complete_calls",
+           "completion_body", "conversation", "new_id", "usage"]

@@ -130,9 +130,10 @@ class StopOnSignal(TrainerCallback):
 
 
 class StopAtWallTime(TrainerCallback):
-    """A wall-time budget: once ``seconds`` of training have passed, the step in flight finishes and the run ends
-    as if it had reached its last step (final model and summary written). Every process stops at the same step:
-    the slowest clock decides."""
+    """A wall-time budget: once ``seconds`` of training have passed, the step in flight finishes, a checkpoint is
+    saved (as `StopOnSignal` saves one, so that a larger step target continues from this step instead of training
+    the steps since the last checkpoint again) and the run ends as if it had reached its last step (final model and
+    summary written). Every process stops at the same step: the slowest clock decides."""
 
     def __init__(self, trainer: Any, seconds: float) -> None:
         import time
@@ -156,7 +157,7 @@ class StopAtWallTime(TrainerCallback):
             over = bool(acc.gather(torch.tensor([int(over)], device=acc.device)).max().item())
         if over:
             self.stopped_at = state.global_step
-            control.should_training_stop = control.should_log = True
+            control.should_training_stop = control.should_log = control.should_save = True
 
 
 def train_seconds(trainer: Any, resume_from: str | None) -> float:

@@ -31,9 +31,10 @@ def sft(ctx: typer.Context) -> None:
     if summary is None:
         return
     d = summary["data"]
-    err.print(f"data: {d['conversations']} conversations → {d['examples']} sequences training {d['turns']} assistant "
-              f"turns ({d['completion_tokens']} of {d['tokens']} tokens in the loss); {d['dropped_too_long']} turns "
-              f"dropped (longer than {cfg.max_length} tokens)")
+    packed = f" tree-packed into {d['rows']} rows" if d["rows"] != d["examples"] else ""
+    err.print(f"data: {d['conversations']} conversations → {d['examples']} sequences{packed} training {d['turns']} "
+              f"assistant turns ({d['completion_tokens']} of {d['tokens']} tokens in the loss); "
+              f"{d['dropped_too_long']} turns dropped (longer than {cfg.max_length} tokens)")
     loss = summary["final_loss"]
     err.print(f"steps: {summary['global_step']}"
               + (f" (resumed from {Path(summary['resumed_from']).name})" if summary["resumed_from"] else "")

@@ -88,8 +88,9 @@ class RunOptions:
                                           "the trainer's, 2 for SFT, 1 for the others].", "--epochs")
     max_steps: int = option(-1, "Optimizer steps to stop at (-1: run --epochs).")
     max_seconds: float | None = option(None, "A wall-time budget for this invocation's training, in seconds: the "
-                                       "step in flight finishes and the run ends there as if complete (final "
-                                       "model and summary). The learning-rate schedule still spans --max-steps "
+                                       "step in flight finishes and the run ends there as if complete (a "
+                                       "checkpoint a larger --max-steps continues from, final model and "
+                                       "summary). The learning-rate schedule still spans --max-steps "
                                        "or --epochs: use a constant schedule (--lr-scheduler-type constant) when "
                                        "the budget decides the length.")
     learning_rate: float | None = option(None, "Peak learning rate [default: the trainer's full fine-tuning rate, "
@@ -368,15 +369,20 @@ def _read_config_file(cls: type, path: str | os.PathLike) -> tuple[dict[str, Any
     (``tinytool rl``'s multi-turn environment, ``env: demo``)."""
     from tinytool.io import read_yaml
 
-    data = read_yaml(path, "config file")
+    return _file_values(cls, read_yaml(path, "config file"), str(path))
+
+
+def _file_values(cls: type, data: Any, source: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The options for ``cls`` and the ``env:`` mapping of a config file's content ``data`` (see
+    `_read_config_file`); ``source`` names it in errors."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise UserInputError(f"{path}: a config file holds a mapping of option: value")
+        raise UserInputError(f"{source}: a config file holds a mapping of option: value")
     # transformers writes ``<HUB_TOKEN>`` in place of every ``*_token`` field: never a setting (older config.yaml)
     values = {k: v for k, v in data.items() if not (str(k).endswith("_token") and v == f"<{str(k).upper()}>")}
     env = values.pop("env") if isinstance(values.get("env"), dict) else {}
-    _check_keys(cls, values, str(path))
+    _check_keys(cls, values, source)
     return values, env
 
 
@@ -461,6 +467,13 @@ def _parser_class() -> type:
                     del args[i:i + 2]
                     from_file, env = _read_config_file(self.config_cls, path)
                     os.environ.update({k: str(v) for k, v in env.items()})
+                return (self.config_cls(**self.parse_values(args, from_file)),)
+
+            def parse_values(self, args: list[str], from_file: dict[str, Any]) -> dict[str, Any]:
+                """The values the config is built from: ``args`` (flags) over ``from_file`` (a config file's
+                options), each converted to its field's type; a value that is not (``max_steps: abc``), an unknown
+                flag or a missing required option is a `UserInputError` naming the option."""
+                if from_file:
                     self.set_defaults_with_config(**from_file)
                 unset = object()  # argparse fills in a field's default only where the namespace lacks it
                 ns = argparse.Namespace(**{a.dest: unset for a in self._actions if a.dest not in from_file})
@@ -470,13 +483,22 @@ def _parser_class() -> type:
                     raise UserInputError(f"{self.prog}: unknown option{'s' * (len(flags) > 1)}: {' '.join(flags)}",
                                          fix=f"see {self.prog} --help")
                 init = {f.name for f in dataclasses.fields(self.config_cls) if f.init}
-                return (self.config_cls(**{k: v for k, v in vars(ns).items() if k in init and v is not unset}),)
+                return {k: v for k, v in vars(ns).items() if k in init and v is not unset}
 
         _PARSER = ConfigParser
     return _PARSER
 
 
 _PARSER: type | None = None
+
+
+def check_config_values(cls: type, values: dict[str, Any], prog: str) -> None:
+    """Would a ``--config`` file holding ``values`` parse into ``cls``? Every key a field, every value of its
+    field's type, the required ones given, as `parse_config` reads them; a `UserInputError` names the option
+    otherwise. The config is not built: building it checks that input files exist (an earlier step may write
+    them) and decides what depends on the machine."""
+    from_file, _ = _file_values(cls, values, prog)
+    config_parser(cls, prog).parse_values([], from_file)
 
 
 def parse_config(cls: type[C], args: list[str], prog: str) -> C:
@@ -490,6 +512,7 @@ __all__ = [
     "CONFIG_FILE",
     "Repeatable",
     "RunOptions",
+    "check_config_values",
     "config_parser",
     "describe_config",
     "listed",

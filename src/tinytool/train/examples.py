@@ -132,17 +132,26 @@ def whole_conversations(conversations: list[Any], fmt: PromptFormat,
     return out, end
 
 
-def read_conversations(paths: list[str]) -> list[Any]:
-    """Every `Conversation` of the given JSONL files (errors name file, line and field)."""
-    from tinytool.schema import read_jsonl
+def located_conversations(paths: list[str]) -> tuple[list[Any], list[str]]:
+    """Every `Conversation` of the given JSONL files (errors name file, line and field), and where each one is
+    (``file:line``)."""
+    from tinytool.schema import iter_jsonl
 
     convs: list[Any] = []
+    where: list[str] = []
     for p in paths:
         if not Path(p).is_file():
             raise MissingInputError(f"{p}: no such data file")
-        convs.extend(read_jsonl(p))
-    return convs
+        for line, conv in iter_jsonl(p):
+            convs.append(conv)
+            where.append(f"{p}:{line}")
+    return convs, where
 
 
-__all__ = ["ConversationTexts", "TrainText", "adds_bos", "end_of_turn_token", "read_conversations", "sft_examples",
-           "turn_pairs", "whole_conversations"]
+def read_conversations(paths: list[str]) -> list[Any]:
+    """Every `Conversation` of the given JSONL files (errors name file, line and field)."""
+    return located_conversations(paths)[0]
+
+
+__all__ = ["ConversationTexts", "TrainText", "adds_bos", "end_of_turn_token", "located_conversations",
+           "read_conversations", "sft_examples", "turn_pairs", "whole_conversations"]

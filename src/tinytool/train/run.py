@@ -148,10 +148,7 @@ def open_training_run(cfg: Any, kind: str, summary_name: str) -> tuple[Any, str 
         else:
             run = RunDir.read(cfg.output_dir)
             done = _finished_summary(run, cfg, summary_name)
-    if done is not None:
-        if main:
-            log.warning("%s: this run already finished (step %s); --overwrite trains it again, a larger "
-                        "--max-steps continues it", cfg.output_dir, done.get("global_step"))
+    if done is not None:  # the summary says so (``already_finished``); the command line tells the user once
         return run, None, done
     resume_from = resume_checkpoint(cfg.output_dir) if run.resumed else None
     if run.resumed and resume_from is None and main:

@@ -14,7 +14,9 @@ Sequences are tokenized here and handed to TRL with a ``completion_mask`` (TRL b
   turn; other conversations give one sequence per turn;
 - no special token is added: the chat template wrote BOS (if any) and each turn's ``<|im_end|>``;
 - a sequence longer than ``max_length`` is never truncated (a truncated tool call teaches the model to stop
-  mid-JSON): a conversation falls back to its turns, and a turn that is still too long is dropped and counted.
+  mid-JSON): a conversation falls back to its turns, and a turn that is still too long is dropped and counted,
+  with the file and line of its conversation; a text with more characters than ``max_length`` tokens can hold
+  (`char_limit`) is dropped without being tokenized.
 - with ``shared_prefix``, sequences of conversations that offer the same tools under the same system prompt are
   tree-packed (`tinytool.train.tree_pack`): the shared prefix (mostly the tool listing) once, then up to
   ``branches`` of them after it, each attending to the prefix and itself only; loss and gradients are those of
@@ -36,7 +38,7 @@ from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
 from tinytool.formats.base import PromptFormat
 from tinytool.train.config import RunOptions, check_inputs, listed, option, paths
-from tinytool.train.examples import TrainText, read_conversations, whole_conversations
+from tinytool.train.examples import TrainText, located_conversations, whole_conversations
 from tinytool.train.run import finish_training, open_training_run, save_final, start_training
 from tinytool.train.tree_pack import SharedPrefixOptions
 
@@ -108,9 +110,26 @@ class SFTData:
     turns: int = 0  # assistant turns trained
     rows: int = 0  # training sequences: ``examples``, or fewer when tree-packed
     shared_tokens: int = 0  # tokens tree packing does not run again (prefixes read once for several branches)
+    dropped_at: list[str] = field(default_factory=list)  # where the conversations with a dropped turn are
 
     def report(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k != "dataset"}
+
+
+def _places(where: list[str], shown: int = 10) -> str:
+    """The first ``shown`` of ``where`` and how many more there are, for a message."""
+    more = len(where) - shown
+    return ", ".join(where[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def char_limit(tokenizer: Any, max_length: int | None) -> int | None:
+    """The most characters a text of ``max_length`` tokens can hold: ``max_length`` times the longest entry of the
+    vocabulary, which spells each character of its text at least once (a byte-level entry, one character per
+    byte). A longer text is dropped without being tokenized: tokenizing a message of megabytes takes tens of
+    seconds and gigabytes of memory, only for it to be dropped. None without a ``max_length``."""
+    if max_length is None:
+        return None
+    return max_length * max(map(len, tokenizer.get_vocab()), default=1)
 
 
 def _tokenize(texts: list[TrainText], tokenizer: Any) -> list[tuple[list[int], list[int]]]:
@@ -135,17 +154,22 @@ def listing_key(conv: Any) -> str:
 
 
 def build_sft_dataset(conversations: list[Any], fmt: PromptFormat, tokenizer: Any, max_length: int | None,
-                      branches: int | None = None) -> SFTData:
+                      branches: int | None = None, where: list[str] | None = None) -> SFTData:
     """The tokenized `datasets.Dataset`: one sequence per conversation where its turns chain
     (`tinytool.train.examples.whole_conversations`), else one per assistant turn. A conversation longer than
     ``max_length`` tokens falls back to its turns; a turn longer than that is dropped and counted, never
-    truncated (a truncated tool call teaches the model to stop mid-JSON).
+    truncated (a truncated tool call teaches the model to stop mid-JSON). A text longer than `char_limit` is
+    never tokenized. ``where`` (each conversation's ``file:line``) names the conversations with a dropped turn.
 
     With ``branches``, sequences of conversations with the same tools and system prompt are tree-packed
     (`tinytool.train.tree_pack.tree_pack`), up to ``branches`` of them and ``max_length`` tokens a row."""
     from datasets import Dataset
 
     texts, end = whole_conversations(conversations, fmt, tokenizer)
+    chars = char_limit(tokenizer, max_length)
+
+    def short(text: TrainText | None) -> bool:
+        return text is not None and (chars is None or len(text.text) <= chars)
 
     def fits(ids: list[int]) -> bool:
         return max_length is None or len(ids) <= max_length
@@ -153,27 +177,38 @@ def build_sft_dataset(conversations: list[Any], fmt: PromptFormat, tokenizer: An
     # each conversation's kept sequences, in conversation order; turns are tokenized only where the whole
     # conversation is missing or too long
     kept: list[list[tuple[list[int], list[int]]]] = [[] for _ in texts]
-    wholes = iter(_tokenize([c.whole for c in texts if c.whole is not None], tokenizer))
+    wholes = iter(_tokenize([c.whole for c in texts if short(c.whole)], tokenizer))
     pending: list[tuple[int, TrainText]] = []
-    turns = dropped = 0
+    too_long: list[int] = []  # the conversation of each dropped turn
+    long_texts = 0  # of those, turns dropped by their characters alone
+    turns = 0
     for i, c in enumerate(texts):
-        seq = next(wholes) if c.whole is not None else None
+        seq = next(wholes) if short(c.whole) else None
         if seq is not None and fits(seq[0]):
             kept[i].append(seq)
             turns += len(c.whole.spans)
-        else:
-            pending += [(i, t) for t in c.turns]
+            continue
+        for t in c.turns:
+            if short(t):
+                pending.append((i, t))
+            else:
+                too_long.append(i)
+                long_texts += 1
     for (i, _), seq in zip(pending, _tokenize([t for _, t in pending], tokenizer)):
         if fits(seq[0]):
             kept[i].append(seq)
             turns += 1
         else:
-            dropped += 1
+            too_long.append(i)
+    dropped = len(too_long)
+    dropped_at = [where[i] if where else f"conversation {i + 1}" for i in sorted(set(too_long))]
     rows = [seq for conv in kept for seq in conv]
     ids_col, mask_col = [ids for ids, _ in rows], [mask for _, mask in rows]
     tokens, completion_tokens = sum(map(len, ids_col)), sum(map(sum, mask_col))
     if dropped:
-        log.warning("dropped %d assistant turns longer than max_length=%s tokens", dropped, max_length)
+        untokenized = f"; {long_texts} of them over {chars} characters, not tokenized" if long_texts else ""
+        log.warning("dropped %d assistant turns longer than max_length=%s tokens (%s%s)", dropped, max_length,
+                    _places(dropped_at), untokenized)
     columns: dict[str, list[Any]] = {"input_ids": ids_col, "completion_mask": mask_col}
     if branches is not None:
         from tinytool.train.tree_pack import tree_pack
@@ -187,7 +222,7 @@ def build_sft_dataset(conversations: list[Any], fmt: PromptFormat, tokenizer: An
     longest = max(map(len, columns["input_ids"]), default=0)
     ds = Dataset.from_dict(columns)
     return SFTData(ds, len(conversations), len(ids_col), dropped, run_tokens, completion_tokens, longest, end, turns,
-                   rows=len(columns["input_ids"]), shared_tokens=tokens - run_tokens)
+                   rows=len(columns["input_ids"]), shared_tokens=tokens - run_tokens, dropped_at=dropped_at)
 
 
 # ---- training ------------------------------------------------------------------------------
@@ -206,17 +241,20 @@ def build_trainer(cfg: SFTRunConfig, callbacks: list[Any] | None = None):
 
     transformers.set_seed(cfg.seed)
     fmt = cfg.prompt_format
-    convs = read_conversations(cfg.data)
-    dev_convs = read_conversations(cfg.eval_data) if cfg.eval_data else []
+    convs, where = located_conversations(cfg.data)
+    if not convs:
+        raise UserInputError(f"{', '.join(cfg.data)}: empty, no conversations to train on",
+                             fix="give --data a JSONL file of conversations, one per line")
+    dev_convs, dev_where = located_conversations(cfg.eval_data)
     tokenizer = load_tokenizer(cfg.model, padding_side="right")
     branches = cfg.branches if cfg.shared_prefix else None
-    data = build_sft_dataset(convs, fmt, tokenizer, cfg.max_length, branches)
+    data = build_sft_dataset(convs, fmt, tokenizer, cfg.max_length, branches, where)
     if data.examples == 0:
         raise UserInputError(
             f"no training examples: {len(convs)} conversations gave {data.dropped_too_long} examples, all longer "
-            f"than max_length={cfg.max_length}" if data.dropped_too_long else
+            f"than max_length={cfg.max_length} ({_places(data.dropped_at)})" if data.dropped_too_long else
             f"no training examples: {len(convs)} conversations have no assistant turn")
-    dev = build_sft_dataset(dev_convs, fmt, tokenizer, cfg.max_length, branches) if dev_convs else None
+    dev = build_sft_dataset(dev_convs, fmt, tokenizer, cfg.max_length, branches, dev_where) if dev_convs else None
     if dev is None or dev.examples == 0:
         cfg.eval_strategy, dev = "no", None
     # told only when it differs: TRL then sets it on the tokenizer and the model's configs
@@ -307,4 +345,4 @@ def train_sft(cfg: SFTRunConfig, callbacks: list[Any] | None = None) -> dict[str
     return finish_training(trainer, cfg, run, SUMMARY_FILE, summary)
 
 
-__all__ = ["SFTData", "SFTRunConfig", "build_sft_dataset", "build_trainer", "train_sft"]
+__all__ = ["SFTData", "SFTRunConfig", "build_sft_dataset", "build_trainer", "char_limit", "train_sft"]

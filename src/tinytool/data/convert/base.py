@@ -19,7 +19,7 @@ from typing import Any
 
 from tinytool.errors import MissingInputError, UserInputError
 from tinytool.io import atomic_file, iter_jsonl_rows
-from tinytool.io.files import FileFormatError
+from tinytool.io.files import UTF8_BOM, FileFormatError
 from tinytool.schema import Conversation, SchemaError
 
 # Text an assistant turn gets when the source marks "no call" with an empty answer list (xLAM/Hammer
@@ -93,12 +93,14 @@ def _array_records(text: str, name: str) -> Iterator[SourceRecord | SchemaError]
 
 
 def _first_char(path: str | os.PathLike) -> bytes:
-    """The first byte of a file that is not whitespace (b"" for an empty file)."""
+    """The first byte of a file that is not whitespace nor a UTF-8 byte order mark (b"" for an empty file)."""
     with open(path, "rb") as fh:
-        while chunk := fh.read(65536):
+        chunk = fh.read(65536).removeprefix(UTF8_BOM)
+        while chunk:
             stripped = chunk.lstrip()
             if stripped:
                 return stripped[:1]
+            chunk = fh.read(65536)
     return b""
 
 
