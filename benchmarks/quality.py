@@ -153,8 +153,9 @@ ROWS: dict[str, dict | None] = {
                      "sft": ["--epochs", "1", "--max-steps", "100", "--lr", "2e-4", "--warmup", "0.03"]},
     # the base of the RL and distillation protocols (under three hours from nothing on two cores): shared-prefix
     # training on today's generator, four tasks per tool set, one cosine schedule of 170 steps (16 conversations a
-    # step, 2,720 of 5,400) sized to about 70 minutes on the 2-core Xeon without native bf16; a fixed step count,
-    # not a time budget, so a slower machine trains the same model
+    # step, 2,720 of 5,400): 2,327 s on the 2-core Xeon without native bf16 (fp32), half the 75-minute budget (the
+    # whole epoch, 338 steps, would take about 77 minutes); a fixed step count, not a time budget, so a slower
+    # machine trains the same model
     "sft-base75": {"data": ["--n", "6000", "--per-toolset", "4"], "dir": "d6000-k4",
                    "sft": ["--epochs", "1", "--max-steps", "170", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix",
                            "--branches", "4"]},

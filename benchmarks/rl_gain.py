@@ -105,6 +105,10 @@ ROWS: dict[str, dict] = {
     "g-pen30": {**GRPO, "prompts": "nc30", "flags": ["--no-call", "penalized"]},
     "g-pen20-kl": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "penalized"], "beta": 0.05},
     "g-pen20-lr2e5": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "penalized"], "lr": 2e-5},
+    # the base is sure of itself (entropy ~0.05 at temperature 1): most groups have no signal; a hotter sampler
+    "g-pen20-t13": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "penalized"], "temperature": 1.3},
+    "g-pen20-t13-lr2e5": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "penalized"], "temperature": 1.3,
+                          "lr": 2e-5},
     "g-sym20-kl": {**GRPO, "prompts": "nc20", "beta": 0.05},
     "g-sym20-lr5e6": {**GRPO, "prompts": "nc20", "lr": 5e-6},
     "g-sym20-lr2e5": {**GRPO, "prompts": "nc20", "lr": 2e-5},
