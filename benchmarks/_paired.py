@@ -1,6 +1,8 @@
 """Paired comparisons of two BFCL runs over the same items: per-item verdicts, an exact McNemar test, and a paired
 bootstrap of the non-live AST average (categories weighed equally) and of ``overall`` (its mean with strict
-irrelevance), stratified by category; the verdicts packed as a quality row keeps them.
+irrelevance), stratified by category; the verdicts packed as a quality row keeps them. The statistics are the
+package's (`tinytool.eval.compare`, the verb ``tinytool eval compare RUN_A RUN_B`` for two run directories); this
+script adds the quality rows' packed verdicts.
 
     .venv/bin/python benchmarks/_paired.py BEFORE AFTER    # each a BFCL run directory or a quality row's name
 """
@@ -9,13 +11,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import random
 import re
 from pathlib import Path
 
-#: the four non-live AST categories the quality benchmark averages
-AST = ("simple_python", "multiple", "parallel", "parallel_multiple")
+from tinytool.eval.compare import (  # noqa: F401 - the names rl_gain, strict_bench and quality import from here
+    AST,
+    ast_avg,
+    bootstrap_p,
+    category_p,
+    irrelevance_p,
+    mcnemar_p,
+    overall,
+    overall_p,
+    stratified_bootstrap,
+)
 
 
 def bfcl_table(summary: dict) -> dict:
@@ -92,72 +101,6 @@ def compare(before: dict, after: dict) -> dict:
         out["p_irrelevance"] = irrelevance_p(before, after)
     out["p_per_category"] = {c: category_p(before, after, c) for c in sorted({before[i][0] for i in shared})}
     return out
-
-
-def mcnemar_p(before: list[bool], after: list[bool]) -> float:
-    """Exact two-sided McNemar test on paired outcomes: the discordant pairs under H0 are Binomial(b + c, 1/2)."""
-    b = sum(x and not y for x, y in zip(before, after))
-    c = sum(y and not x for x, y in zip(before, after))
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
-def ast_avg(items: dict[str, tuple[str, bool]], ids: dict[str, list[str]]) -> float:
-    return sum(sum(items[i][1] for i in ids[c]) / len(ids[c]) for c in AST) / len(AST)
-
-
-def overall(items: dict[str, tuple[str, bool]], ids: dict[str, list[str]]) -> float:
-    """The mean of the non-live AST average and strict irrelevance (what the RL and distillation protocols rank
-    models by: calling right and declining right weigh the same)."""
-    irr = ids["irrelevance"]
-    return (ast_avg(items, ids) + sum(items[i][1] for i in irr) / len(irr)) / 2
-
-
-def bootstrap_p(before: dict, after: dict, n_boot: int = 10000, seed: int = 0) -> tuple[float, float]:
-    """The non-live AST average's change and its two-sided p-value from a paired bootstrap over items, resampled
-    within each category (the average weighs categories equally, whatever their sizes)."""
-    return stratified_bootstrap(before, after, AST, ast_avg, n_boot, seed)
-
-
-def overall_p(before: dict, after: dict, n_boot: int = 10000, seed: int = 0) -> tuple[float, float]:
-    """``overall``'s change and its two-sided p from the same paired bootstrap, stratified over the four AST
-    categories and irrelevance."""
-    return stratified_bootstrap(before, after, (*AST, "irrelevance"), overall, n_boot, seed)
-
-
-def stratified_bootstrap(before: dict, after: dict, categories: tuple[str, ...], stat, n_boot: int = 10000,
-                         seed: int = 0) -> tuple[float, float]:
-    """The change of ``stat`` (a function of verdicts and per-category ids) and its two-sided p from a paired
-    bootstrap: the items both runs scored are resampled with replacement within each category, each resample
-    taking both runs' verdicts of the same items; the p is how often a resampled change, centred on the observed
-    one, lies at least as far from 0 as the observed change."""
-    ids = {c: sorted(i for i, (cat, _) in before.items() if cat == c and i in after) for c in categories}
-    empty = [c for c in categories if not ids[c]]
-    if empty:
-        raise ValueError(f"no items both runs scored in {', '.join(empty)}")
-    diff = stat(after, ids) - stat(before, ids)
-    rng = random.Random(seed)
-    sims = []
-    for _ in range(n_boot):
-        sample = {c: [ids[c][rng.randrange(len(ids[c]))] for _ in ids[c]] for c in categories}
-        # a resampled id may repeat: the statistics read per-category lists, so repeats count as often as drawn
-        sims.append(stat(after, sample) - stat(before, sample))
-    centred = [s - diff for s in sims]
-    p = sum(abs(s) >= abs(diff) - 1e-12 for s in centred) / n_boot
-    return round(diff, 4), max(p, 1 / n_boot)
-
-
-def category_p(before: dict, after: dict, category: str) -> float:
-    """McNemar's p over the items of ``category`` scored in both runs."""
-    ids = sorted(i for i, (cat, _) in before.items() if cat == category and i in after)
-    return mcnemar_p([before[i][1] for i in ids], [after[i][1] for i in ids])
-
-
-def irrelevance_p(before: dict, after: dict) -> float:
-    return category_p(before, after, "irrelevance")
 
 
 def main() -> None:

@@ -246,6 +246,35 @@ def expert_cmd(
     typer.echo(json.dumps(shown, indent=2))
 
 
+@eval_app.command("compare")
+def compare_cmd(
+    run_a: Path = typer.Argument(..., help="An `eval bfcl` or `eval demo` run directory: the baseline."),
+    run_b: Path = typer.Argument(..., help="A run of the same kind, compared with RUN_A item by item."),
+    json_out: Path = typer.Option(None, "--json", dir_okay=False, help="Also write the whole comparison here."),
+    resamples: int = typer.Option(10000, "--resamples", min=1, help="Resamples of the paired bootstrap."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap."),
+    show: int = typer.Option(5, "--show", min=0, help="Fixed and broken item ids printed per category."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --json file."),
+) -> None:
+    """Compare two evaluation runs over the items both scored, with the runners' own verdicts: per category A, B,
+    the change and McNemar's exact p; the non-live AST average, strict irrelevance and overall (their mean) with a
+    category-stratified paired bootstrap p; fixed and broken items; failure classes that moved (Markdown).
+
+    Example: tinytool eval compare runs/base-bfcl runs/sft-bfcl --json runs/sft-vs-base.json
+    """
+    from tinytool.eval.compare import compare_runs, load_eval_run, render_markdown
+    from tinytool.io import check_output_file, write_json
+
+    if json_out is not None:
+        check_not_input(json_out, run_a, run_b)
+        check_output_file(json_out, overwrite)
+    report = compare_runs(load_eval_run(run_a), load_eval_run(run_b), resamples=resamples, seed=seed)
+    typer.echo(render_markdown(report, show=show), nl=False)
+    if json_out is not None:
+        write_json(json_out, report)
+        err.print(f"wrote {json_out}")
+
+
 def report(
     runs: list[Path] = typer.Argument(..., exists=True, file_okay=False, help="Run directories to compare."),
     out: Path = typer.Option(Path("report"), "--out", "-o", file_okay=False),
