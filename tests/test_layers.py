@@ -15,7 +15,7 @@ LAYERS = {
     "errors": 0, "lazy": 0,
     "io": 1, "progress": 1, "clikit": 1, "schema": 1,
     "formats": 2, "models": 2,
-    "rewards": 3, "llm": 3, "data": 3, "bfcl": 3, "sandbox": 3,
+    "rewards": 3, "llm": 3, "data": 3, "bfcl": 3, "sandbox": 3, "export": 3,
     "envs": 4, "train": 4, "retrieval": 4,
     "distill": 5, "eval": 5, "rl": 5, "synth": 5,
     "serve": 6, "doctor": 6, "recipes": 6, "collect": 6,

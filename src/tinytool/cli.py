@@ -258,6 +258,16 @@ def _sandbox_commands() -> None:
 _sandbox_commands()
 
 
+def _export_command() -> None:
+    """``tinytool export``."""
+    from tinytool.export.cli_export import export_app
+
+    app.registered_commands.extend(export_app.registered_commands)
+
+
+_export_command()
+
+
 @app.command("doctor")
 def doctor() -> None:
     """What this machine offers tinytool: versions, CPU bf16, GPU, where the bundled model, the BFCL wheel and the
