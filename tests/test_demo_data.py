@@ -12,7 +12,8 @@ import pytest
 from tinytool.data.demo import CATEGORIES, DEFAULT_MIX, REAL_DEV, generate_demo, write_demo
 from tinytool.data.demo.catalog import CATALOG, DOMAINS, HELD_OUT, NO_DEFAULT, World, execute, observation
 from tinytool.data.demo.chains import CHAINS
-from tinytool.data.demo.tasks import FULL_P, FULL_PARAMS, LIST_P, n_values, takes_list
+from tinytool.data.demo.config import DemoConfig
+from tinytool.data.demo.tasks import n_values, takes_list
 from tinytool.data.demo.text import call_plan
 from tinytool.rewards.astra import answer_found
 from tinytool.schema import Conversation, Tool, read_jsonl
@@ -187,23 +188,23 @@ def test_one_call_requests_often_state_several_values(demo):
 
 
 def test_one_call_requests_often_state_every_value_of_a_long_tool(demo):
-    """A request that states four or five values asks for one call holding them all: close to `FULL_P` of the
-    one-call tasks call a tool with `FULL_PARAMS` or more arguments, each of them said in the request."""
+    """A request that states four or five values asks for one call holding them all: close to ``full_p`` of the
+    one-call tasks call a tool with ``full_params`` or more arguments, each of them said in the request."""
     one = [c for c in demo[0] if c.meta["category"] in ("simple", "multiple")]
-    full = [c for c in one if len(_calls(c)[0].arguments) >= FULL_PARAMS]
-    assert len(full) >= 0.8 * FULL_P * len(one)
+    full = [c for c in one if len(_calls(c)[0].arguments) >= DemoConfig.full_params]
+    assert len(full) >= 0.8 * DemoConfig.full_p * len(one)
     said = [c for c in full if all(str(v) in c.messages[0].content for v in _calls(c)[0].arguments.values()
                                    if isinstance(v, (int, str)) and not isinstance(v, bool) and len(str(v)) > 2)]
     assert len(said) >= 0.2 * len(full)
 
 
 def test_one_call_requests_often_hold_a_list_joined_by_and(demo):
-    """Items joined by "and" are no sign of several calls: `LIST_P` or more of the one-call tasks call a tool that
+    """Items joined by "and" are no sign of several calls: ``list_p`` or more of the one-call tasks call a tool that
     takes a list, most with two or more items said in one request, about as many as the requests that ask for
     several calls of one tool (a parallel request: one call per item of a tool that takes one)."""
     one = [c for c in demo[0] if c.meta["category"] in ("simple", "multiple")]
     listed = [c for c in one if takes_list(_Spec(next(t for t in c.tools if t.name == _calls(c)[0].name)))]
-    assert len(listed) >= LIST_P * len(one)
+    assert len(listed) >= DemoConfig.list_p * len(one)
     joined = [c for c in listed if any(isinstance(v, list) and len(v) >= 2 and all(str(x) in c.messages[0].content
                                                                                  for x in v)
                                        for v in _calls(c)[0].arguments.values())]

@@ -12,7 +12,7 @@ from random import Random
 import jsonschema
 import pytest
 
-from tinytool.data.demo import CATEGORIES, PROC_FRACTION, generate_demo, parse_mix, proctools
+from tinytool.data.demo import CATEGORIES, DemoConfig, generate_demo, parse_mix, proctools
 from tinytool.data.demo.catalog.base import fmt_number
 from tinytool.data.demo.sources import GeneratedTools
 from tinytool.data.demo.text import CHITCHAT, open_question
@@ -236,13 +236,12 @@ def test_service_style_tools_declare_enums_in_their_own_casing():
     assert seen["service"] >= 5 and seen["other"] >= 20
 
 
-def test_requests_may_imply_an_optional_enum_value(monkeypatch):
-    """With `IMPLIED_P` at 1, a request whose call has an optional enum value with hints leaves the value's own
+def test_requests_may_imply_an_optional_enum_value():
+    """With ``implied_p`` at 1, a request whose call has an optional enum value with hints leaves the value's own
     phrase out and adds a sentence that implies it; train draws the sentence from all but the last hint, dev
     from the last; the call and the schema are unchanged."""
     import random
 
-    monkeypatch.setattr(proctools, "IMPLIED_P", 1.0)
     pool = proctools.tool_pool(0)
     r = random.Random(7)
     implied = {"train": 0, "dev": 0}
@@ -252,10 +251,10 @@ def test_requests_may_imply_an_optional_enum_value(monkeypatch):
             continue
         for split in ("train", "dev"):
             for _ in range(6):
-                args, text, tpl, texts = t.request(r, split, imply=True)
+                args, text, tpl, texts = t.request(r, split, imply=True, implied_p=1.0)
                 jsonschema.validate(args, t.tool.parameters)
                 said = [p for p in hinted if p in args and p not in tpl.bare and t.param_map[p].hints.get(args[p])]
-                assert said and proctools.IMPLIED in texts  # at IMPLIED_P = 1 every such request implies one
+                assert said and proctools.IMPLIED in texts  # at implied_p = 1 every such request implies one
                 hint = texts[proctools.IMPLIED]
                 assert text.endswith(hint)
                 (p,) = [p for p in said if hint in t.param_map[p].hints[args[p]]]
@@ -443,7 +442,7 @@ def test_cli_mix_and_proc_fraction(tmp_path):
     res = CliRunner().invoke(demo_app, ["--n", "10", "--out", str(tmp_path / "b"), "--mix", "simple=1,bogus=2"])
     assert res.exit_code == 2 and "error: --mix: unknown category 'bogus'" in res.stderr and "fix:" in res.stderr
     assert not (tmp_path / "b").exists()
-    assert inspect.signature(demo).parameters["proc_fraction"].default.default == PROC_FRACTION
+    assert inspect.signature(demo).parameters["proc_fraction"].default.default == DemoConfig.proc_fraction
 
 
 def test_same_tasks_under_any_string_hash_seed():

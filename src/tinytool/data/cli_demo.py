@@ -1,16 +1,24 @@
-"""``tinytool data demo``: write the bundled demo task set."""
+"""``tinytool data demo``: write the bundled demo task set.
+
+The generator's settings are the fields of `tinytool.data.demo.config.DemoConfig`, declared there once: each is a
+flag here (``twin_p`` is ``--twin-p``, with the field's help, bounds and short aliases) and a key of the
+``--config`` YAML file underneath the flags; the resolved config goes into the data set's manifest.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from tinytool.clikit import make_app, on_interrupt
+from tinytool.data.demo.config import DemoConfig, settings
 
 if TYPE_CHECKING:
     from tinytool.schema import Conversation
@@ -18,56 +26,83 @@ if TYPE_CHECKING:
 demo_app = make_app(help="Generate the bundled demo tool-calling tasks.")
 
 
+def _setting_options(cls: type) -> list[inspect.Parameter]:
+    """A typer option for each field of the config dataclass ``cls``, from the field's metadata (the training
+    configs' keys: ``help``, short ``aliases``; and ``min``, ``max``, the ``panel`` of ``--help``): its flag is its
+    name with - for _; a field whose metadata has a ``parse`` takes text (its ``metavar``), parsed into its value."""
+    out = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        text = "parse" in meta
+        option = typer.Option(None if text else f.default, "--" + f.name.replace("_", "-"), *meta.get("aliases", ()),
+                              help=meta.get("help"), min=meta.get("min"), max=meta.get("max"),
+                              metavar=meta.get("metavar"), rich_help_panel=meta.get("panel"))
+        kind = str | None if text else {"int": int, "float": float}[f.type]
+        out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
+    return out
+
+
+def _with_settings(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A command that takes ``cls``'s fields as options beside its own (gathered in its ``**values``)."""
+    def wrap(command: Callable[..., Any]) -> Callable[..., Any]:
+        own = [p for p in inspect.signature(command, eval_str=True).parameters.values()
+               if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own[1:]]
+        signature = inspect.Signature([*own[:1], *_setting_options(cls), *rest])
+        command.__signature__ = signature  # type: ignore[attr-defined]
+        return command
+    return wrap
+
+
+def _given(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """The settings among ``values`` given on the command line (a flag left at its default leaves a --config
+    file's value), a text flag parsed."""
+    out = {}
+    for name, value in values.items():
+        source = ctx.get_parameter_source(name)
+        if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
+            continue
+        parse = settings()[name].metadata.get("parse")
+        out[name] = parse(value) if parse is not None and isinstance(value, str) else value
+    return out
+
+
 @demo_app.command("demo")
+@_with_settings(DemoConfig)
 def demo(
-    n: int = typer.Option(1000, "--n", "-n", min=1, help="Number of tasks (train + dev)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the world and the tasks; same seed, same files."),
+    ctx: typer.Context,
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Directory for train.jsonl and dev.jsonl."),
-    dev_fraction: float = typer.Option(0.1, "--dev-fraction", min=0.0, max=1.0, help="Share of tasks in dev."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing train/dev split in --out."),
-    mix: str | None = typer.Option(
-        None, "--mix", metavar="CATEGORY=WEIGHT,...",
-        help="Category weights, normalised, e.g. simple=0.2,parallel=0.2,irrelevance=0.25 (left-out categories get "
-             "no tasks). Categories: simple, multiple, parallel, parallel_multiple, irrelevance, missing_parameter, "
-             "multi_step. Default: the built-in mix."),
-    proc_fraction: float = typer.Option(
-        0.5, "--proc-fraction", min=0.0, max=1.0,
-        help="Share of the simple, multiple, parallel, parallel_multiple and irrelevance tasks built over "
-             "generated tool schemas instead of the executable catalog (0: catalog only)."),
-    real_fraction: float = typer.Option(
-        0.3, "--real-fraction", min=0.0, max=1.0,
-        help="Share of the tasks whose request is written the way people write (an opening, context that does "
-             "not matter, a sign-off, lower case, short forms, a typo; every value kept). With the built-in mix, "
-             "dev also holds the realistic categories real_simple and real_multiple."),
-    per_toolset: int = typer.Option(
-        1, "--per-toolset", min=1,
-        help="Tasks per offered tool set: each task is followed by K-1 more over the same tools (a call of another "
-             "of them, several calls of one, a near miss or open question none answers), so K conversations share "
-             "one system prompt and tool listing (see tinytool sft --shared-prefix)."),
+    config: Path | None = typer.Option(
+        None, "--config", dir_okay=False,
+        help="YAML file of setting: value (a key is a flag without -- and with _ for -), or a data set's "
+             "manifest.json to make it again; the flags given beside it override it."),
+    **values: Any,
 ) -> None:
     """Write train/dev JSONL of demo tasks: simple, multiple, parallel, parallel_multiple, irrelevance,
     missing_parameter and multi_step (with sub-questions/sub-answers); dev also real_simple and real_multiple
     (requests written the way people write, one call expected). Held-out tools appear only in dev.
-    Both files are replaced together: an interrupted run leaves --out as it was.
+    Both files are replaced together: an interrupted run leaves --out as it was. OUT/manifest.json records the
+    settings the set was made with.
 
     Example: tinytool data demo --n 2000 --seed 0 --out data/demo
     """
-    from tinytool.data.demo import SPLIT_FILES, generate_demo, parse_mix, write_split
+    from tinytool.data.demo import MANIFEST, SPLIT_FILES, generate_demo, write_split
+    from tinytool.data.demo.config import load_config
     from tinytool.io import check_output_file, check_writable
     from tinytool.progress import ProgressBar
 
-    weights = parse_mix(mix) if mix is not None else None
-    for name in SPLIT_FILES:
+    cfg = load_config(config, **_given(ctx, values))
+    for name in (*SPLIT_FILES, MANIFEST):
         check_output_file(out / name, overwrite)
     check_writable(out)  # before the work, not after it
     left = f"{out} unchanged" if any((out / name).exists() for name in SPLIT_FILES) else f"nothing written to {out}"
     with on_interrupt(left):
         t0 = time.perf_counter()
-        with ProgressBar("generating demo tasks", total=n, unit="task") as bar:
-            train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=weights, proc_fraction=proc_fraction,
-                                       per_toolset=per_toolset, real_fraction=real_fraction, progress=bar.advance)
+        with ProgressBar("generating demo tasks", total=cfg.n, unit="task") as bar:
+            train, dev = generate_demo(config=cfg, progress=bar.advance)
         dt = time.perf_counter() - t0
-        write_split(out, train, dev)
+        write_split(out, train, dev, cfg)
     rate = (len(train) + len(dev)) / max(dt, 1e-9)
     typer.echo(f"wrote {len(train)} train + {len(dev)} dev tasks to {out} (generated in {dt:.2f}s, {rate:.0f} tasks/s)")
     for name, split in (("train", train), ("dev", dev)):
@@ -76,27 +111,26 @@ def demo(
     offered = {t.name for c in (*train, *dev) for t in c.tools}
     generated = sum(c.meta.get("tools") == "generated" for c in (*train, *dev))
     typer.echo(f"{len(offered)} distinct tools offered; {generated} tasks over generated tools")
-    _say_lists((*train, *dev))
+    _say_lists((*train, *dev), cfg.full_params)
     near = [c for c in (*train, *dev) if c.meta["category"] == "irrelevance" and c.meta.get("requested_tool")]
     if near:
         typer.echo(f"irrelevance near misses: {len(near)}, {sum(bool(c.meta.get('offers_twin')) for c in near)} of "
                    "them offering a twin (a same-domain tool the request's values fit)")
+    typer.echo(f"settings in {out / MANIFEST} (--config {out / MANIFEST} makes the set again)")
 
 
-def _say_lists(tasks: Sequence[Conversation]) -> None:
+def _say_lists(tasks: Sequence[Conversation], full_params: int) -> None:
     """How often two or more items go in one call's list, against one call per item of a tool (single-turn
     tasks): the balance that teaches a model whether items joined by "and" ask for one call or several; and how
-    many one-call tasks hold a long tool's every value."""
-    from tinytool.data.demo.tasks import FULL_PARAMS
-
+    many one-call tasks hold ``full_params`` or more values (a long tool's every value)."""
     turns = [list(m.tool_calls) for c in tasks if sum(bool(m.tool_calls) for m in c.messages) == 1
              for m in c.messages if m.tool_calls]
     one = [t[0] for t in turns if len(t) == 1]
     listed = sum(any(isinstance(v, list) and len(v) >= 2 for v in tc.arguments.values()) for tc in one)
     per_item = sum(len(t) >= 2 and len({tc.name for tc in t}) == 1 for t in turns)
-    full = sum(len(tc.arguments) >= FULL_PARAMS for tc in one)
+    full = sum(len(tc.arguments) >= full_params for tc in one)
     typer.echo(f"one-call tasks: {len(one)}, {listed} of them with two or more items in one list, {full} with "
-               f"{FULL_PARAMS} or more arguments; {per_item} tasks ask several calls of one tool")
+               f"{full_params} or more arguments; {per_item} tasks ask several calls of one tool")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,7 +27,9 @@ Requests are drawn from several phrasings per tool and argument values are sampl
 seeded `World`, so the same tool appears in many surface forms. Every ground-truth call is executed
 on a fresh copy of the world while generating and resampled if it fails, so calls are valid by
 construction. Held-out tools (`HELD_OUT`, ≥ 10 % of the catalog) and some phrasings appear only in
-dev, and so do held-out generated domains and tools. Equal ``(n, seed)`` give byte-identical files.
+dev, and so do held-out generated domains and tools. Every setting is a field of one `DemoConfig`
+(`tinytool.data.demo.config`: the number of tasks, the seed, the mix, the shares that shape single tasks); equal
+configs give byte-identical files, and `write_demo` records the config in the data set's `MANIFEST`.
 ``per_toolset=K`` draws K tasks per offered tool set: each task drawn as above is followed by K-1 more over
 the same tools in the same order (a call of another of them, several calls of one, one call each of several, a
 near miss or question none of them answers; drawn in the mix's shares of those four), so K conversations
@@ -49,30 +51,22 @@ from typing import Any
 from tinytool.data.demo import proctools
 from tinytool.data.demo.catalog import World
 from tinytool.data.demo.catalog.world import pristine_world
+from tinytool.data.demo.config import (
+    CATEGORIES,
+    DEFAULT_MIX,
+    MANIFEST,
+    REAL_DEV,
+    DemoConfig,
+    manifest,
+    parse_mix,
+)
 from tinytool.data.demo.realistic import call_values, casual
 from tinytool.data.demo.sources import CatalogTools, GeneratedTools, Retry, ToolSource
 from tinytool.data.demo.tasks import BUILDERS, SIBLING_KINDS, sibling
 from tinytool.errors import UserInputError
-from tinytool.io import atomic_dir, write_jsonl
+from tinytool.io import atomic_dir, write_json, write_jsonl
 from tinytool.schema import Conversation, Message
 
-CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance", "missing_parameter", "multi_step")
-#: the default mix: one call expected in 46 % of the tasks (simple, multiple), several in 30 % (parallel,
-#: parallel_multiple, multi_step), none in 24 % (irrelevance, missing_parameter). Real users' requests mostly ask
-#: for one call: a mix where several calls are as common as one teaches a model to call more than it is asked.
-DEFAULT_MIX: dict[str, float] = {
-    "simple": 0.20, "multiple": 0.26, "parallel": 0.12, "parallel_multiple": 0.10,
-    "irrelevance": 0.18, "missing_parameter": 0.06, "multi_step": 0.08,
-}
-#: share of the tasks whose request is written the way people write (`tinytool.data.demo.realistic`)
-REAL_FRACTION = 0.3
-#: the realistic dev categories, each this share of the dev split: requests written the way people write, over
-#: dev's tools and wording (held-out tools favoured), with one call expected (``real_simple``: one tool offered;
-#: ``real_multiple``: several, follow-up actions among them)
-REAL_DEV: dict[str, float] = {"real_simple": 0.15, "real_multiple": 0.15}
-#: default share of the single-turn tasks built over generated tools (a 2,000-task set then offers
-#: well over 500 distinct tools)
-PROC_FRACTION = 0.5
 SOURCE = "tinytool-demo"
 MAX_TRIES = 40
 
@@ -165,13 +159,15 @@ def _split_mix(split: str, mix: Mapping[str, float], real_dev: Mapping[str, floa
     return {**{c: rest * w / total for c, w in mix.items()}, **real_dev}
 
 
-def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[str, float], proc_fraction: float,
-                    progress: Callable[[int], None] | None = None, per_toolset: int = 1,
-                    real_fraction: float = 0.0, real_dev: Mapping[str, float] | None = None) -> list[Conversation]:
-    labels = _quota(n, _split_mix(split, mix, real_dev or {}))
+def _generate_split(split: str, n: int, cfg: DemoConfig, world: World,
+                    progress: Callable[[int], None] | None = None) -> list[Conversation]:
+    seed, mix, proc_fraction, per_toolset, real_fraction = (cfg.seed, cfg.mix, cfg.proc_fraction, cfg.per_toolset,
+                                                            cfg.real_fraction)
+    labels = _quota(n, _split_mix(split, mix, cfg.real_dev if split == "dev" else {}))
     Random(f"tinytool-demo:{seed}:{split}:order").shuffle(labels)
-    catalog = CatalogTools(world, split)
-    generated_tools = GeneratedTools(proctools.tool_pool(seed), split) if proc_fraction > 0 else None
+    catalog = CatalogTools(world, split, cfg)
+    generated_tools = GeneratedTools(proctools.tool_pool(seed, cfg.variants, cfg.held_out_share, cfg.alt_p), split,
+                                     cfg) if proc_fraction > 0 else None
     out: list[Conversation] = []
     anchor: tuple[int, ToolSource[Any], list[Any]] | None = None
     kinds: list[str] = []
@@ -223,40 +219,12 @@ def _generate_split(split: str, n: int, seed: int, world: World, mix: Mapping[st
     return out
 
 
-def parse_mix(text: str) -> dict[str, float]:
-    """``"simple=0.2,parallel=0.2,irrelevance=0.25"`` -> the weights, normalised to sum to 1.
-    Categories left out get no tasks. A malformed part, an unknown category, a repeated one, a
-    negative weight or an all-zero mix is refused, naming the part."""
-    fix = f"write CATEGORY=WEIGHT pairs separated by commas, e.g. simple=0.2,parallel=0.3; categories: {', '.join(CATEGORIES)}"
-    out: dict[str, float] = {}
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        name, eq, value = (x.strip() for x in part.partition("="))
-        if not eq or not name or not value:
-            raise UserInputError(f"--mix: {part!r} is not CATEGORY=WEIGHT", fix=fix)
-        if name not in CATEGORIES:
-            raise UserInputError(f"--mix: unknown category {name!r} in {part!r}", fix=fix)
-        if name in out:
-            raise UserInputError(f"--mix: {name!r} is given twice", fix=fix)
-        try:
-            weight = float(value)
-        except ValueError:
-            raise UserInputError(f"--mix: weight {value!r} of {name!r} is not a number", fix=fix) from None
-        if not weight >= 0 or weight == float("inf"):
-            raise UserInputError(f"--mix: weight {value!r} of {name!r} must be a finite number >= 0", fix=fix)
-        out[name] = weight
-    total = sum(out.values())
-    if total <= 0:
-        raise UserInputError(f"--mix: {text!r} gives no category a positive weight", fix=fix)
-    return {k: v / total for k, v in out.items() if v > 0}
-
-
-def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapping[str, float] | None = None,
-                  proc_fraction: float = PROC_FRACTION, per_toolset: int = 1, real_fraction: float = REAL_FRACTION,
-                  real_dev: Mapping[str, float] | None = None,
-                  progress: Callable[[int], None] | None = None) -> tuple[list[Conversation], list[Conversation]]:
-    """``n`` demo tasks split into ``(train, dev)``; dev gets ``round(n * dev_fraction)`` of them.
+def generate_demo(n: int | None = None, seed: int | None = None, *, config: DemoConfig | None = None,
+                  progress: Callable[[int], None] | None = None,
+                  **settings: Any) -> tuple[list[Conversation], list[Conversation]]:
+    """``n`` demo tasks split into ``(train, dev)``, made as ``config`` says (default: `DemoConfig`'s defaults)
+    with ``n``, ``seed`` and ``settings`` (any other of its fields: ``dev_fraction=0.2``, ``twin_p=0.5``) in place
+    of its values; dev gets ``round(n * dev_fraction)`` of the tasks.
 
     Train never uses a held-out tool, not even as a distractor; dev favours them. ``mix`` maps
     category -> weight (default `DEFAULT_MIX`). ``proc_fraction`` of the single-turn tasks other
@@ -271,65 +239,61 @@ def generate_demo(n: int, seed: int = 0, *, dev_fraction: float = 0.1, mix: Mapp
     ``real_fraction`` of the tasks of every kind have their request written the way people write
     (`tinytool.data.demo.realistic`; ``meta.realistic``), and dev holds the realistic categories ``real_dev``
     in their share of it (default: `REAL_DEV` with the default mix, none with a mix of one's own).
-    Deterministic in ``(n, seed, dev_fraction, mix, proc_fraction, per_toolset, real_fraction, real_dev)``. ``progress(k)`` is called as
-    every ``k`` tasks are built.
+    Deterministic in the config: equal configs, equal tasks. ``progress(k)`` is called as every ``k`` tasks are
+    built. A setting out of its bounds is a `UserInputError` (a `ValueError`) naming it.
     """
-    if n < 0:
-        raise ValueError("n must be >= 0")
-    if not 0.0 <= dev_fraction <= 1.0:
-        raise ValueError("dev_fraction must be in [0, 1]")
-    if not 0.0 <= proc_fraction <= 1.0:
-        raise ValueError("proc_fraction must be in [0, 1]")
-    if per_toolset < 1:
-        raise ValueError("per_toolset must be >= 1")
-    if not 0.0 <= real_fraction <= 1.0:
-        raise ValueError("real_fraction must be in [0, 1]")
-    real_dev = dict((REAL_DEV if mix is None else {}) if real_dev is None else real_dev)
-    if set(real_dev) - set(REAL_DEV) or not sum(real_dev.values()) < 1:
-        raise ValueError(f"real_dev: categories among {sorted(REAL_DEV)}, shares summing below 1")
-    mix = dict(mix or DEFAULT_MIX)
-    unknown = set(mix) - set(CATEGORIES)
-    if unknown:
-        raise ValueError(f"unknown categories {sorted(unknown)}; known: {', '.join(CATEGORIES)}")
-    world = pristine_world(seed)
-    n_dev = round(n * dev_fraction)
-    return (_generate_split("train", n - n_dev, seed, world, mix, proc_fraction, progress, per_toolset, real_fraction),
-            _generate_split("dev", n_dev, seed, world, mix, proc_fraction, progress, per_toolset, real_fraction,
-                            real_dev))
+    cfg = demo_config(config, n=n, seed=seed, **settings)
+    world = pristine_world(cfg.seed)
+    n_dev = round(cfg.n * cfg.dev_fraction)
+    return (_generate_split("train", cfg.n - n_dev, cfg, world, progress),
+            _generate_split("dev", n_dev, cfg, world, progress))
+
+
+def demo_config(config: DemoConfig | None = None, **settings: Any) -> DemoConfig:
+    """``config`` (default: the defaults) with the ``settings`` that are not None in place of its values."""
+    given = {k: v for k, v in settings.items() if v is not None}
+    if config is None:
+        return DemoConfig(**given)
+    import dataclasses
+
+    return dataclasses.replace(config, **given)
 
 
 #: the files of a demo split directory
 SPLIT_FILES = ("train.jsonl", "dev.jsonl")
 
 
-def write_split(out_dir: str | os.PathLike, train: Iterable[Any], dev: Iterable[Any]) -> dict[str, int]:
-    """Write ``train.jsonl`` and ``dev.jsonl`` under ``out_dir`` as a whole: the directory is
-    replaced only once both files are complete, so a new train split never sits beside an old dev
-    split, and an error or Ctrl-C leaves ``out_dir`` as it was. Since the directory is replaced,
-    one that holds other files is refused. Returns the counts."""
+def write_split(out_dir: str | os.PathLike, train: Iterable[Any], dev: Iterable[Any],
+                config: DemoConfig | None = None) -> dict[str, int]:
+    """Write ``train.jsonl`` and ``dev.jsonl`` under ``out_dir`` as a whole, and with ``config`` the `MANIFEST`
+    that records it (`tinytool.data.demo.config.manifest`): the directory is replaced only once every file is
+    complete, so a new train split never sits beside an old dev split, and an error or Ctrl-C leaves ``out_dir``
+    as it was. Since the directory is replaced, one that holds other files is refused. Returns the counts."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise UserInputError(f"{out}: is a file, expected a directory for {' and '.join(SPLIT_FILES)}",
                              fix="choose a directory path")
-    others = sorted(p.name for p in out.iterdir() if p.name not in SPLIT_FILES) if out.is_dir() else []
+    ours = (*SPLIT_FILES, MANIFEST)
+    others = sorted(p.name for p in out.iterdir() if p.name not in ours) if out.is_dir() else []
     if others:
         shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        raise UserInputError(f"{out}: holds files other than {' and '.join(SPLIT_FILES)} ({shown}); "
+        raise UserInputError(f"{out}: holds files other than {', '.join(ours)} ({shown}); "
                              f"the split replaces the whole directory", fix="choose a new or empty directory")
     with atomic_dir(out) as tmp:
-        return {"train": write_jsonl(tmp / "train.jsonl", train), "dev": write_jsonl(tmp / "dev.jsonl", dev)}
+        counts = {"train": write_jsonl(tmp / "train.jsonl", train), "dev": write_jsonl(tmp / "dev.jsonl", dev)}
+        if config is not None:
+            write_json(tmp / MANIFEST, manifest(config, counts))
+        return counts
 
 
-def write_demo(n: int, seed: int, out_dir: str | os.PathLike, *, dev_fraction: float = 0.1,
-               mix: Mapping[str, float] | None = None, proc_fraction: float = PROC_FRACTION,
-               per_toolset: int = 1, real_fraction: float = REAL_FRACTION,
-               real_dev: Mapping[str, float] | None = None) -> dict[str, int]:
-    """Generate ``train.jsonl`` and ``dev.jsonl`` and write them under ``out_dir`` as a whole
-    (see `write_split`); returns the counts."""
-    train, dev = generate_demo(n, seed, dev_fraction=dev_fraction, mix=mix, proc_fraction=proc_fraction,
-                               per_toolset=per_toolset, real_fraction=real_fraction, real_dev=real_dev)
-    return write_split(out_dir, train, dev)
+def write_demo(n: int | None, seed: int | None, out_dir: str | os.PathLike, *,
+               config: DemoConfig | None = None, **settings: Any) -> dict[str, int]:
+    """Generate ``train.jsonl`` and ``dev.jsonl`` as `generate_demo` does and write them under ``out_dir`` as a
+    whole, with the `MANIFEST` that records the config (see `write_split`); returns the counts."""
+    cfg = demo_config(config, n=n, seed=seed, **settings)
+    train, dev = generate_demo(config=cfg)
+    return write_split(out_dir, train, dev, cfg)
 
 
-__all__ = ["CATEGORIES", "DEFAULT_MIX", "PROC_FRACTION", "REAL_DEV", "REAL_FRACTION", "SPLIT_FILES", "generate_demo", "parse_mix", "write_demo",
-           "write_split"]
+__all__ = ["CATEGORIES", "DEFAULT_MIX", "MANIFEST", "REAL_DEV", "SPLIT_FILES", "DemoConfig", "demo_config",
+           "generate_demo", "parse_mix", "write_demo", "write_split"]

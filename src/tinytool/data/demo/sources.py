@@ -10,7 +10,8 @@ differ in what a tool is and in a few choices of their own:
   executed (two parameters that must differ never repeat a value); near misses are tools of the same
   domain, then tools with a similar name, never another variant of a chosen tool's action.
 
-Both pick a target the same way: in dev, `FOCUS_P` of the time among the held-out tools.
+Both pick a target the same way: in dev, ``focus_p`` of the time among the held-out tools. A source carries
+the generator's settings (`DemoConfig`) that its builders read.
 """
 
 from __future__ import annotations
@@ -22,15 +23,11 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from tinytool.data.demo import proctools
 from tinytool.data.demo.catalog import CATALOG, HELD_OUT, TRAIN_TOOLS, Template, ToolSpec, World, execute
-from tinytool.data.demo.catalog.base import OPTIONAL_P
+from tinytool.data.demo.config import DemoConfig
 from tinytool.data.demo.proctools import GenTool, Pool, family
 from tinytool.schema import Tool
 
-FOCUS_P = 0.5  # in dev, chance a task is built around a held-out tool
 FRESH_TRIES = 12  # draws for a value a request has not used yet
-#: chance a catalog task's next distractor is a follow-up action of an offered tool (a tool one of its
-#: multi-step chains calls with it: find beside schedule, search beside reserve), when there is one
-FOLLOWUP_P = 0.3
 
 
 @cache
@@ -77,7 +74,8 @@ T = TypeVar("T", bound=SourceTool)
 
 class ToolSource(Generic[T]):
     """The tools one split's tasks are built over, and how a source draws from them: ``tools`` by name,
-    ``general`` those the split may use, ``focus`` those to favour as targets (held-out ones in dev)."""
+    ``general`` those the split may use, ``focus`` those to favour as targets (held-out ones in dev); ``cfg`` the
+    generator's settings."""
 
     #: the shapes a request for several calls of one tool takes, in the order they are tried, each when the
     #: group's uniform draw falls below its bound: ``listed`` (values listed in one slot, or "then repeat
@@ -87,8 +85,10 @@ class ToolSource(Generic[T]):
     pairs_in_text_order: ClassVar[bool]  # ``respectively`` pairs slots in the order of the text (else of names)
     plan_first: ClassVar[bool]  # parallel_multiple draws its call plan before its first tool
 
-    def __init__(self, split: str, tools: Mapping[str, T], general: Sequence[str], focus: Sequence[str]) -> None:
+    def __init__(self, split: str, tools: Mapping[str, T], general: Sequence[str], focus: Sequence[str],
+                 cfg: DemoConfig | None = None) -> None:
         self.split = split
+        self.cfg = cfg or DemoConfig()
         self.tools = tools  # name -> tool
         self.general = tuple(general)
         self.focus = tuple(focus)
@@ -170,7 +170,7 @@ class ToolSource(Generic[T]):
     # ---- shared by both sources --------------------------------------------------------------------
 
     def target(self, r: Random, ok: Callable[[T], bool] | None = None) -> T:
-        names = self.focus if self.focus and r.random() < FOCUS_P else self.general
+        names = self.focus if self.focus and r.random() < self.cfg.focus_p else self.general
         if ok is not None:
             names = [n for n in names if ok(self.tools[n])] or [n for n in self.general if ok(self.tools[n])]
             if not names:
@@ -210,9 +210,9 @@ class CatalogTools(ToolSource[ToolSpec]):
     pairs_in_text_order = False
     plan_first = False
 
-    def __init__(self, world: World, split: str) -> None:
+    def __init__(self, world: World, split: str, cfg: DemoConfig | None = None) -> None:
         super().__init__(split, CATALOG, TRAIN_TOOLS if split == "train" else tuple(CATALOG),
-                         sorted(HELD_OUT) if split == "dev" else ())
+                         sorted(HELD_OUT) if split == "dev" else (), cfg)
         self.world = world  # the pristine world of the seed: read it, never mutate it
 
     def near(self, chosen: Sequence[ToolSpec]) -> list[tuple[Sequence[str], float]]:
@@ -221,7 +221,7 @@ class CatalogTools(ToolSource[ToolSpec]):
         domains = {s.domain for s in chosen}
         same_domain = [n for n in self.general if CATALOG[n].domain in domains]
         follow = [n for s in chosen for n in followups(s.name) if n in allowed]
-        return [(follow, FOLLOWUP_P), (siblings, 0.6), (same_domain, 0.6), (self.general, 1.0)]
+        return [(follow, self.cfg.followup_p), (siblings, 0.6), (same_domain, 0.6), (self.general, 1.0)]
 
     def substitutes(self, t: ToolSpec) -> frozenset[str]:
         return frozenset(t.substitutes)
@@ -242,9 +242,10 @@ class CatalogTools(ToolSource[ToolSpec]):
         return [CATALOG[n] for n in r.sample(self.general, k)]
 
     def sample_args(self, r: Random, spec: ToolSpec, tpl: Template, full: bool = False) -> dict[str, Any]:
-        """Required arguments plus optional ones the phrasing can express (each with `OPTIONAL_P`; ``full``: all)."""
+        """Required arguments plus optional ones the phrasing can express (each with ``optional_p``; ``full``:
+        all)."""
         args = {p.name: p.sample(r, self.world) for p in spec.params
-                if p.required or (p.name in tpl.slots and (full or r.random() < OPTIONAL_P))}
+                if p.required or (p.name in tpl.slots and (full or r.random() < self.cfg.optional_p))}
         if spec.fix is not None:
             spec.fix(args, r, self.world)
         return args
@@ -304,12 +305,13 @@ class GeneratedTools(ToolSource[GenTool]):
     pairs_in_text_order = True
     plan_first = True
 
-    def __init__(self, pool: Pool, split: str) -> None:
-        super().__init__(split, pool.tools, pool.train, pool.held_out if split == "dev" else ())
+    def __init__(self, pool: Pool, split: str, cfg: DemoConfig | None = None) -> None:
+        super().__init__(split, pool.tools, pool.train, pool.held_out if split == "dev" else (), cfg)
         self.pool = pool
+        self._families = {n: family(t) for n, t in pool.tools.items()}
 
     def key(self, t: GenTool) -> str:
-        return family(t)  # one variant per action, and never a substitute action
+        return self._families[t.name]  # one variant per action, and never a substitute action
 
     def _usable(self, names: Sequence[str]) -> list[str]:
         return [n for n in names if self.split == "dev" or not self.pool.tools[n].held_out]
@@ -331,7 +333,7 @@ class GeneratedTools(ToolSource[GenTool]):
         return frozenset(a.required), frozenset(a.required + a.optional)
 
     def request(self, r: Random, t: GenTool, imply: bool = False, full: bool = False) -> Request:
-        return t.request(r, self.split, imply, full)
+        return t.request(r, self.split, imply, full, self.cfg.optional_p, self.cfg.implied_p)
 
     def sample_value(self, r: Random, t: GenTool, tpl: Template, p: str) -> Any:
         return t.param_map[p].sample(r)
@@ -351,4 +353,4 @@ class GeneratedTools(ToolSource[GenTool]):
             raise Retry("a call repeats a value that must differ")
 
 
-__all__ = ["FOCUS_P", "CatalogTools", "GeneratedTools", "Retry", "SourceTool", "ToolSource"]
+__all__ = ["CatalogTools", "GeneratedTools", "Retry", "SourceTool", "ToolSource"]

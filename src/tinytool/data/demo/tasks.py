@@ -1,7 +1,8 @@
 """The demo task builders, one per category, over either tool source (`tinytool.data.demo.sources`).
 
 A builder takes the task's random generator and a `ToolSource` and returns ``(messages, offered tools,
-extra meta)``, or raises `Retry` to be drawn again. simple, multiple, parallel, parallel_multiple and
+extra meta)``, or raises `Retry` to be drawn again. The shares that shape a task are the generator's settings,
+which the source carries (``src.cfg``, a `DemoConfig`). simple, multiple, parallel, parallel_multiple and
 irrelevance work over both sources; missing_parameter and multi_step need the catalog's executable
 tools (`CatalogTools`).
 """
@@ -16,13 +17,9 @@ from typing import Any
 from tinytool.data.demo.catalog import CATALOG, Template
 from tinytool.data.demo.chains import CHAINS, ChainError, run_chain
 from tinytool.data.demo.proctools import render
-from tinytool.data.demo.sources import FOCUS_P, CatalogTools, Request, Retry, SourceTool, ToolSource
+from tinytool.data.demo.sources import CatalogTools, Request, Retry, SourceTool, ToolSource
 from tinytool.data.demo.text import (
     CHITCHAT,
-    CHITCHAT_P,
-    OPEN_P,
-    SAME_DOMAIN_P,
-    TOPIC_P,
     answer_turn,
     ask_for,
     call_plan,
@@ -150,27 +147,6 @@ def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
 # ---------------------------------------------------------------------------------------------
 
 
-#: share of one-call requests drawn to state several values (three or more, or a list of two or more): a request
-#: that names several values still asks for one call, so "several values" is no sign of "several calls"
-MANY_VALUES_P = 0.6
-#: share of one-call requests drawn from tools that take a list (`takes_list`): "the prices of a, b and c" asks
-#: for one call when the tool takes the items as one list, and "and" is no sign of several calls either; without
-#: them a model sees two items joined by "and" split into two calls (a parallel request) three to four times as
-#: often as held in one list
-LIST_P = 0.15
-#: share of one-call requests drawn from a tool of `FULL_PARAMS` or more parameters stating a value for every
-#: optional one its phrasing can carry: a request that states four or five values asks for one call holding them
-#: all; without them a model leaves out a stated value and places it in a second call (a "leftover value")
-FULL_P = 0.2
-FULL_PARAMS = 4
-#: draws of a request before a many-valued one-call request settles for the last one drawn
-MANY_TRIES = 8
-#: share of near-miss irrelevance negatives drawn to request a tool with a twin and offer the twin
-#: (`ToolSource.twins`: same domain, same values, another quantity; ``meta.twin``), the near miss small models
-#: trained without it fall for most; ``meta.offers_twin`` marks every near miss whose offered tools hold a twin
-TWIN_P = 0.7
-
-
 def n_values(args: Mapping[str, Any]) -> int:
     """How many values a call's arguments state: a list counts each item."""
     return sum(len(v) if isinstance(v, list) else 1 for v in args.values())
@@ -185,9 +161,9 @@ def takes_list(t: SourceTool) -> bool:
 
 def _one_request(r: Random, src: ToolSource[Any], t: SourceTool, least: int, full: bool = False) -> Request:
     """A request for one call of ``t`` that states ``least`` or more values, where ``t``'s phrasings and optional
-    parameters give one within `MANY_TRIES` draws (else the last drawn); ``full``: every optional value."""
+    parameters give one within ``many_tries`` draws (else the last drawn); ``full``: every optional value."""
     req = src.request(r, t, imply=True, full=full)
-    for _ in range(MANY_TRIES - 1 if least > 1 else 0):
+    for _ in range(src.cfg.many_tries - 1 if least > 1 else 0):
         if n_values(req[0]) >= least:
             break
         req = src.request(r, t, imply=True, full=full)
@@ -195,19 +171,20 @@ def _one_request(r: Random, src: ToolSource[Any], t: SourceTool, least: int, ful
 
 
 def _one_call(r: Random, src: ToolSource[Any]) -> tuple[SourceTool, list[Message]]:
-    """A target tool, and a request for one call of it with that call (`MANY_VALUES_P` of them with several
-    values, from a tool of two or more parameters; `LIST_P` of them from a tool that takes a list; `FULL_P` of the
-    others from a tool of `FULL_PARAMS` or more parameters, stating every value its phrasing can carry)."""
-    many = r.random() < MANY_VALUES_P
-    listed = r.random() < LIST_P
-    full = not listed and r.random() < FULL_P
+    """A target tool, and a request for one call of it with that call (``many_values_p`` of them with several
+    values, from a tool of two or more parameters; ``list_p`` of them from a tool that takes a list; ``full_p`` of
+    the others from a tool of ``full_params`` or more parameters, stating every value its phrasing can carry)."""
+    cfg = src.cfg
+    many = r.random() < cfg.many_values_p
+    listed = r.random() < cfg.list_p
+    full = not listed and r.random() < cfg.full_p
     if listed:
         t = src.target(r, takes_list)
     elif full:
-        t = src.target(r, lambda s: len(s.params) >= FULL_PARAMS)
+        t = src.target(r, lambda s: len(s.params) >= cfg.full_params)
     else:
         t = src.target(r, (lambda s: len(s.params) >= 2) if many else None)
-    args, text, _, _ = _one_request(r, src, t, FULL_PARAMS if full else 3 if many else 1, full)
+    args, text, _, _ = _one_request(r, src, t, cfg.full_params if full else 3 if many else 1, full)
     src.check([(t.name, args)])
     return t, [user_turn(text), calls_turn([(t.name, args)])]
 
@@ -244,7 +221,7 @@ def parallel_multiple(r: Random, src: ToolSource[Any]) -> Task:
     for _ in range(40):
         if len(chosen) == len(counts):
             break
-        t = src.tools[r.choice(kin)] if kin and r.random() < SAME_DOMAIN_P else src.other(r)
+        t = src.tools[r.choice(kin)] if kin and r.random() < src.cfg.same_domain_p else src.other(r)
         if src.key(t) not in {src.key(c) for c in chosen}:
             chosen.append(t)
     if len(chosen) < len(counts):
@@ -266,20 +243,25 @@ def parallel_multiple(r: Random, src: ToolSource[Any]) -> Task:
 
 
 def irrelevance(r: Random, src: ToolSource[Any]) -> Task:
+    """A request no offered tool serves: below ``chitchat_p`` of one draw small talk, below ``open_p`` an open
+    question, below ``topic_p`` a general question about what an offered tool does, the rest a request for a tool
+    that is not offered beside near ones (``twin_p`` of them a tool with a twin, the twin offered: ``meta.twin``;
+    ``meta.offers_twin`` marks every near miss whose offered tools hold a twin)."""
+    cfg = src.cfg
     u = r.random()
-    if u < OPEN_P:  # small talk, or an open question no tool answers
+    if u < cfg.open_p:  # small talk, or an open question no tool answers
         offered = src.some(r, r.randint(1, 3))
-        question, reply = r.choice(CHITCHAT) if u < CHITCHAT_P else open_question(r, [t.gist for t in offered])
+        question, reply = r.choice(CHITCHAT) if u < cfg.chitchat_p else open_question(r, [t.gist for t in offered])
         return [user_turn(question), answer_turn(reply)], offer(r, offered), {"requested_tool": None}
     t = src.target(r)
-    if u < TOPIC_P:  # a general question about what an offered tool does: the tool itself is on offer
+    if u < cfg.topic_p:  # a general question about what an offered tool does: the tool itself is on offer
         question, reply = topic_question(r, t.gist)
         offered = [t, *src.distractors(r, [t], r.choices((0, 1, 2, 3), (4, 2, 1, 1))[0])]
         return [user_turn(question), answer_turn(reply)], offer(r, offered), {"requested_tool": None,
                                                                              "asks_about": t.name}
     # half the negatives offer a single tool, as simple tasks do: one offered tool is no sign that a call is due
     k = r.choices((1, 2, 3, 4), (4, 2, 1, 1))[0]
-    want_twin = r.random() < TWIN_P
+    want_twin = r.random() < cfg.twin_p
     if want_twin and not src.twins(t):
         t = src.target(r, lambda x: bool(src.twins(x)))
     _, text, _, _ = src.request(r, t)
@@ -333,7 +315,7 @@ def multi_step(r: Random, src: ToolSource[Any]) -> Task:
     allowed = set(cat.general)
     chains = [c for c in CHAINS if set(c.tools) <= allowed]
     focus = [c for c in chains if set(c.tools) & set(cat.focus)]
-    chain = r.choice(focus if focus and r.random() < FOCUS_P else chains)
+    chain = r.choice(focus if focus and r.random() < cat.cfg.focus_p else chains)
     try:
         run = run_chain(chain, r, cat.world.copy(), cat.split)
     except ChainError as e:
@@ -375,7 +357,7 @@ def _no_tool(r: Random, src: ToolSource[Any], have: list[Any]) -> Task:
         taken = {src.key(t) for t in have}
         twins = [(src.tools[n], h) for h in have for n in src.twins(h)
                  if src.key(src.tools[n]) not in taken and not taken & src.substitutes(src.tools[n])]
-        if twins and r.random() < TWIN_P:  # the offered twin is the tool the reply names first
+        if twins and r.random() < src.cfg.twin_p:  # the offered twin is the tool the reply names first
             t, h = r.choice(twins)
             near, first, extra = [t], [h, *(o for o in have if o is not h)], {"twin": h.name}
         else:
@@ -426,7 +408,7 @@ def sibling(r: Random, src: ToolSource[Any], offered: list[Tool], kind: str,
         return "parallel_multiple", ([user_turn(join_requests(parts, r, src.split)), calls_turn(calls)], offered, {})
     if kind == "other_tool":
         t = r.choice(_fresh_first(have, used))
-        args, text, _, _ = _one_request(r, src, t, 3 if r.random() < MANY_VALUES_P else 1)
+        args, text, _, _ = _one_request(r, src, t, 3 if r.random() < src.cfg.many_values_p else 1)
         src.check([(t.name, args)])
         return ("multiple" if len(have) > 1 else "simple"), ([user_turn(text), calls_turn([(t.name, args)])],
                                                              offered, {})
@@ -440,5 +422,5 @@ BUILDERS: dict[str, Callable[[Random, ToolSource[Any]], Task]] = {
     "irrelevance": irrelevance, "missing_parameter": missing_parameter, "multi_step": multi_step,
 }
 
-__all__ = ["BUILDERS", "FULL_P", "FULL_PARAMS", "LIST_P", "MANY_VALUES_P", "SIBLING_KINDS", "TWIN_P", "Task", "irrelevance", "missing_parameter",
-           "multi_step", "multiple", "n_values", "parallel", "parallel_multiple", "sibling", "simple", "takes_list"]
+__all__ = ["BUILDERS", "SIBLING_KINDS", "Task", "irrelevance", "missing_parameter", "multi_step", "multiple",
+           "n_values", "parallel", "parallel_multiple", "sibling", "simple", "takes_list"]

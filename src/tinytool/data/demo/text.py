@@ -105,9 +105,6 @@ def call_plan(r: Random) -> list[int]:
     return counts
 
 
-SAME_DOMAIN_P = 0.5  # chance a parallel_multiple request's next tool comes from the first tool's domain
-
-
 # ---- what the assistant says when it does not call a tool ---------------------------------------------
 
 REFUSALS = (
@@ -168,12 +165,6 @@ CHITCHAT = (
 )
 
 
-#: irrelevance negatives: below CHITCHAT_P fixed small talk, below OPEN_P an open question (`open_question`),
-#: below TOPIC_P a general question about what an offered tool does (`topic_question`), the rest a request for a
-#: tool that is not offered, beside related ones
-CHITCHAT_P = 0.15
-OPEN_P = 0.35
-TOPIC_P = 0.5
 #: open questions no tool answers: knowledge, explanations, advice and writing, over wide value pools so that a
 #: place, a person or a number in a request is no sign by itself that a call is due
 _OPEN = (

@@ -257,9 +257,6 @@ def p_object(name: str, description: str, properties: dict[str, Any], sample: Sa
                  label=label or _label(name))
 
 
-#: chance a request states an optional parameter its phrasing can carry (catalog and generated tools alike)
-OPTIONAL_P = 0.45
-
 # Free-text parameters read badly as a list ("text Alice 'hi' and 'bye'"), so they never vary in parallel requests.
 FREE_TEXT = frozenset({"message", "body", "text", "subject", "title", "memo", "name", "passenger_name"})
 
