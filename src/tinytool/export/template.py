@@ -16,8 +16,9 @@ What the template reads (the Jinja chat-template conventions of the ``transforme
 templates"): ``messages`` (``role``, ``content`` as text or text parts, ``tool_calls`` with ``function.name``
 and ``function.arguments`` as an object, ``reasoning_content`` or ``reasoning``, and a tool message's
 ``name``), ``tools`` (OpenAI function tools) and ``add_generation_prompt``. Tool listings are compact JSON
-(``tojson`` with ``separators``, a ``transformers`` extension of Jinja's filter). Arguments given as a JSON
-string (the OpenAI wire form) are written as given.
+written by a macro of the template: ``tojson`` only ever gets a value and no ``separators`` argument (which
+``transformers`` accepts and some other Jinja engines refuse). Arguments given as a JSON string (the OpenAI wire
+form) are written as given.
 """
 
 from __future__ import annotations
@@ -101,10 +102,16 @@ _COMMON = r"""
 {%- elif c is iterable and c is not mapping -%}{%- for p in c -%}{{ p.text if p is mapping else p }}{%- endfor -%}
 {%- endif -%}
 {%- endmacro -%}
+{%- macro cjson(v) -%}
+{%- if v is mapping -%}{{- '{' -}}{%- for k, x in v.items() -%}{{- ',' if not loop.first -}}{{- k|tojson ~ ':' ~ cjson(x) -}}{%- endfor -%}{{- '}' -}}
+{%- elif v is iterable and v is not string -%}{{- '[' -}}{%- for x in v -%}{{- ',' if not loop.first -}}{{- cjson(x) -}}{%- endfor -%}{{- ']' -}}
+{%- else -%}{{- v|tojson -}}
+{%- endif -%}
+{%- endmacro -%}
 {%- macro fn(t) -%}
 {%- set f = t.function if t.function is defined else t -%}
 {{- '{"name":' ~ f.name|tojson ~ ',"description":' ~ (f.description or '')|tojson ~ ',"parameters":' -}}
-{{- (f.parameters if f.parameters is mapping else {"type": "object", "properties": {}})|tojson(separators=(',', ':')) ~ '}' -}}
+{{- cjson(f.parameters if f.parameters is mapping else {"type": "object", "properties": {}}) ~ '}' -}}
 {%- endmacro -%}
 {%- macro args(a) -%}
 {{- a if a is string else (a if a is mapping else {})|tojson -}}
