@@ -84,13 +84,36 @@ def test_a_bad_value_changes_nothing_and_a_failed_rerun_keeps_the_finished_outpu
         run_recipe(load_recipe(path, {"steps": "abc"}), run, echo=lambda s: None)
     assert "stages[1] (sft)" in str(e.value) and "max_steps" in str(e.value) and "'abc'" in str(e.value)
     assert weights.stat().st_mtime_ns == stamp
-    with pytest.raises(StageFailed) as e:
+    with pytest.raises(UserInputError) as e:  # a path that is not there: found before any stage runs
         run_recipe(load_recipe(path, {"model": str(tmp_path / "nonexistent")}), run, echo=lambda s: None)
+    assert "stages[1] (sft): model" in str(e.value) and "nonexistent" in str(e.value) and "model" in e.value.fix
+    assert weights.stat().st_mtime_ns == stamp
+    not_a_model = tmp_path / "empty"  # there, but found wrong only when the stage runs
+    not_a_model.mkdir()
+    with pytest.raises(StageFailed) as e:
+        run_recipe(load_recipe(path, {"model": str(not_a_model)}), run, echo=lambda s: None)
     assert "stage 'sft'" in str(e.value) and "02-sft/log.failed.txt" in str(e.value)
     assert weights.stat().st_mtime_ns == stamp and not (run / "02-sft.previous").exists()
-    assert "nonexistent" in (run / "02-sft" / "log.failed.txt").read_text()
+    assert "empty" in (run / "02-sft" / "log.failed.txt").read_text()
     state = run_recipe(load_recipe(path), run, echo=lambda s: None)
     assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)"] * 3
+
+
+def test_an_interrupted_stage_is_reported_as_interrupted_not_failed(tmp_path, model, monkeypatch):
+    """A stage whose verb exits 130 (Ctrl-C reached it) stops the run as an interrupt, to be resumed by a rerun,
+    not as a failure with a fix to apply."""
+    from tinytool.recipes import runner
+
+    path = _recipe(tmp_path, model)
+    run = tmp_path / "run"
+    real = runner._run
+    monkeypatch.setattr(runner, "_run", lambda cmd, *a: 130 if cmd[0] == "sft" else real(cmd, *a))
+    with pytest.raises(KeyboardInterrupt):
+        run_recipe(load_recipe(path), run, echo=lambda s: None)
+    assert json.loads((run / "02-sft" / "step.json").read_text())["status"] == "interrupted"
+    monkeypatch.setattr(runner, "_run", real)
+    state = run_recipe(load_recipe(path), run, echo=lambda s: None)
+    assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)", "done", "done"]
 
 
 def test_a_value_a_flag_verb_refuses_is_found_before_the_first_stage(tmp_path, model):

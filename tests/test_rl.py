@@ -286,6 +286,9 @@ def test_a_wall_time_budget_ends_the_run_as_complete(env, tmp_path):
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "rl_summary.json").read_text())
     assert summary["global_step"] == 1 and (out / "model.safetensors").is_file()
+    assert summary["stopped_by_time"] == 1
+    last = [line for line in res.output.splitlines() if line.strip()][-1]  # the stop is said last
+    assert last.startswith("stopped by --max-seconds 0.001 at step 1 (checkpoint-1 saved)"), res.output
     res = CliRunner().invoke(app, [*args[:-2], "--max-seconds", "-1", "-o", str(tmp_path / "b2")])
     assert res.exit_code == 2 and "--max-seconds must be positive" in res.output
 

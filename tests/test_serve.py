@@ -199,6 +199,7 @@ def test_a_bad_tool_choice_gets_the_servers_own_words(scripted, choice):
     message = r.json()["error"]["message"]
     assert message.startswith("tool_choice: must be 'auto', 'none', 'required' or {'type': 'function'"), message
     assert "Value error" not in message and json.dumps(choice) in message
+    assert r.json()["error"]["param"] == "tool_choice"  # OpenAI's field for what the error is about
 
 
 def test_text_parts_and_a_text_response_format_are_served(scripted):

@@ -264,9 +264,10 @@ def test_a_wall_time_stop_saves_a_checkpoint_that_a_longer_run_resumes_from(env)
     --save-steps), so a larger --max-steps continues from it instead of training those steps again."""
     first = train_sft(_cfg(env, "budget", max_steps=50, save_steps=1000, max_seconds=0.001))
     out, step = Path(first["out"]), first["global_step"]
-    assert step < 50 and (out / f"checkpoint-{step}").is_dir()
+    assert step < 50 and (out / f"checkpoint-{step}").is_dir() and first["stopped_by_time"] == step
     longer = train_sft(_cfg(env, "budget", max_steps=step + 2, save_steps=1000))
     assert longer["resumed_from"].endswith(f"checkpoint-{step}") and longer["global_step"] == step + 2
+    assert longer["stopped_by_time"] is None  # it reached its target
 
 
 def test_resume_skips_incomplete_checkpoints(env, caplog):

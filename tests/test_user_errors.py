@@ -144,6 +144,45 @@ def test_retrieve_says_its_two_inputs_exclude_each_other_and_checks_its_output_f
     assert res.exit_code == 2 and "is also an input" in res.output, res.output
 
 
+def test_retrieve_bm25_loads_no_embedder_and_query_results_go_to_out(ws, tmp_path, monkeypatch):
+    """BM25 is lexical: it never loads the embedding model (MMR's redundancy is then word overlap); with --query,
+    --out receives the tools found instead of being ignored, and an existing file is not replaced."""
+    from tinytool.data import mixing
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the embedding model was loaded")
+
+    monkeypatch.setattr(mixing, "default_embedder", no_model)
+    runner = CliRunner()
+    train, out = str(ws["train"]), tmp_path / "found.jsonl"
+    for diversity in ("0", "0.3"):
+        res = runner.invoke(app, ["retrieve", "-c", train, "-q", "weather forecast for Oslo", "--method", "bm25",
+                                  "-k", "3", "--diversity", diversity, "-o", str(out), "--overwrite"])
+        assert res.exit_code == 0, res.output
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(rows) == 3 and all({"tool", "score"} <= set(r) for r in rows), rows
+        assert len({r["tool"] for r in rows}) == 3
+    res = runner.invoke(app, ["retrieve", "-c", train, "-q", "weather", "--method", "bm25", "-o", str(out)])
+    assert res.exit_code == 2 and "--overwrite" in res.output, res.output
+
+
+def test_a_data_folder_and_a_json_array_are_named_for_what_they_are(ws, tmp_path):
+    """``sft -d`` given the folder ``data demo`` wrote says it is a folder and names a file in it; a JSON array
+    (one line or pretty-printed) is called a JSON array, with the conversion to JSONL as the fix."""
+    runner = CliRunner()
+    folder = ws["train"].parent
+    res = runner.invoke(app, ["sft", "-m", str(ws["model"]), "-d", str(folder), "-o", str(tmp_path / "o1")])
+    assert res.exit_code == 2 and "is a folder; --data takes a JSONL file" in res.output, res.output
+    assert "train.jsonl" in res.output.split("fix:", 1)[1] and not (tmp_path / "o1").exists()
+    rows = [json.loads(line) for line in ws["train"].read_text().splitlines()[:3]]
+    for name, text in (("one.json", json.dumps(rows)), ("pretty.json", json.dumps(rows, indent=2))):
+        (tmp_path / name).write_text(text + "\n")
+        res = runner.invoke(app, ["sft", "-m", str(ws["model"]), "-d", str(tmp_path / name), "-o",
+                                  str(tmp_path / f"o-{name}")])
+        assert res.exit_code == 2 and f"{name}:1: the file is a JSON array, not JSONL" in res.output, res.output
+        assert "json.load" in res.output.split("fix:", 1)[1]
+
+
 def test_every_error_has_a_fix_line(ws, tmp_path):
     runner = CliRunner()
     bad = tmp_path / "bad.json"

@@ -50,12 +50,13 @@ from typing import Any
 import torch
 
 from tinytool.distill.lm_parts import decoder_and_head, head_logits, head_topk
-from tinytool.errors import MissingInputError, TinytoolError
+from tinytool.errors import TinytoolError
 from tinytool.formats import DEFAULT_FORMAT, PromptFormat, resolve_format
 from tinytool.io import (
     RunDir,
     RunDirError,
     atomic_file,
+    check_data_files,
     check_not_input,
     open_run_dir,
     run_settings,
@@ -586,9 +587,7 @@ def build_cache(
 
     _check_build(backend, k, examples_per_shard, batch_size, temperature)
     files = [Path(p) for p in data]
-    for p in files:
-        if not p.is_file():
-            raise MissingInputError(f"{p}: no such data file", fix="check the --data path")
+    check_data_files(files)
     check_not_input(out, *files)
     fmt = resolve_format(fmt)  # a name from a script; the command line passes the format itself
     convs = read_conversations([str(p) for p in files])  # a malformed row is named before any model loads

@@ -39,11 +39,9 @@ def cache_command(
     """
     from tinytool.distill.cache import build_cache
     from tinytool.errors import TinytoolError
-    from tinytool.io import check_not_input
+    from tinytool.io import check_data_files, check_not_input
 
-    for p in data:
-        if not p.is_file():
-            fail(f"{p}: no such data file")
+    check_data_files(data)
     check_not_input(out, teacher, *data)
     try:
         manifest = build_cache(

@@ -57,12 +57,10 @@ def rollout_command(
     """
     from tinytool.distill.rollouts import RolloutJob, nothing_kept_error
     from tinytool.errors import TinytoolError
-    from tinytool.io import check_not_input
+    from tinytool.io import check_data_files, check_not_input
     from tinytool.llm import GenerationConfig, get_client
 
-    for p in data:
-        if not p.is_file():
-            fail(f"{p}: no such data file")
+    check_data_files(data)
     check_not_input(out, teacher, *data)
     if env is not None:
         _env_rollouts(teacher, data, out, env, format, temperature, top_p, max_new_tokens, seed, batch_size,

@@ -63,12 +63,13 @@ from pathlib import Path
 from typing import Any
 
 from tinytool import __version__
-from tinytool.errors import MissingInputError, OutputExistsError, TinytoolError, UserInputError
+from tinytool.errors import OutputExistsError, TinytoolError, UserInputError
 from tinytool.formats import PromptFormat, get_format
 from tinytool.io import (
     RunDir,
     append_jsonl,
     atomic_file,
+    check_data_files,
     check_not_input,
     open_run_dir,
     read_jsonl_rows,
@@ -143,8 +144,7 @@ def read_sources(data: Sequence[str | os.PathLike | Conversation]) -> list[tuple
             out.append((str(cid) if cid is not None else f"#{len(out)}", item))
             continue
         path = Path(item)
-        if not path.is_file():
-            raise MissingInputError(f"{path}: no such data file", fix="check the --data path")
+        check_data_files([path])
         for lineno, conv in iter_jsonl(path):
             cid = conv.meta.get("id")
             out.append((str(cid) if cid is not None else f"{path.name}:{lineno}", conv))

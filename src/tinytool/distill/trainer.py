@@ -34,7 +34,7 @@ from tinytool.distill.losses import (
 )
 from tinytool.errors import MissingInputError, UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
-from tinytool.io import write_json
+from tinytool.io import check_data_files, write_json
 from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, whole_run_loss
 from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
 from tinytool.train.examples import read_conversations, sft_examples
@@ -95,9 +95,7 @@ class DistillConfig(RunOptions, SharedPrefixOptions, TrainingArguments):
         for ok, msg in checks:
             if not ok:
                 raise UserInputError(msg)
-        for p in self.data:
-            if not Path(p).is_file():
-                raise MissingInputError(f"{p}: no such data file")
+        check_data_files(self.data)
         if self.cache is not None and not (Path(self.cache) / "run.json").is_file():
             raise MissingInputError(f"{self.cache}: no teacher cache there (no run.json)",
                                     fix="build one with tinytool teacher cache -t TEACHER -d DATA -o "

@@ -61,6 +61,21 @@ def _check_readable(path: PathLike) -> None:
         raise UserInputError(f"{path}: is a directory, expected a file")
 
 
+def check_data_files(paths: Iterable[PathLike], flag: str = "--data") -> None:
+    """Each of ``paths`` is a data file that exists: a missing one, or a folder given where a JSONL file was asked
+    (the folder ``data demo`` wrote, say), is named with what to give instead."""
+    for path in paths:
+        p = Path(path)
+        if p.is_file():
+            continue
+        if p.is_dir():
+            inside = sorted((q.name for q in p.glob("*.jsonl")), key=lambda n: (n != "train.jsonl", n))[:4]
+            raise UserInputError(f"{path}: is a folder; {flag} takes a JSONL file",
+                                 fix="give one of its files: " + ", ".join(str(p / n) for n in inside) if inside else
+                                 "give the JSONL file itself (this folder holds none)")
+        raise MissingInputError(f"{path}: no such data file", fix=f"check the {flag} path")
+
+
 def _decode(raw: bytes, path: PathLike, lineno: int) -> str:
     try:
         return raw.decode("utf-8")

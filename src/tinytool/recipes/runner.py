@@ -29,7 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tinytool.errors import TinytoolError
+from tinytool.clikit import EXIT_INTERRUPTED
+from tinytool.errors import TinytoolError, UserInputError
 from tinytool.io import Step, write_json
 from tinytool.recipes.recipe import (
     Recipe,
@@ -157,6 +158,28 @@ def _settle(folder: Path, previous: Path, done: bool) -> bool:
     return True
 
 
+#: arguments that name what a stage reads (a model folder, data files, a teacher cache)
+INPUT_ARGS = ("model", "teacher", "student", "data", "cache", "catalog")
+
+
+def _check_inputs(recipe: Recipe, index: int, args: dict[str, Any], run_dir: Path) -> None:
+    """Stage ``index``'s input paths exist, unless an earlier stage writes them (they lie in ``run_dir``): a
+    ``--set model=/typo`` is found before any stage runs. A value that does not look like a path (``./``,
+    ``../``, ``/``, ``~``) may be a hub name or a bundled model, and is left to the verb."""
+    stage = recipe.stages[index]
+    inside = run_dir.resolve()
+    for key in INPUT_ARGS:
+        values = args.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            if not isinstance(value, str) or not value.startswith(("/", "./", "../", "~")):
+                continue
+            path = Path(value).expanduser()
+            if path.exists() or path.resolve().is_relative_to(inside):
+                continue
+            raise UserInputError(f"{recipe.path}: stages[{index}] ({stage.name}): {key} {value}: no such file or "
+                                 "folder", fix=f"correct the path in the recipe, or the --set that gives {key}")
+
+
 def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (),
                echo: Callable[[str], None] = print, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
@@ -168,6 +191,7 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
     plan = _resolved(recipe, run_dir)
     for i, (_, _, args, positional) in enumerate(plan):
         check_stage_values(recipe, i, args, positional)
+        _check_inputs(recipe, i, args, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     prints: dict[str, str] = {}
     states: list[dict[str, Any]] = []
@@ -202,12 +226,15 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
                 _settle(folder, previous, done=False)
             raise
         seconds = round(time.perf_counter() - t0, 1)
-        state.update(status="done" if status == 0 else ("interrupted" if status < 0 else f"failed (exit {status})"),
+        interrupted = status < 0 or status == EXIT_INTERRUPTED  # a signal, or the verb's own Ctrl-C exit
+        state.update(status="done" if status == 0 else ("interrupted" if interrupted else f"failed (exit {status})"),
                      seconds=seconds, figures=_figures(folder / "out") if status == 0 else {}, command=cmd)
         step.finish({k: v for k, v in state.items() if k not in ("status", "fingerprint")}, status=state["status"])
         kept = previous.exists() and _settle(folder, previous, done=status == 0)
         states.append(state)
         _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
+        if interrupted:  # not a failure: the stage resumes from its own run directory on the next run
+            raise KeyboardInterrupt
         if status != 0:  # the stage's own error and fix were echoed above: not repeated here
             log = folder / (FAILED_LOG if kept else "log.txt")
             raise StageFailed(f"stage {stage.name!r} ({stage.run}) {state['status']}; its output is above and in "

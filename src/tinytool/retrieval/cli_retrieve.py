@@ -17,7 +17,8 @@ def retrieve_command(
     query: str = typer.Option(None, "--query", "-q", help="A request to find tools for."),
     data: Path = typer.Option(None, "--data", "-d", exists=True, dir_okay=False,
                               help="Conversation JSONL: offer each conversation the tools retrieved for its request."),
-    out: Path = typer.Option(None, "--out", "-o", dir_okay=False, help="With --data: the conversations to write."),
+    out: Path = typer.Option(None, "--out", "-o", dir_okay=False, help="With --data: the conversations to write; "
+                             "with --query: the tools found, as JSONL (else printed)."),
     method: str = typer.Option("rrf", "--method", help="cosine, bm25, weighted, cascade, cosine-max, rrf."),
     k: int = typer.Option(5, "--k", "-k", min=1, help="Tools returned."),
     knee: bool = typer.Option(False, "--knee", help="Return as many tools as the relevance ranking's first --k "
@@ -61,7 +62,7 @@ def retrieve_command(
     if query is not None and not query.strip():
         raise UserInputError("--query is empty: there is no request to find tools for",
                              fix='give the request in words, e.g. -q "book a table for two in Rome tonight"')
-    if data is not None:  # before any model loads
+    if out is not None:  # before any model loads
         from tinytool.io import check_not_input, check_output_file
 
         check_not_input(out, data, *catalog)
@@ -83,8 +84,16 @@ def retrieve_command(
             results = knee_cutoff(results)
             if diversity > 0:
                 results = retriever.search(query, len(results), method)
-        for tool, score in results:
-            typer.echo(json.dumps({"tool": tool.name, "score": round(score, 4), "description": tool.description}))
+        rows = [{"tool": tool.name, "score": round(score, 4), "description": tool.description}
+                for tool, score in results]
+        if out is None:
+            for row in rows:
+                typer.echo(json.dumps(row))
+            return
+        from tinytool.io import write_jsonl as write_rows
+
+        write_rows(out, rows)
+        err.print(f"{len(rows)} tools for the request -> {out}")
         return
     from tinytool.schema import read_jsonl, write_jsonl
 

@@ -34,6 +34,7 @@ RRF_K = 60
 ALPHA = 0.8  # W-BC's weight on the cosine (EfficientTool Table 12)
 DIVERSITY = 0.0  # MMR's weight on redundancy: 0 ranks by relevance alone; ~0.2 suits catalogs of near-duplicates
 MMR_POOL = 50  # the best this many by relevance are the candidates MMR picks from
+_WORD = re.compile(r"\w+")
 
 _REFINE = """A user wrote to an assistant that can call tools:
 {query}
@@ -105,23 +106,39 @@ class ToolRetriever:
                  refine: Callable[[str], str] | None = None, refine_words: int = 40, cascade_n: int = 20,
                  diversity: float = DIVERSITY):
         import bm25s
-        import numpy as np
-
-        from tinytool.data.mixing import default_embedder
 
         if not tools:
             raise ValueError("no tools to index")
         self.diversity = _checked_diversity(diversity)
         self.tools = list(tools)
         self.names = [t.name for t in self.tools]
-        self.embed = embed or default_embedder()
+        self._embed = embed
         self.refine, self.refine_words, self.cascade_n = refine, refine_words, cascade_n
         self._intents: dict[str, str] = {}  # one LLM call per request, however many methods ask
-        texts = [tool_text(t) for t in self.tools]
-        vectors = np.asarray(self.embed(texts), dtype=np.float32)
-        self.vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=1e-12)
+        self._texts = [tool_text(t) for t in self.tools]
+        self._vectors: Any = None
+        self._words = [frozenset(w.lower() for w in _WORD.findall(t)) for t in self._texts]
         self.bm25 = bm25s.BM25()
-        self.bm25.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
+        self.bm25.index(bm25s.tokenize(self._texts, show_progress=False), show_progress=False)
+
+    @property
+    def embed(self) -> Callable[[list[str]], Any]:
+        """The text embedder, loaded on first use: BM25 alone never loads it."""
+        if self._embed is None:
+            from tinytool.data.mixing import default_embedder
+
+            self._embed = default_embedder()
+        return self._embed
+
+    @property
+    def vectors(self) -> Any:
+        """The tools' unit-length embeddings (computed on first use)."""
+        if self._vectors is None:
+            import numpy as np
+
+            vectors = np.asarray(self.embed(self._texts), dtype=np.float32)
+            self._vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=1e-12)
+        return self._vectors
 
     # -- scores -----------------------------------------------------------------------------------
     def _cosine(self, text: str) -> Any:
@@ -190,11 +207,13 @@ class ToolRetriever:
         d = self.diversity if diversity is None else _checked_diversity(diversity)
         order = [int(i) for i in np.argsort(-s)[:max(k, MMR_POOL) if d > 0 else k] if np.isfinite(s[int(i)])]
         if d > 0:
-            order = self._mmr(s, order, k, d)
+            order = self._mmr(s, order, k, d, lexical=method == "bm25")
         return [(self.tools[i], float(s[i])) for i in order]
 
-    def _mmr(self, s: Any, candidates: list[int], k: int, d: float) -> list[int]:
-        """Maximal Marginal Relevance over ``candidates`` (best first): ``k`` of them, see the module docstring."""
+    def _mmr(self, s: Any, candidates: list[int], k: int, d: float, lexical: bool = False) -> list[int]:
+        """Maximal Marginal Relevance over ``candidates`` (best first): ``k`` of them, see the module docstring.
+        Redundancy is the cosine of the tools' embeddings, or (``lexical``, for BM25, which loads no embedder) the
+        Jaccard overlap of their words."""
         import numpy as np
 
         if len(candidates) <= 1:
@@ -202,7 +221,11 @@ class ToolRetriever:
         finite = s[np.isfinite(s)]
         lo, hi = float(finite.min()), float(finite.max())
         rel = (s[candidates] - lo) / (hi - lo) if hi > lo else np.zeros(len(candidates))
-        sim = self.vectors[candidates] @ self.vectors[candidates].T
+        if lexical:
+            words = [self._words[i] for i in candidates]
+            sim = np.array([[len(a & b) / max(1, len(a | b)) for b in words] for a in words], dtype=np.float32)
+        else:
+            sim = self.vectors[candidates] @ self.vectors[candidates].T
         picked = [0]
         redundancy = sim[0].copy()
         left = np.ones(len(candidates), dtype=bool)

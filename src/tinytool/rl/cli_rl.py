@@ -26,7 +26,7 @@ def rl(ctx: typer.Context) -> None:
     """
     from tinytool.rl.config import RLRunConfig
     from tinytool.rl.trainer import train_rl
-    from tinytool.train.cli_common import run_training_verb
+    from tinytool.train.cli_common import run_training_verb, say_time_stop
 
     cfg, summary = run_training_verb(RLRunConfig, train_rl, ctx.args, "tinytool rl", rl.__doc__)
     if summary is None:
@@ -45,6 +45,7 @@ def rl(ctx: typer.Context) -> None:
     out = Path(cfg.output_dir)
     err.print(f"saved {summary['saved']['kind']} model to {summary['saved']['path']}; summary in "
               f"{out / 'rl_summary.json'}")
+    say_time_stop(cfg, summary)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -66,7 +66,7 @@ def create_app(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, e: RequestValidationError) -> JSONResponse:
-        return error(400, _describe(e.errors()))
+        return error(400, _describe(e.errors()), _param(e.errors()))
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, e: HTTPException) -> JSONResponse:
@@ -101,7 +101,7 @@ def create_app(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         try:
             req = ChatRequest.model_validate(body)
         except ValidationError as e:
-            raise ServeError(_describe(e.errors())) from None
+            raise ServeError(_describe(e.errors()), param=_param(e.errors())) from None
         if req.model not in (None, engine.name):
             raise ServeError(f"model {req.model!r} is not served here; this server serves {engine.name!r}",
                              status=404, param="model")
@@ -125,6 +125,15 @@ def _describe(errors: list[dict[str, Any]]) -> str:
         own = (e.get("ctx") or {}).get("error") if e.get("type") == "value_error" else None
         parts.append(f"{where or 'body'}: {own if own is not None else e.get('msg', 'invalid')}")
     return "; ".join(parts) or "invalid request"
+
+
+def _param(errors: list[dict[str, Any]]) -> str | None:
+    """The request field the first error is about (OpenAI's ``param``: ``tool_choice``, ``messages.0.role``), or
+    None for the body as a whole."""
+    for e in errors[:1]:
+        where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+        return where or None
+    return None
 
 
 def _answer(engine: Engine, job: Job, completion: Completion) -> tuple[dict[str, Any], str]:

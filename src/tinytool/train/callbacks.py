@@ -163,15 +163,17 @@ class StopAtWallTime(TrainerCallback):
 def train_seconds(trainer: Any, resume_from: str | None) -> float:
     """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds over the whole
     run, the invocations a resumed run was stopped in included (`RunClock`; 0 when the checkpoint was already
-    at the target). A run stopped by `StopOnSignal` raises `clikit.Interrupted`
+    at the target). A run the wall-time budget stopped sets ``trainer.stopped_by_time`` to its step. A run stopped by
+    `StopOnSignal` raises `clikit.Interrupted`
     after its checkpoint is saved: the verb ends there, without a final model or summary, and resumes."""
 
     from tinytool.clikit import Interrupted
 
     trainer.add_callback(StopAtTarget())
     budget = getattr(trainer.args, "max_seconds", None)
-    if budget:
-        trainer.add_callback(StopAtWallTime(trainer, budget))
+    timer = StopAtWallTime(trainer, budget) if budget else None
+    if timer is not None:
+        trainer.add_callback(timer)
     stopper = StopOnSignal()
     trainer.add_callback(stopper)
     clock = RunClock()
@@ -188,6 +190,8 @@ def train_seconds(trainer: Any, resume_from: str | None) -> float:
         step = trainer.state.global_step
         raise Interrupted(f"stopped by {stopper.requested} at step {step}; checkpoint-{step} saved in "
                           f"{trainer.args.output_dir}: the same command resumes from it")
+    #: the step a --max-seconds budget stopped training at (None: it reached its target), for the run's summary
+    trainer.stopped_by_time = timer.stopped_at if timer is not None else None
     return clock.seconds()
 
 

@@ -32,6 +32,16 @@ def run_training_verb(config_cls: type, train: Callable[..., dict[str, Any]], ar
     return cfg, summary
 
 
+def say_time_stop(cfg: Any, summary: dict[str, Any]) -> None:
+    """The verb's last line when ``--max-seconds`` ended training before its step target: where it stopped, that a
+    checkpoint of that step was saved, and how to go on from it."""
+    step = summary.get("stopped_by_time")
+    if step is not None:
+        err.print(f"stopped by --max-seconds {cfg.max_seconds:g} at step {step} (checkpoint-{step} saved): the model "
+                  f"saved is step {step}'s; a larger --max-steps or --epochs continues from it", highlight=False,
+                  markup=False)
+
+
 def print_config_help(config_cls: type, prog: str, doc: str | None) -> None:
     """The ``--help`` of a verb whose flags are ``config_cls``'s fields, in the look of every other verb's (Typer's
     panels and styles): the verb's docstring, then tinytool's options, then the fields of the TRL (or transformers)

@@ -25,7 +25,7 @@ def kto(ctx: typer.Context) -> None:
     (beta, desirable_weight, undesirable_weight, loss_type, …) is an option too, listed after tinytool's own, in
     flags and in --config YAML.
     """
-    from tinytool.train.cli_common import run_training_verb
+    from tinytool.train.cli_common import run_training_verb, say_time_stop
     from tinytool.train.kto import KTORunConfig, train_kto
 
     cfg, summary = run_training_verb(KTORunConfig, train_kto, ctx.args, "tinytool kto", kto.__doc__)
@@ -40,6 +40,7 @@ def kto(ctx: typer.Context) -> None:
     out = Path(cfg.output_dir)
     err.print(f"saved {summary['saved']['kind']} model to {summary['saved']['path']}; summary in "
               f"{out / 'kto_summary.json'}")
+    say_time_stop(cfg, summary)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,7 +24,7 @@ def sft(ctx: typer.Context) -> None:
     OUT/config.yaml (the resolved config), OUT/run.json and OUT/sft_summary.json. Every field of TRL's SFTConfig
     is an option too, listed after tinytool's own, in flags and in --config YAML.
     """
-    from tinytool.train.cli_common import run_training_verb
+    from tinytool.train.cli_common import run_training_verb, say_time_stop
     from tinytool.train.sft import SFTRunConfig, train_sft
 
     cfg, summary = run_training_verb(SFTRunConfig, train_sft, ctx.args, "tinytool sft", sft.__doc__)
@@ -45,6 +45,7 @@ def sft(ctx: typer.Context) -> None:
     out = Path(cfg.output_dir)
     err.print(f"saved {saved['kind']} model to {saved['path']}; config in {out / 'config.yaml'}, "
               f"summary in {out / 'sft_summary.json'}")
+    say_time_stop(cfg, summary)
 
 
 if __name__ == "__main__":  # pragma: no cover

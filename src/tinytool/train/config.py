@@ -242,17 +242,15 @@ def paths(value: Any) -> list[str]:
 def check_inputs(cfg: Any, *more_files: str) -> Any:
     """What every training config checks first: ``data`` (and ``more_files``) name files that exist, ``model``
     is a string, ``format`` is a known prompt format (returned)."""
-    from tinytool.errors import MissingInputError
     from tinytool.formats import resolve_format
 
     cfg.data = paths(cfg.data)
     cfg.model = str(cfg.model)
     if not cfg.data:
         raise UserInputError("no training data given (--data)")
-    for p in [*cfg.data, *more_files]:
-        if not Path(p).is_file():
-            raise MissingInputError(f"{p}: no such data file")
-    from tinytool.io import check_not_input
+    from tinytool.io import check_data_files, check_not_input
+
+    check_data_files([*cfg.data, *more_files])
 
     check_not_input(cfg.output_dir, cfg.model, *cfg.data, *more_files,
                     *(getattr(cfg, k, None) for k in ("teacher", "cache")))

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from tinytool.errors import MissingInputError
 from tinytool.formats.base import END_MARKERS, PromptFormat
+from tinytool.io import check_data_files
 
 
 def adds_bos(tokenizer: Any) -> bool:
@@ -140,8 +139,7 @@ def located_conversations(paths: list[str]) -> tuple[list[Any], list[str]]:
     convs: list[Any] = []
     where: list[str] = []
     for p in paths:
-        if not Path(p).is_file():
-            raise MissingInputError(f"{p}: no such data file")
+        check_data_files([p])
         for line, conv in iter_jsonl(p):
             convs.append(conv)
             where.append(f"{p}:{line}")

@@ -178,12 +178,14 @@ def start_training(cfg: Any, build: Any, callbacks: list[Any] | None) -> tuple[A
 
 
 def finish_training(trainer: Any, cfg: Any, run: Any, summary_name: str, summary: dict[str, Any]) -> dict[str, Any]:
-    """Complete a run's summary with what every verb records (precision, device, versions, tinytool's config),
+    """Complete a run's summary with what every verb records (precision, device, versions, the step a
+    ``--max-seconds`` budget stopped it at or None, tinytool's config),
     write it as ``summary_name`` in the output directory and mark the run done (main process only)."""
     from tinytool.io import write_json
     from tinytool.train.config import config_dict
 
     summary.update({"bf16": bool(cfg.bf16), "device": str(cfg.device), "versions": versions(),
+                    "stopped_by_time": getattr(trainer, "stopped_by_time", None),
                     "config": config_dict(cfg, only_own=True)})
     if trainer.is_world_process_zero():
         write_json(Path(cfg.output_dir) / summary_name, summary)
