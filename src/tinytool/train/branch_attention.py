@@ -21,6 +21,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from tinytool.train.tree_rows import tree_mask
+
 NAME = "tree_sdpa"
 
 
@@ -39,8 +41,6 @@ def row_layouts(mask: Any, position_ids: Any) -> list[RowLayout] | None:
     ``[1, T]``), or None where the mask is not one (no row has a second branch, or the mask differs from the
     tree mask the layout implies)."""
     import torch
-
-    from tinytool.train.tree_pack import tree_mask
 
     if (not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.dim() != 4 or mask.shape[1] != 1
             or position_ids is None or mask.shape[-1] != mask.shape[-2]):

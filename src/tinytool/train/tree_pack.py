@@ -17,7 +17,8 @@ The dense mask is ``[T, T]`` per sequence: attention implementations that take a
 train these sequences. A model on SDPA on a CPU attends per branch (`prepare_model`: each branch's queries against the
 prefix and itself, `tinytool.train.branch_attention`), which skips the scores the mask would throw away; PyTorch's
 flex attention (on a GPU) takes the mask as a block mask (`use_block_masks`), skipping the blocks where branches do
-not see each other; flash-attention kernels, which build their own causal mask, cannot.
+not see each other; flash-attention kernels, which build their own causal mask, cannot. A row's segments, position
+ids and mask are `tinytool.train.tree_rows`'s (per-branch attention reads them back from there too).
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinytool.errors import UserInputError
+from tinytool.train.branch_attention import NAME as BRANCH_ATTENTION
+from tinytool.train.branch_attention import use_branch_attention
 from tinytool.train.config import option
+from tinytool.train.tree_rows import tree_layout, tree_mask
 
 #: attention implementations that take a dense 4-D mask as it is given, or (flex attention) as a block mask, or
 #: (``tree_sdpa``, `tinytool.train.branch_attention`) per branch
-MASKED_ATTENTION = ("sdpa", "eager", "flex_attention", "tree_sdpa")
+MASKED_ATTENTION = ("sdpa", "eager", "flex_attention", BRANCH_ATTENTION)
 
 
 @dataclass(kw_only=True)
@@ -133,33 +137,6 @@ def prefix_keys(seqs: Sequence[Sequence[int]], prompt_lengths: Sequence[int]) ->
             group += 1
         keys.append(group)
     return order, keys
-
-
-def tree_layout(prefix_length: int, branch_lengths: Sequence[int]) -> tuple[list[int], list[int], list[int]]:
-    """Per token of a tree row: its segment (0 the prefix, 1.. the branches), its position id (each branch
-    continues from the prefix's end) and the indices where branches start."""
-    seg, pos, starts = [0] * prefix_length, list(range(prefix_length)), []
-    at = prefix_length
-    for b, n in enumerate(branch_lengths, start=1):
-        seg += [b] * n
-        pos += range(prefix_length, prefix_length + n)
-        starts.append(at)
-        at += n
-    return seg, pos, starts
-
-
-def tree_mask(segments: Any) -> Any:
-    """The boolean attention mask ``[B, 1, T, T]`` (True: may attend) of rows given their per-token segments
-    ``[B, T]`` (-1 on padding): a token attends to earlier tokens of the prefix and of its own branch. A padding
-    token attends to the row's first token only, so that no row of the mask is empty (an empty one gives NaN)."""
-    import torch
-
-    t = segments.shape[1]
-    causal = torch.ones(t, t, dtype=torch.bool, device=segments.device).tril()
-    q, k = segments[:, :, None], segments[:, None, :]
-    mask = causal & ((k == 0) | (k == q)) & (q >= 0)
-    mask[:, :, 0] |= q[..., 0] < 0
-    return mask[:, None]
 
 
 @dataclass
@@ -289,12 +266,10 @@ def prepare_model(model: Any) -> str:
     given block masks (`use_block_masks`), SDPA switched to per-branch attention where no GPU is at hand (on a CPU
     the dense mask's discarded scores cost about 6 % per token; on a GPU SDPA with the dense mask is the measured
     path). Returns the implementation it trains with."""
-    from tinytool.train.branch_attention import NAME, use_branch_attention
-
     impl = check_attention(model)
     if use_block_masks(model) or _cuda():
         return impl
-    return NAME if use_branch_attention(model) else impl
+    return BRANCH_ATTENTION if use_branch_attention(model) else impl
 
 
 __all__ = ["MASKED_ATTENTION", "SharedPrefixOptions", "TreeCollator", "TreeRow", "block_mask", "check_attention",
