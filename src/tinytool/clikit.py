@@ -12,12 +12,19 @@ unknown option, a bad value: ``error: No such option: --limit`` / ``fix: see tin
 rollout --help``), while a bare group still shows its help; Ctrl-C ends with one line (``interrupted``,
 or what the verb left, see `on_interrupt`) and exit code 130. Any other exception is a bug and keeps
 its traceback.
+
+A verb whose settings are a config dataclass declares each option once, on the field (`setting`: help, default,
+short aliases, bounds), and takes the fields as options beside its own (`config_options`, `config_values`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -169,8 +176,6 @@ def check_args(command: Any, args: list[str], prog: str) -> None:
     `UserInputError` with click's message. A path need not exist yet (an earlier step may write it); whether it is
     a file or a folder is checked where it exists."""
     import copy
-    import inspect
-    import typing
 
     def unchecked(info: Any) -> Any:  # a copy of a parameter's declaration that lets a missing path pass
         if not getattr(info, "exists", False):
@@ -199,6 +204,104 @@ def check_args(command: Any, args: list[str], prog: str) -> None:
         raise UserInputError(f"{prog}: {e.format_message()}", fix=f"see {prog} --help") from None
 
 
+# ---- options derived from a config dataclass ------------------------------------------------------------------------
+
+#: what a field's metadata may say of its option, and the ``typer.Option`` keyword each is passed as
+_OPTION_KEYS = {"help": "help", "min": "min", "max": "max", "metavar": "metavar", "panel": "rich_help_panel",
+                "exists": "exists", "file_okay": "file_okay", "dir_okay": "dir_okay"}
+_PATH_KEYS = ("exists", "file_okay", "dir_okay")
+
+
+def setting(default: Any, help: str, *aliases: str, **meta: Any) -> Any:
+    """A field of a config dataclass that is also a command-line option (`config_options`): its ``default`` (``...``:
+    required; ``factory=`` in ``meta`` for a default made by a function), its ``help`` for ``--help``, short
+    ``aliases`` of its flag (``--name-with-dashes``). ``meta`` may also hold the option's bounds (``min``, ``max``),
+    the ``panel`` of ``--help`` it is listed in, ``exists``/``file_okay``/``dir_okay`` for a path, and for a value
+    given as text its ``parse`` (text → value; a ``metavar`` to show, a ``flag_default`` text where the flag's
+    default is not the field's)."""
+    factory = meta.pop("factory", None)
+    metadata = {"help": help, "aliases": list(aliases), **meta}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    if default is ...:
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _option_type(hint: Any, meta: typing.Mapping[str, Any], default: Any) -> Any:
+    """The type typer parses a field's option as: text for a field with a ``parse``, a path for a path field."""
+    if "parse" in meta:
+        return str if isinstance(default, str) else str | None
+    if any(key in meta for key in _PATH_KEYS):
+        listed = list in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
+        path = list[Path] if listed else Path
+        return path if default is ... else path | None
+    return hint
+
+
+def _option(cls: type, f: dataclasses.Field) -> inspect.Parameter:
+    """The keyword parameter of a Typer command that is the option of field ``f`` of ``cls``."""
+    meta = f.metadata
+    if "help" not in meta:
+        raise TypeError(f"{cls.__name__}.{f.name} has no help: declare it with tinytool.clikit.setting, or leave it "
+                        "out of the command's options (skip)")
+    if "flag_default" in meta:
+        default = meta["flag_default"]
+    elif "parse" in meta:
+        default = None  # the flag left out: the field's own default
+    elif f.default is not dataclasses.MISSING:
+        default = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+    else:
+        default = ...
+    options = {key: meta[name] for name, key in _OPTION_KEYS.items() if name in meta}
+    info = typer.Option(default, "--" + f.name.replace("_", "-"), *meta.get("aliases", ()), **options)
+    hint = typing.get_type_hints(cls)[f.name]
+    return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info,
+                             annotation=_option_type(hint, meta, default))
+
+
+def option_of(cls: type, name: str) -> Any:
+    """The ``typer.Option`` of field ``name`` of ``cls``, for a command that takes that one option as its own."""
+    return _option(cls, next(f for f in dataclasses.fields(cls) if f.name == name)).default
+
+
+def config_options(cls: type, *, skip: Iterable[str] = (), after: str | None = None
+                   ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A Typer command that takes the fields of the config dataclass ``cls`` as options beside its own, gathered
+    in its ``**values`` (see `config_values`); ``skip`` names fields it does not take (it declares them itself or
+    fixes them). In ``--help`` the required fields come first, then the command's own options up to ``after``
+    (none: no own option), the other fields in their order, and the rest of its own options."""
+    def wrap(command: Callable[..., Any]) -> Callable[..., Any]:
+        own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+               for p in inspect.signature(command, eval_str=True).parameters.values()
+               if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        fields = [_option(cls, f) for f in dataclasses.fields(cls) if f.name not in set(skip)]
+        required = [p for p in fields if p.default.default is ...]
+        cut = next((i + 1 for i, p in enumerate(own) if p.name == after), 0)
+        command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [*required, *own[:cut], *(p for p in fields if p not in required), *own[cut:]])
+        return command
+    return wrap
+
+
+def config_values(cls: type, values: dict[str, Any], ctx: typer.Context | None = None) -> dict[str, Any]:
+    """The values of ``cls``'s fields among a `config_options` command's ``values``, each text of a field with a
+    ``parse`` parsed. With the command's ``ctx``, only those given on the command line (a flag left at its default
+    leaves what lies underneath: a config file's value, else the field's default)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out = {}
+    for name, value in values.items():
+        if ctx is not None:
+            source = ctx.get_parameter_source(name)
+            if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
+                continue
+        parse = fields[name].metadata.get("parse")
+        out[name] = parse(value) if parse is not None and isinstance(value, str) else value
+    return out
+
+
 def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> NoReturn:
     """Print ``error: MSG`` and its fix (see `print_error`) to stderr and exit (prefer raising a `TinytoolError`)."""
     print_error(msg if isinstance(msg, TinytoolError) else str(msg), fix=fix)
@@ -206,5 +309,5 @@ def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> No
 
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "Interrupted", "TinytoolCommand", "TinytoolGroup",
-           "TinytoolTyper", "check_args", "err", "fail", "make_app", "on_interrupt", "passthrough",
-           "print_error"]
+           "TinytoolTyper", "check_args", "config_options", "config_values", "err", "fail", "make_app", "on_interrupt",
+           "option_of", "passthrough", "print_error", "setting"]

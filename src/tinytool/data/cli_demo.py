@@ -1,24 +1,23 @@
 """``tinytool data demo``: write the bundled demo task set.
 
 The generator's settings are the fields of `tinytool.data.demo.config.DemoConfig`, declared there once: each is a
-flag here (``twin_p`` is ``--twin-p``, with the field's help, bounds and short aliases) and a key of the
-``--config`` YAML file underneath the flags; the resolved config goes into the data set's manifest.
+flag here (``twin_p`` is ``--twin-p``, with the field's help, bounds and short aliases; `tinytool.clikit.config_options`
+derives them) and a key of the ``--config`` YAML file underneath the flags; the resolved config goes into the data
+set's manifest.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from tinytool.clikit import make_app, on_interrupt
-from tinytool.data.demo.config import DemoConfig, settings
+from tinytool.clikit import config_options, config_values, make_app, on_interrupt
+from tinytool.data.demo.config import DemoConfig
 
 if TYPE_CHECKING:
     from tinytool.schema import Conversation
@@ -26,49 +25,8 @@ if TYPE_CHECKING:
 demo_app = make_app(help="Generate the bundled demo tool-calling tasks.")
 
 
-def _setting_options(cls: type) -> list[inspect.Parameter]:
-    """A typer option for each field of the config dataclass ``cls``, from the field's metadata (the training
-    configs' keys: ``help``, short ``aliases``; and ``min``, ``max``, the ``panel`` of ``--help``): its flag is its
-    name with - for _; a field whose metadata has a ``parse`` takes text (its ``metavar``), parsed into its value."""
-    out = []
-    for f in dataclasses.fields(cls):
-        meta = f.metadata
-        text = "parse" in meta
-        option = typer.Option(None if text else f.default, "--" + f.name.replace("_", "-"), *meta.get("aliases", ()),
-                              help=meta.get("help"), min=meta.get("min"), max=meta.get("max"),
-                              metavar=meta.get("metavar"), rich_help_panel=meta.get("panel"))
-        kind = str | None if text else {"int": int, "float": float}[f.type]
-        out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
-    return out
-
-
-def _with_settings(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A command that takes ``cls``'s fields as options beside its own (gathered in its ``**values``)."""
-    def wrap(command: Callable[..., Any]) -> Callable[..., Any]:
-        own = [p for p in inspect.signature(command, eval_str=True).parameters.values()
-               if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own[1:]]
-        signature = inspect.Signature([*own[:1], *_setting_options(cls), *rest])
-        command.__signature__ = signature  # type: ignore[attr-defined]
-        return command
-    return wrap
-
-
-def _given(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
-    """The settings among ``values`` given on the command line (a flag left at its default leaves a --config
-    file's value), a text flag parsed."""
-    out = {}
-    for name, value in values.items():
-        source = ctx.get_parameter_source(name)
-        if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
-            continue
-        parse = settings()[name].metadata.get("parse")
-        out[name] = parse(value) if parse is not None and isinstance(value, str) else value
-    return out
-
-
 @demo_app.command("demo")
-@_with_settings(DemoConfig)
+@config_options(DemoConfig)
 def demo(
     ctx: typer.Context,
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Directory for train.jsonl and dev.jsonl."),
@@ -92,7 +50,7 @@ def demo(
     from tinytool.io import check_output_file, check_writable
     from tinytool.progress import ProgressBar
 
-    cfg = load_config(config, **_given(ctx, values))
+    cfg = load_config(config, **config_values(DemoConfig, values, ctx))
     for name in (*SPLIT_FILES, MANIFEST):
         check_output_file(out / name, overwrite)
     check_writable(out)  # before the work, not after it

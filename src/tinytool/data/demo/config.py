@@ -17,10 +17,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tinytool.clikit import setting
 from tinytool.errors import UserInputError
 
 #: the BFCL single-turn categories, and ``multi_step`` (ASTRA §2.2: a later call needs an earlier call's output)
@@ -89,16 +90,9 @@ def parse_real_dev(text: str, flag: str = "--real-dev") -> dict[str, float]:
     return _weights(text, flag, REAL_DEV, normalise=False)
 
 
-def _setting(default: Any, help: str, *aliases: str, **meta: Any) -> Any:
-    """A field of `DemoConfig`: its ``help`` (``--help`` shows it), short ``aliases`` of its flag, and in ``meta``
-    its bounds (``min``, ``max``), the ``panel`` of ``--help`` it is listed in, and for a mapping the ``parse`` of
-    its flag's text (and ``metavar``); the metadata keys of the training configs' fields."""
-    return field(default=default, metadata={"help": help, "aliases": list(aliases), **meta})
-
-
 def _share(default: float, help: str) -> Any:
     """A probability of `DemoConfig` (in [0, 1]) that shapes single tasks."""
-    return _setting(default, help, min=0.0, max=1.0, panel=SHAPES)
+    return setting(default, help, min=0.0, max=1.0, panel=SHAPES)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,26 +103,26 @@ class DemoConfig:
     is a `UserInputError` naming the setting."""
 
     # --- the data set ---
-    n: int = _setting(1000, "Number of tasks (train + dev).", "-n", min=1)
-    seed: int = _setting(0, "Seed of the world and the tasks; same seed, same files.")
-    dev_fraction: float = _setting(0.1, "Share of tasks in dev.", min=0.0, max=1.0)
-    mix: dict[str, float] | None = _setting(
+    n: int = setting(1000, "Number of tasks (train + dev).", "-n", min=1)
+    seed: int = setting(0, "Seed of the world and the tasks; same seed, same files.")
+    dev_fraction: float = setting(0.1, "Share of tasks in dev.", min=0.0, max=1.0)
+    mix: dict[str, float] | None = setting(
         None, "Category weights, normalised, e.g. simple=0.2,parallel=0.2,irrelevance=0.25 (left-out categories "
         "get no tasks). Categories: simple, multiple, parallel, parallel_multiple, irrelevance, missing_parameter, "
         "multi_step. Default: the built-in mix.", parse=parse_mix, categories=CATEGORIES,
         metavar="CATEGORY=WEIGHT,...")
-    real_dev: dict[str, float] | None = _setting(
+    real_dev: dict[str, float] | None = setting(
         None, "Shares of the dev split in the realistic categories real_simple and real_multiple, e.g. "
         "real_simple=0.15,real_multiple=0.15 (summing below 1) [default: those with the built-in mix, none with "
         "--mix].", parse=parse_real_dev, categories=tuple(REAL_DEV), metavar="CATEGORY=SHARE,...")
-    proc_fraction: float = _setting(
+    proc_fraction: float = setting(
         0.5, "Share of the simple, multiple, parallel, parallel_multiple and irrelevance tasks built over "
         "generated tool schemas instead of the executable catalog (0: catalog only).", min=0.0, max=1.0)
-    real_fraction: float = _setting(
+    real_fraction: float = setting(
         0.3, "Share of the tasks whose request is written the way people write (an opening, context that does "
         "not matter, a sign-off, lower case, short forms, a typo; every value kept). With the built-in mix, "
         "dev also holds the realistic categories real_simple and real_multiple.", min=0.0, max=1.0)
-    per_toolset: int = _setting(
+    per_toolset: int = setting(
         1, "Tasks per offered tool set: each task is followed by K-1 more over the same tools (a call of another "
         "of them, several calls of one, a near miss or open question none answers), so K conversations share "
         "one system prompt and tool listing (see tinytool sft --shared-prefix).", min=1)
@@ -145,8 +139,8 @@ class DemoConfig:
         0.2, "Share of the other one-call requests drawn from a tool of --full-params or more parameters, stating "
         "a value for every optional one its phrasing can carry (else a model places a stated value in a second "
         "call).")
-    full_params: int = _setting(4, "Parameters a tool needs for the --full-p requests.", min=1, panel=SHAPES)
-    many_tries: int = _setting(
+    full_params: int = setting(4, "Parameters a tool needs for the --full-p requests.", min=1, panel=SHAPES)
+    many_tries: int = setting(
         8, "Draws of a request before a many-valued one-call request settles for the last one drawn.", min=1,
         panel=SHAPES)
     # --- several calls ---
@@ -175,7 +169,7 @@ class DemoConfig:
     alt_p: float = _share(
         0.35, "Chance a generated tool takes a parameter's alternative form whose description states another value "
         "format (a date as MM/DD/YYYY, a rate as a fraction).")
-    variants: int = _setting(10, "Generated tools drawn per action (names that collide are dropped).", min=1,
+    variants: int = setting(10, "Generated tools drawn per action (names that collide are dropped).", min=1,
                              panel=SHAPES)
     held_out_share: float = _share(0.1, "Share of the generated tools outside the held-out domains kept for dev.")
     implied_p: float = _share(
