@@ -38,7 +38,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -57,6 +57,7 @@ from tinytool.bfcl import (
     is_multi_turn,
     is_relevance,
 )
+from tinytool.clikit import setting
 from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
 from tinytool.eval.failures import failure_table, over_call_table
 from tinytool.formats import PromptFormat, get_format
@@ -81,33 +82,50 @@ from tinytool.schema import Conversation, Message, Tool
 GROUP_WEIGHTS = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 30}
 
 
+#: the help of the options ``eval bfcl`` and ``eval demo`` share (no word longer than about 20 characters: a narrow
+#: terminal's help column cuts longer ones)
+MODEL_HELP = ("Model: hub id, local dir, .gguf, smollm2-135m-instruct, vllm:SPEC, or an OpenAI-compatible endpoint as "
+              "URL@MODEL (URL: http://host:port/v1).")
+CONSTRAINED_HELP = ("Decode under the tools' grammar (local models): text, or calls that name an offered function and "
+                    "fit its schema. The run is marked constrained in the summary and report.")
+GUARD_HELP = ("Local models, hermes formats, single-turn items: a call stays open while the request states a value no "
+              "call holds that an unwritten parameter takes, and a repeated call ends the answer. The run is marked "
+              "guarded in the summary and report. An experiment, off by default: two of its rules were set while "
+              "reading BFCL answers, and on the held-out demo dev split it changed nothing.")
+
+
 @dataclass
 class BFCLRunConfig:
     """A BFCL run: its fields define it (recorded in ``run.json``; a resumed run must match them), except ``FREE``
-    ones, which a resumed run may change (categories are added to those already run)."""
+    ones, which a resumed run may change (categories are added to those already run). Each field but ``format``
+    (the shared ``--format``) is an option of ``tinytool eval bfcl``, declared here with its help."""
 
     #: what a resumed run may change: which categories, how many sequences at once, what else it records
     FREE: ClassVar[frozenset[str]] = frozenset({"categories", "batch_size", "entropy", "label"})
 
-    model: str
+    model: str = setting(..., MODEL_HELP, "-m")
     format: str = "hermes"
-    categories: list[str] = field(default_factory=lambda: list(NON_LIVE))
-    limit: int | None = None  #: items per category (a seeded random subset), None = all
-    samples: int = 1
-    temperature: float = 0.0
-    max_new_tokens: int = 256
-    batch_size: int = 16  #: sequences decoded at once; each generate call gets CALL_BATCHES times as many items
-    step_limit: int = 20  #: multi-turn: model steps per turn before BFCL forces it to quit
-    seed: int = 0
-    entropy: bool = False
-    label: str | None = None
-    #: decode under the ``auto`` grammar of each item's tools (`tinytool.llm.constrain`): text, or calls that name
-    #: an offered function and fit its schema; the summary and report mark the run as constrained
-    constrained: bool = False
-    #: single-turn items decode under a value guard (`tinytool.llm.guard`): a call stays open while the request
-    #: states a value no call holds that an unwritten parameter takes, and a repeated call ends the turn; the
-    #: summary marks the run as guarded
-    value_guard: bool = False
+    #: the flag's default is ``ast`` (every AST category); a config made in Python runs the non-live ones
+    categories: list[str] = setting(
+        None, "Comma-separated categories or groups: all, ast, non_live, live, multi_turn, simple_python, ...",
+        factory=lambda: list(NON_LIVE), parse=expand_categories, flag_default="ast")
+    limit: int | None = setting(None, "At most N items per category (seeded random subset).", min=1)
+    samples: int = setting(1, "Completions per item (pass@k).", min=1)
+    temperature: float = setting(0.0, "0 = greedy.", min=0.0)
+    max_new_tokens: int = setting(256, "Longest answer in tokens per turn.", min=1)
+    #: each generate call gets CALL_BATCHES times as many items
+    batch_size: int = setting(
+        16, "Sequences decoded at once (continuous batching: a finished row's slot takes the next item at once); a "
+        f"local model's results are saved every {CALL_BATCHES} batches' worth of items, an endpoint's as each item "
+        "finishes.", min=1)
+    step_limit: int = setting(20, "Multi-turn: steps per turn before forced quit.", min=1)
+    seed: int = setting(0, "Seed of the --limit subset and of sampling (--temperature > 0).")
+    entropy: bool = setting(False, "Also record mean token entropy (local models).")
+    label: str | None = setting(None, "Short name of this run in reports.")
+    #: decode under the ``auto`` grammar of each item's tools (`tinytool.llm.constrain`)
+    constrained: bool = setting(False, CONSTRAINED_HELP)
+    #: single-turn items decode under a value guard (`tinytool.llm.guard`)
+    value_guard: bool = setting(False, GUARD_HELP)
 
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,

@@ -1,13 +1,21 @@
-"""``tinytool eval bfcl|demo|judge`` and ``tinytool report``."""
+"""``tinytool eval bfcl|demo|judge|expert|compare`` and ``tinytool report``.
+
+The options of ``eval bfcl`` are the fields of `tinytool.eval.bfcl_runner.BFCLRunConfig` and those of ``eval demo``
+the fields of `tinytool.eval.demo_eval.DemoRun`, each declared once on its field (`tinytool.clikit.setting`); what
+does not define a run (the output directory, ``--dtype``, ``--overwrite``, ...) is declared here.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from tinytool.clikit import err, fail, make_app, on_interrupt
+from tinytool.clikit import config_options, config_values, err, fail, make_app, on_interrupt, option_of
+from tinytool.eval.bfcl_runner import BFCLRunConfig
+from tinytool.eval.demo_eval import DemoRun
 from tinytool.formats import PromptFormat
 from tinytool.formats.option import format_option
 from tinytool.io import check_not_input
@@ -15,18 +23,10 @@ from tinytool.llm.guard import check_format
 
 eval_app = make_app(help="Score models: BFCL v4, the demo dev split, an LLM judge.")
 
-# no word longer than about 20 characters: a narrow terminal's help column cuts longer ones
-_MODEL_HELP = ("Model: hub id, local dir, .gguf, smollm2-135m-instruct, vllm:SPEC, or an OpenAI-compatible "
-               "endpoint as URL@MODEL (URL: http://host:port/v1).")
-
-
 DTYPES = ("float32", "bfloat16")
 _DTYPE_HELP = ("Weights of a local model while generating: float32 (prompts prefilled under bf16 autocast where the "
                "hardware has it, decoded in fp32) or bfloat16 (decoding about 1.8x faster on a CPU with native "
                "bf16, but answers differ from float32's: compare runs decoded alike).")
-_BATCH_HELP = ("Sequences decoded at once (continuous batching: a finished row's slot takes the next item at "
-               "once); a local model's results are saved every 4 batches' worth of items, an endpoint's as each "
-               "item finishes.")
 
 
 def _remote(model: str) -> bool:
@@ -107,65 +107,38 @@ def _table(summary: dict, benchmark: str) -> None:
     Console().print(t)
 
 
-_CONSTRAINED_HELP = ("Decode under the tools' grammar (local models): text, or calls that name an offered function "
-                     "and fit its schema. The run is marked constrained in the summary and report.")
-
-
-_GUARD_HELP = ("Local models, hermes formats, single-turn items: a call stays open while the request states a value "
-               "no call holds that an unwritten parameter takes, and a repeated call ends the answer. The run is "
-               "marked guarded in the summary and report. An experiment, off by default: two of its rules were set "
-               "while reading BFCL answers, and on the held-out demo dev split it changed nothing.")
-
-
 @eval_app.command("bfcl")
+@config_options(BFCLRunConfig, skip=("format",), after="fmt")
 def bfcl(
-    model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory (resumed if it exists)."),
     fmt: PromptFormat | None = format_option(trained=True),
-    categories: str = typer.Option(
-        "ast", "--categories",
-        help="Comma-separated categories or groups: all, ast, non_live, live, multi_turn, simple_python, ..."),
-    limit: int = typer.Option(None, "--limit", min=1, help="At most N items per category (seeded random subset)."),
-    samples: int = typer.Option(1, "--samples", min=1, help="Completions per item (pass@k)."),
-    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy."),
-    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="Longest answer in tokens per turn."),
-    batch_size: int = typer.Option(16, "--batch-size", min=1, help=_BATCH_HELP),
     dtype: str = typer.Option("float32", "--dtype", help=_DTYPE_HELP),
-    step_limit: int = typer.Option(20, "--step-limit", min=1, help="Multi-turn: steps per turn before forced quit."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the --limit subset and of sampling (--temperature > 0)."),
-    entropy: bool = typer.Option(False, "--entropy", help="Also record mean token entropy (local models)."),
-    label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
-    constrained: bool = typer.Option(False, "--constrained", help=_CONSTRAINED_HELP),
-    value_guard: bool = typer.Option(False, "--value-guard", help=_GUARD_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
     rescore: bool = typer.Option(False, "--rescore", help="Only re-check the stored generations."),
+    **values: Any,
 ) -> None:
     """Score a model on BFCL v4 with tinytool's own checkers (resumable; writes generations,
     per-item verdicts with reasons, and a summary weighted as BFCL's leaderboard).
 
     Example: tinytool eval bfcl -m runs/sft --categories simple_python,multiple,irrelevance --limit 100 -o runs/sft-bfcl
     """
-    from tinytool.bfcl import expand_categories
-    from tinytool.eval.bfcl_runner import BFCLRunConfig, kept_note, run_bfcl, score
+    from tinytool.eval.bfcl_runner import kept_note, run_bfcl, score
 
     if rescore:
         summary = score(out)
     else:
+        model = values["model"]
         check_not_input(out, model)
         _check_dtype(dtype, model)
-        _check_local(model, constrained, value_guard)
+        _check_local(model, values["constrained"], values["value_guard"])
         fmt = _format(fmt, model)
-        if samples > 1 and temperature == 0:
+        if values["samples"] > 1 and values["temperature"] == 0:
             fail("--samples > 1 needs --temperature > 0")
-        if value_guard:  # before the model loads
+        if values["value_guard"]:  # before the model loads
             check_format(fmt)
-        cfg = BFCLRunConfig(
-            model=model, format=fmt.name, categories=expand_categories(categories), limit=limit, samples=samples,
-            temperature=temperature, max_new_tokens=max_new_tokens, batch_size=batch_size,
-            step_limit=step_limit, seed=seed, entropy=entropy, label=label, constrained=constrained,
-            value_guard=value_guard)
+        cfg = BFCLRunConfig(format=fmt.name, **config_values(BFCLRunConfig, values))
         with on_interrupt(lambda: kept_note(out)):
-            summary = run_bfcl(cfg, out, _client(model, batch_size, dtype), overwrite=overwrite)
+            summary = run_bfcl(cfg, out, _client(model, cfg.batch_size, dtype), overwrite=overwrite)
     _table(summary, "BFCL")
     for category, n in (summary.get("unscored") or {}).items():
         err.print(f"not scored: {category} ({n} item(s) of an earlier run in {out} have no generation; ask for it in "
@@ -174,19 +147,15 @@ def bfcl(
 
 
 @eval_app.command("demo")
+@config_options(DemoRun, skip=("format", "temperature", "samples"), after="fmt")
 def demo(
-    model: str = typer.Option(..., "--model", "-m", help=_MODEL_HELP),
-    data: Path = typer.Option(..., "--data", "-d", exists=True, dir_okay=False, help="Demo dev split (JSONL)."),
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Run directory."),
     fmt: PromptFormat | None = format_option(trained=True),
-    limit: int = typer.Option(None, "--limit", min=1, help="At most N tasks (the first N of the split)."),
-    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="Longest answer in tokens."),
-    batch_size: int = typer.Option(16, "--batch-size", min=1, help=_BATCH_HELP),
+    batch_size: int = option_of(BFCLRunConfig, "batch_size"),
     dtype: str = typer.Option("float32", "--dtype", help=_DTYPE_HELP),
-    label: str = typer.Option(None, "--label", help="Short name of this run in reports."),
-    constrained: bool = typer.Option(False, "--constrained", help=_CONSTRAINED_HELP),
-    value_guard: bool = typer.Option(False, "--value-guard", help=_GUARD_HELP),
+    label: str = option_of(BFCLRunConfig, "label"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Start over in an existing run directory."),
+    **values: Any,
 ) -> None:
     """Score a model on the demo dev split: exact call match and STAR's Sim-RL score per category
     (resumable: a rerun with the same settings continues, other settings are refused).
@@ -195,17 +164,16 @@ def demo(
     """
     from tinytool.eval.demo_eval import run_demo_eval
 
-    check_not_input(out, model, data)
+    model = values["model"]
+    check_not_input(out, model, values["data"])
     _check_dtype(dtype, model)
-    _check_local(model, constrained, value_guard)
+    _check_local(model, values["constrained"], values["value_guard"])
     fmt = _format(fmt, model)
-    if value_guard:  # before the model loads
+    if values["value_guard"]:  # before the model loads
         check_format(fmt)
     with on_interrupt(f"the answers finished so far are kept in {out}; the same command resumes there"):
-        summary = run_demo_eval(model=model, data=data, out=out, fmt=fmt, limit=limit,
-                                max_new_tokens=max_new_tokens, batch_size=batch_size,
-                                client=_client(model, batch_size, dtype), label=label, overwrite=overwrite,
-                                constrained=constrained, value_guard=value_guard)
+        summary = run_demo_eval(out=out, fmt=fmt, batch_size=batch_size, client=_client(model, batch_size, dtype),
+                                label=label, overwrite=overwrite, **config_values(DemoRun, values))
     _table(summary, "demo dev split")
 
 

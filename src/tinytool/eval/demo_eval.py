@@ -17,8 +17,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tinytool import __version__
+from tinytool.clikit import setting
 from tinytool.errors import UserInputError
-from tinytool.eval.bfcl_runner import is_generation, read_generations
+from tinytool.eval.bfcl_runner import (
+    CONSTRAINED_HELP,
+    GUARD_HELP,
+    MODEL_HELP,
+    is_generation,
+    read_generations,
+)
 from tinytool.eval.metrics import TaskRecord, four_t
 from tinytool.formats import DEFAULT_FORMAT, PromptFormat, get_format
 from tinytool.io import (
@@ -82,17 +89,20 @@ def load_tasks(data: str | os.PathLike, limit: int | None = None) -> list[tuple[
 @dataclass
 class DemoRun:
     """What defines a demo run directory: a resumed run must agree on every field (the data file by path and
-    content, so another file, or the same file rewritten, is never mixed in)."""
+    content, so another file, or the same file rewritten, is never mixed in). The fields with help are options of
+    ``tinytool eval demo``."""
 
-    model: str
+    model: str = setting(..., MODEL_HELP, "-m")
     format: str
-    data: str
-    limit: int | None
-    max_new_tokens: int
+    data: str = setting(..., "Demo dev split (JSONL).", "-d", exists=True, dir_okay=False)
+    limit: int | None = setting(None, "At most N tasks (the first N of the split).", min=1)
+    max_new_tokens: int = setting(256, "Longest answer in tokens.", min=1)
     temperature: float = 0.0
     samples: int = 1
-    constrained: bool = False  #: decoded under the ``auto`` grammar of each task's tools
-    value_guard: bool = False  #: decoded under each task's value guard (`tinytool.llm.guard`)
+    #: decoded under the ``auto`` grammar of each task's tools
+    constrained: bool = setting(False, CONSTRAINED_HELP)
+    #: decoded under each task's value guard (`tinytool.llm.guard`)
+    value_guard: bool = setting(False, GUARD_HELP)
 
     PATHS: ClassVar[tuple[str, ...]] = ("data",)
 
