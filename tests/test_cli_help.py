@@ -140,3 +140,32 @@ def test_a_config_file_under_flags_records_only_what_was_given(data, tmp_path):
     saved = saved_config(cfg)
     assert cfg.learning_rate == 5e-4 and saved["weight_decay"] == 0.1 and saved["data"] == [data]
     assert "include_num_input_tokens_seen" not in saved and "debug" not in saved
+
+
+@pytest.mark.parametrize("verb, module, config, skip", [
+    (["eval", "bfcl"], "tinytool.eval.bfcl_runner", "BFCLRunConfig", {"format"}),
+    (["eval", "demo"], "tinytool.eval.demo_eval", "DemoRun", {"format", "temperature", "samples"}),
+    (["serve"], "tinytool.serve.config", "ServeConfig", set()),
+])
+def test_eval_and_serve_take_their_configs_fields_as_options(verb, module, config, skip):
+    """``eval bfcl``, ``eval demo`` and ``serve`` derive an option from each field of their config dataclass: its
+    flag (the name with - for _ and the field's short aliases), help and default are the field's."""
+    import dataclasses
+    import importlib
+
+    import typer
+
+    cls = getattr(importlib.import_module(module), config)
+    command = typer.main.get_command(app)
+    for name in verb:
+        command = command.commands[name]
+    params = {p.name: p for p in command.params}
+    fields = [f for f in dataclasses.fields(cls) if f.name not in skip]
+    for f in fields:
+        p = params[f.name]
+        assert p.opts[0] == "--" + f.name.replace("_", "-") and p.opts[1:] == f.metadata["aliases"], f.name
+        assert p.help.replace("\\[", "[") == f.metadata["help"], f.name
+        default = f.metadata.get("flag_default", f.default if f.default is not dataclasses.MISSING else None)
+        assert p.required == (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        assert p.required or p.default == default, f.name
+    assert not set(params) & skip  # a field left out is no option (the shared --format is the command's ``fmt``)
