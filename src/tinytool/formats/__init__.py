@@ -5,7 +5,7 @@
     p = fmt.parse(model_text)                   # p.reasoning, p.calls, p.response, p.errors
 """
 
-from tinytool.formats.base import Parsed, PromptFormat, Rendered, template_supports_tools
+from tinytool.formats.base import CallSyntax, Parsed, PromptFormat, Rendered, Tags, template_supports_tools
 from tinytool.formats.hermes import HermesFormat
 from tinytool.formats.pythonic import PythonFormat
 from tinytool.formats.toolrl import ToolRLFormat
@@ -42,6 +42,12 @@ def get_format(name: str | PromptFormat, strict: bool = False) -> PromptFormat:
     return fmt
 
 
+def formats_with(feature: str) -> list[str]:
+    """The names of the formats whose call syntax allows ``feature`` (``"grammar"``, ``"guard"``, ``"stream"``: a
+    `CallSyntax` property), in the order `FORMATS` lists them."""
+    return [name for name in FORMATS if getattr(get_format(name).syntax, feature)]
+
+
 def resolve_format(name: str | PromptFormat) -> PromptFormat:
     """``--format`` read once, where the user gave it: the format, or `UserInputError` naming the choices."""
     from tinytool.errors import UserInputError
@@ -57,12 +63,15 @@ __all__ = [
     "DEFAULT_FORMAT",
     "FORMATS",
     "FORMAT_HELP",
+    "CallSyntax",
     "HermesFormat",
     "Parsed",
     "PromptFormat",
     "PythonFormat",
     "Rendered",
+    "Tags",
     "ToolRLFormat",
+    "formats_with",
     "get_format",
     "resolve_format",
     "template_supports_tools",

@@ -1,8 +1,11 @@
 """What every prompt format shares: the parse result, rendering through a chat template, tag scanning.
 
-A format owns three things: the system prompt that presents the tools, the text of an assistant turn
-(`render_assistant`) and of a tool result (`render_tool_result`), and `parse`, which turns model text
-back into reasoning, calls and a response. Chat markup (``<|im_start|>`` ...) belongs to the
+A format owns four things: the system prompt that presents the tools, the text of an assistant turn
+(`render_assistant`) and of a tool result (`render_tool_result`), `parse`, which turns model text
+back into reasoning, calls and a response, and its call syntax (`CallSyntax`: the tags a call opens and
+closes with, how calls are laid out, and what that allows: a grammar, the value guard, streaming), which
+every module that decodes under a format or reads its answers as they are written asks instead of
+switching on format names. Chat markup (``<|im_start|>`` ...) belongs to the
 tokenizer's chat template; without a tokenizer the ChatML markup SmolLM2 and Qwen use is written.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import re
 from abc import ABC, abstractmethod
@@ -56,6 +60,90 @@ class Parsed:
     def strict_problems(self) -> list[str]:
         """Errors plus the repairs a strict reading does not accept (see `STRICT_OK_WARNINGS`)."""
         return self.errors + [w for w in self.warnings if w not in STRICT_OK_WARNINGS]
+
+
+@dataclass(frozen=True)
+class Tags:
+    """The two tags around one part of an assistant turn (reasoning, a call block, a reply); ``pad``: what the
+    format writes just inside them around the text, where a grammar requires it (``"\\n"`` in Hermes)."""
+
+    open: str
+    close: str
+    pad: str = ""
+
+
+#: the call layouts `CallSyntax.layout` names (each has a grammar in `tinytool.llm.constrain`)
+LAYOUTS = ("blocks", "lines", "list")
+
+
+@dataclass(frozen=True)
+class CallSyntax:
+    """How a format writes the calls of an assistant turn: what the grammar of constrained decoding
+    (`tinytool.llm.constrain`), the value guard (`tinytool.llm.guard`) and the server read instead of a
+    format's name, the way each of vLLM's tool parsers owns its tags. ``layout``:
+
+    - ``"blocks"``: each call its own block ``call.open + pad + {JSON} + pad + call.close``, blocks joined by
+      ``sep``, free text before the first (Hermes);
+    - ``"lines"``: one block holding one JSON call a line (joined by ``sep``), a text answer inside ``reply``'s
+      tags (ToolRL);
+    - ``"list"``: a Python list of calls with keyword arguments, ``[f(a=1), g()]``, or plain text (BFCL's style);
+    - None: no call syntax a grammar or guard can follow.
+
+    A JSON call is an object ``{name_key: <name>, args_key: {…}}``. ``think``: the reasoning's tags
+    (``always_think``: written in every turn, empty or not; otherwise only when there is reasoning), followed by
+    ``think_sep``. ``stream``: a server may stream answers in this format (text is held back once
+    `PromptFormat.attempts_call` sees a call begin)."""
+
+    layout: str | None = None
+    call: Tags | None = None
+    args_key: str = "arguments"
+    name_key: str = "name"
+    sep: str = "\n\n"
+    think: Tags | None = None
+    always_think: bool = False
+    think_sep: str = "\n\n"
+    reply: Tags | None = None
+    stream: bool = True
+
+    @property
+    def grammar(self) -> bool:
+        """Whether constrained decoding has a grammar of these calls."""
+        return self.layout in LAYOUTS
+
+    @property
+    def guard(self) -> bool:
+        """Whether the value guard can follow these calls: each a JSON object with its arguments one level in,
+        closed by its own tag."""
+        return self.layout == "blocks" and self.call is not None
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """Every tag written around the parts of a turn: reasoning, call block, reply, in that order."""
+        return tuple(t for part in (self.think, self.call, self.reply) if part is not None
+                     for t in (part.open, part.close))
+
+    def blocks(self, text: str) -> list[tuple[int, str]]:
+        """Where each complete call block of ``text`` starts and what it holds, left to right (blocks layout)."""
+        pattern = re.escape(self.call.open) + r"(.*?)" + re.escape(self.call.close)
+        return [(m.start(), m.group(1)) for m in re.finditer(pattern, text, re.DOTALL)]
+
+    def open_call(self, text: str) -> str | None:
+        """The text of the call block ``text`` ends inside (after its opening tag), None when no block is open."""
+        at = text.rfind(self.call.open)
+        if at < 0 or text.find(self.call.close, at) >= 0:
+            return None
+        return text[at + len(self.call.open):]
+
+    def call_name(self, call: str) -> str | None:
+        """The function name a call object being written (``call``: its JSON so far) has given, if any."""
+        m = _name_pattern(self.name_key).search(call)
+        return m.group(1) if m else None
+
+
+@functools.lru_cache(maxsize=16)
+def _name_pattern(key: str) -> re.Pattern[str]:
+    """The name of a call object as JSON writes it: ``"<key>": "<name>"``."""
+    return re.compile(r'"' + re.escape(key) + r'"\s*:\s*"([^"]*)"')
 
 
 @dataclass(slots=True)
@@ -212,6 +300,8 @@ class PromptFormat(ABC):
     uses_native_tool_block: bool = False
     #: read back only what needs no repair (see the class docstring)
     strict: bool = False
+    #: how this format writes calls, and what that allows (grammar, value guard, streaming)
+    syntax: CallSyntax = CallSyntax()
 
     def strict_copy(self) -> PromptFormat:
         """This format reading strictly (formats hold no other state, so a shallow copy will do)."""
@@ -244,8 +334,12 @@ class PromptFormat(ABC):
         What a strict irrelevance check counts as a call."""
         parsed = self.parse(text)
         return (bool(parsed.calls) or "tool_call" in parsed.sections
-                or any("tool_call>" in e for e in parsed.errors)
+                or any(tag in e for e in parsed.errors for tag in self._call_tags())
                 or bool(_BARE_JSON_CALL.search(parsed.response)))
+
+    def _call_tags(self) -> tuple[str, ...]:
+        call = self.syntax.call
+        return (call.open, call.close) if call is not None else ()
 
     @abstractmethod
     def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:

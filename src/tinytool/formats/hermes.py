@@ -9,8 +9,10 @@ object with ``name`` and ``arguments``) are what `parse` reports as errors.
 from __future__ import annotations
 
 from tinytool.formats.base import (
+    CallSyntax,
     Parsed,
     PromptFormat,
+    Tags,
     cut_spans,
     find_blocks,
     tool_lines,
@@ -33,22 +35,28 @@ The functions you can call are listed below inside <tools></tools>, one JSON sig
 {tools}
 </tools>
 
-To call a function, write a JSON object with its name and arguments inside <tool_call></tool_call> \
+To call a function, write a JSON object with its name and arguments inside {open}{close} \
 tags, one pair of tags per call:
-<tool_call>
-{{"name": <function-name>, "arguments": <args-json-object>}}
-</tool_call>"""
+{open}{pad}{{"name": <function-name>, "arguments": <args-json-object>}}{pad}{close}"""
+
+#: Hermes' reasoning, written in every turn of the thinking variant (STAR's rule 1)
+THINK = Tags("<think>", "</think>", "\n")
 
 
 class HermesFormat(PromptFormat):
     """Hermes/Qwen tool calling. ``think=True`` asks for and writes a ``<think>`` block in every
-    assistant turn (STAR's rule 1); ``think=False`` leaves reasoning out."""
+    assistant turn (STAR's rule 1); ``think=False`` leaves reasoning out. Rendering, parsing and the
+    system prompt's instructions follow `call_tags`, so a subclass with tags of its own is a format of
+    its own."""
 
     uses_native_tool_block = True
+    #: the tags around each call, each call its own block
+    call_tags = Tags("<tool_call>", "</tool_call>", "\n")
 
     def __init__(self, think: bool = True):
         self.think = think
         self.name = "hermes" if think else "hermes-nothink"
+        self.syntax = CallSyntax("blocks", self.call_tags, think=THINK if think else None, always_think=think)
 
     def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:
         parts = [system.strip()] if system and system.strip() else ["You are a helpful assistant."]
@@ -56,7 +64,8 @@ class HermesFormat(PromptFormat):
             if self.think:
                 parts.append(_INSTRUCTIONS)
             listing = tool_lines(tools)
-            parts.append(_TOOL_BLOCK.format(tools=listing))
+            c = self.call_tags
+            parts.append(_TOOL_BLOCK.format(tools=listing, open=c.open, close=c.close, pad=c.pad))
         return "\n\n".join(parts)
 
     def native_system_prompt(self, system: str | None) -> str | None:
@@ -69,11 +78,12 @@ class HermesFormat(PromptFormat):
     def render_assistant(self, message: Message) -> str:
         parts = []
         if self.think:
-            parts.append(f"<think>\n{(message.reasoning or '').strip()}\n</think>")
+            parts.append(f"{THINK.open}{THINK.pad}{(message.reasoning or '').strip()}{THINK.pad}{THINK.close}")
         if message.content and message.content.strip():
             parts.append(message.content.strip())
+        c = self.call_tags
         for call in message.tool_calls:
-            parts.append(f"<tool_call>\n{dump_call(call)}\n</tool_call>")
+            parts.append(f"{c.open}{c.pad}{dump_call(call)}{c.pad}{c.close}")
         return "\n\n".join(parts) if parts else ""
 
     def render_tool_result(self, message: Message) -> str:
@@ -81,11 +91,12 @@ class HermesFormat(PromptFormat):
 
     def parse_body(self, text: str, spans: list[tuple[int, int]], parsed: Parsed) -> None:
         rest = cut_spans(text, spans)
-        blocks, errs = find_blocks(rest, "<tool_call>", "</tool_call>")
+        c = self.call_tags
+        blocks, errs = find_blocks(rest, c.open, c.close)
         parsed.errors.extend(errs)
         for k, (_, _, inner) in enumerate(blocks):
-            if self.strict and k == len(blocks) - 1 and "unclosed <tool_call>" in errs:
-                parsed.errors.append("strict: unclosed <tool_call> block dropped")
+            if self.strict and k == len(blocks) - 1 and f"unclosed {c.open}" in errs:
+                parsed.errors.append(f"strict: unclosed {c.open} block dropped")
                 continue
             read_call_block(inner, parsed, strict=self.strict)
         if blocks:

@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any
 
-from tinytool.formats.base import Parsed, PromptFormat, compact_json, cut_spans
+from tinytool.formats.base import CallSyntax, Parsed, PromptFormat, Tags, compact_json, cut_spans
 from tinytool.schema import Message, Tool, ToolCall
 
 _SYSTEM = """\
@@ -83,6 +83,8 @@ class PythonFormat(PromptFormat):
     """``[func(a=1)]`` calls; plain text when no call is made."""
 
     name = "python"
+    #: a list of calls, after reasoning where there is any
+    syntax = CallSyntax("list", sep=", ", think=Tags("<think>", "</think>", "\n"))
 
     def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:
         listing = compact_json([t.function_dict() for t in tools])

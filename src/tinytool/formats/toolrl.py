@@ -10,8 +10,10 @@ every format.
 from __future__ import annotations
 
 from tinytool.formats.base import (
+    CallSyntax,
     Parsed,
     PromptFormat,
+    Tags,
     cut_spans,
     find_blocks,
     tool_lines,
@@ -49,6 +51,11 @@ class ToolRLFormat(PromptFormat):
     """ToolRL's ``<think>/<tool_call>/<response>`` format with ``<obs>`` observations."""
 
     name = "toolrl"
+    #: one block of calls, a call a line; reasoning first in every turn; a reply in its own tags (the spaces written
+    #: inside the reasoning and reply tags are not required when reading)
+    syntax = CallSyntax("lines", Tags("<tool_call>", "</tool_call>", "\n"), args_key="parameters", sep="\n",
+                        think=Tags("<think>", "</think>"), always_think=True, think_sep="\n",
+                        reply=Tags("<response>", "</response>"))
 
     def system_prompt(self, tools: list[Tool], system: str | None = None) -> str:
         listing = tool_lines(tools) or "(none)"

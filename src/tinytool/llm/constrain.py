@@ -12,19 +12,20 @@ mode:
 ``parallel=False`` (OpenAI's ``parallel_tool_calls: false``) allows one call at most in ``auto`` and ``required``;
 ``max_calls`` bounds the number of calls of an answer otherwise (None: any number).
 
-The grammar is a Lark grammar for `llguidance <https://github.com/guidance-ai/llguidance>`_: the format's tags and
-separators written exactly as the format renders an assistant turn (`tinytool.formats`), each call's JSON object
+The grammar is a Lark grammar for `llguidance <https://github.com/guidance-ai/llguidance>`_, written from the
+format's call syntax (`tinytool.formats.CallSyntax`: its layout, tags and separators, exactly as the format renders
+an assistant turn), never from its name, so a format of a known layout needs no change here; each call's JSON object
 embedded as a JSON schema (``%json``) with the separators ``json.dumps`` writes (``", "`` and ``": "``, no other
 whitespace) — the bytes a model trained on tinytool's renderings writes. References of a parameters schema keep
 their meaning inside the call object: the parameters are held in the call schema's ``$defs`` and every local
 reference (``#``, ``#/$defs/…``, ``#/definitions/…``, ``#/properties/…``) points where it pointed in the parameters
-schema. Per format:
+schema. Per layout:
 
-- ``hermes``: ``<think>\\n…\\n</think>``, then (auto) optional text and ``<tool_call>\\n{"name", "arguments"}\\n
-  </tool_call>`` blocks joined by a blank line; ``hermes-nothink`` the same without the reasoning;
-- ``toolrl``: ``<think> … </think>``, one ``<tool_call>`` block holding one ``{"name", "parameters"}`` object per
-  line, and an optional ``<response> … </response>``;
-- ``python``: ``[f(a=1), g(b="x")]`` (after an optional ``<think>`` block). This syntax is not JSON, so only part
+- ``blocks`` (``hermes``: ``<think>\\n…\\n</think>``, then (auto) optional text and ``<tool_call>\\n{"name",
+  "arguments"}\\n</tool_call>`` blocks joined by a blank line; ``hermes-nothink`` the same without the reasoning);
+- ``lines`` (``toolrl``: ``<think> … </think>``, one ``<tool_call>`` block holding one ``{"name", "parameters"}``
+  object per line, and an optional ``<response> … </response>``);
+- ``list`` (``python``: ``[f(a=1), g(b="x")]``, after an optional ``<think>`` block). This syntax is not JSON, so only part
   of the schema is enforced: the function names (offered tools only), the keyword names (each call's own
   parameters; no positional arguments) and that every value is a Python literal (numbers, strings,
   True/False/None, lists, tuples and dicts of literals). *Not* enforced there: required parameters, a parameter
@@ -48,12 +49,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tinytool.errors import UserInputError
+from tinytool.formats import DEFAULT_FORMAT, CallSyntax, PromptFormat, Tags, formats_with, get_format
 from tinytool.schema import Tool
 
 #: the modes of a `ToolConstraint`
 MODES = ("auto", "required", "named")
-#: formats whose call syntax has a grammar here
-FORMATS = ("hermes", "hermes-nothink", "toolrl", "python")
 #: how the JSON of a call is written: as ``json.dumps`` writes it, no other whitespace
 JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 #: compiled grammars kept per tokenizer
@@ -105,10 +105,10 @@ class LarkConstraint(Constraint):
 @dataclass(frozen=True, eq=False)
 class ToolConstraint(Constraint):
     """Calls of ``tools`` in ``format``'s syntax under ``mode`` (``auto``, ``required``, ``named``: a call of
-    ``name``); see the module docstring."""
+    ``name``); see the module docstring. ``format``: a `PromptFormat`, or the name of a registered one."""
 
     tools: tuple[Tool, ...] = ()
-    format: str = "hermes"
+    format: Any = DEFAULT_FORMAT
     mode: str = "auto"
     name: str | None = None
     #: several calls in one answer (OpenAI's ``parallel_tool_calls``); a named tool is always called once
@@ -118,12 +118,18 @@ class ToolConstraint(Constraint):
     _key: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        fmt = self.format.name if hasattr(self.format, "name") else self.format
+        fmt = self.format
+        if isinstance(fmt, str):
+            try:
+                fmt = get_format(fmt)
+            except ValueError:
+                pass
+        if not isinstance(fmt, PromptFormat) or not fmt.syntax.grammar:
+            name = getattr(fmt, "name", fmt)
+            raise ConstraintError(f"constrained decoding: format {name!r} has no call grammar (known: "
+                                  f"{', '.join(formats_with('grammar'))})", fix="choose one of those formats")
         object.__setattr__(self, "format", fmt)
         object.__setattr__(self, "tools", tuple(self.tools))
-        if fmt not in FORMATS:
-            raise ConstraintError(f"constrained decoding: format {fmt!r} has no call grammar (known: "
-                                  f"{', '.join(FORMATS)})", fix="choose one of those formats")
         if self.mode not in MODES:
             raise ConstraintError(f"constrained decoding: mode {self.mode!r} (known: {', '.join(MODES)})",
                                   fix="use auto, required or named")
@@ -143,9 +149,8 @@ class ToolConstraint(Constraint):
     def key(self) -> str:
         if not self._key:
             tools = [t.function_dict() for t in self.tools]
-            self._key.append(json.dumps([self.format, self.mode, self.name, self.most, self.prefix, tools],
-                                        sort_keys=True,
-                                        ensure_ascii=False, default=str))
+            self._key.append(json.dumps([self.format.name, repr(self.syntax), self.mode, self.name, self.most,
+                                         self.prefix, tools], sort_keys=True, ensure_ascii=False, default=str))
         return self._key[0]
 
     @property
@@ -158,22 +163,27 @@ class ToolConstraint(Constraint):
         """The most calls an answer holds (None: any number)."""
         return 1 if self.single else self.max_calls
 
+    @property
+    def syntax(self) -> CallSyntax:
+        """How the format writes calls."""
+        return self.format.syntax
+
     def called(self) -> tuple[Tool, ...]:
         """The tools a call may name."""
         return tuple(t for t in self.tools if self.name is None or t.name == self.name)
 
     def tags(self) -> tuple[str, ...]:
-        return _TAGS.get(self.format, ())
+        return () if self.syntax.layout == "list" else self.syntax.tags  # a call list is text, its tags too
 
     def lark(self, special: dict[str, int] | None = None) -> str:
-        return _GRAMMARS[self.format](self, special or {})
+        return _GRAMMARS[self.syntax.layout](self, special or {})
 
 
 def tool_constraint(tools: list[Tool], fmt: Any, mode: str = "auto", name: str | None = None,
                     prefix: str = "", parallel: bool = True, max_calls: int | None = None) -> ToolConstraint:
     """A `ToolConstraint` of ``tools`` in ``fmt`` (a format or its name)."""
-    return ToolConstraint(prefix=prefix, tools=tuple(tools), format=getattr(fmt, "name", fmt), mode=mode, name=name,
-                          parallel=parallel, max_calls=max_calls)
+    return ToolConstraint(prefix=prefix, tools=tuple(tools), format=fmt, mode=mode, name=name, parallel=parallel,
+                          max_calls=max_calls)
 
 
 def auto_constraint(tools: list[Tool], fmt: Any) -> tuple[ToolConstraint | None, str | None]:
@@ -191,14 +201,6 @@ def auto_constraint(tools: list[Tool], fmt: Any) -> tuple[ToolConstraint | None,
 
 
 # ---- grammars ----------------------------------------------------------------------------------------------
-_TAGS = {
-    "hermes": ("<think>", "</think>", "<tool_call>", "</tool_call>"),
-    "hermes-nothink": ("<tool_call>", "</tool_call>"),
-    "toolrl": ("<think>", "</think>", "<tool_call>", "</tool_call>", "<response>", "</response>"),
-    "python": (),
-}
-
-
 def _lit(text: str) -> str:
     """A Lark string literal of ``text``."""
     return json.dumps(text, ensure_ascii=False)
@@ -233,6 +235,17 @@ def _specials(c: ToolConstraint, special: dict[str, int]) -> bool:
     """Whether every tag of the format is one special token of the tokenizer (Qwen): then tags are matched as
     tokens and text between them needs no exclusion."""
     return bool(c.tags()) and all(t in special for t in c.tags())
+
+
+def _framed(open_: str, inner: str, close: str, pad: str) -> str:
+    """A rule body: ``open_`` and ``close`` (Lark terms) around ``inner`` with ``pad`` (text) just inside them."""
+    padding = [_lit(pad)] if pad else []
+    return " ".join([open_, *padding, inner, *padding, close])
+
+
+def _think_terminal(think: Tags) -> str:
+    """The Lark terminal of reasoning written as text: its tags and pads around one character or more."""
+    return _free(think.close, lead=think.open + think.pad, tail=think.pad + think.close)
 
 
 #: where a schema holds schemas: one (``not``), a list of them (``anyOf``; ``items`` in its older, list form) or a
@@ -346,51 +359,61 @@ def _json_calls(c: ToolConstraint, args_key: str) -> list[str]:
     return rules
 
 
-def _hermes(c: ToolConstraint, special: dict[str, int]) -> str:
-    """hermes / hermes-nothink: ``[<think>\\n…\\n</think>\\n\\n][text\\n\\n]<tool_call>\\n{…}\\n</tool_call>``,
-    further calls after a blank line."""
-    tok = _specials(c, special)
+def _blocks(c: ToolConstraint, special: dict[str, int]) -> str:
+    """``blocks`` (hermes, hermes-nothink): ``[<think>\\n…\\n</think>\\n\\n][text\\n\\n]<tool_call>\\n{…}\\n
+    </tool_call>``, further calls after ``sep``."""
+    syntax = c.syntax
+    call, think, sep = syntax.call, syntax.think, _lit(syntax.sep)
     rules = []
-    if tok:
-        t = {k: f"<[{v}]>" for k, v in special.items()}
-        rules += [f'block: {t["<tool_call>"]} "\\n" call "\\n" {t["</tool_call>"]}', "TEXT: /(?s:.+)/",
-                  "answer: TEXT? | TEXT? calls",
-                  f'think: {t["<think>"]} TEXT? {t["</think>"]}' if c.format == "hermes" else ""]
-        first = "block"
-    else:
-        rules += ['block: "<tool_call>\\n" call "\\n</tool_call>"', f"FREE: {_free('<tool_call>')}",
-                  f"LEAD: {_free('<tool_call>', tail='<tool_call>' + chr(10))}",
-                  'answer: FREE? | LEAD call "\\n</tool_call>"' + _more("block", '"\\n\\n"', c.most) + ' | calls']
-        if c.format == "hermes":
-            rules.append(f"THINK: {_free('</think>', lead='<think>' + chr(10), tail=chr(10) + '</think>')}")
-            rules.append('think: THINK | "<think>\\n\\n</think>"')
-        first = "block"
-    rules.append(f"calls: {first}" + _more("block", '"\\n\\n"', c.most))
-    body = "answer" if c.mode == "auto" else "calls"
-    if c.format == "hermes":
-        start = f'start: think ("\\n\\n" {body})?' if c.mode == "auto" else f'start: think "\\n\\n" {body}'
-    else:
-        start = f"start: {body}"
-    return "\n".join([start, *[r for r in rules if r], *_json_calls(c, "arguments")]) + "\n"
-
-
-def _toolrl(c: ToolConstraint, special: dict[str, int]) -> str:
-    """toolrl: ``<think> … </think>\\n<tool_call>\\n{…}\\n{…}\\n</tool_call>\\n<response> … </response>``."""
     if _specials(c, special):
         t = {k: f"<[{v}]>" for k, v in special.items()}
-        rules = [f'think: {t["<think>"]} TEXT? {t["</think>"]}',
-                 f'block: {t["<tool_call>"]} "\\n" calls "\\n" {t["</tool_call>"]}',
-                 f'reply: {t["<response>"]} TEXT? {t["</response>"]}', "TEXT: /(?s:.+)/"]
+        rules += [f"block: {_framed(t[call.open], 'call', t[call.close], call.pad)}", "TEXT: /(?s:.+)/",
+                  "answer: TEXT? | TEXT? calls", f"think: {t[think.open]} TEXT? {t[think.close]}" if think else ""]
     else:
-        rules = [f"think: {_free('</think>', lead='<think>', tail='</think>')}",
-                 'block: "<tool_call>\\n" calls "\\n</tool_call>"',
-                 f"reply: {_free('</response>', lead='<response>', tail='</response>')}"]
-        rules = [r.replace("think: /", "THINK: /").replace("reply: /", "REPLY: /") for r in rules]
-        rules += ["think: THINK", "reply: REPLY"]
-    start = ('start: think ("\\n" block)? ("\\n" reply)?' if c.mode == "auto"
-             else 'start: think "\\n" block ("\\n" reply)?')
-    rules += [start, "calls: call" + _more("call", '"\\n"', c.most)]
-    return "\n".join([*rules, *_json_calls(c, "parameters")]) + "\n"
+        rules += [f"block: {_lit(call.open + call.pad)} call {_lit(call.pad + call.close)}",
+                  f"FREE: {_free(call.open)}", f"LEAD: {_free(call.open, tail=call.open + call.pad)}",
+                  f"answer: FREE? | LEAD call {_lit(call.pad + call.close)}" + _more("block", sep, c.most) + " | calls"]
+        if think:
+            rules.append(f"THINK: {_think_terminal(think)}")
+            empty = f" | {_lit(think.open + think.pad * 2 + think.close)}" if syntax.always_think and think.pad else ""
+            rules.append(f"think: THINK{empty}")
+    rules.append("calls: block" + _more("block", sep, c.most))
+    body, after = ("answer" if c.mode == "auto" else "calls"), _lit(syntax.think_sep)
+    if think is None:
+        start = f"start: {body}"
+    elif syntax.always_think:
+        start = f"start: think ({after} {body})?" if c.mode == "auto" else f"start: think {after} {body}"
+    else:
+        start = f"start: think ({after} {body})? | {body}" if c.mode == "auto" else f"start: (think {after})? {body}"
+    return "\n".join([start, *[r for r in rules if r], *_json_calls(c, syntax.args_key)]) + "\n"
+
+
+def _lines(c: ToolConstraint, special: dict[str, int]) -> str:
+    """``lines`` (toolrl): ``<think> … </think>\\n<tool_call>\\n{…}\\n{…}\\n</tool_call>\\n<response> …
+    </response>``."""
+    syntax = c.syntax
+    call, think, reply = syntax.call, syntax.think, syntax.reply
+    if _specials(c, special):
+        t = {k: f"<[{v}]>" for k, v in special.items()}
+        rules = [f"think: {t[think.open]} TEXT? {t[think.close]}" if think else "",
+                 f"block: {_framed(t[call.open], 'calls', t[call.close], call.pad)}",
+                 f"reply: {t[reply.open]} TEXT? {t[reply.close]}" if reply else "", "TEXT: /(?s:.+)/"]
+    else:
+        rules = [f"THINK: {_think_terminal(think)}" if think else "",
+                 f"block: {_lit(call.open + call.pad)} calls {_lit(call.pad + call.close)}",
+                 f"REPLY: {_think_terminal(reply)}" if reply else "",
+                 "think: THINK" if think else "", "reply: REPLY" if reply else ""]
+    after = _lit(syntax.think_sep)
+    tail = f" ({after} reply)?" if reply else ""
+    if think is None:
+        start = f"start: block{tail}" + (" | reply" if reply and c.mode == "auto" else "")
+    elif c.mode == "auto":
+        start = f"start: think ({after} block)?{tail}" if syntax.always_think else \
+            f"start: (think {after})? block{tail} | think{tail}"
+    else:
+        start = f"start: think {after} block{tail}" if syntax.always_think else f"start: (think {after})? block{tail}"
+    rules += [start, "calls: call" + _more("call", _lit(syntax.sep), c.most)]
+    return "\n".join([*[r for r in rules if r], *_json_calls(c, syntax.args_key)]) + "\n"
 
 
 # Python literals as `ast.literal_eval` reads them (what the python format's parser accepts as a value)
@@ -407,13 +430,13 @@ NUMBER: /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/
 """
 
 
-def _python(c: ToolConstraint, special: dict[str, int]) -> str:
-    """python: ``[f(a=1), g()]``; names and keywords constrained, values any Python literal (see the module
-    docstring for what is not enforced)."""
-    tools = c.called()
-    think = f"THINK: {_free('</think>', lead='<think>' + chr(10), tail=chr(10) + '</think>')}"
-    start = 'start: (THINK "\\n\\n")? calls | FREE' if c.mode == "auto" else 'start: (THINK "\\n\\n")? calls'
-    rules_think = [think]
+def _list(c: ToolConstraint, special: dict[str, int]) -> str:
+    """``list`` (python): ``[f(a=1), g()]``; names and keywords constrained, values any Python literal (see the
+    module docstring for what is not enforced)."""
+    tools, think = c.called(), c.syntax.think
+    lead = f'(THINK {_lit(c.syntax.think_sep)})? ' if think else ""
+    start = f"start: {lead}calls | FREE" if c.mode == "auto" else f"start: {lead}calls"
+    rules_think = [f"THINK: {_think_terminal(think)}"] if think else []
     calls = 'calls: "[" call' + _more("call", "SEP", c.most) + ' "]"'
     rules = [start, *rules_think, calls, f"call: {' | '.join(f'call_{i}' for i in range(len(tools)))}"]
     for i, t in enumerate(tools):
@@ -428,7 +451,8 @@ def _python(c: ToolConstraint, special: dict[str, int]) -> str:
     return "\n".join(rules) + _PY_LITERALS
 
 
-_GRAMMARS = {"hermes": _hermes, "hermes-nothink": _hermes, "toolrl": _toolrl, "python": _python}
+#: a grammar per call layout (`tinytool.formats.CallSyntax.layout`)
+_GRAMMARS = {"blocks": _blocks, "lines": _lines, "list": _list}
 
 
 # ---- checking and compiling ----------------------------------------------------------------------------------
@@ -647,5 +671,5 @@ def refuse(requests: list[Any], backend: str) -> None:
                                   "without constraints")
 
 
-__all__ = ["FORMATS", "MODES", "Constraint", "ConstraintError", "GrammarBank", "LarkConstraint", "RowMasks",
+__all__ = ["MODES", "Constraint", "ConstraintError", "GrammarBank", "LarkConstraint", "RowMasks",
            "ToolConstraint", "auto_constraint", "check", "refuse", "strict_schema", "tool_constraint"]

@@ -21,8 +21,10 @@ nothing is refused. A call that repeats one the turn already holds ends the turn
 the guard applies after the grammar's mask, and where the grammar allows only what the guard refuses, the grammar
 wins (`apply_guards`).
 
-Only formats that write each call as a tagged JSON object with its arguments one level in (``hermes``,
-``hermes-nothink``) are guarded; `value_guard` says why it returns None for others.
+Only formats whose call syntax writes each call as a JSON object with its arguments one level in, closed by its own
+tag (`tinytool.formats.CallSyntax.guard`: ``hermes``, ``hermes-nothink``), are guarded; the guard reads the calls
+through that syntax (its tags, its name key), never through a format's name, and `value_guard` says why it returns
+None for others.
 """
 
 from __future__ import annotations
@@ -34,11 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tinytool.errors import UserInputError
+from tinytool.formats import CallSyntax, formats_with, get_format
 from tinytool.schema import Conversation, Tool
-
-#: formats whose calls are ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` blocks
-FORMATS = ("hermes", "hermes-nothink")
-OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
 # a number as people write it: a sign only where nothing word-like precedes it, thousands separators, decimals
 _NUMBER = re.compile(r"(?<![\w.^])(-?(?:\d{1,3}(?:,\d{3})+(?![\d])|\d+)(?:\.\d+)?)(\s*(?:%|percent\b))?"
@@ -153,12 +152,13 @@ class _Scan:
 @dataclass(frozen=True, eq=False)
 class ValueGuard:
     """What one request states and what its tools take (see the module's docstring). ``params``: per tool name,
-    its parameters' JSON schemas by name; ``prefix``: text the answer starts with that is already in the prompt (a
-    call a server forced open)."""
+    its parameters' JSON schemas by name; ``syntax``: how the format writes calls; ``prefix``: text the answer starts
+    with that is already in the prompt (a call a server forced open)."""
 
     numbers: tuple[tuple[float, ...], ...]
     strings: tuple[str, ...]
     params: dict[str, dict[str, dict]]
+    syntax: CallSyntax
     prefix: str = ""
 
     def row(self, token_text: Any) -> GuardRow:
@@ -176,8 +176,8 @@ class ValueGuard:
         """Whether the call being written (``call``: its JSON so far; ``keys``: its arguments written) may not
         close yet: stated values no call holds fit its unwritten parameters, and there are no more such values
         than such parameters (more values than the call could take are another call's: a parallel request)."""
-        m = re.search(r'"name"\s*:\s*"([^"]*)"', call)
-        params = self.params.get(m.group(1)) if m else None
+        name = self.syntax.call_name(call)
+        params = self.params.get(name) if name is not None else None
         if not params:
             return False
         open_params = [s for k, s in params.items() if k not in keys and isinstance(s, dict)]
@@ -193,20 +193,20 @@ class ValueGuard:
     def tidy(self, text: str) -> str:
         """``text`` (the answer after ``prefix``) cut before its first call that repeats an earlier call of the
         turn (the same name and arguments); unchanged when no call repeats."""
-        cut = _first_repeat(self.prefix + text)
+        cut = _first_repeat(self.syntax, self.prefix + text)
         return text if cut is None else (self.prefix + text)[:cut].rstrip()[len(self.prefix):]
 
 
-def _first_repeat(text: str) -> int | None:
+def _first_repeat(syntax: CallSyntax, text: str) -> int | None:
     """Where in ``text`` the first call block that repeats an earlier one starts (None: no call repeats)."""
     seen: list[Any] = []
-    for m in re.finditer(re.escape(OPEN) + r"(.*?)" + re.escape(CLOSE), text, re.DOTALL):
+    for start, inner in syntax.blocks(text):
         try:
-            call = json.loads(m.group(1))
+            call = json.loads(inner)
         except ValueError:
             continue
         if call in seen:
-            return m.start()
+            return start
         seen.append(call)
     return None
 
@@ -224,10 +224,7 @@ class GuardRow:
         self.text += self.token_text(token)
 
     def _call(self) -> str | None:
-        at = self.text.rfind(OPEN)
-        if at < 0 or self.text.find(CLOSE, at) >= 0:
-            return None
-        return self.text[at + len(OPEN):]
+        return self.guard.syntax.open_call(self.text)
 
     def refused(self, closers: list[tuple[int, str]]) -> tuple[bool, list[int]]:
         """What the row may not take now, given ``closers`` (ids and texts of the tokens that hold a ``}``):
@@ -250,7 +247,8 @@ class GuardRow:
 
     def repeated(self) -> bool:
         """Whether the row's last call, just closed, repeats an earlier call of the turn."""
-        return self.text.rstrip().endswith(CLOSE) and _first_repeat(self.text) is not None
+        syntax = self.guard.syntax
+        return self.text.rstrip().endswith(syntax.call.close) and _first_repeat(syntax, self.text) is not None
 
 
 def apply_guards(rows: list[Any], scores: Any, closers: list[tuple[int, str]], commas: list[int]) -> Any:
@@ -282,29 +280,45 @@ def apply_guards(rows: list[Any], scores: Any, closers: list[tuple[int, str]], c
     return out
 
 
+def _syntax(fmt: Any) -> CallSyntax | None:
+    """The call syntax of ``fmt`` (a format, or a registered format's name); None for a name no format has."""
+    if isinstance(fmt, str):
+        try:
+            fmt = get_format(fmt)
+        except ValueError:
+            return None
+    return getattr(fmt, "syntax", None)
+
+
+def _unguarded(fmt: Any) -> UserInputError:
+    """The error of asking for a guard in a format whose calls it cannot read."""
+    name = getattr(fmt, "name", str(fmt))
+    known = formats_with("guard")
+    other = f" (or {', '.join(reversed(known[:-1]))})" if len(known) > 1 else ""
+    return UserInputError(f"--value-guard: the value guard reads calls written in {' or '.join(known)}, and the "
+                          f"format is {name}", fix=f"use -f {known[-1]}{other}, or leave --value-guard out")
+
+
 def check_format(fmt: Any) -> None:
     """Raise `UserInputError` when ``fmt`` writes calls a guard cannot read (asked for a guard, nothing would be
-    guarded)."""
-    name = getattr(fmt, "name", str(fmt))
-    if name not in FORMATS:
-        raise UserInputError(f"--value-guard: the value guard reads calls written in {' or '.join(FORMATS)}, and "
-                             f"the format is {name}", fix=f"use -f {FORMATS[1]} (or {FORMATS[0]}), or leave "
-                                                          "--value-guard out")
+    guarded). Checked once where a run or a server starts; `value_guard` only asks the format."""
+    syntax = _syntax(fmt)
+    if syntax is None or not syntax.guard:
+        raise _unguarded(fmt)
 
 
 def value_guard(tools: list[Tool], request: str, fmt: Any, prefix: str = "") -> tuple[ValueGuard | None, str | None]:
     """The guard of one request (``request``: the user's text) offered ``tools`` in ``fmt``, whose answer starts
     with ``prefix`` (in the prompt already): ``(guard, None)``, or ``(None, why)`` when the format writes calls
     another way or no tool is offered."""
-    try:
-        check_format(fmt)
-    except UserInputError as e:
-        return None, str(e)
+    syntax = _syntax(fmt)
+    if syntax is None or not syntax.guard:
+        return None, str(_unguarded(fmt))
     if not tools:
         return None, "no tools offered"
     numbers, strings = stated_values(request)
     params = {t.name: dict((t.parameters or {}).get("properties") or {}) for t in tools}
-    return ValueGuard(tuple(numbers), tuple(strings), params, prefix), None
+    return ValueGuard(tuple(numbers), tuple(strings), params, syntax, prefix), None
 
 
 def conversation_guard(conv: Conversation, fmt: Any, prefix: str = "") -> ValueGuard | None:
@@ -330,5 +344,5 @@ def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:
     return closers, commas
 
 
-__all__ = ["FORMATS", "GuardRow", "ValueGuard", "apply_guards", "check_format", "conversation_guard", "guard_tokens",
+__all__ = ["GuardRow", "ValueGuard", "apply_guards", "check_format", "conversation_guard", "guard_tokens",
            "stated_values", "value_guard"]

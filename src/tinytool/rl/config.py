@@ -116,7 +116,7 @@ class RLRunConfig(RunOptions, GRPOConfig):
             if self.env not in ENVS:
                 raise UserInputError(f"--env: unknown environment {self.env!r}", fix=f"choose from {', '.join(ENVS)}")
         if self.require_think is None:
-            self.require_think = bool(getattr(fmt, "think", fmt.name == "toolrl"))
+            self.require_think = fmt.syntax.always_think
         checks = [
             (self.group_filter in GROUP_FILTERS,
              f"--group-filter must be one of {', '.join(GROUP_FILTERS)}, got {self.group_filter!r}"),

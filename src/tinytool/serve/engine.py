@@ -111,6 +111,9 @@ class Engine:
     def job(self, req: ChatRequest) -> Job:
         """``req`` ready to generate; a prompt that leaves no room in the context is a 400, and the completion
         tokens asked for are capped at what the context leaves."""
+        if req.stream and not self.fmt.syntax.stream:
+            raise ServeError(f"stream: answers in the {self.fmt.name} format are not streamed; leave stream out",
+                             param="stream")
         conv = conversation(req)
         mode, name = req.choice()
         if self.retriever is not None and not conv.tools and mode != "none":
