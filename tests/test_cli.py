@@ -454,6 +454,43 @@ def test_student_interrupted_leaves_no_half_model(tmp_path, fake_build):
     assert list(tmp_path.iterdir()) == [out]
 
 
+def test_student_samples_from_conversation_jsonl_are_the_first_conversations_text(tmp_path, monkeypatch):
+    import tinytool.models
+
+    seen = []
+
+    def build(teacher, keep_layers, out, method="even", samples=None):
+        seen.append(samples)
+        (out / "config.json").write_text("{}")
+        return {"teacher": teacher, "teacher_layers": 4, "kept": [0], "method": method, "parameters": 1}
+
+    monkeypatch.setattr(tinytool.models, "build_student", build)
+    convs = [{"messages": [{"role": "user", "content": f"turn  {i}\n please"},
+                           {"role": "assistant", "content": None, "tool_calls": [{"name": "f", "arguments": {}}]}]}
+             for i in range(60)] + [{"messages": []}]
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(c) + "\n" for c in [{"messages": []}, *convs]))
+    r = invoke("student", "--from", "t", "--keep-layers", "1", "--method", "importance", "--samples", str(data),
+               "--out", str(tmp_path / "s"))
+    assert r.exit_code == 0, r.output
+    assert len(seen[0]) == 47  # the first 48 conversations, the empty one left out
+    assert seen[0][0] == 'turn 0 please [{"name": "f", "arguments": {}}]'  # contents and calls, spaces collapsed
+
+
+def test_data_select_keeps_the_lines_of_the_categories_as_they_are(tmp_path):
+    rows = ['{"meta": {"category": "simple"}, "messages": []}', '{"messages":[],"meta":{"category":"real_simple"}}',
+            '{"meta": {"category": "real_multiple"}}', '{"meta": {}}']
+    data = tmp_path / "dev.jsonl"
+    data.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "real.jsonl"
+    r = invoke("data", "select", str(data), "--category", "real_*", "-o", str(out))
+    assert r.exit_code == 0 and "2 of 4 conversations" in r.stderr
+    assert out.read_text() == rows[1] + "\n" + rows[2] + "\n"
+    assert invoke("data", "select", str(data), "--category", "simple", "-o", str(out)).exit_code == 2  # not over it
+    r = invoke("data", "select", str(data), "--category", "multi_*", "-o", str(tmp_path / "none.jsonl"))
+    assert r.exit_code == 2 and "none of its 4 conversations" in r.stderr and not (tmp_path / "none.jsonl").exists()
+
+
 def test_doctor_reports_the_machine_and_what_is_missing(monkeypatch):
     from tinytool.doctor import report
 

@@ -205,3 +205,53 @@ def test_stage_output_echoes_lines_and_a_redrawn_progress_bar_now_and_then():
     shown.feed(" 50%|  | 10/20\rsaved\r\nloss 0.4")
     shown.close()
     assert lines == ["    loading model", "    0%|  | 0/20", "    50%|  | 10/20", "    saved", "    loss 0.4"]
+
+
+DATA_ONLY = """
+name: data-only
+vars: {n: 30}
+stages:
+  - {name: data, run: data demo, args: {n: "{n}", out: "{out}"}}
+  - {name: real, run: data select, positional: ["{data}/dev.jsonl"], args: {category: ["real_*"], out: "{out}.jsonl"}}
+  - {name: more, run: data demo, args: {n: 40, out: "{out}"}}
+"""
+
+
+def test_until_stops_after_a_stage_and_a_later_run_goes_on_from_there(tmp_path):
+    path = tmp_path / "d.yaml"
+    path.write_text(DATA_ONLY)
+    run = tmp_path / "run"
+    state = run_recipe(load_recipe(path), run, until="real", echo=lambda s: None)
+    assert [s["name"] for s in state["stages"]] == ["data", "real"] and not (run / "03-more").exists()
+    real = (run / "02-real" / "out.jsonl").read_text().splitlines()
+    dev = (run / "01-data" / "out" / "dev.jsonl").read_text().splitlines()
+    assert real and real == [line for line in dev if json.loads(line)["meta"]["category"].startswith("real_")]
+    state = run_recipe(load_recipe(path), run, echo=lambda s: None)
+    assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)", "skipped (unchanged)", "done"]
+    with pytest.raises(UserInputError, match="no stage named 'tran'"):
+        load_recipe(path).stage("tran")
+
+
+def test_where_a_stage_writes_is_known_without_running_it(tmp_path):
+    from tinytool.recipes.runner import plan
+
+    path = tmp_path / "d.yaml"
+    path.write_text(DATA_ONLY)
+    (data, folder, args, _), (_, _, real_args, positional) = plan(load_recipe(path, {"n": "50"}), tmp_path)[:2]
+    assert (data.name, folder, args) == ("data", tmp_path / "01-data", {"n": 50, "out": str(tmp_path / "01-data/out")})
+    assert positional == [str(tmp_path / "01-data/out/dev.jsonl")] and real_args["out"] == str(tmp_path / "02-real/out.jsonl")
+
+
+def test_false_for_a_flag_without_a_no_form_leaves_the_flag_out():
+    from tinytool.clikit import check_args
+    from tinytool.recipes.recipe import bare_flags, stage_flags, verb_options, verb_target
+
+    assert {"value_guard", "constrained", "overwrite"} <= bare_flags("eval bfcl")
+    assert "value_guard" not in bare_flags("sft")  # a training config takes false as it is
+    args = {"model": "m", "out": "o", "value_guard": False, "constrained": True}
+    flags = stage_flags(args, [], bare_flags("eval bfcl"))
+    assert flags == ["--model", "m", "--out", "o", "--constrained"]
+    check_args(verb_target("eval bfcl"), flags, "tinytool eval bfcl")
+    assert stage_flags(args, [])[4:6] == ["--no-value-guard", "--constrained"]  # without the verb's word
+    # options declared in Annotated[...] are options too
+    assert {"from", "out", "skip_bad", "answers"} <= verb_options("data convert")

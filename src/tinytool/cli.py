@@ -10,10 +10,9 @@ import typer
 
 from tinytool import __version__
 from tinytool.clikit import err, make_app, on_interrupt
-from tinytool.errors import OutputExistsError, TinytoolError, UserInputError
+from tinytool.errors import UserInputError
 from tinytool.formats import PromptFormat
 from tinytool.formats.option import format_option
-from tinytool.io import write_json
 
 app = make_app(
     name="tinytool",
@@ -130,59 +129,14 @@ def reward(
     err.print(f"{name}: {len(scores)} rows, mean {mean:.4f}, {n_err} unreadable -> {output}", highlight=False)
 
 
-def _check_student_out(out: Path, overwrite: bool) -> None:
-    """Refuse a non-empty ``--out`` unless ``overwrite``, and even then anything but a model
-    checkpoint (a directory with config.json): ``--overwrite`` replaces a student, never a folder of
-    other files."""
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    if not overwrite:
-        raise OutputExistsError(f"{out}: already exists and is not empty",
-                                fix="rerun with --overwrite to replace the model there, or choose another --out")
-    if not (out / "config.json").is_file():
-        raise OutputExistsError(f"{out}: is not a model checkpoint (no config.json), so --overwrite will not "
-                                "replace it", fix="choose another --out directory, or empty this one")
+def _student_command() -> None:
+    """``tinytool student`` (a recipe stage too, so it lives beside the distillation verbs)."""
+    from tinytool.distill.cli_student import student
+
+    app.command("student")(student)
 
 
-@app.command()
-def student(
-    teacher: str = typer.Option(..., "--from", help="Teacher spec: hub id, directory, .gguf, or smollm2-135m-instruct."),
-    keep_layers: int = typer.Option(..., "--keep-layers", help="How many decoder layers the student keeps."),
-    out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Directory for the student checkpoint."),
-    method: str = typer.Option("even", help="even (evenly spaced) or importance (drop layers that change least)."),
-    samples: Path | None = typer.Option(None, exists=True, dir_okay=False,
-                                           help="Text file, one sample per line, for --method importance."),
-    overwrite: bool = typer.Option(False, "--overwrite",
-                                   help="Replace a model checkpoint already at --out (never another kind of folder)."),
-) -> None:
-    """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint.
-
-    ``--out`` is written as a whole: an interrupted or failed build leaves it as it was.
-
-    Example: tinytool student --from smollm2-135m-instruct --keep-layers 20 --method importance --samples s.txt -o students/smol20
-    """
-    from tinytool.io import atomic_dir, check_not_input
-    from tinytool.models import build_student
-
-    if Path(teacher).exists():
-        check_not_input(out, teacher)
-    _check_student_out(out, overwrite)
-    texts = None
-    if samples:
-        try:
-            texts = [t for t in samples.read_text(encoding="utf-8").splitlines() if t.strip()]
-        except UnicodeDecodeError as e:
-            raise UserInputError(f"{samples}: not UTF-8 text ({e.reason})", fix="convert the file to UTF-8") from None
-    with on_interrupt(_left(out, out.exists())), atomic_dir(out) as tmp:
-        try:
-            info = build_student(teacher, keep_layers, tmp, method=method, samples=texts)
-        except ValueError as e:
-            if isinstance(e, TinytoolError):
-                raise
-            raise UserInputError(str(e)) from None
-        write_json(tmp / "tinytool_student.json", info)
-    err.print(f"student: kept layers {info['kept']} of {info['teacher_layers']} "
-              f"({info['parameters'] / 1e6:.1f}M parameters) -> {out}")
+_student_command()
 
 
 def _data_app() -> typer.Typer:
@@ -190,10 +144,11 @@ def _data_app() -> typer.Typer:
     from tinytool.data.cli_convert import convert_app
     from tinytool.data.cli_demo import demo_app
     from tinytool.data.cli_mix import mix_app
+    from tinytool.data.cli_select import select_app
 
     data = make_app(help="Datasets: convert public formats, describe a file, generate the demo tasks, add "
-                         "irrelevant tools.", no_args_is_help=True)
-    for sub in (convert_app, demo_app, mix_app):
+                         "irrelevant tools, select categories.", no_args_is_help=True)
+    for sub in (convert_app, demo_app, mix_app, select_app):
         data.registered_commands.extend(sub.registered_commands)
     return data
 

@@ -34,18 +34,18 @@ def _overrides(sets: list[str]) -> dict[str, str]:
 
 
 def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], force: list[str],
-         summary_file: str) -> None:
+         summary_file: str, until: str | None = None) -> None:
     from tinytool.io import write_json
     from tinytool.recipes.recipe import find_recipe, load_recipe
     from tinytool.recipes.runner import run_recipe
     from tinytool.recipes.summary import print_run_summary, run_summary
 
     r = load_recipe(find_recipe(spec), overrides)
-    for name in force:
+    for name in [*force, *([until] if until else [])]:
         r.stage(name)
     run_dir = run_dir or Path("runs") / r.name
     with on_interrupt(f"rerun the same command to resume {run_dir}"):
-        state = run_recipe(r, run_dir, force=tuple(force), echo=lambda s: err.print(s, markup=False, highlight=False))
+        state = run_recipe(r, run_dir, force=tuple(force), until=until, echo=lambda s: err.print(s, markup=False, highlight=False))
     summary = run_summary(state, run_dir)
     write_json(run_dir / summary_file, summary)
     err.print()
@@ -60,6 +60,8 @@ def run_command(
     sets: list[str] = typer.Option([], "--set", help="Override a recipe variable: NAME=VALUE (repeatable)."),
     force: list[str] = typer.Option([], "--force", help="Run this stage (and those after it) again even if "
                                     "unchanged (repeatable)."),
+    until: str = typer.Option(None, "--until", help="Stop after this stage (e.g. train without scoring); a later "
+                              "run without it continues from there."),
 ) -> None:
     """Run a recipe: each stage (one tinytool verb) in its own folder of the run directory; stages whose inputs
     did not change are skipped, and a killed run resumes at the stage and checkpoint it stopped at. Ends with
@@ -67,7 +69,7 @@ def run_command(
 
     Example: tinytool run star -o runs/star --set teacher=Qwen/Qwen3-8B --set student=Qwen/Qwen3-0.6B
     """
-    _run(recipe, out, _overrides(sets), force, summary_file="summary.json")
+    _run(recipe, out, _overrides(sets), force, summary_file="summary.json", until=until)
 
 
 def demo_command(

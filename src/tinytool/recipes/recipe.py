@@ -20,6 +20,7 @@ A value that is exactly one reference keeps the referenced value's type (a numbe
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,13 @@ from tinytool.errors import UserInputError
 #: verbs a stage may run: whether their options come from a training config (a YAML file is written for them)
 #: or from typer flags, and where those options are declared (the config class or the command function).
 #: Verbs that are not stages: serve, mcp serve and sandbox run (servers and a single program, not steps of a
-#: method), run and demo (recipes themselves), collect (a loop of its own), student (a command of the CLI itself).
+#: method), run and demo (recipes themselves), collect (a loop of its own).
 VERB_SOURCES = {
     "data demo": ("flags", "tinytool.data.cli_demo:demo"),
     "data convert": ("flags", "tinytool.data.cli_convert:convert_cmd"),
     "data mix-irrelevant": ("flags", "tinytool.data.cli_mix:mix_irrelevant_cmd"),
+    "data select": ("flags", "tinytool.data.cli_select:select_cmd"),
+    "student": ("flags", "tinytool.distill.cli_student:student"),
     "sft": ("config", "tinytool.train.sft:SFTRunConfig"),
     "kto": ("config", "tinytool.train.kto:KTORunConfig"),
     "rl": ("config", "tinytool.rl.config:RLRunConfig"),
@@ -61,23 +64,59 @@ def verb_target(verb: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def _typer_params(verb: str) -> list[tuple[str, Any, Any]]:
+    """``(name, flag names, default)`` of each option and argument of a verb whose options are typer flags,
+    declared by a ``typer.Option``/``typer.Argument`` given as the parameter's default or in ``Annotated``."""
+    import inspect
+    import typing
+
+    out = []
+    for param in inspect.signature(verb_target(verb), eval_str=True).parameters.values():
+        infos = [param.default]
+        if typing.get_origin(param.annotation) is typing.Annotated:
+            infos += typing.get_args(param.annotation)[1:]
+        info = next((i for i in infos if hasattr(i, "param_decls")), None)
+        if info is None:
+            continue
+        decls = tuple(info.param_decls or ())
+        if info is param.default:
+            default = info.default
+        else:  # in Annotated, typer reads the declaration's first argument as a flag name, not a default
+            default = param.default
+            decls = (info.default, *decls) if isinstance(info.default, str) else decls
+        out.append((param.name, decls, default))
+    return out
+
+
 def verb_options(verb: str) -> set[str]:
     """The argument names a stage running ``verb`` may give: a training config's fields, or the long flags of a
     command (``--max-new-tokens`` → ``max_new_tokens``; a boolean's ``--no-`` form is derived from its name)."""
     import dataclasses
-    import inspect
 
     target = verb_target(verb)
     if dataclasses.is_dataclass(target):
         return {f.name for f in dataclasses.fields(target)}
     names: set[str] = set()
-    for param in inspect.signature(target).parameters.values():
-        decls = getattr(param.default, "param_decls", None)
-        if decls is None:
-            continue
+    for name, decls, _ in _typer_params(verb):
         longs = [part.strip()[2:] for d in decls for part in d.split("/") if part.strip().startswith("--")]
-        names.update(n.replace("-", "_") for n in longs or [param.name])
+        names.update(n.replace("-", "_") for n in longs or [name])
     return names
+
+
+def bare_flags(verb: str) -> set[str]:
+    """The boolean flags of ``verb`` that are off unless given and have no ``--no-`` form (``--value-guard``):
+    a stage's ``false`` for one of them is the flag left out (`stage_flags`), so that a recipe variable can switch
+    it either way."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(verb_target(verb)):
+        return set()
+    out = set()
+    for _, decls, default in _typer_params(verb):
+        longs = [d for d in decls if d.startswith("--")]
+        if default is False and longs and not any("/" in d for d in decls):
+            out.add(longs[0][2:].replace("-", "_"))
+    return out
 
 
 def check_stage_args(recipe: Recipe) -> None:
@@ -101,13 +140,13 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def stage_flags(args: dict[str, Any], positional: list[Any]) -> list[str]:
+def stage_flags(args: dict[str, Any], positional: list[Any], bare: Collection[str] = ()) -> list[str]:
     """The command line of a stage whose verb takes flags, after the verb: the positional arguments, then each
-    argument as a flag (``True`` → ``--name``, ``False`` → ``--no-name``, a list → the flag repeated, None → left
-    out)."""
+    argument as a flag (``True`` → ``--name``, ``False`` → ``--no-name``, or left out for a flag of ``bare``
+    (`bare_flags`), a list → the flag repeated, None → left out)."""
     out = [str(p) for p in positional]
     for key, value in args.items():
-        if value is None:
+        if value is None or (value is False and key in bare):
             continue
         if value is True:
             out.append(_flag(key))
@@ -138,7 +177,7 @@ def check_stage_values(recipe: Recipe, index: int, args: dict[str, Any], positio
         else:
             from tinytool.clikit import check_args
 
-            check_args(target, stage_flags(args, positional), prog)
+            check_args(target, stage_flags(args, positional, bare_flags(stage.run)), prog)
     except TinytoolError as e:
         raise UserInputError(f"{recipe.path}: stages[{index}] ({stage.name}): {e}",
                              fix="correct the value in the recipe, or the --set that gives it "
@@ -283,6 +322,6 @@ def upstream(stage: Stage, recipe: Recipe) -> list[str]:
     return sorted(r for r in _refs([stage.args, stage.positional]) if r in names)
 
 
-__all__ = ["SHIPPED", "VERBS", "VERB_SOURCES", "Recipe", "Stage", "check_stage_args", "check_stage_values",
+__all__ = ["SHIPPED", "VERBS", "VERB_SOURCES", "Recipe", "Stage", "bare_flags", "check_stage_args", "check_stage_values",
            "find_recipe", "load_recipe", "resolve", "shipped_recipes", "stage_flags", "upstream", "verb_options",
            "verb_target"]

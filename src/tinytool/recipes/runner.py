@@ -35,6 +35,7 @@ from tinytool.io import Step, write_json
 from tinytool.recipes.recipe import (
     Recipe,
     Stage,
+    bare_flags,
     check_stage_args,
     check_stage_values,
     resolve,
@@ -59,7 +60,7 @@ def stage_command(stage: Stage, args: dict[str, Any], positional: list[Any], fol
         config = folder / "config.input.yaml"
         config.write_text(yaml.safe_dump(args, sort_keys=False, allow_unicode=True), encoding="utf-8")
         return [*words, "--config", str(config)]
-    return [*words, *stage_flags(args, positional)]
+    return [*words, *stage_flags(args, positional, bare_flags(stage.run))]
 
 
 def _hash_path(path: Path, h: Any) -> None:
@@ -126,16 +127,19 @@ PREVIOUS = ".previous"
 FAILED_LOG = "log.failed.txt"
 
 
-def _resolved(recipe: Recipe, run_dir: Path) -> list[tuple[Stage, Path, dict[str, Any], list[Any]]]:
-    """Each stage with its folder, its resolved arguments and its resolved positional arguments."""
+def plan(recipe: Recipe, run_dir: str | os.PathLike) -> list[tuple[Stage, Path, dict[str, Any], list[Any]]]:
+    """Each stage with its folder in ``run_dir`` (``NN-name``, whose ``out`` is what the stage writes), its resolved
+    arguments and its resolved positional arguments: where a run of the recipe puts everything, without running
+    it."""
+    run_dir = Path(run_dir)
     outs: dict[str, str] = {}
-    plan = []
+    out = []
     for i, stage in enumerate(recipe.stages):
         folder = run_dir / f"{i + 1:02d}-{stage.name}"
         context = {**recipe.vars, **outs, "out": str(folder / "out"), "run": str(run_dir)}
-        plan.append((stage, folder, resolve(stage.args, context), resolve(stage.positional, context)))
+        out.append((stage, folder, resolve(stage.args, context), resolve(stage.positional, context)))
         outs[stage.name] = str(folder / "out")
-    return plan
+    return out
 
 
 def _settle(folder: Path, previous: Path, done: bool) -> bool:
@@ -180,16 +184,19 @@ def _check_inputs(recipe: Recipe, index: int, args: dict[str, Any], run_dir: Pat
                                  "folder", fix=f"correct the path in the recipe, or the --set that gives {key}")
 
 
-def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (),
+def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (), until: str | None = None,
                echo: Callable[[str], None] = print, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
-    to run again even when unchanged (and every stage after them). Every stage's arguments, resolved, are parsed
+    to run again even when unchanged (and every stage after them); ``until`` names the last stage to run (the
+    later ones are left as they are, and out of ``recipe.json``). Every stage's arguments, resolved, are parsed
     as its verb's options before the first stage starts. A stage that runs again sets its earlier folder aside
     until the new run has started work (`_settle`)."""
     check_stage_args(recipe)
     run_dir = Path(run_dir)
-    plan = _resolved(recipe, run_dir)
-    for i, (_, _, args, positional) in enumerate(plan):
+    stages = plan(recipe, run_dir)
+    if until is not None:
+        stages = stages[:[s.name for s in recipe.stages].index(recipe.stage(until).name) + 1]
+    for i, (_, _, args, positional) in enumerate(stages):
         check_stage_values(recipe, i, args, positional)
         _check_inputs(recipe, i, args, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -197,7 +204,7 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
     states: list[dict[str, Any]] = []
     forced = False
     t_run = time.perf_counter()
-    for stage, folder, args, positional in plan:
+    for stage, folder, args, positional in stages:
         previous = folder.with_name(folder.name + PREVIOUS)
         if previous.exists():  # an earlier run of the recipe was killed while this stage ran again
             _settle(folder, previous, done=Step(folder).record.get("status") == "done")
@@ -309,5 +316,5 @@ def _write_run(run_dir: Path, recipe: Recipe, states: list[dict[str, Any]], seco
     return state
 
 
-__all__ = ["FAILED_LOG", "PREVIOUS", "RUN_FILE", "StageEcho", "StageFailed", "fingerprint", "run_recipe",
+__all__ = ["FAILED_LOG", "PREVIOUS", "RUN_FILE", "StageEcho", "StageFailed", "fingerprint", "plan", "run_recipe",
            "stage_command"]
