@@ -277,7 +277,12 @@ def config_options(cls: type, *, skip: Iterable[str] = (), after: str | None = N
         own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
                for p in inspect.signature(command, eval_str=True).parameters.values()
                if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        fields = [_option(cls, f) for f in dataclasses.fields(cls) if f.name not in set(skip)]
+        left_out = set(skip)
+        if left_out - {f.name for f in dataclasses.fields(cls)}:
+            raise TypeError(f"{command.__name__}: skip names no field of {cls.__name__}: {sorted(left_out)}")
+        if after is not None and after not in [p.name for p in own]:
+            raise TypeError(f"{command.__name__}: after={after!r} names none of its parameters")
+        fields = [_option(cls, f) for f in dataclasses.fields(cls) if f.name not in left_out]
         required = [p for p in fields if p.default.default is ...]
         cut = next((i + 1 for i, p in enumerate(own) if p.name == after), 0)
         command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
