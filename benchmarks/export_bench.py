@@ -9,8 +9,11 @@ chat template renders the demo conversations byte for byte as tinytool does; wri
 Keys: ``export`` = {``types``, ``seconds``, ``bytes``} (per type), ``roundtrip_max_abs_logit_diff`` (per type,
 against the source model; ``roundtrip_rounded`` beside it: against the source with its matrices rounded to the
 type, float32 noise when every weight is in place), ``template_identical`` ("count / total" renderings of the demo
-conversations, per format and overall). llama.cpp's agreement with tinytool's answers and the throughput
-comparison are not measured: llama.cpp is not built here yet (``not_measured`` says so).
+conversations, per format and overall); then llama.cpp (``llamacpp:FILE``) against tinytool's engine on the same
+machine, one after the other: ``llamacpp_agreement`` (per type: demo dev answers that parse to the same calls as
+the source model's; ``bfcl_agreement`` the same on the timed BFCL prompts), ``throughput`` = {``tinytool``,
+``llamacpp_f16``, ``llamacpp_q8_0``} with ``items_per_s`` and ``tokens_per_s`` (greedy, generation time only), and
+``ratio_llamacpp_vs_tinytool``. Time it on quiet cores.
 """
 
 from __future__ import annotations
@@ -68,11 +71,64 @@ def _templates(model: str, demo: Path) -> dict:
     return out
 
 
+def _rows(run: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in map(json.loads, (run / "results.jsonl").read_text().splitlines())}
+
+
+def _generation(run: Path) -> dict:
+    """Greedy decoding speed of an eval run: items and completion tokens per second of generation time."""
+    summary = json.loads((run / "summary.json").read_text())
+    seconds = summary["throughput"]["generation_seconds"]
+    tokens = sum((r.get("n_tokens") or 0) for r in _rows(run).values())
+    return {"items": summary["throughput"]["items"], "generation_seconds": seconds, "completion_tokens": tokens,
+            "items_per_s": round(summary["throughput"]["items"] / seconds, 3),
+            "tokens_per_s": round(tokens / seconds, 1)}
+
+
+def _agreement(a: Path, b: Path) -> dict:
+    """How many items two eval runs answered with the same parsed calls (and with the same text)."""
+    ra, rb = _rows(a), _rows(b)
+    common = sorted(set(ra) & set(rb))
+    same_calls = sum(ra[i].get("decoded") == rb[i].get("decoded") for i in common)
+    same_text = sum(ra[i].get("raw") == rb[i].get("raw") for i in common)
+    return {"same_calls": f"{same_calls} / {len(common)}", "same_text": f"{same_text} / {len(common)}",
+            "rate": round(same_calls / max(1, len(common)), 4)}
+
+
+def _llamacpp(model: str, ggufs: dict[str, Path], demo: Path, work: Path, bfcl_items: int, threads: int) -> dict:
+    """llama.cpp against tinytool's engine, one after the other on the same machine: the demo dev split's greedy
+    answers (same parsed calls) and greedy decoding speed on the same ``bfcl_items`` BFCL simple_python prompts,
+    each side on ``threads`` threads."""
+    out: dict = {"llamacpp_agreement": {}, "throughput": {}, "bfcl_agreement": {}}
+    sides = {"tinytool": model, **{f"llamacpp_{k}": f"llamacpp:{p}" for k, p in ggufs.items()}}
+    for side, spec in sides.items():
+        run_cli([TINYTOOL, "eval", "demo", "-m", spec, "-d", str(demo / "dev.jsonl"), "-o", str(work / f"demo-{side}")],
+                threads)
+        run_cli([TINYTOOL, "eval", "bfcl", "-m", spec, "--categories", "simple_python", "--limit", str(bfcl_items),
+                 "-o", str(work / f"bfcl-{side}")], threads)
+        out["throughput"][side] = _generation(work / f"bfcl-{side}")
+        if side != "tinytool":
+            kind = side.removeprefix("llamacpp_")
+            out["llamacpp_agreement"][kind] = _agreement(work / "demo-tinytool", work / f"demo-{side}")
+            out["bfcl_agreement"][kind] = _agreement(work / "bfcl-tinytool", work / f"bfcl-{side}")
+        print(side, out["throughput"][side], flush=True)
+    base = out["throughput"]["tinytool"]
+    out["ratio_llamacpp_vs_tinytool"] = {
+        k.removeprefix("llamacpp_"): {"items_per_s": round(v["items_per_s"] / base["items_per_s"], 3),
+                                      "tokens_per_s": round(v["tokens_per_s"] / base["tokens_per_s"], 3)}
+        for k, v in out["throughput"].items() if k != "tinytool"}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="smollm2-135m-instruct")
     ap.add_argument("--types", default="f16,bf16,q8_0")
     ap.add_argument("--demo-n", type=int, default=200, help="Demo tasks generated for the template check.")
+    ap.add_argument("--llamacpp-types", default="f16,q8_0", help="Types run in llama.cpp against tinytool's engine "
+                    "('' to skip).")
+    ap.add_argument("--bfcl-items", type=int, default=50, help="BFCL simple_python prompts timed on each side.")
+    ap.add_argument("--threads", type=int, default=2, help="Threads of each side in the llama.cpp comparison.")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "export.json")
     args = ap.parse_args()
 
@@ -108,18 +164,20 @@ def main() -> None:
             print(f"{kind}: {info['bytes'] / 1e6:.1f} MB in {result['export']['seconds'][kind]}s; logits within "
                   f"{r['max_abs_logit_diff']:.4g} ({r['max_abs_logit_diff_rounded']:.2g} of the rounded source)",
                   flush=True)
-            path.unlink()
+            if kind not in args.llamacpp_types.split(","):
+                path.unlink()
         run_cli([TINYTOOL, "data", "demo", "--n", str(args.demo_n), "--out", str(Path(tmp) / "demo")])
         result["template_identical"] = _templates(args.model, Path(tmp) / "demo")
+        ggufs = {k: Path(tmp) / f"model-{k}.gguf" for k in args.llamacpp_types.split(",") if k}
+        if ggufs:
+            result |= _llamacpp(args.model, ggufs, Path(tmp) / "demo", Path(tmp), args.bfcl_items, args.threads)
+            result["llamacpp_settings"] = {"threads": args.threads, "bfcl_items": args.bfcl_items,
+                                           "demo_dev_items": len((Path(tmp) / "demo" / "dev.jsonl").read_text()
+                                                                 .splitlines())}
     print("template identical:", result["template_identical"], flush=True)
     result["within_tolerance"] = all(
         result["roundtrip_rounded"][t] <= ROUNDED_TOLERANCE and result["roundtrip_max_abs_logit_diff"][t] <=
         TOLERANCE.get(t, float("inf")) for t in types)
-    result["not_measured"] = {
-        "llamacpp_agreement": "llama.cpp (llama-cpp-python) is not built yet, so its answers on the demo dev split "
-                              "are not compared with tinytool's",
-        "throughput": "llama.cpp is not built yet, so its greedy decoding speed is not compared with tinytool's",
-    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -57,6 +57,7 @@ def get_client(spec: str, **kw: Any) -> LLMClient:
 
     - ``openai:<base_url>@<model>`` or ``http(s)://<base_url>@<model>`` → `OpenAIClient`
     - ``vllm:<model spec>`` → `VLLMClient` (needs vLLM and a GPU)
+    - ``llamacpp:<file.gguf>`` → `LlamaCppClient` (llama.cpp on the CPU; ``tinytool export`` writes the file)
     - anything else (hub id, local directory, ``.gguf``, ``smollm2-135m-instruct``) → `HFClient`
 
     ``kw`` go to the backend's constructor (`HFClient.from_spec` for local models).
@@ -81,6 +82,10 @@ def get_client(spec: str, **kw: Any) -> LLMClient:
         from tinytool.llm.vllm_backend import VLLMClient
 
         return VLLMClient(target, **kw)
+    if spec.startswith("llamacpp:"):
+        from tinytool.llm.llamacpp import LlamaCppClient
+
+        return LlamaCppClient(spec.removeprefix("llamacpp:"), **kw)
     from tinytool.llm.hf import HFClient
 
     return HFClient.from_spec(spec, **kw)
