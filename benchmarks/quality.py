@@ -1,18 +1,17 @@
-"""How good a tool caller the pipeline makes: train rows through the CLI, score each on BFCL and the demo dev
-split, and write ``benchmarks/results/quality.json``.
+"""How good a tool caller the pipeline makes: run quality rows and collect their figures into
+``benchmarks/results/quality.json`` and the table of docs/QUALITY.md.
 
-Every step is a `tinytool` command with a run directory under ``--work``, so an interrupted run continues
-where it stopped and a finished step is not run again:
+A row is a recipe, ``recipes/quality/ROW.yaml``: the demo data it trains on, its training stages and the stages
+it is scored with (BFCL with strict decoding, the headline, the lenient figure kept beside it; the dev split of the
+row's data; the realistic dev split). This script runs each the way a user does,
 
-    tinytool data demo  →  tinytool sft  →  tinytool eval bfcl  →  tinytool eval demo
+    tinytool run recipes/quality/ROW.yaml -o WORK/runs/RUN [--set seed=S] [--set bfcl_limit=N] ...
 
-A row is one model: the bundled SmolLM2-135M-Instruct as it ships (``base``), after SFT on a demo data set, or
-trained further from another row's model (``teacher``): more SFT, or a depth-pruned student distilled from it
-with CKD (``tinytool student`` → ``tinytool distill``; its throughput counts completion tokens only).
-BFCL is scored with strict decoding (the headline; the lenient figure is kept beside it), on seeded random
-subsets of ``--limit`` items per category (the same items for every row) or on the full categories
-(``--limit 0``). No BFCL data is used in training. ``best`` is the row, among those scored on the most items and
-trained within the budget, that falls least short of the goal on both figures together (`shortfall`).
+so an interrupted run continues where it stopped and a finished stage is not run again, then reads the stages'
+outputs. A row scores BFCL on its recipe's scope (``bfcl_limit``: a seeded subset of that many items per category,
+the same items for every row, or the full categories) unless ``--limit`` gives another (0: the full categories).
+No BFCL data is used in training. ``best`` is the row, among those scored on the most items and trained within the
+budget, that falls least short of the goal on both figures together (`shortfall`).
 
     .venv/bin/python benchmarks/quality.py --rows base,sft-new --limit 0 --work /tmp/quality
     .venv/bin/python benchmarks/quality.py --rows base --limit 100 --work /tmp/quality   # adds to the file
@@ -31,216 +30,117 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import re
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 from _paired import AST, bfcl_items, bfcl_table, pack_verdicts
 
 from tinytool.io.files import sha256_file
+from tinytool.recipes.recipe import Recipe, load_recipe, stage_flags
+from tinytool.recipes.runner import plan
 
 CATEGORIES = (*AST, "irrelevance")
 MODEL = "smollm2-135m-instruct"
 FORMAT = "hermes-nothink"
-
-#: rows: the demo data they train on (``data demo`` flags) and the ``sft`` flags; None: not trained
-V4_MIX = "simple=0.15,multiple=0.18,parallel=0.2,parallel_multiple=0.17,irrelevance=0.16,missing_parameter=0.06,multi_step=0.08"
-ROWS: dict[str, dict | None] = {
-    "base": None,
-    # the demo data before generated tools: the 88 catalog tools only
-    "sft-catalog": {"data": ["--n", "1900", "--proc-fraction", "0"],
-                    "sft": ["--epochs", "1", "--lr", "1e-4", "--warmup", "0.03"]},
-    # the first demo data with generated tools (half the single-turn tasks), as of commit 5c2bff1; the
-    # generator has changed since, so re-running this row trains on today's data
-    "sft-new": {"data": ["--n", "1900"], "sft": ["--epochs", "1", "--lr", "1e-4", "--warmup", "0.03"]},
-    # today's default demo data: single-tool negatives, parameters described with a value format
-    # ("City and state, e.g. Boston, MA"), stated optional parameters more often
-    "sft-v2": {"data": ["--n", "1900"], "dir": "d1900-v2",
-               "sft": ["--epochs", "1", "--lr", "1e-4", "--warmup", "0.03"]},
-    # the same generator and recipe with 1.6x the conversations (one epoch each): what more data buys in the
-    # time bf16 autocast saves on a CPU with native bf16
-    "sft-v2-n3000": {"data": ["--n", "3000"], "dir": "d3000-v2",
-                     "sft": ["--epochs", "1", "--lr", "1e-4", "--warmup", "0.03"]},
-    # sft-v2's size and recipe on data whose calls write whole amounts as ints (200, not 200.0: the catalog
-    # tasks wrote 161 whole floats, and trained models wrote integers as floats)
-    "sft-v3": {"data": ["--n", "1900"], "dir": "d1900-v3",
-               "sft": ["--epochs", "1", "--lr", "1e-4", "--warmup", "0.03"]},
-    # sft-v3's recipe and about its training tokens with the mix moved towards the shapes BFCL scores: parallel
-    # and parallel_multiple 0.13/0.10 -> 0.20/0.17, multi_step 0.20 -> 0.08 (long multi-turn conversations
-    # BFCL's single-turn categories do not test), missing_parameter 0.08 -> 0.06; 2,200 conversations
-    "sft-v4-mix": {"data": ["--n", "2200", "--mix", V4_MIX], "dir": "d2200-v4-mix",
-                   "sft": ["--epochs", "1", "--lr", "1e-4", "--warmup", "0.03"]},
-    # the student question, at equal wall time (about two epochs of sft-v4-mix's data each):
-    # a 20-of-30-layer student pruned from the trained sft-v4-mix by layer importance, then one epoch of CKD
-    # (STAR Eq. 3) with sft-v4-mix as the online teacher
-    "ckd-s20": {"data": ["--n", "2200", "--mix", V4_MIX], "dir": "d2200-v4-mix", "teacher": "sft-v4-mix",
-                "keep_layers": 20,
-                "distill": ["--loss", "ckd", "--epochs", "1", "--lr", "1e-4", "--warmup", "0.03"]},
-    # ... against the 135M model itself trained longer: sft-v4-mix plus a second epoch of SFT on its data
-    "sft-v4-mix-2ep": {"data": ["--n", "2200", "--mix", V4_MIX], "dir": "d2200-v4-mix", "teacher": "sft-v4-mix",
-                       "sft": ["--epochs", "1", "--lr", "1e-4", "--warmup", "0.03"]},
-    # the defaults of `tinytool data demo` as of this row (V4_MIX; parallel_multiple asking two to four calls,
-    # often of one domain; wide value pools; rates a schema takes as decimals) and of `tinytool sft` (two epochs,
-    # lr 2e-4 from benchmarks/lr_sweep.py, 3 % warm-up), pinned so a later default does not change the row
-    "sft-v5": {"data": ["--n", "2200", "--mix", V4_MIX], "dir": "d2200-v5",
-               "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
-    # sft-v5's recipe with more of the two-hour budget spent (2,600 conversations instead of 2,200) and a third
-    # kind of irrelevance negative: open questions (knowledge, advice, writing) no offered tool answers
-    "sft-v6": {"data": ["--n", "2600", "--mix", V4_MIX], "dir": "d2600-v6",
-               "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
-    # sft-v6's data and recipe cut to 100 optimizer steps (a whole schedule, 400 conversations, about 20-40
-    # minutes on a 2-core CPU): a base that one session can rebuild, for experiments that start from SFT
-    "sft-v6-100": {"data": ["--n", "2600", "--mix", V4_MIX], "dir": "d2600-v6",
-                   "sft": ["--epochs", "1", "--max-steps", "100", "--lr", "2e-4", "--warmup", "0.03"]},
-    # sft-v6's recipe on the generator's defaults: requests written the way people write in 30 % of the tasks,
-    # service-style generated tools, follow-up actions among the distractors, one call expected in 46 % of the
-    # tasks (sft-v6's mix: 33 %) and several in 30 % (45 %)
-    "sft-real": {"data": ["--n", "2600"], "dir": "d2600-real",
-                 "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
-    # sft-real after its BFCL failures: one-call requests that state several values (37 % of one-call tasks state
-    # three or more, against 25 %: sft-real split such requests into several calls) and general questions about an
-    # offered tool's own subject among the irrelevance negatives (sft-real called on 78 of BFCL's 240)
-    "sft-real2": {"data": ["--n", "2600"], "dir": "d2600-real2",
-                  "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
-    # the same at 100 steps, and sft-v6-100 on today's generator with tidy requests only: the pair one session
-    # can train, for the realistic dev split before and after
-    "sft-real-100": {"data": ["--n", "2600"], "dir": "d2600-real",
-                     "sft": ["--epochs", "1", "--max-steps", "100", "--lr", "2e-4", "--warmup", "0.03"]},
-    # sft-real2's generator and token budget with shared-prefix training (its comparison row): tasks drawn four per
-    # offered tool set, tree-packed four branches a row; a tree row costs about what one of sft-real2's sequences
-    # costs, so 2.5x the conversations (6,500) train in its tokens (two epochs)
-    "sft-shared": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4",
-                   "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
-    # sft-shared at half its tokens (one epoch): whether shared-prefix training reaches sft-real2's quality in
-    # about one hour of a 2-core CPU
-    "sft-shared-1ep": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4",
-                       "sft": ["--epochs", "1", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches",
-                               "4"]},
-    # sft-shared on the generator whose further tasks per tool set also call one each of several offered tools, so
-    # several calls repeat one tool as often as without sharing (sft-shared's data: twice as often)
-    "sft-shared2": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4-several",
-                    "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
-    # sft-real2 with twin near misses: most near-miss irrelevance negatives ask for a tool that has a twin (same
-    # domain, the same values, another quantity: the median beside the mean) and offer the twin, not the tool
-    # (of the 421 irrelevance tasks at --n 2600, 31 offered a twin in sft-real2's data, 147 here)
-    "sft-real3": {"data": ["--n", "2600"], "dir": "d2600-real3",
-                  "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
-    # sft-real3 after its repeated calls: one-call requests whose items, joined by "and", go in one list (15 % of
-    # one-call tasks drawn from tools that take a list, and list-taking actions never offered beside their per-item
-    # twin: 292 of 1,237 one-call tasks hold two or more items in one list, against 90, beside 313 tasks asking
-    # several calls of one tool); 8 of sft-real3-seed1's 12 over-calls split values joined by "and" over two calls
-    "sft-real4": {"data": ["--n", "2600"], "dir": "d2600-real4",
-                  "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
-    # sft-real4 after its leftover values (a stated value left out of the call and placed in a second one): 20 % of
-    # the other one-call requests drawn from a tool of four or more parameters, stating every optional value its
-    # phrasing can carry, and three actions of five or six parameters (312 of 1,237 one-call tasks with four or
-    # more arguments, against 96)
-    "sft-real5": {"data": ["--n", "2600"], "dir": "d2600-real5",
-                  "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03"]},
-    # sft-real5's run at its last checkpoint within the token budget: its longer requests put the whole run 2 % over
-    # sft-v6's tokens, step 1,100 of 1,170 is 3 % under them (the learning rate there is 6 % of its peak)
-    "sft-real5-1100": {"of": "sft-real5", "checkpoint": 1100},
-    # sft-real3 at sft-shared3's conversations per step (16: four tree rows of four branches), in fewer, larger
-    # steps at the same learning rate: whether the shared rows' repeated calls come from the optimisation
-    "sft-real3-b16": {"data": ["--n", "2600"], "dir": "d2600-real3",
-                      "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--batch-size", "16",
-                              "--grad-accum", "1"]},
-    # sft-shared2 with twin near misses (the generator of sft-real3, four tasks per tool set)
-    "sft-shared3": {"data": ["--n", "6500", "--per-toolset", "4"], "dir": "d6500-k4-twins",
-                    "sft": ["--epochs", "2", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix", "--branches", "4"]},
-    "sft-tidy-100": {"data": ["--n", "2600", "--mix", V4_MIX, "--real-fraction", "0"], "dir": "d2600-tidy",
-                     "sft": ["--epochs", "1", "--max-steps", "100", "--lr", "2e-4", "--warmup", "0.03"]},
-    # the base of the RL and distillation protocols (under three hours from nothing on two cores): shared-prefix
-    # training on today's generator, four tasks per tool set, one cosine schedule of 170 steps (16 conversations a
-    # step, 2,720 of 5,400): 2,327 s on the 2-core Xeon without native bf16 (fp32), half the 75-minute budget (the
-    # whole epoch, 338 steps, would take about 77 minutes); a fixed step count, not a time budget, so a slower
-    # machine trains the same model
-    "sft-base75": {"data": ["--n", "6000", "--per-toolset", "4"], "dir": "d6000-k4",
-                   "sft": ["--epochs", "1", "--max-steps", "170", "--lr", "2e-4", "--warmup", "0.03", "--shared-prefix",
-                           "--branches", "4"]},
-}
-#: the realistic dev split every row is scored on (`real_dev`): the real_* tasks of this row's data's dev split
-REAL_DEV_ROW = "sft-real"
-#: flags every training row shares: memory is no constraint on this benchmark's machine, so activation
-#: checkpointing is off (the default keeps it on, for laptops)
-#: whose data's dev split an untrained row is scored on
-DEV_ROW = "sft-v2"
-SFT_COMMON = ["-f", FORMAT, "--activation-checkpointing", "false", "--save-steps", "100", "--logging-steps", "10"]
-
-
-def _data_spec(row: str) -> dict:
-    """The row whose data ``row`` trains on (a checkpoint row's run's; an untrained row's dev split is `DEV_ROW`'s)."""
-    spec = ROWS[row] or ROWS[DEV_ROW]
-    return _data_spec(spec["of"]) if "of" in spec else spec
-
-
-def _data_dir(work: Path, row: str) -> Path:
-    spec = _data_spec(row)
-    flags = spec["data"]
-    return work / spec.get("dir", "d" + "".join(f.lstrip("-").replace("-fraction", "") for f in flags if f != "--n"))
-
-
-def _ensure_data(work: Path, row: str) -> Path:
-    data = _data_dir(work, row)
-    if not (data / "train.jsonl").is_file():
-        run_cli([TINYTOOL, "data", "demo", *_data_spec(row)["data"], "--out", str(data)])
-    return data
+#: the rows: one recipe each
+RECIPES = ROOT / "recipes" / "quality"
+ROWS: dict[str, Path] = {p.stem: p for p in sorted(RECIPES.glob("*.yaml"))}
+#: the verbs of a row's training stages, and the summary each writes
+TRAINING = {"sft": "sft_summary.json", "distill": "distill_summary.json"}
 
 
 def run_name(row: str, seed: int = 0) -> str:
     """The run of ``row`` trained under ``seed`` (its run directory and table row): the row's name for seed 0,
-    ``{row}-seed{seed}`` for another (the same data and flags, ``tinytool sft --seed``)."""
+    ``{row}-seed{seed}`` for another (the same data and flags, ``--set seed=S``)."""
     return row if seed == 0 else f"{row}-seed{seed}"
 
 
+def settings(row: str, seed: int = 0, limit: int | None = None, batch_size: int | None = None,
+             guard: bool = False) -> dict[str, str]:
+    """The ``--set`` values of a run of ``row``: its seed, BFCL's items per category (``limit``; 0: the full
+    categories; None: the recipe's own), the evaluation batch, the value guard, and the label its scores go by."""
+    sets = {"seed": str(seed)} if seed else {}
+    if limit is not None:
+        sets["bfcl_limit"] = str(limit) if limit else "null"
+    if batch_size is not None:
+        sets["batch_size"] = str(batch_size)
+    if guard:
+        sets["value_guard"] = "true"
+    label = run_name(row, seed) + ("+guard" if guard else "")
+    return sets | ({"label": label} if label != row else {})
+
+
+def load_row(row: str, sets: dict[str, str] | None = None) -> Recipe:
+    return load_recipe(ROWS[row], sets)
+
+
+def run_dir(work: Path, row: str, seed: int = 0) -> Path:
+    return work / "runs" / run_name(row, seed)
+
+
+def stages(work: Path, row: str, seed: int = 0, sets: dict[str, str] | None = None) -> dict[str, tuple[str, Path, dict]]:
+    """Each stage of ``row``'s run under ``seed``: its verb, its output (``NN-name/out``) and its resolved
+    arguments."""
+    r = load_row(row, sets or settings(row, seed))
+    return {st.name: (st.run, folder / "out", args) for st, folder, args, _ in plan(r, run_dir(work, row, seed))}
+
+
+def run(work: Path, row: str, seed: int = 0, sets: dict[str, str] | None = None, until: str | None = None) -> None:
+    """``tinytool run`` the row's recipe into its run directory (stages already done are skipped)."""
+    sets = sets if sets is not None else settings(row, seed)
+    run_cli([TINYTOOL, "run", str(ROWS[row]), "-o", str(run_dir(work, row, seed)),
+             *(a for k, v in sets.items() for a in ("--set", f"{k}={v}")), *(["--until", until] if until else [])])
+
+
+def trained(row: str) -> bool:
+    """Whether ``row`` trains a model (``base`` does not)."""
+    return any(st.run in TRAINING for st in load_row(row).stages)
+
+
+def _data_dir(work: Path, row: str, seed: int = 0) -> Path:
+    """The demo data ``row`` trains on (its train and dev split), in its run."""
+    return stages(work, row, seed)["data"][1]
+
+
 def train(work: Path, row: str, seed: int = 0) -> tuple[str, dict | None]:
-    """The row's model (trained if it is a training row) under ``seed``, and its training summary. A row with a
-    ``teacher`` starts from that row's trained model (trained first if need be, under seed 0); its ``seconds``
-    include the teacher's, so rows compare at the wall time a user spends from the bundled model."""
-    spec = ROWS[row]
-    if spec is None:
+    """The row's model (its training stages run first, unless done) under ``seed``, and its training summary;
+    for an untrained row the bundled model and None. A row with several training stages (a teacher trained first)
+    counts all their ``seconds``, so rows compare at the wall time a user spends from the bundled model; its
+    ``own_seconds`` are its last stage's."""
+    st = stages(work, row, seed)
+    steps = [(name, out) for name, (verb, out, _) in st.items() if verb in TRAINING]
+    if not steps:
         return MODEL, None
-    if "of" in spec:
-        return checkpoint(work, spec["of"], spec["checkpoint"], seed)
-    data = _ensure_data(work, row)
-    out = work / "runs" / run_name(row, seed)
-    seed_flags = ["--seed", str(seed)] if seed else []
-    start, before = MODEL, 0.0
-    if "teacher" in spec:
-        start, teacher_summary = train(work, spec["teacher"])
-        before = teacher_summary["seconds"]
-    if "distill" in spec:
-        student = work / "students" / f"{row}-{spec['keep_layers']}"
-        if not (student / "config.json").is_file():
-            samples = work / "students" / f"{row}-samples.txt"
-            samples.write_text("\n".join(_importance_samples(data / "train.jsonl")) + "\n")
-            run_cli([TINYTOOL, "student", "--from", start, "--keep-layers", str(spec["keep_layers"]),
-                     "--method", "importance", "--samples", str(samples), "-o", str(student)])
-        run_cli([TINYTOOL, "distill", "-s", str(student), "-t", start, "-d", str(data / "train.jsonl"),
-                 *SFT_COMMON, *spec["distill"], *seed_flags, "-o", str(out)])
-        summary = json.loads((out / "distill_summary.json").read_text())
+    if not all((out / TRAINING[st[name][0]]).is_file() for name, out in steps):
+        run(work, row, seed, until=steps[-1][0])
+    model = st["bfcl"][2]["model"]
+    done = re.fullmatch(r"checkpoint-(\d+)", Path(model).name)
+    if done:  # the row is a checkpoint of its run
+        return checkpoint(work, row, int(done.group(1)), seed)
+    runs = [json.loads((out / TRAINING[st[name][0]]).read_text()) for name, out in steps]
+    summary = runs[-1]
+    if st[steps[-1][0]][0] == "distill":  # a student's throughput counts its completion tokens
         summary["tokens_per_second"] = summary.get("completion_tokens_per_second")
-    else:
-        if not (out / "sft_summary.json").is_file():  # a finished row is reused as it is
-            run_cli([TINYTOOL, "sft", "-m", start, "-d", str(data / "train.jsonl"), *SFT_COMMON, *spec["sft"],
-                     *seed_flags, "-o", str(out)])
-        summary = json.loads((out / "sft_summary.json").read_text())
     summary["own_seconds"] = summary["seconds"]
-    summary["seconds"] = summary["seconds"] + before
-    summary["data_sha256"] = sha256_file(data / "train.jsonl")[:16]  # runs of one recipe train on the same bytes
-    return str(out), summary
+    summary["seconds"] = sum(r["seconds"] for r in runs)
+    summary["data_sha256"] = sha256_file(st["data"][1] / "train.jsonl")[:16]  # runs of one recipe: the same bytes
+    return model, summary
 
 
 def checkpoint(work: Path, row: str, step: int, seed: int = 0) -> tuple[str, dict]:
-    """``row``'s run (trained first if need be) at its checkpoint of ``step``, and a training summary of what it had
-    trained by then: its tokens and seconds from the last log line of the checkpoint's trainer state."""
-    _, summary = train(work, row, seed)
-    where = work / "runs" / run_name(row, seed) / f"checkpoint-{step}"
+    """``row``'s last training stage (run first if need be) at its checkpoint of ``step``, and a training summary
+    of what it had trained by then: its tokens and seconds from the last log line of the checkpoint's trainer
+    state."""
+    st = stages(work, row, seed)
+    name, (verb, out, _) = [(n, s) for n, s in st.items() if s[0] in TRAINING][-1]
+    if not (out / TRAINING[verb]).is_file():
+        run(work, row, seed, until=name)
+    where = out / f"checkpoint-{step}"
     state_file = where / "trainer_state.json"
     if not state_file.is_file():
         raise SystemExit(f"error: {state_file}: no such file ({row}'s run keeps its last checkpoints only; train it "
-                         f"again with --save-total-limit large enough, or pick a step it kept)")
+                         f"again with save_total_limit large enough, or pick a step it kept)")
     logged = [h for h in json.loads(state_file.read_text())["log_history"] if "num_tokens" in h and "run_seconds" in h]
     if not logged or logged[-1].get("step") != step:
         raise SystemExit(f"error: {state_file}: no log line at step {step} with num_tokens and run_seconds")
@@ -248,61 +148,23 @@ def checkpoint(work: Path, row: str, step: int, seed: int = 0) -> tuple[str, dic
     # no tokens per second: a run's own figure counts only the sitting that finished it, which a checkpoint's log
     # cannot tell apart
     return str(where), {"seconds": seconds, "own_seconds": seconds, "tokens": tokens, "tokens_per_second": None,
-                        "data_sha256": summary["data_sha256"], "checkpoint_of": run_name(row, seed)}
-
-
-def _importance_samples(train: Path, n: int = 48) -> list[str]:
-    """One line of text per conversation (its messages' contents), from the first ``n`` of the training data:
-    what the layer-importance scores of ``tinytool student --method importance`` are measured on."""
-    lines = []
-    with train.open() as fh:
-        for line in fh:
-            conv = json.loads(line)
-            text = " ".join(str(m.get("content") or "") + (" " + json.dumps(m["tool_calls"]) if m.get("tool_calls") else "")
-                            for m in conv.get("messages", []))
-            lines.append(" ".join(text.split())[:2000])
-            if len(lines) >= n:
-                break
-    return lines
-
-
-def evaluate(work: Path, row: str, model: str, limit: int, batch_size: int, demo_dev: bool = True,
-             seed: int = 0, guard: bool = False) -> dict:
-    """BFCL (strict headline), the demo dev split (unless ``demo_dev`` is False) and the realistic dev split, each a
-    resumable run directory of the row's run under ``seed``; with ``guard``, decoded under the value guard
-    (``--value-guard``) into directories of their own (``bfcl-full-guard``, ``real-dev-guard``, …)."""
-    tag = f"bfcl-{limit}" if limit else "bfcl-full"
-    end = "-guard" if guard else ""
-    flags = ["--value-guard"] if guard else []
-    run = work / "runs" / run_name(row, seed)
-    bfcl_out = run / (tag + end)
-    cmd = [TINYTOOL, "eval", "bfcl", "-m", model, "--format", FORMAT, "--categories", ",".join(CATEGORIES),
-           "--batch-size", str(batch_size), "-o", str(bfcl_out), "--label", run_name(row, seed) + end, *flags]
-    if not (bfcl_out / "summary.json").is_file():  # a finished evaluation is reused as it is
-        run_cli(cmd + (["--limit", str(limit)] if limit else []))
-    summary = json.loads((bfcl_out / "summary.json").read_text())
-    dev_data = _ensure_data(work, row) / "dev.jsonl"
-    demo = None
-    if demo_dev:
-        demo_out = run / ("demo-dev" + end)
-        run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(dev_data), "-o",
-                 str(demo_out), "--batch-size", str(batch_size), *flags])
-        demo = json.loads((demo_out / "summary.json").read_text())
-    real_out = run / ("real-dev" + end)
-    run_cli([TINYTOOL, "eval", "demo", "-m", model, "--format", FORMAT, "-d", str(_real_dev(work)), "-o",
-             str(real_out), "--batch-size", str(batch_size), *flags])
-    real = json.loads((real_out / "summary.json").read_text())
-    return {"bfcl": summary, "demo": demo, "real": real, "bfcl_dir": str(bfcl_out), "dev_data": dev_data.parent.name}
+                        "data_sha256": sha256_file(st["data"][1] / "train.jsonl")[:16],
+                        "checkpoint_of": f"{run_name(row, seed)}:{name}"}
 
 
 def _real_dev(work: Path) -> Path:
-    """The realistic dev split: the ``real_*`` tasks of `REAL_DEV_ROW`'s data's dev split, in one file."""
+    """The realistic dev split as the recipes make it (their ``real-data`` and ``real-split`` stages), in one file
+    of ``work``."""
     path = work / "real-dev.jsonl"
     if not path.is_file():
-        dev = _ensure_data(work, REAL_DEV_ROW) / "dev.jsonl"
-        rows = [line for line in dev.read_text().splitlines()
-                if json.loads(line)["meta"]["category"].startswith("real_")]
-        path.write_text("\n".join(rows) + "\n")
+        r = load_row("base")
+        data = work / "real-dev-data"
+        if not (data / "dev.jsonl").is_file():
+            args = {k: v for k, v in r.stage("real-data").args.items() if k != "out"}
+            run_cli([TINYTOOL, "data", "demo", *stage_flags(args, []), "--out", str(data)])
+        patterns = r.stage("real-split").args["category"]
+        run_cli([TINYTOOL, "data", "select", str(data / "dev.jsonl"), *stage_flags({"category": patterns}, []),
+                 "-o", str(path)])
     return path
 
 
@@ -321,25 +183,35 @@ def _device() -> str:
     return f"cpu: {m['cpu']} ({m['nproc']} cores)"
 
 
-def row_record(row: str, model: str, sft: dict | None, ev: dict, seed: int = 0) -> dict:
-    cats = ev["bfcl"]["categories"]
-    table = bfcl_table(ev["bfcl"])
-    rec = {
-        "model": MODEL if sft is None else
-        f"{MODEL} + {'CKD' if 'distill' in (ROWS[row] or {}) else 'SFT'} ({run_name(row, seed)})",
-        # the row of `ROWS` whose data and flags the run trained with, its seed, and its training data's digest:
-        # runs of one recipe (a row's data directory regenerated by a later generator is another recipe)
+def _summary(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def row_record(work: Path, row: str, seed: int = 0, sets: dict[str, str] | None = None) -> dict:
+    """The figures of a finished run of ``row``, read from its stages' outputs."""
+    st = stages(work, row, seed, sets)
+    model, sft = train(work, row, seed)
+    bfcl_dir = st["bfcl"][1]
+    bfcl, demo, real = _summary(bfcl_dir), _summary(st["demo-dev"][1]), _summary(st["real-dev"][1])
+    cats = bfcl["categories"]
+    table = bfcl_table(bfcl)
+    data_args = {k: v for k, v in st["data"][2].items() if k != "out"}
+    distilled = any(verb == "distill" for verb, _, _ in st.values())
+    return {
+        "model": MODEL if sft is None else f"{MODEL} + {'CKD' if distilled else 'SFT'} ({run_name(row, seed)})",
+        # the recipe the run ran (a row of docs/QUALITY.md), its seed, and its training data's digest: runs of one
+        # recipe (a row's data regenerated by a later generator is another recipe)
         "recipe": row,
         "seed": seed,
         # decoded under the value guard (`tinytool.llm.guard`, ``--value-guard``): the same model as the row without
         # it, another way of decoding
-        "value_guard": bool(ev["bfcl"].get("value_guard")),
+        "value_guard": bool(bfcl.get("value_guard")),
         "data_sha256": sft.get("data_sha256") if sft else None,
         "params": params(model),
         "train_seconds": round(sft["seconds"], 1) if sft else 0.0,
         "train_tokens_per_s": round(sft["tokens_per_second"], 1) if sft and sft.get("tokens_per_second") else None,
         "train_tokens": sft.get("tokens") if sft else None,
-        "own_train_seconds": round(sft["own_seconds"], 1) if sft else 0.0,  # without the teacher row's
+        "own_train_seconds": round(sft["own_seconds"], 1) if sft else 0.0,  # without an earlier training stage's
         **{c: table[c] for c in AST},
         "non_live_ast_avg": table["non_live_ast_avg"],
         "irrelevance": table["irrelevance"],
@@ -347,41 +219,38 @@ def row_record(row: str, model: str, sft: dict | None, ev: dict, seed: int = 0) 
         "n": min(cats[c]["n"] for c in CATEGORIES),
         "n_per_category": {c: cats[c]["n"] for c in CATEGORIES},
         "lenient": {c: round(cats[c]["accuracy_lenient"], 4) for c in CATEGORIES},
-        "demo_dev": round(ev["demo"]["groups"]["overall"], 4) if ev["demo"] else None,
-        "demo_dev_data": ev["dev_data"],  # the dev split of the row's own training data
-        "demo_dev_categories": ({c: round(v["accuracy"], 4) for c, v in ev["demo"]["categories"].items()}
-                                if ev["demo"] else None),
-        "failures": ev["bfcl"].get("failures"),
+        "demo_dev": round(demo["groups"]["overall"], 4),
+        "demo_dev_data": "data demo " + " ".join(stage_flags(data_args, [])),  # the row's data, whose dev split it is
+        "demo_dev_categories": {c: round(v["accuracy"], 4) for c, v in demo["categories"].items()},
+        "failures": bfcl.get("failures"),
         # what the "more calls than asked" answers are, per category (`tinytool.eval.failures.OVER_CALL_SHAPES`)
-        "over_call_shapes": ev["bfcl"].get("over_calls"),
+        "over_call_shapes": bfcl.get("over_calls"),
         # the realistic dev split (requests written the way people write, one call expected), the same for
         # every row
-        "real_dev": {c: round(v["accuracy"], 4) for c, v in ev["real"]["categories"].items()},
+        "real_dev": {c: round(v["accuracy"], 4) for c, v in real["categories"].items()},
         # per item, right or wrong (`_paired.pack_verdicts`): later runs compare with this one paired without its
         # run directory (`python benchmarks/_paired.py ROW OTHER`)
-        "verdicts": pack_verdicts(bfcl_items(Path(ev["bfcl_dir"]))),
-        "eval_items_per_s": ev["bfcl"]["throughput"].get("items_per_s"),
+        "verdicts": pack_verdicts(bfcl_items(bfcl_dir)),
+        "eval_items_per_s": bfcl["throughput"].get("items_per_s"),
         # where this row trained and was evaluated (its train_seconds are that device's)
         "device": _device(),
     }
-    return rec
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", help=f"comma-separated, of {', '.join(ROWS)} (default: base,sft-new; none with "
                                    "--merge alone)")
-    ap.add_argument("--limit", type=int, default=100, help="BFCL items per category (0: full categories)")
-    ap.add_argument("--work", type=Path, help="where data, models and eval runs go (needed to run rows)")
-    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--limit", type=int, help="BFCL items per category (0: full categories) [default: the recipe's]")
+    ap.add_argument("--work", type=Path, help="where the rows' runs go, WORK/runs/RUN (needed to run rows)")
+    ap.add_argument("--batch-size", type=int, help="evaluation batch [default: the recipe's, 16]")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "quality.json")
-    ap.add_argument("--no-demo-dev", action="store_true",
-                    help="leave out the demo dev split (the row's demo_dev is then null; a later run adds it)")
     ap.add_argument("--seeds", default="0",
                     help="comma-separated training seeds: each row is trained and scored once per seed (seed 0 is "
                          "the row itself, seed s the run `{row}-seed{s}`); `recipes` sums up the runs of each row")
     ap.add_argument("--value-guard", action="store_true",
-                    help="decode every evaluation under the value guard; the rows are named `{run}+guard`")
+                    help="decode every evaluation under the value guard; the rows are named `{run}+guard` (the run "
+                         "directory's evaluations are those of its latest settings; every one's figures are kept here)")
     ap.add_argument("--merge", type=Path, action="append", default=[], metavar="FILE",
                     help="add the rows of another run's result file (another machine, a worktree's --out) to --out "
                          "before running any rows; repeatable (see `merge`)")
@@ -398,7 +267,7 @@ def main() -> None:
         ap.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
     if not seeds or min(seeds) < 0:
         ap.error(f"--seeds takes non-negative integers, not {args.seeds!r}")
-    untrained = [r for r in rows if ROWS[r] is None]
+    untrained = [r for r in rows if not trained(r)]
     if untrained and seeds != [0]:
         ap.error(f"--seeds: {', '.join(untrained)} is not trained, so it has no seed; run it without --seeds")
 
@@ -415,12 +284,12 @@ def main() -> None:
         _write(args, result, table)
     for row in rows:
         for seed in seeds:
-            model, sft = train(args.work, row, seed)
-            ev = evaluate(args.work, row, model, args.limit, args.batch_size, demo_dev=not args.no_demo_dev,
-                          seed=seed, guard=args.value_guard)
+            sets = settings(row, seed, args.limit, args.batch_size, args.value_guard)
+            run(args.work, row, seed, sets)
+            limit = load_row(row, sets).vars["bfcl_limit"]
             name = run_name(row, seed) + ("+guard" if args.value_guard else "")
-            key = f"{name} (n={args.limit})" if args.limit else f"{name} (full)"
-            table[key] = row_record(row, model, sft, ev, seed)
+            key = f"{name} (n={limit})" if limit else f"{name} (full)"
+            table[key] = row_record(args.work, row, seed, sets)
             _write(args, result, table)
 
 

@@ -154,11 +154,13 @@ def prompt_file(work: Path, data: Path, name: str) -> Path:
 
 
 def train_row(work: Path, row: str, base: str, data: Path, seed: int = 0,
-              threads: int | None = None) -> tuple[str, dict]:
-    """Run the row's training under ``seed`` (resumable: a finished run is read back); returns the model and its
+              threads: int | None = None, base_name: str | None = None) -> tuple[str, dict]:
+    """Run the row's training under ``seed`` (resumable: a finished run is read back) in ``rl/BASE-ROW`` (BASE:
+    ``base_name``, the quality row the base model is, else its folder's name); returns the model and its
     summary."""
     spec = ROWS[row]
-    out = work / "rl" / f"{Path(base).name}-{row}" if not seed else work / "rl" / f"{Path(base).name}-{row}-seed{seed}"
+    name = base_name or Path(base).name
+    out = work / "rl" / f"{name}-{row}" if not seed else work / "rl" / f"{name}-{row}-seed{seed}"
     seed_flags = ["--seed", str(seed)] if seed else []
     if spec["kind"] == "sft":
         cmd = [TINYTOOL, "sft", "-m", base, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--epochs", "1",
@@ -322,7 +324,8 @@ def main() -> None:
     def trained(names: list[str]) -> list[tuple[str, dict, dict, float]]:
         """Each row trained (two side by side with --parallel), then scored the same way."""
         t0 = time.perf_counter()
-        runs = in_pairs([lambda th, r=r: train_row(args.work, r, base, data, args.seed, th) for r in names],
+        runs = in_pairs([lambda th, r=r: train_row(args.work, r, base, data, args.seed, th, args.base_row)
+                         for r in names],
                         args.parallel)
         wall = (time.perf_counter() - t0) / max(1, len(names))
         scored = in_pairs([lambda th, m=m: score(m, th) for m, _ in runs], args.parallel)
