@@ -18,19 +18,16 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 import time
 from pathlib import Path
 
-from tinytool.formats import get_format
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
 
 from tinytool.data.demo import write_demo
 from tinytool.distill.cache import TeacherTopKCache, build_cache
 from tinytool.distill.examples import token_examples
 from tinytool.distill.trainer import DistillConfig, train_distill
+from tinytool.formats import get_format
 from tinytool.models.loading import BUNDLED_ALIAS, cpu_supports_bf16, load_tokenizer
 from tinytool.models.students import build_student
 from tinytool.schema import read_jsonl, write_jsonl

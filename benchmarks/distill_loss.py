@@ -22,9 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
 
 RESULT = ROOT / "benchmarks" / "results" / "distill_loss.json"

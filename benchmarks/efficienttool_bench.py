@@ -55,12 +55,10 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from random import Random
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 
 KS = (1, 3, 5)

@@ -13,11 +13,9 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
 
 from tinytool.bfcl import AST_CATEGORIES, BFCL_VERSION, bfcl_data

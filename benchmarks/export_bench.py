@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 
 #: largest logit difference accepted against the source rounded to the type (float32 arithmetic over 30 layers)

@@ -28,11 +28,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 FORMAT = "hermes"
 #: where ``run`` measures; ``--device cpu --layers 2`` checks the script here before a GPU is spent on it

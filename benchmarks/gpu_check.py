@@ -32,7 +32,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine
 
 #: what stops vLLM from running on a machine without a package index, when ``import vllm`` fails there

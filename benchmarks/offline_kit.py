@@ -29,7 +29,6 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT
 
 from tinytool.io.files import sha256_file

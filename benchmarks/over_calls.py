@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine
 
 from tinytool.eval.failures import OVER_CALL_SHAPES, over_call_table

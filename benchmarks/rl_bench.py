@@ -23,11 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 
 FORMAT = "hermes-nothink"

@@ -33,11 +33,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 from _paired import bfcl_items, bfcl_table, bootstrap_p, irrelevance_p, overall_p

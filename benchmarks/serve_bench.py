@@ -40,7 +40,6 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, versions
 
 

@@ -33,7 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, versions
 from _paired import bfcl_items, bfcl_table, bootstrap_p, category_p, irrelevance_p
 

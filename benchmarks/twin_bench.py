@@ -20,10 +20,8 @@ import json
 import math
 import random
 import re
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 
 #: a data seed no training row uses (the rows train on seed 0)
