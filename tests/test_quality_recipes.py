@@ -32,6 +32,8 @@ def quality():
 def test_every_row_has_a_recipe_and_every_row_of_the_results_is_one(quality):
     assert set(quality.ROWS) == set(ROWS) == {p.stem for p in RECIPES}
     assert find_recipe("quality/sft-v6").resolve() == (ROOT / "recipes" / "quality" / "sft-v6.yaml").resolve()
+    rerun = (ROOT / "docs" / "QUALITY.md").read_text().partition("## Rerunning a row")[2].partition("\n## ")[0]
+    assert {row for row in ROWS if f"tinytool run recipes/quality/{row}.yaml" not in rerun} == set()
     table = json.loads((ROOT / "benchmarks" / "results" / "quality.json").read_text())["table"]
     for key, row in table.items():  # `sft-real3-seed1 (full)`, `sft-real5+guard (full)`, `sft-real2-h200 (full)`
         name = row.get("recipe") or re.sub(r"(-seed\d+)?(\+guard)?(-h200|-cpu)?$", "", key.partition(" (")[0])
