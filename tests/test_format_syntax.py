@@ -118,3 +118,21 @@ def test_the_value_guard_reads_a_format_it_was_not_written_for():
         check_format(get_format("toolrl"))
     assert value_guard([LOOKUP], "7", "python")[0] is None
     assert json.loads(guard.tidy('<call>{"name": "lookup", "arguments": {}}</call>')[6:-7])["name"] == "lookup"
+
+
+def test_the_guard_format_is_checked_once_on_the_eval_bfcl_path(tmp_path, monkeypatch):
+    """Where an eval bfcl run is set up (its config), not again when the run opens nor once per item, which only
+    ask the format's syntax."""
+    from tinytool.eval.bfcl_runner import BFCLRunConfig, run_bfcl
+    from tinytool.llm import ScriptedClient, guard
+
+    calls = []
+    real = guard.check_format
+    monkeypatch.setattr(guard, "check_format", lambda fmt: calls.append(fmt) or real(fmt))
+    seen = []
+    client = ScriptedClient(lambda request, i: seen.append(request) or "no call")
+    cfg = BFCLRunConfig(model="m", format="hermes-nothink", categories=["simple_python"], limit=3, value_guard=True)
+    run_bfcl(cfg, tmp_path / "run", client, progress=False)
+    assert len(calls) == 1 and len(seen) == 3 and all(r.guard is not None for r in seen)
+    with pytest.raises(Exception, match="value guard"):
+        BFCLRunConfig(model="m", format="python", value_guard=True)

@@ -127,6 +127,12 @@ class BFCLRunConfig:
     #: single-turn items decode under a value guard (`tinytool.llm.guard`)
     value_guard: bool = setting(False, GUARD_HELP)
 
+    def __post_init__(self) -> None:
+        if self.value_guard:  # the one check of the guard's format: where a run is set up, before a model loads
+            from tinytool.llm.guard import check_format
+
+            check_format(self.format)
+
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                 n=self.samples, seed=self.seed, entropy=self.entropy)
@@ -197,10 +203,6 @@ def read_generations(path: Path) -> dict[str, dict]:
 
 def _open_run(cfg: BFCLRunConfig, out: Path, client: LLMClient, overwrite: bool) -> RunDir:
     """Open (or resume) the run directory; categories asked for now are added to those already in it."""
-    if cfg.value_guard:
-        from tinytool.llm.guard import check_format
-
-        check_format(get_format(cfg.format))
     run = open_run_dir(out, "bfcl", run_settings(cfg, bfcl_version=BFCL_VERSION), overwrite=overwrite)
     categories = sorted(set(run.info.get("categories") or []) | set(cfg.categories), key=CATEGORIES.index)
     run.update(categories=categories, label=cfg.label or run.info.get("label"), batch_size=cfg.batch_size,

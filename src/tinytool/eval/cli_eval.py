@@ -134,9 +134,7 @@ def bfcl(
         fmt = _format(fmt, model)
         if values["samples"] > 1 and values["temperature"] == 0:
             fail("--samples > 1 needs --temperature > 0")
-        if values["value_guard"]:  # before the model loads
-            check_format(fmt)
-        cfg = BFCLRunConfig(format=fmt.name, **config_values(BFCLRunConfig, values))
+        cfg = BFCLRunConfig(format=fmt.name, **config_values(BFCLRunConfig, values))  # checks the guard's format
         with on_interrupt(lambda: kept_note(out)):
             summary = run_bfcl(cfg, out, _client(model, cfg.batch_size, dtype), overwrite=overwrite)
     _table(summary, "BFCL")
