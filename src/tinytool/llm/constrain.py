@@ -50,6 +50,7 @@ from typing import Any
 
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, CallSyntax, PromptFormat, Tags, formats_with, get_format
+from tinytool.llm.rules import RowRule
 from tinytool.schema import Tool
 
 #: the modes of a `ToolConstraint`
@@ -565,35 +566,37 @@ class GrammarBank:
         return template.deep_copy()
 
 
-class RowMasks:
-    """The constraints of the rows of one decoding run: a matcher per constrained row (None: free), the step's
-    masks computed for all of them at once, applied to the logits in place, and every row's sampled token fed
-    back."""
+class RowMasks(RowRule):
+    """The grammar as a row rule (`tinytool.llm.rules`): what a request asks is its ``constraint``, a row's state
+    is a matcher of it (None: free), the step's masks are computed for all constrained rows at once, applied to the
+    logits in place, and every row's sampled token is fed back."""
 
-    def __init__(self, bank: GrammarBank, rows: int):
-        self.bank = bank
-        self.matchers: list[Any] = [None] * rows
-        self.words = (bank.vocab + 31) // 32
+    name = "constraint"
+    lazy = True
+
+    def __init__(self, client: Any, rows: int):
+        super().__init__(client, rows)
+        self.bank: GrammarBank = client.grammars()
+        self.words = (self.bank.vocab + 31) // 32
         self._bitmask: Any = None
         self._executor: Any = None
         self._shifts: Any = None
 
+    @classmethod
+    def prepare(cls, client: Any, spec: Constraint) -> None:
+        client.grammars().matcher(spec)
+
     @property
     def active(self) -> bool:
         """Whether any row is constrained now."""
-        return any(m is not None for m in self.matchers)
+        return any(m is not None for m in self.states)
 
-    def start(self, row: int, constraint: Constraint | None) -> None:
-        """Row ``row`` begins a sequence under ``constraint`` (None: unconstrained)."""
-        self.matchers[row] = None if constraint is None else self.bank.matcher(constraint)
+    def begin(self, spec: Constraint) -> Any:
+        return self.bank.matcher(spec)
 
-    def stop(self, row: int) -> None:
-        """Row ``row`` ended."""
-        self.matchers[row] = None
-
-    def keep(self, rows: list[int]) -> None:
-        """Only ``rows`` stay, in that order (the decoder dropped idle rows)."""
-        self.matchers = [self.matchers[r] for r in rows]
+    def mask(self, logits: Any) -> Any:
+        self.apply(logits)
+        return logits
 
     def apply(self, logits: Any, rows: list[int] | None = None) -> None:
         """Set the logits of every token a constrained row may not take next to -inf (``logits``: [rows, vocab],
@@ -602,15 +605,15 @@ class RowMasks:
         nothing (an error state) may only end."""
         import torch
 
-        rows = list(range(len(self.matchers))) if rows is None else rows
+        rows = list(range(len(self.states))) if rows is None else rows
         n = len(rows)
-        live = [(self.matchers[r], j) for j, r in enumerate(rows) if self.matchers[r] is not None]
+        live = [(self.states[r], j) for j, r in enumerate(rows) if self.states[r] is not None]
         if not live:
             return
         if self._bitmask is None or self._bitmask.shape[0] < n:
             import llguidance
 
-            self._bitmask = torch.zeros((len(self.matchers), self.words), dtype=torch.int32)
+            self._bitmask = torch.zeros((len(self.states), self.words), dtype=torch.int32)
             self._executor = self._executor or llguidance.LLExecutor()
         if self._shifts is None or self._shifts.device != logits.device:
             self._shifts = torch.arange(32, dtype=torch.int32, device=logits.device)
@@ -643,18 +646,18 @@ class RowMasks:
         top-p (the nucleus of the masked and unmasked distributions differ) nor where entropies of the masked
         distribution are asked for: `apply` then."""
         picked = choose(logits).tolist()
-        refused = [i for i, m in enumerate(self.matchers) if m is not None and not m.try_consume_tokens([picked[i]])]
+        refused = [i for i, m in enumerate(self.states) if m is not None and not m.try_consume_tokens([picked[i]])]
         if refused:
             sub = logits[refused]
             self.apply(sub, refused)
             for i, t in zip(refused, choose(sub).tolist(), strict=True):
                 picked[i] = t
-                self.matchers[i].consume_token(t)
+                self.states[i].consume_token(t)
         return picked
 
     def advance(self, tokens: list[int]) -> None:
         """Feed each constrained row the token it sampled (``tokens[row]``)."""
-        live = [(m, int(tokens[i])) for i, m in enumerate(self.matchers) if m is not None]
+        live = [(m, int(tokens[i])) for i, m in enumerate(self.states) if m is not None]
         if len(live) > 1 and self._executor is not None:
             self._executor.consume_token_par(live)
         else:

@@ -4,21 +4,24 @@ next waiting sequence the step its row ends.
 A padded batch decodes until its longest row ends, so a batch whose rows stop after 40, 80 and 256 tokens spends
 most of its steps on one row. Here every slot owns a row of a preallocated key/value buffer
 (``[slots, heads, capacity, head_dim]`` per layer): a new sequence's prompt cache (prefilled alone, see
-``HFClient._prefill_row``) is copied into a free row, and each step writes one key/value column per slot at that
+``HFClient.prefill_row``) is copied into a free row, and each step writes one key/value column per slot at that
 slot's own position. Rows are left-aligned, so slots of different lengths share a step through a 4-D attention
 mask (slot ``r`` sees columns ``0..pos[r]``) and explicit position ids; nothing is concatenated or shifted while
 decoding. When no sequence is waiting and a quarter of the slots are idle, the buffers shrink to the busy slots.
 
 Greedy decoding gives the tokens that one-at-a-time decoding gives (the masked columns weigh exactly zero);
-sampling draws temperature / top-p samples as transformers' warpers define them, from the global RNG.
+sampling draws temperature / top-p samples as transformers' warpers define them, from the global RNG. What a
+request asks of the decoding rules (the tools' grammar, the value guard: `tinytool.llm.rules`) is kept per slot by
+one `tinytool.llm.rules.Rules`: started when a slot takes a sequence, masking the step's logits, advanced with the
+chosen tokens, ending a row where a rule says so, stopped when the row ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
+
+from tinytool.llm.rules import Asked, Rules
 
 #: attention implementations that take a 4-D mask as given
 MASKED_ATTENTION = ("sdpa", "eager")
@@ -106,159 +109,172 @@ def entropy_of(logits: Any, temperature: float) -> Any:
 Decoded = list[list[tuple[list[int], list[float] | None]]]
 
 
-def decode_continuous(client: Any, seqs: list[list[int]], config: Any,
-                      decode_autocast: Callable[[], AbstractContextManager] = nullcontext,
-                      constraints: list[Any] | None = None, guards: list[Any] | None = None) -> Decoded | None:
+def decode_continuous(client: Any, seqs: list[list[int]], config: Any, asks: list[Asked] | None = None) -> Decoded | None:
     """Decode ``config.n`` sequences from each prompt of ``seqs`` through ``client.batch_size × config.n`` slots.
-    ``constraints``: per prompt, a `tinytool.llm.constrain.Constraint` every row of it keeps to (None: free); the
-    masks of all constrained slots of a step are computed together (`tinytool.llm.constrain.RowMasks`).
-    ``guards``: per prompt, a `tinytool.llm.guard.ValueGuard` its rows keep to (None: unguarded); a guarded row
-    ends once it has written a call that repeats an earlier one.
+    ``asks``: per prompt, what it asks of the decoding rules (`tinytool.llm.rules`; every row of the prompt keeps
+    to it): a grammar's masks for all constrained slots of a step are computed together, and a value guard ends a
+    row once it has written a call that repeats an earlier one.
 
     Returns, per prompt, ``config.n`` pairs ``(generated token ids, per-step entropies or None)`` in the order they
-    finished — the ids end at the first EOS (kept), at the first stop string or at ``max_new_tokens`` — or None
-    when the model cannot decode this way (no plain per-layer cache, an attention implementation that takes no
-    4-D mask, a one-token prompt): the caller then decodes padded batches."""
-    import torch
-
-    model, n = client.model, config.n
-    if getattr(model.config, "_attn_implementation", None) not in MASKED_ATTENTION:
+    finished — the ids end at the first EOS (kept), at the first stop string, where a rule ends the row, or at
+    ``max_new_tokens`` — or None when the model cannot decode this way (no plain per-layer cache, an attention
+    implementation that takes no 4-D mask, a one-token prompt): the caller then decodes padded batches."""
+    if getattr(client.model.config, "_attn_implementation", None) not in MASKED_ATTENTION:
         return None
     if not seqs or min(len(s) for s in seqs) < 2:
         return None
-    eos = set(client.eos_ids)
-    stops = tuple(config.stop or ())
-    window = max((len(s) for s in stops), default=0) + 8  # tokens enough to hold any stop string and spare
-    temperature = 1.0 if config.greedy else config.temperature
-    capacity = max(len(s) for s in seqs) - 1 + config.max_new_tokens
-    slots = min(client.batch_size * n, len(seqs) * n)
-    queue = [(p, j) for p in range(len(seqs)) for j in range(n)]
-    queue.reverse()  # pop() takes the next in order
-    done: Decoded = [[] for _ in seqs]
-    step = _Step()
-    keys: list[Any] = []
-    values: list[Any] = []
-    busy: list[_Row | None] = []
-    last_prefill: tuple[int, list[tuple[Any, Any]]] | None = None  # a prompt's n rows share one prefill
-    pos: list[int] = []
-    nxt: list[int] = []
-    device = client.device
-    masks = None
-    if constraints is not None and any(c is not None for c in constraints):
-        from tinytool.llm.constrain import RowMasks
+    return _Slots(client, seqs, config, asks or [{} for _ in seqs]).decode()
 
-        masks = RowMasks(client.grammars(), slots)
-    guarded = guards is not None and any(g is not None for g in guards)
-    if guarded:
-        from tinytool.llm.guard import apply_guards
-    # see `RowMasks.pick`; a guard reads the grammar's masks, so guarded steps mask every row first
-    lazy = masks is not None and not guarded and not config.entropy and config.top_p >= 1.0
 
-    def admit(slot: int) -> bool:
-        nonlocal last_prefill
-        p, _ = queue.pop()
-        if last_prefill is not None and last_prefill[0] == p:
-            layers = last_prefill[1]
+class _Slots:
+    """One `decode_continuous` call: the waiting sequences, the slots' key/value buffers, positions and rows, the
+    rules they keep to, and what finished."""
+
+    def __init__(self, client: Any, seqs: list[list[int]], config: Any, asks: list[Asked]):
+        import torch
+
+        self.client, self.model, self.seqs, self.config, self.asks = client, client.model, seqs, config, asks
+        n = config.n
+        self.eos = set(client.eos_ids)
+        self.stops = tuple(config.stop or ())
+        self.window = max((len(s) for s in self.stops), default=0) + 8  # enough to hold any stop string and spare
+        self.temperature = 1.0 if config.greedy else config.temperature
+        self.capacity = max(len(s) for s in seqs) - 1 + config.max_new_tokens
+        slots = min(client.batch_size * n, len(seqs) * n)
+        self.queue = [(p, j) for p in range(len(seqs)) for j in range(n)]
+        self.queue.reverse()  # pop() takes the next in order
+        self.done: Decoded = [[] for _ in seqs]
+        self.step = _Step()
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.busy: list[_Row | None] = [None] * slots
+        self.pos, self.nxt = [0] * slots, [0] * slots
+        self.last_prefill: tuple[int, list[tuple[Any, Any]]] | None = None  # a prompt's n rows share one prefill
+        self.device = client.device
+        self.rules = Rules(client, slots, asks)
+        # masks only for the rows whose choice the rule refuses, where nothing needs the masked distribution itself
+        self.lazy = self.rules.lazy and not config.entropy and config.top_p >= 1.0
+        self.torch = torch
+
+    def decode(self) -> Decoded | None:
+        """Fill every slot, then step until nothing waits and every row has ended; None when a prompt cannot be
+        prefilled alone."""
+        for s in range(len(self.busy)):
+            if not self.admit(s):
+                return None
+        cache = _slot_cache(self.keys, self.values, self.step)
+        while self.queue or any(r is not None for r in self.busy):
+            idle = [s for s, r in enumerate(self.busy) if r is None]
+            if idle and self.queue:
+                for s in idle:
+                    if self.queue and not self.admit(s):
+                        return None
+            elif idle and len(idle) * 4 >= len(self.busy):  # nothing waits: drop idle rows from the buffers
+                self.shrink()
+                cache = _slot_cache(self.keys, self.values, self.step)
+            picked, ent = self.choose(self.forward(cache))
+            self.record(picked, ent)
+        return self.done
+
+    def admit(self, slot: int) -> bool:
+        """Give ``slot`` the next waiting sequence: its prompt's cache (one prefill for a prompt's n rows) copied
+        into the slot's row of the buffers."""
+        p, _ = self.queue.pop()
+        if self.last_prefill is not None and self.last_prefill[0] == p:
+            layers = self.last_prefill[1]
         else:
-            layers = client._prefill_row(seqs[p][:-1])
+            layers = self.client.prefill_row(self.seqs[p][:-1])
             if layers is None:
                 return False
-            last_prefill = (p, layers)
-        if not keys:  # the buffers take their shape from the first prefill
-            dtype = None if client._decodes_bf16() else next(model.parameters()).dtype
-            for k, v in layers:
-                _, heads, _, kd = k.shape
-                keys.append(torch.zeros((slots, heads, capacity, kd), dtype=dtype or k.dtype, device=k.device))
-                values.append(torch.zeros((slots, heads, capacity, v.shape[-1]), dtype=dtype or v.dtype,
-                                          device=v.device))
-        length = len(seqs[p]) - 1
+            self.last_prefill = (p, layers)
+        if not self.keys:
+            self.allocate(layers)
+        length = len(self.seqs[p]) - 1
         for i, (k, v) in enumerate(layers):
-            keys[i][slot, :, :length] = k[0]
-            values[i][slot, :, :length] = v[0]
-        busy[slot] = _Row(p)
-        pos[slot], nxt[slot] = length, seqs[p][-1]
-        if masks is not None:
-            masks.start(slot, constraints[p])
-        if guarded:
-            guard_rows[slot] = None if guards[p] is None else client.guard_row(guards[p])
+            self.keys[i][slot, :, :length] = k[0]
+            self.values[i][slot, :, :length] = v[0]
+        self.busy[slot] = _Row(p)
+        self.pos[slot], self.nxt[slot] = length, self.seqs[p][-1]
+        self.rules.start(slot, self.asks[p])
         return True
 
-    def finish(slot: int) -> None:
-        row = busy[slot]
-        done[row.prompt].append((row.tokens, row.entropy if config.entropy else None))
-        busy[slot] = None
-        if masks is not None:
-            masks.stop(slot)
+    def allocate(self, layers: list[tuple[Any, Any]]) -> None:
+        """The slot buffers, shaped after the first prefill's layers, in the decode dtype."""
+        torch, slots = self.torch, len(self.busy)
+        dtype = None if self.client.decodes_bf16() else next(self.model.parameters()).dtype
+        for k, v in layers:
+            _, heads, _, kd = k.shape
+            self.keys.append(torch.zeros((slots, heads, self.capacity, kd), dtype=dtype or k.dtype, device=k.device))
+            self.values.append(torch.zeros((slots, heads, self.capacity, v.shape[-1]), dtype=dtype or v.dtype,
+                                           device=v.device))
 
-    busy = [None] * slots
-    guard_rows: list[Any] = [None] * slots  # per slot, the guard's row state (None: unguarded)
-    pos, nxt = [0] * slots, [0] * slots
-    for s in range(slots):
-        if not admit(s):
-            return None
-    cache = _slot_cache(keys, values, step)
-    while queue or any(r is not None for r in busy):
-        idle = [s for s, r in enumerate(busy) if r is None]
-        if idle and queue:
-            for s in idle:
-                if queue and not admit(s):
-                    return None
-        elif idle and len(idle) * 4 >= len(busy):  # nothing waits: drop idle rows from the buffers
-            keep = [s for s, r in enumerate(busy) if r is not None]
-            index = torch.tensor(keep, device=device)
-            keys[:] = [k.index_select(0, index) for k in keys]
-            values[:] = [v.index_select(0, index) for v in values]
-            busy, pos, nxt = [busy[s] for s in keep], [pos[s] for s in keep], [nxt[s] for s in keep]
-            guard_rows = [guard_rows[s] for s in keep]
-            if masks is not None:
-                masks.keep(keep)
-            cache = _slot_cache(keys, values, step)
-        live = [r is not None for r in busy]
-        width = max(p for p, a in zip(pos, live, strict=True) if a) + 1
-        step.rows = torch.arange(len(busy), device=device)
-        # an idle slot writes column 0 and reads only it (its output is ignored)
-        step.pos = torch.tensor([p if a else 0 for p, a in zip(pos, live, strict=True)], device=device)
+    def finish(self, slot: int) -> None:
+        row = self.busy[slot]
+        self.done[row.prompt].append((row.tokens, row.entropy if self.config.entropy else None))
+        self.busy[slot] = None
+        self.rules.stop(slot)
+
+    def shrink(self) -> None:
+        """Keep only the busy slots."""
+        keep = [s for s, r in enumerate(self.busy) if r is not None]
+        index = self.torch.tensor(keep, device=self.device)
+        self.keys[:] = [k.index_select(0, index) for k in self.keys]
+        self.values[:] = [v.index_select(0, index) for v in self.values]
+        self.busy = [self.busy[s] for s in keep]
+        self.pos, self.nxt = [self.pos[s] for s in keep], [self.nxt[s] for s in keep]
+        self.rules.keep(keep)
+
+    def forward(self, cache: Any) -> Any:
+        """The next-token logits (float32) of every slot: one column per slot at its own position, each slot seeing
+        its columns only (an idle slot writes column 0 and reads only it; its output is ignored)."""
+        torch, device, step = self.torch, self.device, self.step
+        live = [r is not None for r in self.busy]
+        width = max(p for p, a in zip(self.pos, live, strict=True) if a) + 1
+        step.rows = torch.arange(len(self.busy), device=device)
+        step.pos = torch.tensor([p if a else 0 for p, a in zip(self.pos, live, strict=True)], device=device)
         step.width = width
         cols = torch.arange(width, device=device)
         see = cols[None, :] <= step.pos[:, None]
         mask = see[:, None, None, :]
-        if model.config._attn_implementation == "eager":
+        if self.model.config._attn_implementation == "eager":
             mask = torch.zeros(see.shape, dtype=torch.float32, device=device).masked_fill(
                 ~see, torch.finfo(torch.float32).min)[:, None, None, :]
-        with decode_autocast():
-            out = model(input_ids=torch.tensor(nxt, device=device)[:, None], attention_mask=mask,
-                        position_ids=step.pos[:, None], past_key_values=cache, use_cache=True)
-        logits = out.logits[:, -1, :].float()
-        if lazy:  # masks only for the rows whose choice the grammar refuses (the same tokens, less work)
-            picked = masks.pick(logits, lambda z: sample_next(z, temperature, config.top_p, config.greedy))
-            ent = None
-        else:
-            if masks is not None:
-                masks.apply(logits)
-            if guarded:  # after the grammar: where it allows only what a guard refuses, the grammar wins
-                live_guards = [g if b is not None else None for g, b in zip(guard_rows, busy, strict=True)]
-                logits = apply_guards(live_guards, logits, *client.guard_tokens())
-            ent = entropy_of(logits, temperature).tolist() if config.entropy else None
-            picked = sample_next(logits, temperature, config.top_p, config.greedy).tolist()
-            if masks is not None:
-                masks.advance(picked)
-        for s, row in enumerate(busy):
+        with self.client.decode_autocast():
+            out = self.model(input_ids=torch.tensor(self.nxt, device=device)[:, None], attention_mask=mask,
+                             position_ids=step.pos[:, None], past_key_values=cache, use_cache=True)
+        return out.logits[:, -1, :].float()
+
+    def choose(self, logits: Any) -> tuple[list[int], list[float] | None]:
+        """Every slot's next token under its rules, and the entropies of what was sampled from (when asked)."""
+        config, temperature = self.config, self.temperature
+
+        def sample(z: Any) -> Any:
+            return sample_next(z, temperature, config.top_p, config.greedy)
+
+        if self.lazy:  # masks only for the rows whose choice the rule refuses (the same tokens, less work)
+            return self.rules.pick(logits, sample), None
+        logits = self.rules.mask(logits)
+        ent = entropy_of(logits, temperature).tolist() if config.entropy else None
+        picked = sample(logits).tolist()
+        self.rules.advance(picked)
+        return picked, ent
+
+    def record(self, picked: list[int], ent: list[float] | None) -> None:
+        """Append each busy slot's token; end the rows that end here (EOS, a rule, the token limit, a stop
+        string)."""
+        config, stops = self.config, self.stops
+        for s, row in enumerate(self.busy):
             if row is None:
                 continue
             tok = int(picked[s])
             row.tokens.append(tok)
             if ent is not None:
                 row.entropy.append(float(ent[s]))
-            pos[s] += 1
-            nxt[s] = tok
-            looped = False
-            if guard_rows[s] is not None:
-                guard_rows[s].advance(tok)
-                looped = guard_rows[s].repeated()
-            if (tok in eos or looped or len(row.tokens) >= config.max_new_tokens
-                    or (stops and client._contains_stop(row.tokens[-window:], stops))):
-                finish(s)
-    return done
+            self.pos[s] += 1
+            self.nxt[s] = tok
+            if (tok in self.eos or self.rules.ends(s) or len(row.tokens) >= config.max_new_tokens
+                    or (stops and self.client.contains_stop(row.tokens[-self.window:], stops))):
+                self.finish(s)
 
 
 __all__ = ["MASKED_ATTENTION", "decode_continuous", "entropy_of", "sample_next"]

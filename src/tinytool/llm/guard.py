@@ -37,6 +37,7 @@ from typing import Any
 
 from tinytool.errors import UserInputError
 from tinytool.formats import CallSyntax, formats_with, get_format
+from tinytool.llm.rules import RowRule
 from tinytool.schema import Conversation, Tool
 
 # a number as people write it: a sign only where nothing word-like precedes it, thousands separators, decimals
@@ -280,6 +281,37 @@ def apply_guards(rows: list[Any], scores: Any, closers: list[tuple[int, str]], c
     return out
 
 
+class GuardRows(RowRule):
+    """The value guard as a row rule (`tinytool.llm.rules`): what a request asks is its ``guard``, a row's state is
+    a `GuardRow` that reads the model's tokens; it masks after the grammar (`apply_guards`), ends a row at a repeated
+    call, and cuts a finished text there (`ValueGuard.tidy`)."""
+
+    name = "guard"
+
+    def __init__(self, client: Any, rows: int):
+        super().__init__(client, rows)
+        self.closers, self.commas = client.memo("guard_tokens", lambda: guard_tokens(client.tokenizer))
+
+    @classmethod
+    def finish(cls, spec: ValueGuard, text: str) -> str:
+        return spec.tidy(text)
+
+    def begin(self, spec: ValueGuard) -> GuardRow:
+        return spec.row(self.client.token_text)
+
+    def mask(self, logits: Any) -> Any:
+        return apply_guards(self.states, logits, self.closers, self.commas)
+
+    def advance(self, tokens: list[int]) -> None:
+        for row, t in zip(self.states, tokens, strict=True):
+            if row is not None:
+                row.advance(t)
+
+    def ends(self, row: int) -> bool:
+        state = self.states[row]
+        return state is not None and state.repeated()
+
+
 def _syntax(fmt: Any) -> CallSyntax | None:
     """The call syntax of ``fmt`` (a format, or a registered format's name); None for a name no format has."""
     if isinstance(fmt, str):
@@ -344,5 +376,5 @@ def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:
     return closers, commas
 
 
-__all__ = ["GuardRow", "ValueGuard", "apply_guards", "check_format", "conversation_guard", "guard_tokens",
+__all__ = ["GuardRow", "GuardRows", "ValueGuard", "apply_guards", "check_format", "conversation_guard", "guard_tokens",
            "stated_values", "value_guard"]

@@ -26,6 +26,7 @@ import os
 from contextlib import nullcontext
 from typing import Any
 
+from tinytool.llm import rules
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 
 
@@ -82,75 +83,6 @@ def _entropy_recorder(temperature: float):
             return scores
 
     return EntropyRecorder()
-
-
-def grammar_processor(client: HFClient, constraints: list[Any]):
-    """A logits processor for ``model.generate`` that keeps row ``i`` to ``constraints[i]`` (None: free): it
-    feeds each row's matcher the token the previous step chose and masks what the grammar forbids next. A row that
-    has ended (an end-of-turn token; ``generate`` pads it from there) is left alone."""
-    from transformers import LogitsProcessor
-
-    from tinytool.llm.constrain import RowMasks
-
-    eos = set(client.eos_ids)
-
-    class GrammarProcessor(LogitsProcessor):
-        def __init__(self) -> None:
-            self.masks = RowMasks(client.grammars(), len(constraints))
-            for i, c in enumerate(constraints):
-                self.masks.start(i, c)
-            self.width: int | None = None
-
-        def __call__(self, input_ids: Any, scores: Any) -> Any:
-            if self.width is None:
-                self.width = input_ids.shape[1]
-            else:
-                last = input_ids[:, -1].tolist()
-                self.masks.advance(last)
-                for i, t in enumerate(last):
-                    if t in eos:
-                        self.masks.stop(i)
-            scores = scores.clone()
-            self.masks.apply(scores)
-            return scores
-
-    return GrammarProcessor()
-
-
-def guard_processor(client: HFClient, guards: list[Any]):
-    """A logits processor for ``model.generate`` that keeps row ``i`` to ``guards[i]`` (None: unguarded): each
-    row's text is followed token by token, and the tokens that would close a call its guard keeps open are set
-    to -inf."""
-    from transformers import LogitsProcessor
-
-    from tinytool.llm.guard import apply_guards
-
-    class GuardProcessor(LogitsProcessor):
-        def __init__(self) -> None:
-            self.rows = [None if g is None else client.guard_row(g) for g in guards]
-            self.started = False
-
-        def __call__(self, input_ids: Any, scores: Any) -> Any:
-            if self.started:
-                for row, t in zip(self.rows, input_ids[:, -1].tolist(), strict=True):
-                    if row is not None:
-                        row.advance(t)
-            self.started = True
-            return apply_guards(self.rows, scores, *client.guard_tokens())
-
-    return GuardProcessor()
-
-
-def row_processors(client: HFClient, constraints: list[Any], guards: list[Any]) -> list[Any]:
-    """The logits processors that keep each row of a ``model.generate`` call to its grammar and its value guard
-    (``constraints[i]``, ``guards[i]``: row ``i``'s, None: none), in their one order: the guard after the grammar,
-    so where the two disagree the grammar wins (`tinytool.llm.guard.apply_guards`)."""
-    out = []
-    if any(c is not None for c in constraints):
-        out.append(grammar_processor(client, constraints))
-    if any(g is not None for g in guards):
-        out.append(guard_processor(client, guards))
-    return out
 
 
 class _PrefixStore:
@@ -239,27 +171,26 @@ class HFClient(LLMClient):
         self.eos_ids = _eos_ids(model, tokenizer)
         self.name = name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
         self._stop_criteria: dict[tuple[str, ...], Any] = {}
-        self._grammars: Any = None
-        self._guard_tokens: tuple[list[tuple[int, str]], list[int]] | None = None
+        self._memo: dict[str, Any] = {}
         self._texts: dict[int, str] = {}
+
+    def memo(self, key: str, make: Any) -> Any:
+        """``make()``, made once per client and kept under ``key`` (what a decoding rule reads off this model's
+        tokenizer once: a grammar bank, the tokens a guard looks at)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     def grammars(self) -> Any:
         """The `tinytool.llm.constrain.GrammarBank` of this model's tokenizer (made on first use)."""
-        if self._grammars is None:
+        def make() -> Any:
             from tinytool.llm.constrain import GrammarBank
 
             head = self.model.get_output_embeddings()
             vocab = head.weight.shape[0] if head is not None else self.model.config.get_text_config().vocab_size
-            self._grammars = GrammarBank(self.tokenizer, max(vocab, len(self.tokenizer)), self.eos_ids)
-        return self._grammars
+            return GrammarBank(self.tokenizer, max(vocab, len(self.tokenizer)), self.eos_ids)
 
-    def guard_tokens(self) -> tuple[list[tuple[int, str]], list[int]]:
-        """The tokens a value guard looks at (`tinytool.llm.guard.guard_tokens`), found on first use."""
-        if self._guard_tokens is None:
-            from tinytool.llm.guard import guard_tokens
-
-            self._guard_tokens = guard_tokens(self.tokenizer)
-        return self._guard_tokens
+        return self.memo("grammars", make)
 
     def token_text(self, token: int) -> str:
         """One token's text, special tokens written out (cached)."""
@@ -267,10 +198,6 @@ class HFClient(LLMClient):
         if text is None:
             text = self._texts[token] = self.tokenizer.decode([token], skip_special_tokens=False)
         return text
-
-    def guard_row(self, guard: Any) -> Any:
-        """A `tinytool.llm.guard.GuardRow` of ``guard`` that reads this model's tokens."""
-        return guard.row(self.token_text)
 
     @classmethod
     def from_spec(cls, spec: str | os.PathLike, *, cache: str | os.PathLike | None = None, dtype: Any = None,
@@ -298,15 +225,17 @@ class HFClient(LLMClient):
             return nullcontext()
         return autocast(self.device.type, enabled=True)
 
-    def _decodes_bf16(self) -> bool:
+    def decodes_bf16(self) -> bool:
+        """Whether decoding runs under bf16 autocast (see the class docstring)."""
         if not self._uses_bf16():
             return False
         return self.device.type == "cuda" if self.decode_bf16 is None else self.decode_bf16
 
-    def _decode_autocast(self):
+    def decode_autocast(self):
+        """The decode steps' autocast context."""
         import torch
 
-        if not self._decodes_bf16():
+        if not self.decodes_bf16():
             return nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
 
@@ -323,7 +252,7 @@ class HFClient(LLMClient):
             "path": str(getattr(self.model.config, "_name_or_path", "")),
             "dtype": str(dtype).removeprefix("torch."),
             "autocast_bf16": self._uses_bf16(),
-            "decode_autocast_bf16": self._decodes_bf16(),
+            "decode_autocast_bf16": self.decodes_bf16(),
             "prefix_cache_mb": round(self.prefix_store.max_bytes / 2**20, 1),
             "batch_size": self.batch_size,
             "continuous_batching": self.continuous,
@@ -342,29 +271,24 @@ class HFClient(LLMClient):
         prompts = [self.render_prompt(r) for r in requests]
         # the rendered prompt already holds BOS/special tokens where the template wants them
         token_ids = self.tokenizer(prompts, add_special_tokens=False)["input_ids"]
-        return self.generate_ids(token_ids, config, [r.seed for r in requests], [r.constraint for r in requests],
-                                 [r.guard for r in requests])
+        return self.generate_ids(token_ids, config, [r.seed for r in requests], [rules.asked(r) for r in requests])
 
     def generate_ids(self, token_ids: list[list[int]], config: GenerationConfig,
                      seeds: list[int | None] | None = None,
-                     constraints: list[Any] | None = None,
-                     guards: list[Any] | None = None) -> list[list[Completion]]:
+                     asks: list[rules.Asked] | None = None) -> list[list[Completion]]:
         """`generate` from prompts already tokenized; each completion's ``meta["token_ids"]`` holds the tokens it
         generated (its end-of-turn token included when it stopped there). ``seeds``: per prompt, as
-        `Request.seed`; ``constraints``: per prompt, as `Request.constraint` (every one is compiled before
-        anything decodes, so a schema that does not compile fails the call at once); ``guards``: per prompt, as
-        `Request.guard`."""
+        `Request.seed`; ``asks``: per prompt, what it asks of the decoding rules (`tinytool.llm.rules.asked` of its
+        request: its ``constraint``, compiled before anything decodes so that a schema that does not compile fails
+        the call at once, its ``guard``)."""
         import torch
 
         for i, ids in enumerate(token_ids):
             if not ids:
                 raise ValueError(f"request {i} renders to an empty prompt")
         seeds = seeds or [None] * len(token_ids)
-        constraints = constraints or [None] * len(token_ids)
-        guards = guards or [None] * len(token_ids)
-        for c in constraints:
-            if c is not None:
-                self.grammars().matcher(c)
+        asks = asks or [{} for _ in token_ids]
+        rules.prepare(self, asks)
         results: list[list[Completion]] = [[] for _ in token_ids]
         # when sampling, requests with a seed of their own form groups of one (the RNG is shared by a batch);
         # greedy decoding draws nothing, so every request shares the batches
@@ -379,49 +303,52 @@ class HFClient(LLMClient):
                     torch.manual_seed(seed)
                 # longest first: similar lengths share a batch, and an out-of-memory shows up at once
                 order = sorted(members, key=lambda i: -len(token_ids[i]))
-                held = [constraints[i] for i in order]
-                kept = [guards[i] for i in order]
+                held = [asks[i] for i in order]
                 rows = self._generate_rows([token_ids[i] for i in order], config,
-                                           **({"constraints": held} if any(c is not None for c in held) else {}),
-                                           **({"guards": kept} if any(g is not None for g in kept) else {}))
+                                           **({"asks": held} if any(held) else {}))
                 for i, completions in zip(order, rows):
                     results[i] = completions
         return results
 
     def _generate_rows(self, seqs: list[list[int]], config: GenerationConfig,
-                       constraints: list[Any] | None = None,
-                       guards: list[Any] | None = None) -> list[list[Completion]]:
+                       asks: list[rules.Asked] | None = None) -> list[list[Completion]]:
         """Completions of ``seqs`` (longest first): continuous batching through ``batch_size × n`` slots where
         the model allows it (`tinytool.llm.continuous`), padded batches of ``batch_size`` prompts otherwise;
-        ``constraints``: per prompt, a grammar its rows keep to (None: free); ``guards``: per prompt, a
-        `tinytool.llm.guard.ValueGuard` (None: unguarded)."""
+        ``asks``: per prompt, what it asks of the decoding rules (`tinytool.llm.rules`)."""
         from tinytool.llm.continuous import decode_continuous
 
-        constraints = constraints or [None] * len(seqs)
-        guards = guards or [None] * len(seqs)
-        decoded = (decode_continuous(self, seqs, config, self._decode_autocast, constraints, guards)
-                   if self.continuous else None)
+        asks = asks or [{} for _ in seqs]
+        decoded = decode_continuous(self, seqs, config, asks) if self.continuous else None
         if decoded is None:
             out: list[list[Completion]] = []
             for start in range(0, len(seqs), self.batch_size):
                 part = slice(start, start + self.batch_size)
-                out.extend(self._generate_batch(seqs[part], config, constraints[part], guards[part]))
+                out.extend(self._generate_batch(seqs[part], config, asks[part]))
             return out
         completions = []
-        for prompt, rows, guard in zip(seqs, decoded, guards, strict=True):
-            completions.append([self._completion(tokens, config, len(prompt), steps, guard)
+        for prompt, rows, ask in zip(seqs, decoded, asks, strict=True):
+            completions.append([self._completion(tokens, config, len(prompt), steps, **ask)
                                 for tokens, steps in rows])
         return completions
 
+    def completion(self, tokens: list[int], config: GenerationConfig, prompt_tokens: int,
+                   request: Any = None) -> Completion:
+        """The generated ``tokens`` of a prompt of ``prompt_tokens`` tokens as a `Completion`, read as every decode
+        path reads them (text, token count, finish reason), finished by the decoding rules ``request`` asks for
+        (a `Request`, or anything with its rule fields: `tinytool.llm.rules.asked`)."""
+        ask = rules.asked(request) if request is not None else {}
+        return self._completion(tokens, config, prompt_tokens, None, **ask)
+
     def _completion(self, tokens: list[int], config: GenerationConfig, prompt_tokens: int,
-                    entropies: Any = None, guard: Any = None) -> Completion:
+                    entropies: Any = None, **ask: Any) -> Completion:
         """One generated row as a `Completion`; ``entropies``: per-step entropies, averaged over the kept tokens;
-        ``guard``: the row's `tinytool.llm.guard.ValueGuard`, whose turn ends before a repeated call (an answer cut
-        there stopped, whatever the token limit did after it)."""
+        ``ask``: what the row's request asks of the decoding rules (`tinytool.llm.rules.Asked`), which finish its
+        text (the value guard ends the turn before a repeated call: an answer cut there stopped, whatever the token
+        limit did after it)."""
         text, n_tokens, finish = self._finish(tokens, config)
-        if guard is not None:
-            tidy = guard.tidy(text)
-            text, finish = tidy, finish if tidy == text else "stop"
+        finished = rules.finish(ask, text)
+        if finished != text:
+            text, finish = finished, "stop"
         entropy = None
         if entropies is not None and len(entropies):
             entropy = float(sum(entropies[:max(n_tokens, 1)]) / len(entropies[:max(n_tokens, 1)]))
@@ -455,6 +382,12 @@ class HFClient(LLMClient):
                           top_k=0)  # transformers would otherwise add top_k=50
         return HFGenerationConfig(**kwargs)
 
+    def rules_processor(self, asks: list[rules.Asked]) -> Any:
+        """A logits processor for ``model.generate`` that keeps row ``i`` to what ``asks[i]`` asks of the decoding
+        rules (`tinytool.llm.rules.logits_processor`; None when no row asks anything): the padded fallback's and
+        the server stream's."""
+        return rules.logits_processor(self, asks)
+
     def _stop_criterion(self, stop: tuple[str, ...]):
         """Stop-string criterion for early stopping (built once per stop set: it scans the vocabulary)."""
         if stop not in self._stop_criteria:
@@ -463,7 +396,7 @@ class HFClient(LLMClient):
             self._stop_criteria[stop] = StopStringCriteria(self.tokenizer, list(stop))
         return self._stop_criteria[stop]
 
-    def _prefill_row(self, ids: list[int]) -> list[tuple[Any, Any]] | None:
+    def prefill_row(self, ids: list[int]) -> list[tuple[Any, Any]] | None:
         """The key/value cache of ``ids`` (per layer, ``[1, heads, len, head_dim]``), from the
         prefix store where it holds a prefix, prefilled under the prefill autocast otherwise. None
         when the model's cache is not a plain per-layer key/value cache (sliding windows, recurrent
@@ -506,11 +439,11 @@ class HFClient(LLMClient):
             return None  # a one-token prompt has nothing to prefill
         rows = []
         for s in seqs:
-            row = self._prefill_row(s[:-1])
+            row = self.prefill_row(s[:-1])
             if row is None:
                 return None
             rows.append(row)
-        cast = None if self._decodes_bf16() else next(self.model.parameters()).dtype
+        cast = None if self.decodes_bf16() else next(self.model.parameters()).dtype
         cache = DynamicCache(config=self.model.config)
         for i in range(len(rows[0])):
             parts = []
@@ -525,11 +458,9 @@ class HFClient(LLMClient):
         return cache
 
     def _generate_batch(self, seqs: list[list[int]], config: GenerationConfig,
-                        constraints: list[Any] | None = None,
-                        guards: list[Any] | None = None) -> list[list[Completion]]:
-        """One left-padded batch decoded by ``model.generate`` (the fallback of continuous batching); rows with a
-        constraint keep to it through `grammar_processor`, rows with a value guard to it through
-        `guard_processor`."""
+                        asks: list[rules.Asked] | None = None) -> list[list[Completion]]:
+        """One left-padded batch decoded by ``model.generate`` (the fallback of continuous batching); each row keeps
+        to what its prompt asks of the decoding rules (``asks``) through `rules_processor`."""
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
@@ -548,9 +479,11 @@ class HFClient(LLMClient):
             attention_mask = attention_mask.repeat_interleave(config.n, dim=0)
             gen_config.num_return_sequences = 1
         recorder = None
-        processors = LogitsProcessorList(row_processors(  # generate repeats each prompt n times, adjacently
-            self, [c for c in constraints or [None] * len(seqs) for _ in range(config.n)],
-            [g for g in guards or [None] * len(seqs) for _ in range(config.n)]))
+        asks = asks or [{} for _ in seqs]
+        processors = LogitsProcessorList()
+        ruled = self.rules_processor([a for a in asks for _ in range(config.n)])  # generate repeats each prompt
+        if ruled is not None:  # n times, adjacently
+            processors.append(ruled)
         if config.entropy:  # after the grammar: the entropy of what is sampled from
             recorder = _entropy_recorder(config.temperature if not config.greedy else 1.0)
             processors.append(recorder)
@@ -558,7 +491,7 @@ class HFClient(LLMClient):
             kwargs["logits_processor"] = processors
         if config.stop:
             kwargs["stopping_criteria"] = StoppingCriteriaList([self._stop_criterion(tuple(config.stop))])
-        with self._decode_autocast() if cache is not None else self._autocast():
+        with self.decode_autocast() if cache is not None else self._autocast():
             out = self.model.generate(
                 input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device),
                 generation_config=gen_config, **kwargs,
@@ -570,8 +503,8 @@ class HFClient(LLMClient):
             if row % config.n == 0:  # generate repeats each prompt n times, adjacently
                 completions.append([])
             steps = entropies[row].tolist() if entropies is not None else None
-            guard = guards[row // config.n] if guards else None
-            completions[-1].append(self._completion(tokens, config, len(seqs[row // config.n]), steps, guard))
+            completions[-1].append(self._completion(tokens, config, len(seqs[row // config.n]), steps,
+                                                    **asks[row // config.n]))
         return completions
 
     def _finish(self, tokens: list[int], config: GenerationConfig) -> tuple[str, int, str]:
@@ -590,11 +523,11 @@ class HFClient(LLMClient):
             while body and body[-1] == pad:
                 body.pop()
         stopped = False
-        if config.stop and self._contains_stop(body, config.stop):
+        if config.stop and self.contains_stop(body, config.stop):
             lo, hi = 1, len(body)  # smallest prefix that holds a stop string
             while lo < hi:
                 mid = (lo + hi) // 2
-                if self._contains_stop(body[:mid], config.stop):
+                if self.contains_stop(body[:mid], config.stop):
                     hi = mid
                 else:
                     lo = mid + 1
@@ -610,7 +543,8 @@ class HFClient(LLMClient):
             return text, n_tokens, "stop"
         return text, n_tokens, "length"
 
-    def _contains_stop(self, tokens: list[int], stop: tuple[str, ...]) -> bool:
+    def contains_stop(self, tokens: list[int], stop: tuple[str, ...]) -> bool:
+        """Whether ``tokens``, decoded with special tokens written out, hold one of the ``stop`` strings."""
         raw = self.tokenizer.decode(tokens, skip_special_tokens=False)
         return any(s in raw for s in stop)
 

@@ -229,13 +229,13 @@ class Engine:
                       else {"do_sample": False})
         if g.stop:
             kwargs.update({"stop_strings": list(g.stop), "tokenizer": tok})
-        from tinytool.llm.hf import row_processors
+        from tinytool.llm.rules import asked
 
-        processors = row_processors(self.client, [job.constraint], [job.guard])
-        if processors:
+        ruled = self.client.rules_processor([asked(job)])  # the job's grammar and guard, as the batched path's
+        if ruled is not None:
             from transformers import LogitsProcessorList
 
-            kwargs["logits_processor"] = LogitsProcessorList(processors)
+            kwargs["logits_processor"] = LogitsProcessorList([ruled])
         failure: list[BaseException] = []
         output: list[Any] = []
 
@@ -256,7 +256,7 @@ class Engine:
         if failure or not output:
             raise ServeError(f"generation failed: {failure[0] if failure else 'no output'}", status=500)
         tokens = output[0][0, ids.shape[1]:].tolist()
-        job.future.set_result(self.client._completion(tokens, g, ids.shape[1], guard=job.guard))
+        job.future.set_result(self.client.completion(tokens, g, ids.shape[1], job))
 
 
 __all__ = ["Engine", "Job", "model_context"]

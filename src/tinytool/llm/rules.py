@@ -1,0 +1,216 @@
+"""Per-row decoding rules: one protocol for whatever keeps each decoded row to what its request asks.
+
+A rule reads what a request asks of it from the request's field of the rule's `RowRule.name` (the tools' grammar,
+`tinytool.llm.constrain`, reads ``Request.constraint``; the value guard, `tinytool.llm.guard`, reads
+``Request.guard``) and keeps a state per row of one decoding run. A row starts under what its request asks
+(`RowRule.start`); at every step the rule masks the tokens the row may not take next (`RowRule.mask`), then
+advances with the token the row took (`RowRule.advance`) and may end the row there (`RowRule.ends`); once the row's
+text is decoded the rule may finish it (`RowRule.finish`). `Rules` is the registered rules a run's requests ask for,
+over its rows, in registration order (a later rule masks after an earlier one: where the grammar allows only what
+the guard refuses, the grammar wins), and it is what the engine calls: continuous batching
+(`tinytool.llm.continuous`), the padded fallback and the server's stream (both through `logits_processor`).
+
+Adding a rule touches the rule and one registration (`register`), not the engine.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+#: what a request asks of the registered rules: a rule's name → what the request asks of it (rules it asks nothing
+#: of are left out)
+Asked = dict[str, Any]
+
+
+class RowRule:
+    """One rule over the rows of one decoding run (a padded batch's rows, or continuous batching's slots): a state
+    per row (None: the row is free of this rule), made by `begin` from what the row's request asks."""
+
+    #: the `tinytool.llm.base.Request` field (and `Asked` key) that says what a request asks of this rule
+    name: ClassVar[str] = ""
+    #: whether `pick` may stand for `mask` then choosing (the rule can check a chosen token after the fact); the
+    #: engine uses it where this rule is the only one and nothing needs the masked distribution itself
+    lazy: ClassVar[bool] = False
+
+    @classmethod
+    def asked(cls, request: Any) -> Any:
+        """What ``request`` asks of this rule (None: nothing)."""
+        return getattr(request, cls.name, None)
+
+    @classmethod
+    def prepare(cls, client: Any, spec: Any) -> None:
+        """Called for what every request of a call asks before anything decodes (a grammar is compiled, so a schema
+        that does not compile fails the call at once)."""
+
+    @classmethod
+    def finish(cls, spec: Any, text: str) -> str:
+        """The text of a row decoded under ``spec``, finished (the guard cuts it before a repeated call)."""
+        return text
+
+    def __init__(self, client: Any, rows: int):
+        self.client = client
+        self.states: list[Any] = [None] * rows
+
+    def begin(self, spec: Any) -> Any:
+        """The state of a row that starts under ``spec``."""
+        return spec
+
+    def start(self, row: int, spec: Any) -> None:
+        """Row ``row`` begins a sequence under ``spec`` (None: free of this rule)."""
+        self.states[row] = None if spec is None else self.begin(spec)
+
+    def stop(self, row: int) -> None:
+        """Row ``row`` ended."""
+        self.states[row] = None
+
+    def keep(self, rows: list[int]) -> None:
+        """Only ``rows`` stay, in that order (the engine dropped idle rows)."""
+        self.states = [self.states[r] for r in rows]
+
+    def mask(self, logits: Any) -> Any:
+        """``logits`` ([rows, vocab], float32) with -inf on every token a row may not take next; in place or a
+        new tensor."""
+        return logits
+
+    def advance(self, tokens: list[int]) -> None:
+        """Every row took ``tokens[row]`` (a free row's token is ignored)."""
+
+    def ends(self, row: int) -> bool:
+        """Whether row ``row`` must end after the token it just took."""
+        return False
+
+    def pick(self, logits: Any, choose: Any) -> list[int]:
+        """The step's tokens as ``choose`` (logits → token ids) gives them after `mask`, each advanced, computing
+        masks only where needed (`lazy` rules only)."""
+        raise NotImplementedError
+
+
+_RULES: list[type[RowRule]] = []
+
+
+def registered() -> tuple[type[RowRule], ...]:
+    """The rules, in the order their masks apply: the tools' grammar, the value guard, then any registered."""
+    if not _RULES:
+        from tinytool.llm.constrain import RowMasks
+        from tinytool.llm.guard import GuardRows
+
+        _RULES.extend([RowMasks, GuardRows])
+    return tuple(_RULES)
+
+
+def register(rule: type[RowRule]) -> type[RowRule]:
+    """Add ``rule`` after the rules there are (usable as a class decorator); its `RowRule.name` must be new."""
+    if any(r.name == rule.name for r in registered()):
+        raise ValueError(f"a decoding rule named {rule.name!r} is registered already")
+    _RULES.append(rule)
+    return rule
+
+
+def unregister(rule: type[RowRule]) -> None:
+    """Take ``rule`` out again."""
+    _RULES.remove(rule)
+
+
+def asked(request: Any) -> Asked:
+    """What ``request`` asks of the registered rules."""
+    out = {}
+    for rule in registered():
+        spec = rule.asked(request)
+        if spec is not None:
+            out[rule.name] = spec
+    return out
+
+
+def prepare(client: Any, asks: list[Asked]) -> None:
+    """`RowRule.prepare` of everything ``asks`` (per request) asks."""
+    for ask in asks:
+        for rule in registered():
+            if ask.get(rule.name) is not None:
+                rule.prepare(client, ask[rule.name])
+
+
+def finish(ask: Asked, text: str) -> str:
+    """``text``, a row decoded under ``ask``, finished by every rule it asks."""
+    for rule in registered():
+        if ask.get(rule.name) is not None:
+            text = rule.finish(ask[rule.name], text)
+    return text
+
+
+class Rules:
+    """The registered rules that any of a decoding run's requests asks for (``asks``), over its ``rows``: the one
+    place continuous batching, the padded fallback and the stream call."""
+
+    def __init__(self, client: Any, rows: int, asks: list[Asked]):
+        wanted = {name for ask in asks for name in ask}
+        self.rules = [rule(client, rows) for rule in registered() if rule.name in wanted]
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    @property
+    def lazy(self) -> bool:
+        """Whether `pick` may stand for `mask` then choosing (one rule, a lazy one)."""
+        return len(self.rules) == 1 and self.rules[0].lazy
+
+    def start(self, row: int, ask: Asked) -> None:
+        for rule in self.rules:
+            rule.start(row, ask.get(rule.name))
+
+    def stop(self, row: int) -> None:
+        for rule in self.rules:
+            rule.stop(row)
+
+    def keep(self, rows: list[int]) -> None:
+        for rule in self.rules:
+            rule.keep(rows)
+
+    def mask(self, logits: Any) -> Any:
+        for rule in self.rules:
+            logits = rule.mask(logits)
+        return logits
+
+    def pick(self, logits: Any, choose: Any) -> list[int]:
+        return self.rules[0].pick(logits, choose)
+
+    def advance(self, tokens: list[int]) -> None:
+        for rule in self.rules:
+            rule.advance(tokens)
+
+    def ends(self, row: int) -> bool:
+        return any(rule.ends(row) for rule in self.rules)
+
+
+def logits_processor(client: Any, asks: list[Asked]) -> Any:
+    """A logits processor for ``model.generate`` that keeps row ``i`` to what ``asks[i]`` asks (None when no row
+    asks anything): each step it advances every row with the token the previous step chose (a row that ended, on an
+    end-of-turn token, is stopped: ``generate`` pads it from there), then masks. Rules that end a row
+    (`RowRule.ends`) are left to `finish`: ``generate`` decodes a batch on until its last row ends."""
+    rules = Rules(client, len(asks), asks)
+    if not rules:
+        return None
+    from transformers import LogitsProcessor
+
+    eos = set(client.eos_ids)
+
+    class RulesProcessor(LogitsProcessor):
+        def __init__(self) -> None:
+            for i, ask in enumerate(asks):
+                rules.start(i, ask)
+            self.started = False
+
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            if self.started:
+                last = input_ids[:, -1].tolist()
+                rules.advance(last)
+                for i, t in enumerate(last):
+                    if t in eos:
+                        rules.stop(i)
+            self.started = True
+            return rules.mask(scores.clone())
+
+    return RulesProcessor()
+
+
+__all__ = ["Asked", "RowRule", "Rules", "asked", "finish", "logits_processor", "prepare", "register", "registered",
+           "unregister"]
