@@ -165,6 +165,22 @@ def test_distill_cli_from_cache(env, cache_dir):
     assert res.exit_code == 2 and "top-16" in res.output and "--k 50" in res.output
 
 
+def test_distill_cli_time_budget(env, cache_dir):
+    """--max-seconds stops distillation at the step in flight: the summary records it and the CLI says so."""
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    out = env["root"] / "cli-budget"
+    res = CliRunner().invoke(app, ["distill", "--student", env["student"], "--cache", str(cache_dir), "--out",
+                                   str(out), "--k", "16", "--m", "16", "--max-steps", "50", "--max-seconds", "0.001",
+                                   "--batch-size", "1", "--no-bf16", "--save-steps", "0"])
+    assert res.exit_code == 0, res.output
+    s = json.loads((out / "distill_summary.json").read_text())
+    assert s["stopped_by_time"] is not None and s["stopped_by_time"] == s["global_step"] < 50
+    assert f"stopped by --max-seconds 0.001 at step {s['global_step']}" in " ".join(res.output.split())
+
+
 def test_bf16_run_computes_under_autocast(env):
     """accelerate wraps only the model's forward in autocast; the trainer calls the decoder directly, so it must
     enter mixed precision itself (without it a bf16 run trains at fp32 speed)."""

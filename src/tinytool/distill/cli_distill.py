@@ -24,9 +24,9 @@ def distill_command(ctx: typer.Context) -> None:
     OUT/distill_summary.json.
     """
     from tinytool.distill.trainer import DistillConfig, train_distill
-    from tinytool.train.cli_common import run_training_verb
+    from tinytool.train.cli_common import run_training_verb, say_time_stop
 
-    _, summary = run_training_verb(DistillConfig, train_distill, ctx.args, "tinytool distill",
+    cfg, summary = run_training_verb(DistillConfig, train_distill, ctx.args, "tinytool distill",
                                    distill_command.__doc__)
     if summary is None:
         return
@@ -35,3 +35,4 @@ def distill_command(ctx: typer.Context) -> None:
               + (f", last loss {summary['losses'][-1][1]:.4f}" if summary["losses"] else "")
               + (f" ({parts})" if parts else "") + f", {summary['seconds']:.1f}s")
     err.print(f"saved {summary['saved']['kind']} student to {summary['saved']['path']}")
+    say_time_stop(cfg, summary)

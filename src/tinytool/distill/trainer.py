@@ -34,11 +34,11 @@ from tinytool.distill.losses import (
 )
 from tinytool.errors import MissingInputError, UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
-from tinytool.io import check_data_files, write_json
+from tinytool.io import check_data_files
 from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, whole_run_loss
-from tinytool.train.config import RunOptions, config_dict, listed, option, save_config
+from tinytool.train.config import RunOptions, listed, option, save_config
 from tinytool.train.examples import read_conversations, sft_examples
-from tinytool.train.run import open_training_run, save_final, versions
+from tinytool.train.run import finish_training, open_training_run, save_final
 from tinytool.train.tree_pack import SharedPrefixOptions, for_model, prepare_model
 
 log = logging.getLogger(__name__)
@@ -388,12 +388,8 @@ def train_distill(cfg: DistillConfig, callbacks: list[Any] | None = None) -> dic
         "mean_train_loss": whole_run_loss(history),
         "completion_tokens": tokens,
         "completion_tokens_per_second": session_tokens / train_s if train_s > 0 and session_tokens else None,
-        "seconds": train_s, "setup_seconds": setup_s, "bf16": bool(cfg.bf16),
+        "seconds": train_s, "setup_seconds": setup_s,
         "processes": trainer.accelerator.num_processes, "rank_weight_digests": digests,
-        "learning_rate": cfg.learning_rate, "resumed_from": resume_from, "saved": saved, "versions": versions(),
-        "config": config_dict(cfg, only_own=True),
+        "learning_rate": cfg.learning_rate, "resumed_from": resume_from, "saved": saved,
     }
-    if trainer.is_world_process_zero():
-        write_json(Path(cfg.output_dir) / SUMMARY_FILE, summary)
-        run.update(status="done", global_step=trainer.state.global_step, summary=SUMMARY_FILE)
-    return summary
+    return finish_training(trainer, cfg, run, SUMMARY_FILE, summary)

@@ -1,0 +1,204 @@
+"""Does Constrained Knowledge Distillation earn its stage? The same student trained for the same wall time by SFT on
+the teacher's data, by CKD (STAR §3.1, Eq. 3: top-k forward KL plus λ·tail) and by the baseline STAR compares CKD
+with (top-k forward KL alone), each scored on the same BFCL items, the demo dev split and the realistic dev split,
+with paired tests. Writes ``ckd_sweep`` (every row, losing ones kept) and ``ckd_vs_sft`` (the three arms, one run
+per seed) into ``benchmarks/results/distill.json`` (other parts of the file are kept).
+
+The protocol, from nothing, under three hours on two CPU cores (the teacher may be the RL protocol's base):
+
+1. **Teacher**: `sft-base75` of benchmarks/quality.py (the best SFT recipe that trains here within 75 minutes).
+2. **Student**: the shipped `star` recipe's student (`recipes/star.yaml`'s ``student``: the bundled
+   SmolLM2-135M-Instruct), untrained, the same initial weights for every arm.
+3. **Arms** with one wall-time budget (``--max-seconds``), the same data (the teacher's training split), the same
+   shared-prefix packing and a constant learning rate (STAR App. A.2 distils at a constant rate; a budget, not a
+   step count, ends each arm): SFT; CKD; top-k FKL. The distillation arms read the teacher online (its top-k at
+   every completion position computed in each step), so the teacher's cost is inside their seconds exactly as a
+   cache build would be.
+
+    .venv/bin/python benchmarks/distill_gain.py --work W --rows sft-10m,ckd-10m,fkl-10m --parallel   # the sweep
+    .venv/bin/python benchmarks/distill_gain.py --work W --final --seconds 1500 --seed 0            # the claim
+
+Scoring is rl_gain.py's: strict BFCL on seeded subsets of ``--limit`` items per category, **overall** = the mean
+of the non-live AST average and strict irrelevance, paired bootstrap stratified by category. Beside the scores,
+each arm's top-1 agreement with the teacher on the completion tokens of demo dev turns (the evidence of how much
+of the teacher the student took). No BFCL data is trained on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import quality
+import rl_gain
+import yaml
+from _common import ROOT, TINYTOOL, machine, run_cli, versions
+
+FORMAT = quality.FORMAT
+TEACHER_ROW = rl_gain.PROTOCOL_BASE
+OUT = ROOT / "benchmarks" / "results" / "distill.json"
+
+
+def star_student() -> str:
+    """The student the shipped `star` recipe distils into."""
+    return str(yaml.safe_load((ROOT / "recipes" / "star.yaml").read_text())["vars"]["student"])
+
+
+#: what every arm shares: the teacher's shared-prefix packing (four examples per tool listing), constant rate
+COMMON = {"branches": 4, "seconds": 600}
+#: the rows: ``kind`` sft or distill (``loss`` ckd or fkl, STAR's names; ``k`` the teacher's top-k, ``tail`` λ_tail)
+ROWS: dict[str, dict] = {
+    "sft-10m": {**COMMON, "kind": "sft", "lr": 2e-4},
+    "ckd-10m": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 10.0, "lr": 2e-4},
+    "fkl-10m": {**COMMON, "kind": "distill", "loss": "fkl", "k": 100, "tail": None, "lr": 2e-4},
+    "ckd-10m-lr1e4": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 10.0, "lr": 1e-4},
+    "sft-10m-lr1e4": {**COMMON, "kind": "sft", "lr": 1e-4},
+    "ckd-10m-k20": {**COMMON, "kind": "distill", "loss": "ckd", "k": 20, "tail": 10.0, "lr": 2e-4},
+    "ckd-10m-tail1": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 1.0, "lr": 2e-4},
+    # the claim's arms: 25 minutes each (--seconds overrides)
+    "sft": {**COMMON, "kind": "sft", "lr": 2e-4, "seconds": 1500},
+    "ckd": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 10.0, "lr": 2e-4, "seconds": 1500},
+    "fkl": {**COMMON, "kind": "distill", "loss": "fkl", "k": 100, "tail": None, "lr": 2e-4, "seconds": 1500},
+}
+FINAL = {"student_sft": "sft", "student_ckd": "ckd", "student_fkl": "fkl"}
+
+
+def train_arm(work: Path, row: str, student: str, teacher: str, data: Path, seed: int, seconds: float | None,
+              threads: int | None) -> tuple[str, dict]:
+    """Train ``row`` from ``student`` (resumable: a finished arm is read back); returns the model and summary."""
+    spec = ROWS[row]
+    budget = seconds or spec["seconds"]
+    out = work / "distill" / (f"{row}-s{int(budget)}" + (f"-seed{seed}" if seed else ""))
+    shared = ["-d", str(data / "train.jsonl"), "-f", FORMAT, "--epochs", "1", "--lr", str(spec["lr"]),
+              "--lr-scheduler-type", "constant", "--warmup", "0", "--max-seconds", str(budget),
+              "--shared-prefix", "--branches", str(spec["branches"]), "--no-activation-checkpointing",
+              "--save-steps", "0", "--logging-steps", "10", "--seed", str(seed), "-o", str(out)]
+    if spec["kind"] == "sft":
+        cmd = [TINYTOOL, "sft", "-m", student, *shared]
+        summary = out / "sft_summary.json"
+    else:
+        cmd = [TINYTOOL, "distill", "--student", student, "--teacher", teacher, "--loss", spec["loss"],
+               "--k", str(spec["k"]), *(["--lambda-tail", str(spec["tail"])] if spec["tail"] is not None else []),
+               *shared]
+        summary = out / "distill_summary.json"
+    if not summary.is_file():
+        run_cli(cmd, threads)
+    return str(out), json.loads(summary.read_text())
+
+
+def agreement(student: str, teacher: str, dev: Path, turns: int = 60) -> float:
+    """Top-1 agreement of ``student`` with ``teacher`` over the completion tokens of the first ``turns`` assistant
+    turns of ``dev`` (teacher-forced on the teacher's data): the share of positions where both pick the same
+    next token."""
+    import torch
+
+    from tinytool.distill.examples import token_examples
+    from tinytool.formats import get_format
+    from tinytool.models.loading import load_model, load_tokenizer
+    from tinytool.train.examples import read_conversations
+
+    tok = load_tokenizer(teacher)
+    examples, _ = token_examples(read_conversations([str(dev)]), get_format(FORMAT), tok, max_length=2048)
+    examples = examples[:turns]
+    models = [load_model(m).eval() for m in (student, teacher)]
+    same = total = 0
+    with torch.no_grad():
+        for ex in examples:
+            ids = torch.tensor([ex.input_ids])
+            picks = [m(input_ids=ids).logits[0, ex.n_prompt - 1:-1].argmax(-1) for m in models]
+            same += int((picks[0] == picks[1]).sum())
+            total += picks[0].numel()
+    return round(same / max(1, total), 4)
+
+
+def record(row: str, summary: dict, sc: dict, against: dict | None, agree: float | None) -> dict:
+    spec = ROWS[row]
+    rec = {"row": row, **{k: spec.get(k) for k in ("kind", "loss", "k", "tail", "lr", "branches")},
+           "seconds": round(summary.get("seconds", 0.0), 1), "steps": summary.get("global_step"),
+           "tokens": summary.get("tokens", summary.get("completion_tokens")), **sc["table"],
+           "top1_agreement_with_teacher": agree, "losses": summary.get("losses")}
+    if against is not None and against is not sc:
+        vs = rl_gain.paired(against, sc)
+        rec |= {"delta_overall_vs_sft": vs["delta_overall"], "p_overall_vs_sft": vs["p_overall"],
+                "delta_ast_vs_sft": vs["delta_ast"], "p_ast_vs_sft": vs["p_ast"]}
+    return rec
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, required=True, help="quality.py's work folder (the teacher is there)")
+    ap.add_argument("--rows", default="", help=f"sweep rows, comma-separated, of {', '.join(ROWS)}; the first SFT "
+                    "row is the one the others are compared with")
+    ap.add_argument("--final", action="store_true", help="the claim: the sft, ckd and fkl arms into ckd_vs_sft")
+    ap.add_argument("--seconds", type=float, help="each arm's wall-time budget (default: the row's)")
+    ap.add_argument("--teacher-row", default=TEACHER_ROW, help="the quality.py row that is the teacher")
+    ap.add_argument("--student", default=star_student(), help="the student every arm starts from")
+    ap.add_argument("--limit", type=int, default=100, help="BFCL items per category (0: the full categories)")
+    ap.add_argument("--dev-limit", type=int, default=150, help="demo dev tasks scored (0: the whole split)")
+    ap.add_argument("--seed", type=int, default=0, help="the arms' seed (the teacher is trained under seed 0)")
+    ap.add_argument("--parallel", action="store_true", help="train and score two arms at a time, one thread each")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    rows = list(FINAL.values()) if args.final else [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = [r for r in rows if r not in ROWS]
+    if unknown or not rows:
+        ap.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}" if unknown else "--rows or --final")
+    if args.teacher_row not in quality.ROWS:
+        ap.error(f"--teacher-row: unknown row {args.teacher_row!r}")
+
+    teacher, data, teacher_summary = rl_gain.base_model(args.work, args.teacher_row)
+
+    def score(model: str, threads: int | None = None) -> dict:
+        # a model named by alias or hub id has no folder: its scores go under WORK/students
+        out = Path(model) if Path(model).is_dir() else args.work / "students" / Path(model).name
+        return rl_gain.scores(model, out, args.work, data, args.limit, args.batch_size, args.dev_limit, threads)
+
+    teacher_sc = score(teacher)
+    student_sc = score(args.student)
+    t0 = time.perf_counter()
+    runs = rl_gain.in_pairs([lambda th, r=r: train_arm(args.work, r, args.student, teacher, data, args.seed,
+                                                       args.seconds, th) for r in rows], args.parallel)
+    scored = rl_gain.in_pairs([lambda th, m=m: score(m, th) for m, _ in runs], args.parallel)
+    wall = time.perf_counter() - t0
+    agree = {row: agreement(m, teacher, data / "dev.jsonl") for row, (m, _) in zip(rows, runs)}
+    sft_sc = next((sc for row, sc in zip(rows, scored) if ROWS[row]["kind"] == "sft"), None)
+
+    result = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    sweep = list(result.get("ckd_sweep", []))
+    recs = {}
+    for row, (_, summary), sc in zip(rows, runs, scored):
+        rec = record(row, summary, sc, sft_sc, agree[row]) | {
+            "seed": args.seed, "teacher_row": args.teacher_row, "student": args.student, "parallel": args.parallel,
+            "seconds_budget": args.seconds or ROWS[row]["seconds"]}
+        recs[row] = rec
+        sweep = [r for r in sweep if not (r["row"] == row and r["seed"] == args.seed and r["n"] == rec["n"]
+                                          and r["seconds_budget"] == rec["seconds_budget"])] + [rec]
+        print(json.dumps({k: rec[k] for k in ("row", "steps", "non_live_ast_avg", "irrelevance_strict", "overall",
+                                              "top1_agreement_with_teacher")}), flush=True)
+    result.update({"ckd_sweep": sweep, "ckd_teacher": {"row": args.teacher_row, **teacher_sc["table"]},
+                   "ckd_student_untrained": {"model": args.student, **student_sc["table"]},
+                   "ckd_machine": machine(), "ckd_versions": versions("torch", "transformers", "trl")})
+    if args.final:
+        by = dict(zip(rows, scored))
+        vs = rl_gain.paired(by["sft"], by["ckd"])
+        run = {"seed": args.seed, "teacher": teacher_sc["table"], "student_untrained": student_sc["table"],
+               **{key: by[row]["table"] for key, row in FINAL.items()},
+               "delta_overall_ckd_vs_sft": vs["delta_overall"], "p_overall": vs["p_overall"],
+               "delta_ast_ckd_vs_sft": vs["delta_ast"], "p_ast": vs["p_ast"],
+               "fkl_vs_sft": rl_gain.paired(by["sft"], by["fkl"]), "ckd_vs_fkl": rl_gain.paired(by["fkl"], by["ckd"]),
+               "seconds": {"teacher_train": round((teacher_summary or {}).get("seconds", 0.0), 1),
+                           **{row: recs[row]["seconds"] for row in rows}, "wall_all_arms": round(wall, 1)},
+               "top1_agreement_with_teacher": agree, "settings": {row: ROWS[row] for row in rows},
+               "failures": {row: by[row]["failures"] for row in rows},
+               "claim_holds": vs["delta_overall"] >= 0.03 and vs["p_overall"] < 0.05}
+        entry = result.setdefault("ckd_vs_sft", {"runs": [], "items_per_category": args.limit or "all"})
+        entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [run]
+        print(json.dumps({k: run[k] for k in ("seed", "delta_overall_ckd_vs_sft", "p_overall", "claim_holds")}))
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
