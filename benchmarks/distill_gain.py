@@ -88,10 +88,10 @@ def train_arm(work: Path, row: str, student: str, teacher: str, data: Path, seed
     return str(out), json.loads(summary.read_text())
 
 
-def agreement(student: str, teacher: str, dev: Path, turns: int = 60) -> float:
-    """Top-1 agreement of ``student`` with ``teacher`` over the completion tokens of the first ``turns`` assistant
-    turns of ``dev`` (teacher-forced on the teacher's data): the share of positions where both pick the same
-    next token."""
+def agreement(students: dict[str, str], teacher: str, dev: Path, turns: int = 60) -> dict[str, float]:
+    """Per row, the top-1 agreement of its student with ``teacher`` over the completion tokens of the first
+    ``turns`` assistant turns of ``dev`` (teacher-forced on the teacher's data): the share of positions where both
+    pick the same next token. The teacher's picks are computed once for every student."""
     import torch
 
     from tinytool.distill.examples import token_examples
@@ -99,18 +99,22 @@ def agreement(student: str, teacher: str, dev: Path, turns: int = 60) -> float:
     from tinytool.models.loading import load_model, load_tokenizer
     from tinytool.train.examples import read_conversations
 
-    tok = load_tokenizer(teacher)
-    examples, _ = token_examples(read_conversations([str(dev)]), get_format(FORMAT), tok, max_length=2048)
-    examples = examples[:turns]
-    models = [load_model(m).eval() for m in (student, teacher)]
-    same = total = 0
-    with torch.no_grad():
-        for ex in examples:
-            ids = torch.tensor([ex.input_ids])
-            picks = [m(input_ids=ids).logits[0, ex.n_prompt - 1:-1].argmax(-1) for m in models]
-            same += int((picks[0] == picks[1]).sum())
-            total += picks[0].numel()
-    return round(same / max(1, total), 4)
+    examples, _ = token_examples(read_conversations([str(dev)]), get_format(FORMAT), load_tokenizer(teacher),
+                                 max_length=2048)
+    ids = [(torch.tensor([ex.input_ids]), ex.n_prompt) for ex in examples[:turns]]
+
+    def picks(model: str) -> list:
+        m = load_model(model).eval()
+        with torch.no_grad():
+            return [m(input_ids=x).logits[0, n - 1:-1].argmax(-1) for x, n in ids]
+
+    ref = picks(teacher)
+    out = {}
+    for row, model in students.items():
+        mine = picks(model)
+        same = sum(int((a == b).sum()) for a, b in zip(mine, ref))
+        out[row] = round(same / max(1, sum(a.numel() for a in ref)), 4)
+    return out
 
 
 def record(row: str, summary: dict, sc: dict, against: dict | None, agree: float | None) -> dict:
@@ -163,7 +167,7 @@ def main() -> None:
                                                        args.seconds, th) for r in rows], args.parallel)
     scored = rl_gain.in_pairs([lambda th, m=m: score(m, th) for m, _ in runs], args.parallel)
     wall = time.perf_counter() - t0
-    agree = {row: agreement(m, teacher, data / "dev.jsonl") for row, (m, _) in zip(rows, runs)}
+    agree = agreement({row: m for row, (m, _) in zip(rows, runs)}, teacher, data / "dev.jsonl")
     sft_sc = next((sc for row, sc in zip(rows, scored) if ROWS[row]["kind"] == "sft"), None)
 
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
