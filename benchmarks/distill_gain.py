@@ -175,7 +175,7 @@ def main() -> None:
     recs = {}
     for row, (_, summary), sc in zip(rows, runs, scored):
         rec = record(row, summary, sc, sft_sc, agree[row]) | {
-            "seed": args.seed, "teacher_row": args.teacher_row, "student": args.student, "parallel": args.parallel,
+            "seed": args.seed, "teacher_row": args.teacher_row, "student": args.student, "parallel_arms": args.parallel,
             "seconds_budget": args.seconds or ROWS[row]["seconds"]}
         recs[row] = rec
         sweep = [r for r in sweep if not (r["row"] == row and r["seed"] == args.seed and r["n"] == rec["n"]

@@ -331,7 +331,7 @@ def main() -> None:
 
     def keep(row: str, rec: dict) -> None:
         nonlocal sweep
-        rec |= {"base_row": args.base_row, "seed": args.seed, "parallel": args.parallel}
+        rec |= {"base_row": args.base_row, "seed": args.seed, "parallel_arms": args.parallel}
         sweep = [r for r in sweep if not (r["row"] == row and r["n"] == rec["n"] and r.get("base_row") == args.base_row
                                           and r.get("seed", 0) == args.seed)] + [rec]
 
