@@ -116,6 +116,29 @@ def test_an_interrupted_stage_is_reported_as_interrupted_not_failed(tmp_path, mo
     assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)", "done", "done"]
 
 
+@pytest.mark.parametrize(("status", "word"), [(-11, "signal SIGSEGV"), (-9, "signal SIGKILL"), (-6, "signal SIGABRT")])
+def test_a_stage_that_crashes_is_a_failure_not_an_interrupt(tmp_path, model, monkeypatch, status, word):
+    """A stage a crash ended (a segfault, the kernel's OOM kill, an abort) stops the run as a failure naming the
+    signal, not as a Ctrl-C to be resumed: only SIGINT, SIGTERM and SIGHUP are stops asked for."""
+    from tinytool.recipes import runner
+
+    path = _recipe(tmp_path, model)
+    run = tmp_path / "run"
+    real = runner._run
+    monkeypatch.setattr(runner, "_run", lambda cmd, *a: status if cmd[0] == "sft" else real(cmd, *a))
+    with pytest.raises(StageFailed) as e:
+        run_recipe(load_recipe(path), run, echo=lambda s: None)
+    assert word in str(e.value)
+    assert json.loads((run / "02-sft" / "step.json").read_text())["status"] == f"failed ({word})"
+
+
+def test_a_stage_stopped_by_a_signal_asked_for_is_an_interrupt():
+    from tinytool.recipes.runner import _interrupted
+
+    assert _interrupted(130) and _interrupted(-2) and _interrupted(-15) and _interrupted(-1)
+    assert not any(_interrupted(s) for s in (0, 1, 2, -6, -9, -11))
+
+
 def test_a_value_a_flag_verb_refuses_is_found_before_the_first_stage(tmp_path, model):
     bad = RECIPE.replace("limit: 3", "limit: 0")  # eval demo refuses --limit 0
     run = tmp_path / "run"

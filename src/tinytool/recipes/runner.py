@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -233,8 +234,8 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
                 _settle(folder, previous, done=False)
             raise
         seconds = round(time.perf_counter() - t0, 1)
-        interrupted = status < 0 or status == EXIT_INTERRUPTED  # a signal, or the verb's own Ctrl-C exit
-        state.update(status="done" if status == 0 else ("interrupted" if interrupted else f"failed (exit {status})"),
+        interrupted = _interrupted(status)
+        state.update(status="done" if status == 0 else ("interrupted" if interrupted else f"failed ({_exit(status)})"),
                      seconds=seconds, figures=_figures(folder / "out") if status == 0 else {}, command=cmd)
         step.finish({k: v for k, v in state.items() if k not in ("status", "fingerprint")}, status=state["status"])
         kept = previous.exists() and _settle(folder, previous, done=status == 0)
@@ -307,6 +308,26 @@ def _run(cmd: list[str], log: Path, echo: Callable[[str], None], env: dict[str, 
             fh.write("\ninterrupted\n")
             raise
         return proc.wait()
+
+
+#: the signals that stop a stage on purpose (Ctrl-C, a job scheduler's or the user's kill): the run resumes
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _interrupted(status: int) -> bool:
+    """Whether a stage's exit status is a stop asked for (its verb's own Ctrl-C exit, or killed by one of
+    ``STOP_SIGNALS``) rather than a failure (an error exit, or a crash: a segfault, an abort, the kernel's OOM kill)."""
+    return status == EXIT_INTERRUPTED or (status < 0 and -status in {int(s) for s in STOP_SIGNALS})
+
+
+def _exit(status: int) -> str:
+    """A stage's exit status in words: ``exit 1``, or ``signal SIGSEGV`` for a process a signal ended."""
+    if status >= 0:
+        return f"exit {status}"
+    try:
+        return f"signal {signal.Signals(-status).name}"
+    except ValueError:
+        return f"signal {-status}"
 
 
 def _write_run(run_dir: Path, recipe: Recipe, states: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
