@@ -37,13 +37,9 @@ $(LLAMA): $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/tinytool demo
 
-# llama.cpp builds (niced, log in .venv/llamacpp-build.log) while every test that does not need it runs; its
-# own tests run once it is in
-test: $(STAMP)
-	@nice -n 10 $(MAKE) --no-print-directory $(LLAMA) > $(VENV)/llamacpp-build.log 2>&1 & build=$$!; \
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 --ignore=tests/test_llamacpp.py; rc=$$?; \
-	if ! wait $$build; then cat $(VENV)/llamacpp-build.log; echo "llama-cpp-python did not build"; exit 1; fi; \
-	$(PY) -m pytest -q tests/test_llamacpp.py || rc=1; exit $$rc
+# the 15 slowest tests are listed at the end of each run
+test: install
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 # the HTML report in a real headless browser (Debian's chromium, installed here when missing)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
