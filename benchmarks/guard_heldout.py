@@ -19,7 +19,7 @@ from pathlib import Path
 import quality
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 
-from tinytool.eval.compare import compare_runs, load_eval_run, mcnemar_p
+from tinytool.eval.compare import compare_runs, load_eval_run, mcnemar_counts
 
 OUT = ROOT / "benchmarks" / "results" / "guard.json"
 LIVE = "live_simple,live_multiple"
@@ -40,9 +40,8 @@ def side_by_side(free: Path, guarded: Path) -> dict:
     cats = {c: {k: v[k] for k in ("n", "a", "b", "change", "p_mcnemar", "fixed", "broken") if k in v}
             for c, v in rep["categories"].items()}
     fixed, broken = (sum(v[k] for v in cats.values()) for k in ("fixed", "broken"))
-    # all items pooled: McNemar reads only the discordant pairs
-    pooled = {"fixed": fixed, "broken": broken,
-              "p_mcnemar": mcnemar_p([False] * fixed + [True] * broken, [True] * fixed + [False] * broken)}
+    # all items pooled: McNemar reads only the discordant pairs (broken: right only free; fixed: only guarded)
+    pooled = {"fixed": fixed, "broken": broken, "p_mcnemar": mcnemar_counts(broken, fixed)}
     return {"items": rep["items"], "categories": cats, "pooled": pooled, "headline": rep["headline"],
             "failures": rep["failures"]}
 

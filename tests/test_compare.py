@@ -24,6 +24,7 @@ from tinytool.eval.compare import (
     category_p,
     compare_runs,
     load_eval_run,
+    mcnemar_counts,
     mcnemar_p,
     overall,
     overall_p,
@@ -54,6 +55,7 @@ def _pairs(b: int, c: int) -> tuple[list[bool], list[bool]]:
                                             (10, 2, 158 / 4096), (2, 2, 1.0), (0, 12, 2 / 4096)])
 def test_mcnemar_exact_p_is_twice_the_smaller_binomial_tail(b, c, p):
     assert mcnemar_p(*_pairs(b, c)) == pytest.approx(p)
+    assert mcnemar_counts(b, c) == pytest.approx(p)  # the same test from the discordant counts
 
 
 def test_bootstrap_golden_values_on_a_hand_made_table():

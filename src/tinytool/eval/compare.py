@@ -61,6 +61,12 @@ def mcnemar_p(before: Sequence[bool], after: Sequence[bool]) -> float:
     discordant pair: 1."""
     b = sum(bool(x) and not y for x, y in zip(before, after, strict=False))
     c = sum(bool(y) and not x for x, y in zip(before, after, strict=False))
+    return mcnemar_counts(b, c)
+
+
+def mcnemar_counts(b: int, c: int) -> float:
+    """McNemar's exact two-sided p from the discordant counts alone (``b`` right only before, ``c`` only after):
+    the test of ``mcnemar_p``, for verdicts pooled from several comparisons."""
     n = b + c
     if n == 0:
         return 1.0
@@ -405,6 +411,6 @@ def _ids(ids: Sequence[str], show: int) -> str:
 
 __all__ = [
     "AST", "RESAMPLES", "EvalRun", "ast_avg", "bootstrap_p", "category_ids", "category_p", "compare_runs",
-    "irrelevance_p", "load_eval_run", "mcnemar_p", "micro_avg", "overall", "overall_p", "render_markdown",
+    "irrelevance_p", "load_eval_run", "mcnemar_counts", "mcnemar_p", "micro_avg", "overall", "overall_p", "render_markdown",
     "stratified_bootstrap",
 ]

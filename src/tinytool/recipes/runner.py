@@ -311,13 +311,13 @@ def _run(cmd: list[str], log: Path, echo: Callable[[str], None], env: dict[str, 
 
 
 #: the signals that stop a stage on purpose (Ctrl-C, a job scheduler's or the user's kill): the run resumes
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 
 
 def _interrupted(status: int) -> bool:
     """Whether a stage's exit status is a stop asked for (its verb's own Ctrl-C exit, or killed by one of
     ``STOP_SIGNALS``) rather than a failure (an error exit, or a crash: a segfault, an abort, the kernel's OOM kill)."""
-    return status == EXIT_INTERRUPTED or (status < 0 and -status in {int(s) for s in STOP_SIGNALS})
+    return status == EXIT_INTERRUPTED or -status in STOP_SIGNALS
 
 
 def _exit(status: int) -> str:
