@@ -341,8 +341,12 @@ def main() -> None:
                                           and r.get("seed", 0) == args.seed)] + [rec]
 
     control_sc = None
-    for i in range(0, len(rows), 2 if args.parallel else 1):
-        names = rows[i:i + (2 if args.parallel else 1)]
+    # the control first, on its own, when it is a sweep row: a finished one is read back and the new rows still
+    # pair up side by side
+    step = 2 if args.parallel else 1
+    first = [rows[:1]] if args.control and rows[:1] == [args.control] else []
+    groups = first + [rows[i:i + step] for i in range(len(first), len(rows), step)]
+    for names in groups:
         for row, (model, summary, sc, wall) in zip(names, trained(names)):
             if row == args.control:
                 control_sc = sc

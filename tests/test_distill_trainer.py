@@ -166,7 +166,7 @@ def test_distill_cli_from_cache(env, cache_dir):
 
 
 def test_distill_cli_time_budget(env, cache_dir):
-    """--max-seconds stops distillation at the step in flight: the summary records it and the CLI says so."""
+    """--max-seconds stops distillation after the first step (a 0.001 s budget fits no more): the summary records it and the CLI says so."""
     from typer.testing import CliRunner
 
     from tinytool.cli import app

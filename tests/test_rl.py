@@ -274,7 +274,7 @@ def test_rl_verb_trains_and_writes_its_summary(env, tmp_path):
 
 
 def test_a_wall_time_budget_ends_the_run_as_complete(env, tmp_path):
-    """--max-seconds: the step in flight finishes, then the run ends with its final model and summary (no
+    """--max-seconds: the first step runs, then the run ends with its final model and summary (no
     interrupt, no resume needed)."""
     from tinytool.cli import app
 

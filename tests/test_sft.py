@@ -260,7 +260,7 @@ def test_a_stop_signal_saves_a_checkpoint_and_the_run_resumes_there(env, signame
 
 
 def test_a_wall_time_stop_saves_a_checkpoint_that_a_longer_run_resumes_from(env):
-    """--max-seconds ends the run at the step in flight with a checkpoint of that step (none is due by
+    """--max-seconds ends the run after the first step (a 0.001 s budget fits no more) with a checkpoint of it (none is due by
     --save-steps), so a larger --max-steps continues from it instead of training those steps again."""
     first = train_sft(_cfg(env, "budget", max_steps=50, save_steps=1000, max_seconds=0.001))
     out, step = Path(first["out"]), first["global_step"]

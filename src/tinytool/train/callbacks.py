@@ -130,26 +130,32 @@ class StopOnSignal(TrainerCallback):
 
 
 class StopAtWallTime(TrainerCallback):
-    """A wall-time budget: once ``seconds`` of training have passed, the step in flight finishes, a checkpoint is
-    saved (as `StopOnSignal` saves one, so that a larger step target continues from this step instead of training
-    the steps since the last checkpoint again) and the run ends as if it had reached its last step (final model and
-    summary written). Every process stops at the same step: the slowest clock decides."""
+    """A wall-time budget, held as a ceiling: after each step, when one more step at this invocation's mean pace
+    would end past ``seconds``, the run stops there: a checkpoint is saved (as `StopOnSignal` saves one, so that a
+    larger step target continues from this step instead of training the steps since the last checkpoint again) and
+    the run ends as if it had reached its last step (final model and summary written). A run whose steps are long
+    (a GRPO step takes a minute on a CPU) thus never overruns its budget by most of a step, and two arms given
+    the same budget train for at most the same seconds. The first step always runs. Every process stops at the
+    same step: the slowest clock decides."""
 
     def __init__(self, trainer: Any, seconds: float) -> None:
         import time
 
         self.trainer, self.seconds, self.start = trainer, float(seconds), time.perf_counter()
+        self.first_step = 0
         self.stopped_at: int | None = None
 
     def on_train_begin(self, args, state, control, **kwargs):
         import time
 
-        self.start = time.perf_counter()
+        self.start, self.first_step = time.perf_counter(), state.global_step
 
     def on_step_end(self, args, state, control, **kwargs):
         import time
 
-        over = time.perf_counter() - self.start >= self.seconds
+        spent = time.perf_counter() - self.start
+        pace = spent / max(1, state.global_step - self.first_step)
+        over = spent + pace > self.seconds
         acc = self.trainer.accelerator
         if acc.num_processes > 1:
             import torch

@@ -87,8 +87,9 @@ class RunOptions:
     num_train_epochs: float | None = option(None, "Passes over the data (ignored when --max-steps > 0) [default: "
                                           "the trainer's, 2 for SFT, 1 for the others].", "--epochs")
     max_steps: int = option(-1, "Optimizer steps to stop at (-1: run --epochs).")
-    max_seconds: float | None = option(None, "A wall-time budget for this invocation's training, in seconds: the "
-                                       "step in flight finishes and the run ends there as if complete (a "
+    max_seconds: float | None = option(None, "A wall-time budget for this invocation's training, in seconds, held as "
+                                       "a ceiling: the run ends after the last step that, at its mean pace, "
+                                       "fits in it, as if complete (a "
                                        "checkpoint a larger --max-steps continues from, final model and "
                                        "summary). The learning-rate schedule still spans --max-steps "
                                        "or --epochs: use a constant schedule (--lr-scheduler-type constant) when "
