@@ -249,6 +249,30 @@ def test_astra_f1_leaves_out_tasks_without_sub_answers_and_scores_an_empty_set_a
         build_rl_trainer(cfg)
 
 
+def test_no_call_share_subsamples_the_prompts_and_names_data_that_cannot_give_it(env, tmp_path):
+    from tinytool.rl.data import makes_no_call
+    from tinytool.rl.trainer import build_rl_trainer
+
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
+                      format="hermes-nothink", reward="toolrl", no_call="symmetric", no_call_share=0.5,
+                      max_steps=1, num_generations=2)
+    trainer, report = build_rl_trainer(cfg)
+    counts, data = report["no_call_share"], trainer.train_dataset
+    assert counts["no_call"] == counts["call"] > 0 and len(data) == counts["no_call"] + counts["call"]
+    assert sum(makes_no_call(g) for g in data["ground_truth"]) == counts["no_call"]
+    calls_only = tmp_path / "calls.jsonl"
+    calls_only.write_text("".join(json.dumps(c.to_dict()) + "\n" for c in read_jsonl(env["train"])
+                                  if c.meta["category"] == "simple"))
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(calls_only)], output_dir=str(tmp_path / "b"),
+                      format="hermes-nothink", reward="toolrl", no_call_share=0.2, max_steps=1, num_generations=2)
+    with pytest.raises(UserInputError, match=r"--no-call-share 0.2: none of the \d+ prompts has a label without a "
+                                             r"call in .*calls\.jsonl"):
+        build_rl_trainer(cfg)
+    with pytest.raises(UserInputError, match="--no-call-share must be between 0 and 1"):
+        RLRunConfig(model=str(env["model"]), data=[str(calls_only)], output_dir=str(tmp_path / "c"),
+                    no_call_share=1.5)
+
+
 # ---- the verb --------------------------------------------------------------------------------------
 
 

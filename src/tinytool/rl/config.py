@@ -90,6 +90,9 @@ class RLRunConfig(RunOptions, GRPOConfig):
     env: str | None = option(None, "Multi-turn: run each prompt's task in this environment ('demo': the demo "
                              "catalog's tools on the task's seeded world); observations are masked out of the loss.")
     max_turns: int = option(4, "With --env: assistant turns per rollout at most.")
+    no_call_share: float | None = option(None, "The share of prompts whose label makes no call (near-miss requests "
+                                         "to decline), reached by leaving prompts out, never repeating one "
+                                         "[default: the data as it is].")
     select_prompts: bool = option(False, "Before training, sample each prompt's group once and keep only prompts "
                                   "whose rewards vary (prompt selection by difficulty).")
 
@@ -123,6 +126,8 @@ class RLRunConfig(RunOptions, GRPOConfig):
             (self.group_delta >= 0, f"--group-delta must be ≥ 0, got {self.group_delta}"),
             (self.fill_rounds >= 0, f"--fill-rounds must be ≥ 0, got {self.fill_rounds}"),
             (not (self.select_prompts and self.env), "--select-prompts scores single turns: leave it out with --env"),
+            (self.no_call_share is None or 0 <= self.no_call_share <= 1,
+             f"--no-call-share must be between 0 and 1, got {self.no_call_share}"),
             (self.max_turns >= 1, f"--max-turns must be ≥ 1, got {self.max_turns}"),
             (self.no_call in NO_CALL, f"--no-call must be one of {', '.join(NO_CALL)}, got {self.no_call!r}"),
             (self.rollouts in ROLLOUTS, f"--rollouts must be one of {', '.join(ROLLOUTS)}, got {self.rollouts!r}"),

@@ -61,6 +61,40 @@ def build_rl_dataset(conversations: list[Conversation], fmt: PromptFormat, token
     return Dataset.from_list(rows) if rows else Dataset.from_dict({k: [] for k in COLUMNS})
 
 
+def makes_no_call(ground_truth: str) -> bool:
+    """Whether a row's label (its ``ground_truth`` column) answers without a tool call."""
+    try:
+        target = json.loads(ground_truth)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(target, dict) and not target.get("tool_calls")
+
+
+def with_no_call_share(dataset: Any, share: float, seed: int = 0) -> tuple[Any, dict[str, int]]:
+    """The rows subsampled (never repeated) so that ``share`` of them have a label without a call, the lever of
+    ToolRL's reward ablations on declining (§3.3): with symmetric no-call scoring, the share decides how much of a
+    step teaches abstaining. The larger side is cut; the other is kept whole. Returns the rows and their counts;
+    raises `ValueError` when the side the share needs has no rows."""
+    import random
+
+    no_call = [i for i, gt in enumerate(dataset["ground_truth"]) if makes_no_call(gt)]
+    calls = sorted(set(range(len(dataset))) - set(no_call))
+    if (share > 0 and not no_call) or (share < 1 and not calls):
+        side = "a label without a call" if share > 0 and not no_call else "a call in its label"
+        raise ValueError(f"none of the {len(dataset)} prompts has {side}")
+    rng = random.Random(seed)
+    if share >= 1:
+        calls = []
+    elif share <= 0:
+        no_call = []
+    elif len(no_call) > share / (1 - share) * len(calls):
+        no_call = rng.sample(no_call, round(share / (1 - share) * len(calls)))
+    else:
+        calls = rng.sample(calls, min(len(calls), round((1 - share) / share * len(no_call))))
+    keep = sorted(no_call + calls)
+    return dataset.select(keep), {"no_call": len(no_call), "call": len(calls), "dropped": len(dataset) - len(keep)}
+
+
 def _has_sub_answers(value: Any) -> bool:
     try:
         subs = json.loads(value) if isinstance(value, str) else value
@@ -84,4 +118,4 @@ def split_by_sub_answers(dataset: Any) -> tuple[Any, dict[str, int]]:
     return (dataset if len(keep) == len(dataset) else dataset.select(keep)), dict(sorted(missing.items()))
 
 
-__all__ = ["COLUMNS", "build_rl_dataset", "rl_row", "split_by_sub_answers"]
+__all__ = ["COLUMNS", "build_rl_dataset", "makes_no_call", "rl_row", "split_by_sub_answers", "with_no_call_share"]

@@ -249,7 +249,7 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
     import transformers
 
     from tinytool.models.loading import load_model, load_tokenizer
-    from tinytool.rl.data import build_rl_dataset, split_by_sub_answers
+    from tinytool.rl.data import build_rl_dataset, split_by_sub_answers, with_no_call_share
 
     transformers.set_seed(cfg.seed)
     fmt = cfg.prompt_format
@@ -261,6 +261,12 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
                              "an assistant turn after a user turn")
     check_reward_columns(cfg, dataset.column_names)
     report = {"conversations": len(convs), "prompts": len(dataset)}
+    if cfg.no_call_share is not None:
+        try:
+            dataset, report["no_call_share"] = with_no_call_share(dataset, cfg.no_call_share, cfg.seed)
+        except ValueError as e:
+            raise UserInputError(f"--no-call-share {cfg.no_call_share}: {e} in {', '.join(cfg.data)}",
+                                 fix="leave --no-call-share out, or add the missing kind of example") from None
     if "astra-f1" in cfg.reward_mix:
         dataset, missing = split_by_sub_answers(dataset)
         if missing:
