@@ -42,8 +42,9 @@ def env(tmp_path_factory):
     write_demo(40, 0, root / "demo")
     tok = load_tokenizer(model, padding_side="right")
     fmt = get_format("hermes-nothink")
-    single = [c for c in read_jsonl(root / "demo" / "train.jsonl")
-              if len(fmt.render_turns(c, tok)) == 1 and any(m.tool_calls for m in c.messages)][:4]
+    # one-tool requests: the shortest prompts (TRL's KTO scores every position of every sequence twice a step)
+    single = [c for c in read_jsonl(root / "demo" / "train.jsonl") if len(c.tools) == 1
+              and len(fmt.render_turns(c, tok)) == 1 and any(m.tool_calls for m in c.messages)][:4]
     for c in single:
         c.meta["label"] = True
     labelled = [*single, *(_spoil(c) for c in single)]
