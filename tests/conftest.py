@@ -13,6 +13,15 @@ import pytest
 # Rich lays out CLI output to the terminal width; pin it so table assertions do not depend on the CI terminal.
 os.environ["COLUMNS"] = "160"
 
+# Under pytest-xdist each worker (and every process it starts) computes on one thread: two workers on two cores
+# with two OpenMP threads each spend most of their time waiting on a busy core (a decoding test took 205 s so and
+# 65 s on one thread).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    if "torch" in sys.modules:  # imported before this file by a plugin: the variable came too late for it
+        sys.modules["torch"].set_num_threads(1)
+
 # property tests run beside training jobs on 2 cores: slow input generation there is no failure
 from hypothesis import HealthCheck, settings
 
