@@ -115,6 +115,9 @@ ROWS: dict[str, dict] = {
     "g-sym20-lr2e5": {**GRPO, "prompts": "nc20", "lr": 2e-5},
     "g-sym20-g16": {**GRPO, "prompts": "nc20", "G": 16, "per_step": 1},
     "g-sym20-t07": {**GRPO, "prompts": "nc20", "temperature": 0.7},
+    # ToolRL's reward compares names as sets, so calls beyond those asked cost nothing (seed 1 of g-sym20 wrote 53
+    # more of them): charged, each extra call costs its share
+    "g-sym20-xc": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "symmetric", "--extra-calls", "charged"]},
     # the protocol's pair at its full arm length (25 minutes)
     "ctl-25m": {"kind": "sft", "lr": 2e-5, "seconds": 1500},
     "g-25m": {**GRPO, "prompts": "nc20", "seconds": 1500},

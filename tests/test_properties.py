@@ -263,6 +263,8 @@ OPTIONS = [
     RewardOptions(granularity="coarse", scale="equal_max"),
     RewardOptions(no_call="penalized", scale="dynamic"),
     RewardOptions(no_call="penalized", lenient=True, scale="two_stage", switch_step=2),
+    RewardOptions(no_call="symmetric", extra_calls="charged"),
+    RewardOptions(extra_calls="charged", granularity="finegrained", lenient=True),
 ]
 
 

@@ -189,6 +189,27 @@ def test_toolrl_penalized_declining_scores_below_any_attempted_call():
     assert REWARDS["toolrl"].bounds(RewardOptions()) == pytest.approx((-3.0, 4.0))
 
 
+def test_toolrl_extra_calls_cost_only_when_charged():
+    call = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    truth = gt(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Paris"}))
+    two = f"<think> x </think>\n<tool_call>\n{call}\n{call}\n</tool_call>"
+    four = f"<think> x </think>\n<tool_call>\n{call}\n{call}\n{call}\n{call}\n</tool_call>"
+    # as released: the names are one set and the best matching pairs two of the four calls: full marks
+    assert _tr(four, truth).score == pytest.approx(4.0) == _tr(two, truth).score
+    # charged: names as multisets, 2 of 4 -> 1/2; the matched 2 + 2 (key IoU, value per call) scaled by 2/4 -> 2;
+    # S_max = 1 + 2 + 2 = 5 -> ratio 2.5 / 5, R_correct = 6 * 0.5 - 3 = 0
+    assert _tr(four, truth, extra_calls="charged").parts["correct"] == pytest.approx(0.0)
+    assert _tr(two, truth, extra_calls="charged").score == pytest.approx(4.0)
+    # a call fewer than asked costs what it did before (the matching) and the multiset IoU 1/2 in place of 1
+    one = f"<think> x </think>\n<tool_call>\n{call}\n</tool_call>"
+    assert _tr(one, truth).parts["correct"] == pytest.approx(6 * (1 + 2) / 5 - 3)
+    assert _tr(one, truth, extra_calls="charged").parts["correct"] == pytest.approx(6 * (0.5 + 2) / 5 - 3)
+    # calls of different tools: sets and multisets agree, and no call is extra
+    assert _tr(TR_PRED, TR_TRUTH, extra_calls="charged").parts == _tr(TR_PRED, TR_TRUTH).parts
+    with pytest.raises(ValueError, match="extra-call"):
+        _tr(two, truth, extra_calls="sometimes")
+
+
 def test_toolrl_scales():
     s = ToolRLScale("equal_max")
     assert s.ranges() == ((0.0, 1.0), (-1.0, 1.0))

@@ -33,7 +33,15 @@ from tinytool.rewards.inputs import (
 )
 from tinytool.rewards.mentor import MentorWeights, mentor
 from tinytool.rewards.simrl import sim_rl
-from tinytool.rewards.toolrl import DECLINE_PENALTY, GRANULARITIES, NO_CALL, SCALES, ToolRLScale, toolrl
+from tinytool.rewards.toolrl import (
+    DECLINE_PENALTY,
+    EXTRA_CALLS,
+    GRANULARITIES,
+    NO_CALL,
+    SCALES,
+    ToolRLScale,
+    toolrl,
+)
 from tinytool.schema import SchemaError
 
 
@@ -56,12 +64,16 @@ class RewardOptions:
     # ToolRL: read completions with the format's repairing parser and §3.3's parts-in-order format rule
     # (a departure) instead of the released reward's exact layout and line-by-line JSON; --lenient
     lenient: bool = False
+    # ToolRL, calls beyond those asked: "free" (as released: names compared as sets, extra calls of an asked tool cost
+    # nothing) or "charged" (a departure: names as multisets, the matching scaled by expected / predicted calls)
+    extra_calls: str = "free"
 
     def __post_init__(self) -> None:
         for field_name, value, allowed, flag in (
             ("granularity", self.granularity, GRANULARITIES, "--granularity"),
             ("scale", self.scale, SCALES, "--scale"),
             ("no_call", self.no_call, NO_CALL, "--no-call"),
+            ("extra_calls", self.extra_calls, EXTRA_CALLS, "--extra-calls"),
         ):
             if value not in allowed:
                 raise UserInputError(f"unknown ToolRL {field_name.replace('_', '-')} {value!r}",
@@ -106,6 +118,7 @@ def _toolrl(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
         total_steps=max(1, read_count(row, "total_steps", 1)),
         no_call=o.no_call,  # type: ignore[arg-type]
         lenient=o.lenient,
+        extra_calls=o.extra_calls,  # type: ignore[arg-type]
     )
 
 

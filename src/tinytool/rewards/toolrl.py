@@ -31,6 +31,11 @@ missing opening ``<think>``, text after the last part, trailing commas, an ``"ar
 object spread over lines) and asks only that the required parts appear in order, without errors
 (§3.3's format rule). The optimal matching is kept in
 both readings: it equals the released greedy matching whenever no tool name repeats.
+
+A fourth departure, ``extra_calls="charged"``: the released reward compares tool names as sets and scores the
+best matching of predicted to expected calls, so a call beyond those asked costs nothing when its name is among
+them (four calls of a tool asked twice score as two). Charged, the names are compared as multisets and the
+matched score is scaled by ``|expected| / max(|predicted|, |expected|)``: each extra call costs its share.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ NoCall = Literal["released", "symmetric", "penalized"]
 GRANULARITIES: tuple[str, ...] = ("original", "finegrained", "intermediate", "coarse")
 SCALES: tuple[str, ...] = ("original", "equal_max", "two_stage", "dynamic")
 NO_CALL: tuple[str, ...] = ("released", "symmetric", "penalized")
+ExtraCalls = Literal["free", "charged"]
+EXTRA_CALLS: tuple[str, ...] = ("free", "charged")
 #: with ``no_call="penalized"``: how far below the correctness minimum declining a call that was asked scores, as a
 #: share of the correctness range (one point of the original [-3, 3])
 DECLINE_PENALTY = 1 / 6
@@ -175,6 +182,14 @@ def _iou(a: set, b: set) -> float:
     return 1.0 if not union else len(a & b) / len(union)
 
 
+def _multiset_iou(a: list[str], b: list[str]) -> float:
+    from collections import Counter
+
+    ca, cb = Counter(a), Counter(b)
+    union = sum((ca | cb).values())
+    return 1.0 if not union else sum((ca & cb).values()) / union
+
+
 def _pair_score(p: ToolCall, g: ToolCall, granularity: Granularity) -> float:
     if p.name != g.name:
         return 0.0
@@ -186,12 +201,18 @@ def _pair_score(p: ToolCall, g: ToolCall, granularity: Granularity) -> float:
     return params + values
 
 
-def correctness_ratio(pred: list[ToolCall], truth: list[ToolCall], granularity: Granularity = "original") -> float:
-    """``R_max / S_max`` in [0, 1]: the optimal-matching score over the maximum possible score."""
+def correctness_ratio(pred: list[ToolCall], truth: list[ToolCall], granularity: Granularity = "original",
+                      extra_calls: ExtraCalls = "free") -> float:
+    """``R_max / S_max`` in [0, 1]: the optimal-matching score over the maximum possible score; with
+    ``extra_calls="charged"`` names compare as multisets and calls beyond those asked scale the matching down."""
     if granularity == "coarse":
         return 1.0 if same_calls(pred, truth) else 0.0
     names_p, names_g = {c.name for c in pred}, {c.name for c in truth}
-    r_name = _iou(names_p, names_g) if granularity == "original" else float(names_p == names_g)
+    if extra_calls == "charged":
+        listed_p, listed_g = sorted(c.name for c in pred), sorted(c.name for c in truth)
+        r_name = _multiset_iou(listed_p, listed_g) if granularity == "original" else float(listed_p == listed_g)
+    else:
+        r_name = _iou(names_p, names_g) if granularity == "original" else float(names_p == names_g)
     if granularity == "intermediate":
         s_max = 1.0 + len(truth)
     else:
@@ -201,6 +222,8 @@ def correctness_ratio(pred: list[ToolCall], truth: list[ToolCall], granularity: 
         scores = np.array([[_pair_score(p, g, granularity) for g in truth] for p in pred], dtype=float)
         rows, cols = linear_sum_assignment(scores, maximize=True)
         best = float(scores[rows, cols].sum())
+        if extra_calls == "charged":
+            best *= len(truth) / max(len(pred), len(truth))
     return (r_name + best) / s_max
 
 
@@ -214,6 +237,7 @@ def toolrl(
     *,
     no_call: NoCall = "released",
     lenient: bool = False,
+    extra_calls: ExtraCalls = "free",
 ) -> RewardResult:
     """R_final = R_format + R_correct under the chosen granularity and scale (§3.3, §5.2-5.3).
 
@@ -222,9 +246,12 @@ def toolrl(
     prompt format has read) carries no text: it is always read leniently. ``no_call`` says how a
     ground truth without calls is scored: ``"released"`` (correctness 0) or ``"symmetric"``
     (maximum without a call, minimum with one); ``"penalized"`` is symmetric and scores a completion that
-    calls nothing where calls were asked `DECLINE_PENALTY` of the range below the correctness minimum."""
+    calls nothing where calls were asked `DECLINE_PENALTY` of the range below the correctness minimum.
+    ``extra_calls="charged"`` makes calls beyond those asked cost (module docstring)."""
     if no_call not in NO_CALL:
         raise ValueError(f"unknown no-call scoring {no_call!r}; choose one of {', '.join(NO_CALL)}")
+    if extra_calls not in EXTRA_CALLS:
+        raise ValueError(f"unknown extra-call scoring {extra_calls!r}; choose one of {', '.join(EXTRA_CALLS)}")
     (f_lo, f_hi), (c_lo, c_hi) = scale.ranges(step, total_steps)
     reason = None
     if lenient or isinstance(completion, Parsed):
@@ -242,7 +269,7 @@ def toolrl(
     elif pred is None:
         ratio = 0.0
     else:
-        ratio = correctness_ratio(pred, truth.calls, granularity)
+        ratio = correctness_ratio(pred, truth.calls, granularity, extra_calls)
     r_format = f_lo + (f_hi - f_lo) * fmt
     r_correct = c_lo + (c_hi - c_lo) * ratio
     if no_call == "penalized" and truth.calls and not called:

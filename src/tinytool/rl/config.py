@@ -16,7 +16,7 @@ from trl import GRPOConfig
 
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
-from tinytool.rewards.toolrl import NO_CALL
+from tinytool.rewards.toolrl import EXTRA_CALLS, NO_CALL
 from tinytool.train.config import RunOptions, check_inputs, listed, option
 
 FULL_LR = 1e-6  # ToolRL App. B (actor learning rate); MENTOR App. uses the same
@@ -76,6 +76,9 @@ class RLRunConfig(RunOptions, GRPOConfig):
                           "completion does, as ToolRL's released reward), 'symmetric' (±max for declining or "
                           "calling; a departure) or 'penalized' (symmetric, and declining a call that was asked "
                           "scores a sixth of the correctness range below its minimum: -4 in the original scale).")
+    extra_calls: str = option("free", "ToolRL on calls beyond those asked: 'free' (as released: tool names compared "
+                              "as sets, so extra calls of an asked tool cost nothing) or 'charged' (names as "
+                              "multisets, the matched score scaled by asked / written calls; a departure).")
     lenient: bool = option(False, "ToolRL: parse completions leniently (any layout, repaired JSON; a departure from "
                            "the released reward's exact layout).")
     group_filter: str = option("fill", "Groups whose rewards do not vary: 'fill' (ASTRA adaptive batch filling: "
@@ -129,6 +132,8 @@ class RLRunConfig(RunOptions, GRPOConfig):
             (self.no_call_share is None or 0 <= self.no_call_share <= 1,
              f"--no-call-share must be between 0 and 1, got {self.no_call_share}"),
             (self.max_turns >= 1, f"--max-turns must be ≥ 1, got {self.max_turns}"),
+            (self.extra_calls in EXTRA_CALLS,
+             f"--extra-calls must be one of {', '.join(EXTRA_CALLS)}, got {self.extra_calls!r}"),
             (self.no_call in NO_CALL, f"--no-call must be one of {', '.join(NO_CALL)}, got {self.no_call!r}"),
             (self.rollouts in ROLLOUTS, f"--rollouts must be one of {', '.join(ROLLOUTS)}, got {self.rollouts!r}"),
             (self.temperature > 0, f"--temperature must be > 0 (a group needs varied samples), got {self.temperature}"),
@@ -157,7 +162,8 @@ class RLRunConfig(RunOptions, GRPOConfig):
     def reward_options(self) -> dict[str, Any]:
         """`tinytool.rewards.RewardOptions` fields set by this config."""
         return {"require_think": bool(self.require_think), "granularity": self.toolrl_granularity,
-                "scale": self.toolrl_scale, "no_call": self.no_call, "lenient": self.lenient}
+                "scale": self.toolrl_scale, "no_call": self.no_call, "lenient": self.lenient,
+                "extra_calls": self.extra_calls}
 
 
 __all__ = ["FULL_LR", "GROUP_FILTERS", "RLRunConfig", "parse_reward_mix"]
