@@ -14,8 +14,8 @@ import pytest
 os.environ["COLUMNS"] = "160"
 
 # Under pytest-xdist each worker (and every process it starts) computes on one thread: two workers on two cores
-# with two OpenMP threads each spend most of their time waiting on a busy core (a decoding test took 205 s so and
-# 65 s on one thread).
+# with two OpenMP threads each spend most of their time waiting on a busy core (a decoding test took 205 s that way
+# and 65 s on one thread).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"

@@ -43,6 +43,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -182,12 +183,9 @@ def _iou(a: set, b: set) -> float:
     return 1.0 if not union else len(a & b) / len(union)
 
 
-def _multiset_iou(a: list[str], b: list[str]) -> float:
-    from collections import Counter
-
-    ca, cb = Counter(a), Counter(b)
-    union = sum((ca | cb).values())
-    return 1.0 if not union else sum((ca & cb).values()) / union
+def _multiset_iou(a: Counter, b: Counter) -> float:
+    union = sum((a | b).values())
+    return 1.0 if not union else sum((a & b).values()) / union
 
 
 def _pair_score(p: ToolCall, g: ToolCall, granularity: Granularity) -> float:
@@ -207,11 +205,11 @@ def correctness_ratio(pred: list[ToolCall], truth: list[ToolCall], granularity: 
     ``extra_calls="charged"`` names compare as multisets and calls beyond those asked scale the matching down."""
     if granularity == "coarse":
         return 1.0 if same_calls(pred, truth) else 0.0
-    names_p, names_g = {c.name for c in pred}, {c.name for c in truth}
     if extra_calls == "charged":
-        listed_p, listed_g = sorted(c.name for c in pred), sorted(c.name for c in truth)
-        r_name = _multiset_iou(listed_p, listed_g) if granularity == "original" else float(listed_p == listed_g)
+        counts_p, counts_g = Counter(c.name for c in pred), Counter(c.name for c in truth)
+        r_name = _multiset_iou(counts_p, counts_g) if granularity == "original" else float(counts_p == counts_g)
     else:
+        names_p, names_g = {c.name for c in pred}, {c.name for c in truth}
         r_name = _iou(names_p, names_g) if granularity == "original" else float(names_p == names_g)
     if granularity == "intermediate":
         s_max = 1.0 + len(truth)

@@ -77,8 +77,10 @@ def with_no_call_share(dataset: Any, share: float, seed: int = 0) -> tuple[Any, 
     raises `ValueError` when the side the share needs has no rows."""
     import random
 
-    no_call = [i for i, gt in enumerate(dataset["ground_truth"]) if makes_no_call(gt)]
-    calls = sorted(set(range(len(dataset))) - set(no_call))
+    no_call: list[int] = []
+    calls: list[int] = []
+    for i, gt in enumerate(dataset["ground_truth"]):
+        (no_call if makes_no_call(gt) else calls).append(i)
     if (share > 0 and not no_call) or (share < 1 and not calls):
         side = "a label without a call" if share > 0 and not no_call else "a call in its label"
         raise ValueError(f"none of the {len(dataset)} prompts has {side}")
