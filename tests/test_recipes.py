@@ -4,6 +4,7 @@ what depends on it, a failing stage names its log, and a malformed recipe names 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -42,11 +43,30 @@ def _recipe(tmp_path, model, text=RECIPE):
     return path
 
 
-def test_a_recipe_runs_skips_what_did_not_change_and_reruns_what_did(tmp_path, model):
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, model):
+    """The recipe run once from nothing: its state, and a copy of its folder to start later tests from. A run's
+    arguments hold its folder's path, so a test gets the copy back at the same place (`finished`)."""
+    base = tmp_path_factory.mktemp("first-run")
+    state = run_recipe(load_recipe(_recipe(base, model)), base / "run", echo=lambda s: None)
+    shutil.copytree(base / "run", base / "pristine")
+    return base, state
+
+
+@pytest.fixture
+def finished(first_run):
+    """A run folder whose three stages are done, as the first run left it."""
+    base, _ = first_run
+    shutil.rmtree(base / "run", ignore_errors=True)
+    shutil.copytree(base / "pristine", base / "run")
+    return base / "run"
+
+
+def test_a_recipe_runs_skips_what_did_not_change_and_reruns_what_did(tmp_path, model, first_run, finished):
     path = _recipe(tmp_path, model)
-    run = tmp_path / "run"
+    run = finished
     lines = []
-    state = run_recipe(load_recipe(path), run, echo=lines.append)
+    state = first_run[1]
     assert [s["status"] for s in state["stages"]] == ["done"] * 3
     assert sorted(p.name for p in run.iterdir()) == ["01-data", "02-sft", "03-eval", "recipe.json"]
     sft = json.loads((run / "02-sft" / "step.json").read_text())
@@ -61,9 +81,10 @@ def test_a_recipe_runs_skips_what_did_not_change_and_reruns_what_did(tmp_path, m
     assert [s["status"] for s in forced["stages"]] == ["skipped (unchanged)", "skipped (unchanged)", "done"]
 
 
-def test_a_failing_stage_names_its_log_and_a_rerun_goes_on_from_it(tmp_path, model):
+def test_a_failing_stage_names_its_log_and_a_rerun_goes_on_from_it(tmp_path, model, finished):
     bad = RECIPE.replace('"{data}/dev.jsonl"', '"{data}/missing.jsonl"')  # found missing only when eval runs
-    run = tmp_path / "run"
+    run = finished
+    shutil.rmtree(run / "03-eval")  # data and sft done, eval not yet run
     with pytest.raises(StageFailed) as e:
         run_recipe(load_recipe(_recipe(tmp_path, model, bad)), run, echo=lambda s: None)
     assert "stage 'eval'" in str(e.value) and "03-eval/log.txt" in str(e.value)
@@ -72,12 +93,11 @@ def test_a_failing_stage_names_its_log_and_a_rerun_goes_on_from_it(tmp_path, mod
     assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)", "skipped (unchanged)", "done"]
 
 
-def test_a_bad_value_changes_nothing_and_a_failed_rerun_keeps_the_finished_output(tmp_path, model):
+def test_a_bad_value_changes_nothing_and_a_failed_rerun_keeps_the_finished_output(tmp_path, model, finished):
     """A --set value a stage's verb refuses is found before any stage runs; a stage that runs again and fails
     before it starts work (a model that is not there) puts its finished output back."""
     path = _recipe(tmp_path, model)
-    run = tmp_path / "run"
-    run_recipe(load_recipe(path), run, echo=lambda s: None)
+    run = finished
     weights = run / "02-sft" / "out" / "model.safetensors"
     stamp = weights.stat().st_mtime_ns
     with pytest.raises(UserInputError) as e:

@@ -13,18 +13,25 @@ from __future__ import annotations
 import functools
 import re
 
-from nltk.stem import porter
 from rapidfuzz.distance import LCSseq
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-_STEMMER = porter.PorterStemmer()  # the stemmer (and mode) rouge_score uses
 _STEMS: dict[str, str] = {}
+
+
+@functools.cache
+def _stemmer():
+    """The stemmer (and mode) rouge_score uses, made on first use: nltk's package import pulls in scipy and
+    pandas (1.5 s), which every `tinytool` command would otherwise pay at start."""
+    from nltk.stem import porter
+
+    return porter.PorterStemmer()
 
 
 def _stem(word: str) -> str:
     stem = _STEMS.get(word)
     if stem is None:
-        stem = _STEMMER.stem(word)
+        stem = _stemmer().stem(word)
         if len(_STEMS) > 1 << 17:  # bound memory on endless novel words
             _STEMS.clear()
         _STEMS[word] = stem
