@@ -333,7 +333,8 @@ def main() -> None:
         runs = in_pairs([lambda th, r=r: train_row(args.work, r, base, data, args.seed, th, args.base_row)
                          for r in names],
                         args.parallel)
-        wall = (time.perf_counter() - t0) / max(1, len(names))
+        # each row's share of the wall: side by side, a pair's rows each took all of it
+        wall = (time.perf_counter() - t0) / max(1, -(-len(names) // (2 if args.parallel else 1)))
         scored = in_pairs([lambda th, m=m: score(m, th) for m, _ in runs], args.parallel)
         return [(m, summary, sc, wall) for (m, summary), sc in zip(runs, scored)]
 
