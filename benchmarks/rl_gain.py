@@ -386,8 +386,8 @@ def main() -> None:
         if args.base_row == PROTOCOL_BASE:
             entry = result.setdefault("rl_vs_sft", {"runs": [], "items_per_category": args.limit or "all"})
             # a run of this seed under other settings is not lost: it moves to ``earlier_runs``
-            earlier = [r for r in entry["runs"] if r["seed"] == args.seed and (r["settings"], r["control_settings"])
-                       != (run["settings"], run["control_settings"])]
+            earlier = [r for r in entry["runs"] if r["seed"] == args.seed
+                       and (r.get("settings"), r.get("control_settings")) != (run["settings"], run["control_settings"])]
             entry["earlier_runs"] = entry.get("earlier_runs", []) + earlier
             entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [run]
         else:
