@@ -123,7 +123,7 @@ ROWS: dict[str, dict] = {
     "g-25m": {**GRPO, "prompts": "nc20", "seconds": 1500},
     # at 25 minutes: the control as ctl-10m-cos's cosine tail over the ~150 steps 1500 s hold at one thread beside a
     # GRPO arm (9.4 s a step measured; the ceiling ends it at 1500 s if slower), and
-    # GRPO with g-sym20-xc's settings (the one 10-minute row above the control that charges extra calls), ~18 steps
+    # GRPO with g-sym20-xc's settings (the one 10-minute row above the control that charges extra calls), 15-16 steps
     "ctl-25m-cos": {"kind": "sft", "lr": 2e-5, "seconds": 1500, "schedule": "cosine", "max_steps": 150},
     "g-xc-25m": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "symmetric", "--extra-calls", "charged"],
                  "seconds": 1500},
