@@ -333,6 +333,8 @@ def main() -> None:
     sweep = list(result.get("rl_sweep", []))
     result.setdefault("rl_sweep_bases", {})[args.base_row] = {"model": base, **base_sc["table"]}
 
+    step = 2 if args.parallel else 1  # rows trained at once
+
     def trained(names: list[str]) -> list[tuple[str, dict, dict, float]]:
         """Each row trained (two side by side with --parallel), then scored the same way."""
         t0 = time.perf_counter()
@@ -340,7 +342,7 @@ def main() -> None:
                          for r in names],
                         args.parallel)
         # each row's share of the wall: side by side, a pair's rows each took all of it
-        wall = (time.perf_counter() - t0) / max(1, -(-len(names) // (2 if args.parallel else 1)))
+        wall = (time.perf_counter() - t0) / max(1, -(-len(names) // step))
         scored = in_pairs([lambda th, m=m: score(m, th) for m, _ in runs], args.parallel)
         return [(m, summary, sc, wall) for (m, summary), sc in zip(runs, scored)]
 
@@ -353,7 +355,6 @@ def main() -> None:
     control_sc = None
     # the control first, on its own, when it is a sweep row: a finished one is read back and the new rows still
     # pair up side by side
-    step = 2 if args.parallel else 1
     first = [rows[:1]] if args.control and rows[:1] == [args.control] else []
     groups = first + [rows[i:i + step] for i in range(len(first), len(rows), step)]
     for names in groups:

@@ -204,12 +204,10 @@ def correctness_ratio(pred: list[ToolCall], truth: list[ToolCall], granularity: 
     ``extra_calls="charged"`` names compare as multisets and calls beyond those asked scale the matching down."""
     if granularity == "coarse":
         return 1.0 if same_calls(pred, truth) else 0.0
-    if extra_calls == "charged":
-        counts_p, counts_g = Counter(c.name for c in pred), Counter(c.name for c in truth)
-        r_name = _multiset_iou(counts_p, counts_g) if granularity == "original" else float(counts_p == counts_g)
-    else:
-        names_p, names_g = {c.name for c in pred}, {c.name for c in truth}
-        r_name = _iou(names_p, names_g) if granularity == "original" else float(names_p == names_g)
+    names_p, names_g = Counter(c.name for c in pred), Counter(c.name for c in truth)
+    if extra_calls == "free":  # as released: each name counted once
+        names_p, names_g = Counter(names_p.keys()), Counter(names_g.keys())
+    r_name = _multiset_iou(names_p, names_g) if granularity == "original" else float(names_p == names_g)
     if granularity == "intermediate":
         s_max = 1.0 + len(truth)
     else:
