@@ -135,7 +135,8 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True, help="quality.py's work folder (the teacher is there)")
     ap.add_argument("--rows", default="", help=f"sweep rows, comma-separated, of {', '.join(ROWS)}; the first SFT "
                     "row is the one the others are compared with")
-    ap.add_argument("--final", action="store_true", help="the claim: the sft, ckd and fkl arms into ckd_vs_sft")
+    ap.add_argument("--final", action="store_true", help="the claim: the sft, ckd and fkl arms into ckd_vs_sft "
+                    "(--rows sft,ckd leaves the fkl baseline out: two arms side by side, half the wall time)")
     ap.add_argument("--seconds", type=float, help="each arm's wall-time budget (default: the row's)")
     ap.add_argument("--teacher-row", default=TEACHER_ROW, help="the quality.py row that is the teacher")
     ap.add_argument("--student", default=star_student(), help="the student every arm starts from")
@@ -146,10 +147,12 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    rows = list(FINAL.values()) if args.final else [r.strip() for r in args.rows.split(",") if r.strip()]
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()] or (list(FINAL.values()) if args.final else [])
     unknown = [r for r in rows if r not in ROWS]
     if unknown or not rows:
         ap.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}" if unknown else "--rows or --final")
+    if args.final and not ({"sft", "ckd"} <= set(rows) <= set(FINAL.values())):
+        ap.error(f"--final --rows: the claim's arms are sft and ckd, with fkl optional (got {', '.join(rows)})")
     if args.teacher_row not in quality.ROWS:
         ap.error(f"--teacher-row: unknown row {args.teacher_row!r}")
 
@@ -189,10 +192,11 @@ def main() -> None:
         by = dict(zip(rows, scored))
         vs = rl_gain.paired(by["sft"], by["ckd"])
         run = {"seed": args.seed, "teacher": teacher_sc["table"], "student_untrained": student_sc["table"],
-               **{key: by[row]["table"] for key, row in FINAL.items()},
+               **{key: by[row]["table"] if row in by else None for key, row in FINAL.items()},
                "delta_overall_ckd_vs_sft": vs["delta_overall"], "p_overall": vs["p_overall"],
                "delta_ast_ckd_vs_sft": vs["delta_ast"], "p_ast": vs["p_ast"],
-               "fkl_vs_sft": rl_gain.paired(by["sft"], by["fkl"]), "ckd_vs_fkl": rl_gain.paired(by["fkl"], by["ckd"]),
+               **({"fkl_vs_sft": rl_gain.paired(by["sft"], by["fkl"]), "ckd_vs_fkl": rl_gain.paired(by["fkl"], by["ckd"])}
+                  if "fkl" in by else {}),
                "seconds": {"teacher_train": round((teacher_summary or {}).get("seconds", 0.0), 1),
                            **{row: recs[row]["seconds"] for row in rows}, "wall_all_arms": round(wall, 1)},
                "top1_agreement_with_teacher": agree, "settings": {row: ROWS[row] for row in rows},
