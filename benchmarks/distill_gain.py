@@ -203,6 +203,7 @@ def main() -> None:
                            **{row: recs[row]["seconds"] for row in rows}, "wall_all_arms": round(wall, 1)},
                "top1_agreement_with_teacher": agree, "settings": {row: ROWS[row] for row in rows},
                "failures": {row: by[row]["failures"] for row in rows},
+               "failure_moves_ckd_vs_sft": rl_gain.failure_moves(by["sft"]["failures"], by["ckd"]["failures"]),
                "claim_holds": vs["delta_overall"] >= 0.03 and vs["p_overall"] < 0.05}
         entry = result.setdefault("ckd_vs_sft", {"runs": [], "items_per_category": args.limit or "all"})
         entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [run]
