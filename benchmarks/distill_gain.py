@@ -65,6 +65,20 @@ ROWS: dict[str, dict] = {
 FINAL = {"student_sft": "sft", "student_ckd": "ckd", "student_fkl": "fkl"}
 
 
+def arm_rows(rows: str, final: bool) -> list[str]:
+    """The rows a run trains: ``rows`` (comma-separated names of `ROWS`), or with ``final`` and no ``rows`` the
+    claim's three arms; a claim needs the sft and ckd arms (fkl is optional). ValueError names what is wrong."""
+    chosen = [r.strip() for r in rows.split(",") if r.strip()] or (list(FINAL.values()) if final else [])
+    unknown = [r for r in chosen if r not in ROWS]
+    if unknown:
+        raise ValueError(f"unknown rows {', '.join(unknown)}; known: {', '.join(ROWS)}")
+    if not chosen:
+        raise ValueError("name the rows to train (--rows) or run the claim (--final)")
+    if final and not ({"sft", "ckd"} <= set(chosen) <= set(FINAL.values())):
+        raise ValueError(f"--final: the claim's arms are sft and ckd, with fkl optional (got {', '.join(chosen)})")
+    return chosen
+
+
 def train_arm(work: Path, row: str, student: str, teacher: str, data: Path, seed: int, seconds: float | None,
               threads: int | None) -> tuple[str, dict]:
     """Train ``row`` from ``student`` (resumable: a finished arm is read back); returns the model and summary."""
@@ -149,12 +163,10 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    rows = [r.strip() for r in args.rows.split(",") if r.strip()] or (list(FINAL.values()) if args.final else [])
-    unknown = [r for r in rows if r not in ROWS]
-    if unknown or not rows:
-        ap.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}" if unknown else "--rows or --final")
-    if args.final and not ({"sft", "ckd"} <= set(rows) <= set(FINAL.values())):
-        ap.error(f"--final --rows: the claim's arms are sft and ckd, with fkl optional (got {', '.join(rows)})")
+    try:
+        rows = arm_rows(args.rows, args.final)
+    except ValueError as e:
+        ap.error(str(e))
     if args.teacher_row not in quality.ROWS:
         ap.error(f"--teacher-row: unknown row {args.teacher_row!r}")
 
