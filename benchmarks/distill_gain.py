@@ -213,7 +213,7 @@ def main() -> None:
                   if "fkl" in by else {}),
                "seconds": {"teacher_train": round((teacher_summary or {}).get("seconds", 0.0), 1),
                            **{row: recs[row]["seconds"] for row in rows}, "wall_all_arms": round(wall, 1)},
-               "top1_agreement_with_teacher": agree, "settings": {row: ROWS[row] for row in rows},
+               "top1_agreement_with_teacher": agree, "settings": {row: {**ROWS[row], "seconds": args.seconds or ROWS[row]["seconds"]} for row in rows},
                "failures": {row: by[row]["failures"] for row in rows},
                "failure_moves_ckd_vs_sft": rl_gain.failure_moves(by["sft"]["failures"], by["ckd"]["failures"]),
                "claim_holds": vs["delta_overall"] >= 0.03 and vs["p_overall"] < 0.05}
