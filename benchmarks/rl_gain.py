@@ -125,6 +125,13 @@ ROWS: dict[str, dict] = {
     # GRPO arm (9.4 s a step measured; the ceiling ends it at 1500 s if slower), and
     # GRPO with g-sym20-xc's settings (the one 10-minute row above the control that charges extra calls), 15-16 steps
     "ctl-25m-cos": {"kind": "sft", "lr": 2e-5, "seconds": 1500, "schedule": "cosine", "max_steps": 150},
+    # more updates per arm: half a step's time is sampling, the rest the loss pass over the rollouts (a py-spy profile
+    # of g-xc-25m's steps), so 4 rollouts per group (ToolRL's setting); measured, its first 4 steps took 196 s
+    # against 240 s at 8 (0.82x, not half: groups without signal grow more common with fewer rollouts, and the
+    # fill rounds that replace them multiply a step); defined, not yet run
+    "g-xc-g4": {**GRPO, "prompts": "nc20", "G": 4, "flags": ["--no-call", "symmetric", "--extra-calls", "charged"]},
+    "g-xc-g4-25m": {**GRPO, "prompts": "nc20", "G": 4, "flags": ["--no-call", "symmetric", "--extra-calls", "charged"],
+                    "seconds": 1500},
     "g-xc-25m": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "symmetric", "--extra-calls", "charged"],
                  "seconds": 1500},
 }
