@@ -1,7 +1,7 @@
 """Does Constrained Knowledge Distillation earn its stage? The same student trained for the same wall time by SFT on
 the teacher's data, by CKD (STAR §3.1, Eq. 3: top-k forward KL plus λ·tail) and by the baseline STAR compares CKD
 with (top-k forward KL alone), each scored on the same BFCL items, the demo dev split and the realistic dev split,
-with paired tests. Writes ``ckd_sweep`` (every row, losing ones kept) and ``ckd_vs_sft`` (the three arms, one run
+with paired tests. Writes ``ckd_sweep`` (every row, losing ones kept) and ``ckd_vs_sft`` (the claim's arms, one run
 per seed) into ``benchmarks/results/distill.json`` (other parts of the file are kept).
 
 The protocol, from nothing, under three hours on two CPU cores (the teacher may be the RL protocol's base):
@@ -17,6 +17,7 @@ The protocol, from nothing, under three hours on two CPU cores (the teacher may 
 
     .venv/bin/python benchmarks/distill_gain.py --work W --rows sft-10m,ckd-10m,fkl-10m --parallel   # the sweep
     .venv/bin/python benchmarks/distill_gain.py --work W --final --seconds 1500 --seed 0            # the claim
+    .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd --seconds 600 --parallel --seed 0
 
 Scoring is rl_gain.py's: strict BFCL on seeded subsets of ``--limit`` items per category, **overall** = the mean
 of the non-live AST average and strict irrelevance, paired bootstrap stratified by category. Beside the scores,
