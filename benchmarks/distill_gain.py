@@ -80,11 +80,10 @@ def arm_rows(rows: str, final: bool) -> list[str]:
     return chosen
 
 
-def train_arm(work: Path, row: str, student: str, teacher: str, data: Path, seed: int, seconds: float | None,
+def train_arm(work: Path, row: str, student: str, teacher: str, data: Path, seed: int, budget: float,
               threads: int | None) -> tuple[str, dict]:
     """Train ``row`` from ``student`` (resumable: a finished arm is read back); returns the model and summary."""
     spec = ROWS[row]
-    budget = seconds or spec["seconds"]
     out = work / "distill" / (f"{row}-s{int(budget)}" + (f"-seed{seed}" if seed else ""))
     shared = ["-d", str(data / "train.jsonl"), "-f", FORMAT, "--epochs", "1", "--lr", str(spec["lr"]),
               "--lr-scheduler-type", "constant", "--warmup", "0", "--max-seconds", str(budget),
@@ -180,9 +179,10 @@ def main() -> None:
 
     teacher_sc = score(teacher)
     student_sc = None if args.no_untrained else score(args.student)
+    budgets = {row: args.seconds or ROWS[row]["seconds"] for row in rows}
     t0 = time.perf_counter()
     runs = rl_gain.in_pairs([lambda th, r=r: train_arm(args.work, r, args.student, teacher, data, args.seed,
-                                                       args.seconds, th) for r in rows], args.parallel)
+                                                       budgets[r], th) for r in rows], args.parallel)
     scored = rl_gain.in_pairs([lambda th, m=m: score(m, th) for m, _ in runs], args.parallel)
     wall = time.perf_counter() - t0
     agree = agreement({row: m for row, (m, _) in zip(rows, runs)}, teacher, data / "dev.jsonl")
@@ -194,7 +194,7 @@ def main() -> None:
     for row, (_, summary), sc in zip(rows, runs, scored):
         rec = record(row, summary, sc, sft_sc, agree[row]) | {
             "seed": args.seed, "teacher_row": args.teacher_row, "student": args.student, "parallel_arms": args.parallel,
-            "seconds_budget": args.seconds or ROWS[row]["seconds"]}
+            "seconds_budget": budgets[row]}
         recs[row] = rec
         sweep = [r for r in sweep if not (r["row"] == row and r["seed"] == args.seed and r["n"] == rec["n"]
                                           and r["seconds_budget"] == rec["seconds_budget"])] + [rec]
@@ -214,7 +214,7 @@ def main() -> None:
                   if "fkl" in by else {}),
                "seconds": {"teacher_train": round((teacher_summary or {}).get("seconds", 0.0), 1),
                            **{row: recs[row]["seconds"] for row in rows}, "wall_all_arms": round(wall, 1)},
-               "top1_agreement_with_teacher": agree, "settings": {row: {**ROWS[row], "seconds": args.seconds or ROWS[row]["seconds"]} for row in rows},
+               "top1_agreement_with_teacher": agree, "settings": {row: {**ROWS[row], "seconds": budgets[row]} for row in rows},
                "failures": {row: by[row]["failures"] for row in rows},
                "failure_moves_ckd_vs_sft": rl_gain.failure_moves(by["sft"]["failures"], by["ckd"]["failures"]),
                "claim_holds": vs["delta_overall"] >= 0.03 and vs["p_overall"] < 0.05}

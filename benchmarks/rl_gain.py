@@ -72,6 +72,9 @@ RL_COMMON = ["-f", FORMAT, "--lr-scheduler-type", "constant", "--max-completion-
 GRPO = {"kind": "rl", "reward": "toolrl", "lr": 1e-5, "prompts": "hard", "G": 8, "per_step": 2, "eps_high": 0.28,
         "beta": 0.0, "loss": "dapo", "temperature": 1.0, "seconds": 600, "flags": ["--no-call", "symmetric"]}
 
+#: the rows named -xc: GRPO on 20 % no-call prompts, calls beyond those asked charged (why: at g-sym20-xc below)
+XC = {**GRPO, "prompts": "nc20", "flags": ["--no-call", "symmetric", "--extra-calls", "charged"]}
+
 #: the rows: ``kind`` rl (GRPO) or sft (the control: more SFT from the base on its own data)
 ROWS: dict[str, dict] = {
     # lr a decade and more above ToolRL's 1e-6 (a 7B setting)
@@ -117,7 +120,7 @@ ROWS: dict[str, dict] = {
     "g-sym20-t07": {**GRPO, "prompts": "nc20", "temperature": 0.7},
     # ToolRL's reward compares names as sets, so calls beyond those asked cost nothing (seed 1 of g-sym20 wrote 53
     # more of them): charged, each extra call costs its share
-    "g-sym20-xc": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "symmetric", "--extra-calls", "charged"]},
+    "g-sym20-xc": XC,
     # the protocol's pair at its full arm length (25 minutes)
     "ctl-25m": {"kind": "sft", "lr": 2e-5, "seconds": 1500},
     "g-25m": {**GRPO, "prompts": "nc20", "seconds": 1500},
@@ -129,11 +132,9 @@ ROWS: dict[str, dict] = {
     # of g-xc-25m's steps), so 4 rollouts per group (ToolRL's setting); measured, its first 4 steps took 196 s
     # against 240 s at 8 (0.82x, not half: groups without signal grow more common with fewer rollouts, and the
     # fill rounds that replace them multiply a step); defined, not yet run
-    "g-xc-g4": {**GRPO, "prompts": "nc20", "G": 4, "flags": ["--no-call", "symmetric", "--extra-calls", "charged"]},
-    "g-xc-g4-25m": {**GRPO, "prompts": "nc20", "G": 4, "flags": ["--no-call", "symmetric", "--extra-calls", "charged"],
-                    "seconds": 1500},
-    "g-xc-25m": {**GRPO, "prompts": "nc20", "flags": ["--no-call", "symmetric", "--extra-calls", "charged"],
-                 "seconds": 1500},
+    "g-xc-g4": {**XC, "G": 4},
+    "g-xc-g4-25m": {**XC, "G": 4, "seconds": 1500},
+    "g-xc-25m": {**XC, "seconds": 1500},
 }
 
 
