@@ -133,6 +133,10 @@ ROWS: dict[str, dict] = {
     # against 240 s at 8 (0.82x, not half: groups without signal grow more common with fewer rollouts, and the
     # fill rounds that replace them multiply a step); defined, not yet run
     "g-xc-g4": {**XC, "G": 4},
+    # the same 16 rollouts a step as g-sym20-xc, from 4 prompts instead of 2: a 25-minute arm updates on about 30
+    # prompts in all, and seeds of one setting land on either side of the control (g-xc-25m: +4.1, -1.9), so twice
+    # the prompts per update for the same sampling
+    "g-xc-g4p4": {**XC, "G": 4, "per_step": 4},
     "g-xc-g4-25m": {**XC, "G": 4, "seconds": 1500},
     "g-xc-25m": {**XC, "seconds": 1500},
 }
@@ -145,6 +149,24 @@ def base_model(work: Path, row: str) -> tuple[str, Path, dict | None]:
     """The base SFT model (trained by quality.py when not at hand), its data directory and training summary."""
     model, summary = quality.train(work, row)
     return model, quality._data_dir(work, row), summary
+
+
+def base_build(model: str) -> str | None:
+    """When the base's weights were written (UTC, to the minute): two builds of one quality row (a new machine
+    rebuilds the base from nothing) are different bases, and rows trained from one are not paired with the other."""
+    weights = Path(model) / "model.safetensors"
+    if not weights.is_file():
+        return None
+    return time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(weights.stat().st_mtime))
+
+
+def sweep_groups(rows: list[str], control: str | None, control_done: bool, parallel: bool) -> list[list[str]]:
+    """The order the sweep trains ``rows`` in: two at a time side by side with ``parallel``, else one by one. A
+    control already trained is read back on its own so the new rows still pair with each other; one not yet trained
+    pairs with the first new row, so the comparison the sweep is for shares the machine."""
+    step = 2 if parallel else 1
+    first = [[control]] if control and control_done and rows[:1] == [control] else []
+    return first + [rows[i:i + step] for i in range(len(first), len(rows), step)]
 
 
 def prompt_file(work: Path, data: Path, name: str) -> Path:
@@ -171,14 +193,19 @@ def prompt_file(work: Path, data: Path, name: str) -> Path:
     return out
 
 
+def train_dir(work: Path, row: str, base: str, seed: int = 0, base_name: str | None = None) -> Path:
+    """Where ``row`` trains from ``base`` under ``seed``: ``rl/BASE-ROW[-seedN]``."""
+    name = base_name or Path(base).name
+    return work / "rl" / (f"{name}-{row}" + (f"-seed{seed}" if seed else ""))
+
+
 def train_row(work: Path, row: str, base: str, data: Path, seed: int = 0,
               threads: int | None = None, base_name: str | None = None) -> tuple[str, dict]:
     """Run the row's training under ``seed`` (resumable: a finished run is read back) in ``rl/BASE-ROW`` (BASE:
     ``base_name``, the quality row the base model is, else its folder's name); returns the model and its
     summary."""
     spec = ROWS[row]
-    name = base_name or Path(base).name
-    out = work / "rl" / f"{name}-{row}" if not seed else work / "rl" / f"{name}-{row}-seed{seed}"
+    out = train_dir(work, row, base, seed, base_name)
     seed_flags = ["--seed", str(seed)] if seed else []
     if spec["kind"] == "sft":
         cmd = [TINYTOOL, "sft", "-m", base, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--epochs", "1",
@@ -337,9 +364,14 @@ def main() -> None:
         return scores(model, Path(model), args.work, data, args.limit, args.batch_size, args.dev_limit, threads)
 
     base_sc = score(base)
+    built = base_build(base)
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     sweep = list(result.get("rl_sweep", []))
-    result.setdefault("rl_sweep_bases", {})[args.base_row] = {"model": base, **base_sc["table"]}
+    bases = result.setdefault("rl_sweep_bases", {})
+    if args.base_row in bases and bases[args.base_row].get("built") != built:
+        # another build of this row (rows trained from it keep their own base_built): kept, not overwritten
+        result.setdefault("rl_sweep_bases_earlier", []).append({"row": args.base_row, **bases[args.base_row]})
+    bases[args.base_row] = {"model": base, "built": built, **base_sc["table"]}
 
     step = 2 if args.parallel else 1  # rows trained at once
 
@@ -356,19 +388,18 @@ def main() -> None:
 
     def keep(row: str, rec: dict) -> None:
         nonlocal sweep
-        rec |= {"base_row": args.base_row, "seed": args.seed, "parallel_arms": args.parallel}
+        rec |= {"base_row": args.base_row, "base_built": built, "seed": args.seed, "parallel_arms": args.parallel}
         sweep = [r for r in sweep if not (r["row"] == row and r["n"] == rec["n"] and r.get("base_row") == args.base_row
-                                          and r.get("seed", 0) == args.seed)] + [rec]
+                                          and r.get("base_built") == built and r.get("seed", 0) == args.seed)] + [rec]
 
     control_sc = None
-    # the control first, on its own, when it is a sweep row: a finished one is read back and the new rows still
-    # pair up side by side
-    first = [rows[:1]] if args.control and rows[:1] == [args.control] else []
-    groups = first + [rows[i:i + step] for i in range(len(first), len(rows), step)]
-    for names in groups:
-        for row, (model, summary, sc, wall) in zip(names, trained(names)):
-            if row == args.control:
-                control_sc = sc
+    control_done = bool(args.control) and any(
+        (train_dir(args.work, args.control, base, args.seed, args.base_row) / f).is_file()
+        for f in ("sft_summary.json", "rl_summary.json"))
+    for names in sweep_groups(rows, args.control, control_done, args.parallel):
+        done = trained(names)
+        control_sc = next((sc for row, (_, _, sc, _) in zip(names, done) if row == args.control), control_sc)
+        for row, (model, summary, sc, wall) in zip(names, done):
             rec = sweep_record(row, summary, sc, base_sc, control_sc) | {"wall_seconds": round(wall, 1)}
             keep(row, rec)
             _write(args.out, result, sweep)
@@ -380,7 +411,7 @@ def main() -> None:
             keep(row, sweep_record(row, summary, sc, base_sc, ctl_sc))
         vs = paired(ctl_sc, rl_sc)
         run = {
-            "seed": args.seed, "base_row": args.base_row, "parallel_arms": args.parallel,
+            "seed": args.seed, "base_row": args.base_row, "base_built": built, "parallel_arms": args.parallel,
             "base": base_sc["table"], "grpo": rl_sc["table"], "control": ctl_sc["table"],
             "delta_overall_vs_control": vs["delta_overall"], "delta_ast_vs_control": vs["delta_ast"],
             "p_overall": vs["p_overall"], "p_ast": vs["p_ast"], "p_irrelevance_strict": vs["p_irrelevance_strict"],
@@ -394,9 +425,11 @@ def main() -> None:
         }
         if args.base_row == PROTOCOL_BASE:
             entry = result.setdefault("rl_vs_sft", {"runs": [], "items_per_category": args.limit or "all"})
-            # a run of this seed under other settings is not lost: it moves to ``earlier_runs``
+            # a run of this seed under other settings or from another build of the base is not lost: it moves to
+            # ``earlier_runs``
+            key = ("settings", "control_settings", "base_built")
             earlier = [r for r in entry["runs"] if r["seed"] == args.seed
-                       and (r.get("settings"), r.get("control_settings")) != (run["settings"], run["control_settings"])]
+                       and tuple(r.get(k) for k in key) != tuple(run[k] for k in key)]
             entry["earlier_runs"] = entry.get("earlier_runs", []) + earlier
             entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [run]
         else:

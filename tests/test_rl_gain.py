@@ -47,3 +47,22 @@ def test_pairs_run_side_by_side_with_one_thread_each(rl_gain):
 
     assert rl_gain.in_pairs([job, job], parallel=True) == [1, 1]
     assert rl_gain.in_pairs([lambda t: t, lambda t: t], parallel=False) == [None, None]
+
+
+def test_a_control_not_yet_trained_pairs_with_the_first_new_row(rl_gain):
+    rows = ["ctl", "a", "b"]
+    assert rl_gain.sweep_groups(rows, "ctl", control_done=False, parallel=True) == [["ctl", "a"], ["b"]]
+    assert rl_gain.sweep_groups(rows, "ctl", control_done=True, parallel=True) == [["ctl"], ["a", "b"]]
+    assert rl_gain.sweep_groups(rows, "ctl", control_done=True, parallel=False) == [["ctl"], ["a"], ["b"]]
+    assert rl_gain.sweep_groups(["a", "b", "c"], None, control_done=False, parallel=True) == [["a", "b"], ["c"]]
+
+
+def test_a_base_build_is_when_its_weights_were_written(rl_gain, tmp_path):
+    import os
+
+    assert rl_gain.base_build(str(tmp_path)) is None  # no weights: no build to tell apart
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    os.utime(tmp_path / "model.safetensors", (0, 86_400 + 61))
+    assert rl_gain.base_build(str(tmp_path)) == "1970-01-02T00:01Z"
+    assert rl_gain.train_dir(tmp_path, "g", "/m/base", seed=2) == tmp_path / "rl" / "base-g-seed2"
+    assert rl_gain.train_dir(tmp_path, "g", "/m/base", base_name="b75") == tmp_path / "rl" / "b75-g"
