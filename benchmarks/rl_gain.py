@@ -132,6 +132,10 @@ ROWS: dict[str, dict] = {
     # of g-xc-25m's steps), so 4 rollouts per group (ToolRL's setting); measured, its first 4 steps took 196 s
     # against 240 s at 8 (0.82x, not half: groups without signal grow more common with fewer rollouts, and the
     # fill rounds that replace them multiply a step); defined, not yet run
+    # the controls as a cosine over their seconds (--time-schedule) instead of over a step count one machine's pace
+    # gave: on a machine half as fast, ctl-10m-cos stops half way down its 54-step cosine (25 steps at 24 s here)
+    "ctl-10m-tcos": {"kind": "sft", "lr": 2e-5, "seconds": 600, "schedule": "cosine", "time_schedule": True},
+    "ctl-25m-tcos": {"kind": "sft", "lr": 2e-5, "seconds": 1500, "schedule": "cosine", "time_schedule": True},
     "g-xc-g4": {**XC, "G": 4},
     # the same 16 rollouts a step as g-sym20-xc, from 4 prompts instead of 2: a 25-minute arm updates on about 30
     # prompts in all, and seeds of one setting land on either side of the control (g-xc-25m: +4.1, -1.9), so twice
@@ -214,6 +218,8 @@ def train_row(work: Path, row: str, base: str, data: Path, seed: int = 0,
                "--logging-steps", "10", *seed_flags, "-o", str(out)]
         if spec.get("max_steps"):
             cmd += ["--max-steps", str(spec["max_steps"])]
+        if spec.get("time_schedule"):
+            cmd += ["--time-schedule"]
         summary_file = out / "sft_summary.json"
     else:
         cmd = [TINYTOOL, "rl", "-m", base, "-d", str(prompt_file(work, data, spec["prompts"])), *RL_COMMON,

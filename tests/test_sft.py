@@ -13,6 +13,7 @@ pytest.importorskip("trl")
 from typer.testing import CliRunner
 
 from tinytool.data.demo import write_demo
+from tinytool.errors import UserInputError
 from tinytool.formats import get_format
 from tinytool.models.loading import load_model, load_tokenizer
 from tinytool.models.students import save_tiny_model
@@ -451,3 +452,21 @@ def test_a_huge_message_is_dropped_by_its_length_without_being_tokenized(env, ca
     assert data.dropped_too_long == 1 and data.examples == 2 and data.dropped_at == [f"{path}:2"]
     assert 0 < Spy.longest <= limit
     assert f"{path}:2" in caplog.text and "not tokenized" in caplog.text
+
+
+def test_a_time_schedule_runs_over_the_budget_not_the_steps(env):
+    """--time-schedule: a cosine over --max-seconds instead of --max-steps. Four quick steps inside a long budget
+    keep the peak rate (a cosine over the 4 steps would halve it by the second), and the options it needs are
+    asked for by name."""
+    cfg = _cfg(env, "time-cosine", max_steps=4, save_steps=4, learning_rate=1e-3, warmup_steps=0.0,
+               lr_scheduler_type="cosine", max_seconds=3600, time_schedule=True)
+    train_sft(cfg)
+    state = json.loads((Path(cfg.output_dir) / "checkpoint-4" / "trainer_state.json").read_text())
+    rates = [h["learning_rate"] for h in state["log_history"] if "learning_rate" in h]
+    assert len(rates) == 4 and min(rates) > 0.99e-3
+    with pytest.raises(UserInputError, match="--time-schedule needs --max-seconds"):
+        _cfg(env, "t1", time_schedule=True)
+    with pytest.raises(UserInputError, match="not cosine_with_restarts"):
+        _cfg(env, "t2", time_schedule=True, max_seconds=10, lr_scheduler_type="cosine_with_restarts")
+    with pytest.raises(UserInputError, match="share of the budget"):
+        _cfg(env, "t3", time_schedule=True, max_seconds=10, warmup_steps=5)

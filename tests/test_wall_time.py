@@ -3,6 +3,7 @@ at its mean pace, fits in the budget, so arms of equal budget never overrun it b
 
 from __future__ import annotations
 
+import math
 import time
 from types import SimpleNamespace
 
@@ -52,3 +53,37 @@ def test_a_resumed_run_paces_on_its_own_steps(monkeypatch):
 def test_a_budget_nothing_reaches_never_stops(monkeypatch):
     stopped, spent = _run(monkeypatch, 10_000, [1.0] * 50)
     assert stopped is None and spent == 50.0
+
+
+# ---- --time-schedule: the learning-rate schedule over the budget's seconds ----------------------------------------
+
+
+def test_schedule_shapes_match_their_names():
+    f = callbacks.schedule_factor
+    assert [f("cosine", x) for x in (0.0, 0.5, 1.0)] == pytest.approx([1.0, 0.5, 0.0])
+    assert f("cosine", 0.25) == pytest.approx(0.5 * (1 + 2 ** -0.5))
+    assert [f("linear", x) for x in (0.0, 0.25, 1.0)] == pytest.approx([1.0, 0.75, 0.0])
+    assert f("constant", 0.9) == 1.0 and f("constant_with_warmup", 0.05, warmup=0.1) == pytest.approx(0.5)
+    # a warm-up share, then the decay over what is left; past the budget (or before it) the ends hold
+    assert [f("cosine", x, warmup=0.2) for x in (0.1, 0.2, 0.6)] == pytest.approx([0.5, 1.0, 0.5])
+    assert (f("linear", 1.7), f("linear", -3.0)) == (0.0, 1.0)
+
+
+def test_the_rate_follows_the_clock_not_the_steps():
+    import torch
+
+    clock = [50.0]
+    sched = callbacks.TimeSchedule(100.0, "cosine", clock=lambda: clock[0])
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.2)
+    lr = sched.scheduler(opt)
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.2)  # before training starts: the peak
+    sched.on_train_begin(None, TrainerState(), TrainerControl())
+    for seconds, want in ((50.0, 0.1), (0.0, 0.1), (25.0, 0.1 * (1 + math.cos(0.75 * math.pi)))):
+        clock[0] += seconds  # two steps at one time give one rate; the rate moves only with the clock
+        opt.step()
+        lr.step()
+        assert opt.param_groups[0]["lr"] == pytest.approx(want, rel=1e-5)
+    # a checkpoint stores the scheduler's step, not the clock (a closure): it saves and loads
+    state = lr.state_dict()
+    assert "lr_lambdas" in state and state["lr_lambdas"] == [None]
+    lr.load_state_dict(state)

@@ -166,6 +166,61 @@ class StopAtWallTime(TrainerCallback):
             control.should_training_stop = control.should_log = control.should_save = True
 
 
+def schedule_factor(kind: str, frac: float, warmup: float = 0.0) -> float:
+    """The learning-rate multiplier ``frac`` of the way through a run (0 to 1, clipped): a linear warm-up from 0 over
+    its first ``warmup``, then ``kind`` (one of ``tinytool.train.config.TIME_SCHEDULES``): constant, linear down to 0, or a half cosine down
+    to 0, the shapes of transformers' schedules of the same names."""
+    import math
+
+    frac = min(1.0, max(0.0, frac))
+    if warmup > 0 and frac < warmup:
+        return frac / warmup
+    if kind in ("constant", "constant_with_warmup"):
+        return 1.0
+    rest = (frac - warmup) / max(1e-12, 1.0 - warmup)
+    return 1.0 - rest if kind == "linear" else 0.5 * (1.0 + math.cos(math.pi * rest))
+
+
+class TimeSchedule(TrainerCallback):
+    """The learning-rate schedule run over a wall-time budget's seconds instead of the steps (``--time-schedule``):
+    a decay then ends where ``--max-seconds`` ends the run, however fast the machine is, so two arms given the same
+    seconds on different machines see the same schedule. The clock starts with this invocation's training, as the
+    budget's does; the multiplier is read after each optimizer step (`torch.optim.lr_scheduler.LambdaLR`), so the
+    logged rate is the one the next step uses."""
+
+    def __init__(self, seconds: float, kind: str, warmup: float = 0.0, clock: Any = None) -> None:
+        import time
+
+        self.seconds, self.kind, self.warmup = float(seconds), kind, warmup
+        self.clock = clock or time.perf_counter
+        self.start: float | None = None
+
+    def factor(self, _step: int = 0) -> float:
+        if self.start is None:
+            return schedule_factor(self.kind, 0.0, self.warmup)
+        return schedule_factor(self.kind, (self.clock() - self.start) / self.seconds, self.warmup)
+
+    def scheduler(self, optimizer: Any) -> Any:
+        """A `LambdaLR` over ``optimizer`` driven by this clock (a closure, so checkpoints save only its step)."""
+        from torch.optim.lr_scheduler import LambdaLR
+
+        return LambdaLR(optimizer, lambda step: self.factor(step))
+
+    def install(self, trainer: Any) -> None:
+        """Make ``trainer`` build this schedule where it would build its own, and start the clock with training."""
+
+        def create_scheduler(num_training_steps: int, optimizer: Any = None) -> Any:
+            if trainer.lr_scheduler is None:
+                trainer.lr_scheduler = self.scheduler(optimizer or trainer.optimizer)
+            return trainer.lr_scheduler
+
+        trainer.create_scheduler = create_scheduler
+        trainer.add_callback(self)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = self.clock()
+
+
 def train_seconds(trainer: Any, resume_from: str | None) -> float:
     """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds over the whole
     run, the invocations a resumed run was stopped in included (`RunClock`; 0 when the checkpoint was already
@@ -180,6 +235,10 @@ def train_seconds(trainer: Any, resume_from: str | None) -> float:
     timer = StopAtWallTime(trainer, budget) if budget else None
     if timer is not None:
         trainer.add_callback(timer)
+    if budget and getattr(trainer.args, "time_schedule", False):
+        warmup = trainer.args.warmup_steps if 0 < trainer.args.warmup_steps < 1 else 0.0
+        kind = str(getattr(trainer.args.lr_scheduler_type, "value", trainer.args.lr_scheduler_type))
+        TimeSchedule(budget, kind, warmup).install(trainer)
     stopper = StopOnSignal()
     trainer.add_callback(stopper)
     clock = RunClock()

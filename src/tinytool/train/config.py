@@ -31,6 +31,9 @@ C = TypeVar("C")
 
 CONFIG_FILE = "config.yaml"
 
+#: the learning-rate schedules ``--time-schedule`` runs over a wall-time budget (transformers' names)
+TIME_SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
+
 
 class Repeatable(argparse.Action):
     """A list option given one or more times (``--data a.jsonl --data b.jsonl`` or ``--data a.jsonl b.jsonl``):
@@ -91,9 +94,13 @@ class RunOptions:
                                        "a ceiling: the run ends after the last step that, at its mean pace, "
                                        "fits in it, as if complete (a "
                                        "checkpoint a larger --max-steps continues from, final model and "
-                                       "summary). The learning-rate schedule still spans --max-steps "
-                                       "or --epochs: use a constant schedule (--lr-scheduler-type constant) when "
-                                       "the budget decides the length.")
+                                       "summary). The learning-rate schedule spans --max-steps or --epochs; when "
+                                       "the budget decides the length, run it over the budget's seconds "
+                                       "(--time-schedule) or use a constant one.")
+    time_schedule: bool = option(False, "With --max-seconds: run the learning-rate schedule (--lr-scheduler-type "
+                                 "constant, constant_with_warmup, linear or cosine; --warmup as a share of the "
+                                 "budget) over the budget's seconds instead of the steps, so a decay ends where the "
+                                 "budget does on a fast or a slow machine alike.")
     learning_rate: float | None = option(None, "Peak learning rate [default: the trainer's full fine-tuning rate, "
                                        "2e-4 with LoRA].", "--lr")
     warmup_steps: float | None = option(None, "Warm-up: steps (≥ 1) or a fraction of all steps (< 1) [default: "
@@ -163,6 +170,12 @@ class RunOptions:
             (self.save_steps >= 0, f"save_steps must be ≥ 0, got {self.save_steps}"),
             (self.logging_steps > 0, f"logging_steps must be positive, got {self.logging_steps}"),
             (not self.merge_lora or self.lora is not None, "--merge needs --lora"),
+            (not self.time_schedule or self.max_seconds is not None,
+             "--time-schedule needs --max-seconds (the seconds the schedule runs over)"),
+            (not self.time_schedule or _schedule_name(self.lr_scheduler_type) in TIME_SCHEDULES,
+             f"--time-schedule runs {', '.join(TIME_SCHEDULES)}, not {_schedule_name(self.lr_scheduler_type)}"),
+            (not self.time_schedule or self.warmup_steps is None or self.warmup_steps < 1,
+             f"--time-schedule takes --warmup as a share of the budget (below 1), got {self.warmup_steps}"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -233,6 +246,11 @@ class RunOptions:
         "lr_scheduler_type", "lr_scheduler_kwargs", "weight_decay", "max_grad_norm", "optim", "adam_beta1",
         "adam_beta2", "adam_epsilon", "seed", "data_seed", "fp16", "warmup_ratio",
     )
+
+
+def _schedule_name(kind: Any) -> str:
+    """A learning-rate schedule's name, given as a string or as transformers' `SchedulerType`."""
+    return str(getattr(kind, "value", kind))
 
 
 def paths(value: Any) -> list[str]:
