@@ -317,6 +317,23 @@ def test_a_wall_time_budget_ends_the_run_as_complete(env, tmp_path):
     assert res.exit_code == 2 and "--max-seconds must be positive" in res.output
 
 
+def test_a_time_schedule_runs_grpo_s_rate_over_the_budget(env, tmp_path):
+    """--time-schedule in GRPO: a cosine over an hour's budget keeps the peak rate through two quick steps (over
+    the two steps it would fall to half at the second)."""
+    from tinytool.cli import app
+
+    out = tmp_path / "tcos"
+    args = ["rl", "-m", str(env["model"]), "-d", str(env["train"]), "-f", "hermes-nothink", "--reward", "exact",
+            "-G", "2", "--max-completion-length", "4", "--max-steps", "2", "--max-seconds", "3600", "--time-schedule",
+            "--fill-rounds", "0", "--lr-scheduler-type", "cosine", "--lr", "1e-3", "--save-steps", "2",
+            "--logging-steps", "1", "-o", str(out)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
+    rates = [h["learning_rate"] for h in state["log_history"] if "learning_rate" in h]
+    assert len(rates) == 2 and min(rates) > 0.99e-3
+
+
 def test_group_rollouts_prefill_each_prompt_once_and_return_one_completion_per_rollout(env, tmp_path):
     """Rollouts for TRL: prompts encoded as TRL encodes them, G completions per group, each ending at the end
     of its turn or at the length limit; settings tinytool's sampling lacks fall back to TRL's."""
