@@ -58,6 +58,8 @@ ROWS: dict[str, dict] = {
     "sft-10m-lr1e4": {**COMMON, "kind": "sft", "lr": 1e-4},
     "ckd-10m-k20": {**COMMON, "kind": "distill", "loss": "ckd", "k": 20, "tail": 10.0, "lr": 2e-4},
     "ckd-10m-tail1": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 1.0, "lr": 2e-4},
+    # a softer teacher: its top-k and the student both at temperature 2 (STAR distils at 1)
+    "ckd-10m-t2": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 10.0, "lr": 2e-4, "temperature": 2.0},
     # the claim's arms: 25 minutes each (--seconds overrides)
     "sft": {**COMMON, "kind": "sft", "lr": 2e-4, "seconds": 1500},
     "ckd": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 10.0, "lr": 2e-4, "seconds": 1500},
@@ -95,7 +97,7 @@ def train_arm(work: Path, row: str, student: str, teacher: str, data: Path, seed
     else:
         cmd = [TINYTOOL, "distill", "--student", student, "--teacher", teacher, "--loss", spec["loss"],
                "--k", str(spec["k"]), *(["--lambda-tail", str(spec["tail"])] if spec["tail"] is not None else []),
-               *shared]
+               *(["--temperature", str(spec["temperature"])] if spec.get("temperature") else []), *shared]
         summary = out / "distill_summary.json"
     if not summary.is_file():
         run_cli(cmd, threads)

@@ -35,3 +35,19 @@ def test_every_row_is_an_sft_or_a_distillation_arm_with_a_budget(distill_gain):
             assert spec["loss"] in ("ckd", "fkl") and spec["k"] >= 1, name
             assert (spec["tail"] is None) == (spec["loss"] == "fkl"), name
     assert set(distill_gain.FINAL.values()) <= set(distill_gain.ROWS)
+
+
+def test_an_arm_s_command_carries_its_row_s_settings(distill_gain, monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr(distill_gain, "run_cli", lambda cmd, threads: seen.append(cmd))
+    with pytest.raises(FileNotFoundError):  # no summary was written: the arm's command is what is checked
+        distill_gain.train_arm(tmp_path, "ckd-10m-t2", "student", "teacher", tmp_path, 1, 600.0, 1)
+    cmd = seen[0]
+    flag = {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
+    assert (flag["--loss"], flag["--k"], flag["--lambda-tail"], flag["--temperature"]) == ("ckd", "100", "10.0", "2.0")
+    assert (flag["--max-seconds"], flag["--seed"], flag["--teacher"]) == ("600.0", "1", "teacher")
+    assert cmd[-1].endswith("ckd-10m-t2-s600-seed1")
+    seen.clear()
+    with pytest.raises(FileNotFoundError):
+        distill_gain.train_arm(tmp_path, "ckd", "student", "teacher", tmp_path, 0, 600.0, 1)
+    assert "--temperature" not in seen[0] and seen[0][-1].endswith("ckd-s600")
