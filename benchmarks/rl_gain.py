@@ -128,14 +128,15 @@ ROWS: dict[str, dict] = {
     # GRPO arm (9.4 s a step measured; the ceiling ends it at 1500 s if slower), and
     # GRPO with g-sym20-xc's settings (the one 10-minute row above the control that charges extra calls), 15-16 steps
     "ctl-25m-cos": {"kind": "sft", "lr": 2e-5, "seconds": 1500, "schedule": "cosine", "max_steps": 150},
+    # the controls as a cosine over their seconds (--time-schedule) instead of over a step count one machine's pace
+    # gave: on a slower machine ctl-10m-cos stops part way down its 54-step cosine (30-31 steps at 19-20 s a step on
+    # the AMD EPYC of 2026-12-02)
+    "ctl-10m-tcos": {"kind": "sft", "lr": 2e-5, "seconds": 600, "schedule": "cosine", "time_schedule": True},
+    "ctl-25m-tcos": {"kind": "sft", "lr": 2e-5, "seconds": 1500, "schedule": "cosine", "time_schedule": True},
     # more updates per arm: half a step's time is sampling, the rest the loss pass over the rollouts (a py-spy profile
     # of g-xc-25m's steps), so 4 rollouts per group (ToolRL's setting); measured, its first 4 steps took 196 s
     # against 240 s at 8 (0.82x, not half: groups without signal grow more common with fewer rollouts, and the
-    # fill rounds that replace them multiply a step); defined, not yet run
-    # the controls as a cosine over their seconds (--time-schedule) instead of over a step count one machine's pace
-    # gave: on a machine half as fast, ctl-10m-cos stops half way down its 54-step cosine (25 steps at 24 s here)
-    "ctl-10m-tcos": {"kind": "sft", "lr": 2e-5, "seconds": 600, "schedule": "cosine", "time_schedule": True},
-    "ctl-25m-tcos": {"kind": "sft", "lr": 2e-5, "seconds": 1500, "schedule": "cosine", "time_schedule": True},
+    # fill rounds that replace them multiply a step); run as the claim at 10 minutes: seed 0 +7.1, seed 1 +1.9
     "g-xc-g4": {**XC, "G": 4},
     # the same 16 rollouts a step as g-sym20-xc, from 4 prompts instead of 2: a 25-minute arm updates on about 30
     # prompts in all, and seeds of one setting land on either side of the control (g-xc-25m: +4.1, -1.9), so twice

@@ -168,8 +168,8 @@ class StopAtWallTime(TrainerCallback):
 
 def schedule_factor(kind: str, frac: float, warmup: float = 0.0) -> float:
     """The learning-rate multiplier ``frac`` of the way through a run (0 to 1, clipped): a linear warm-up from 0 over
-    its first ``warmup``, then ``kind`` (one of ``tinytool.train.config.TIME_SCHEDULES``): constant, linear down to 0, or a half cosine down
-    to 0, the shapes of transformers' schedules of the same names."""
+    its first ``warmup``, then ``kind`` (one of ``tinytool.train.config.TIME_SCHEDULES``): constant, linear down to
+    0, or a half cosine down to 0, the shapes of transformers' schedules of the same names."""
     import math
 
     frac = min(1.0, max(0.0, frac))
