@@ -204,6 +204,12 @@ def train_dir(work: Path, row: str, base: str, seed: int = 0, base_name: str | N
     return work / "rl" / (f"{name}-{row}" + (f"-seed{seed}" if seed else ""))
 
 
+def summary_path(work: Path, row: str, base: str, seed: int = 0, base_name: str | None = None) -> Path:
+    """The summary a finished run of ``row`` leaves in its `train_dir` (SFT's or GRPO's)."""
+    kind = "sft" if ROWS[row]["kind"] == "sft" else "rl"
+    return train_dir(work, row, base, seed, base_name) / f"{kind}_summary.json"
+
+
 def train_row(work: Path, row: str, base: str, data: Path, seed: int = 0,
               threads: int | None = None, base_name: str | None = None) -> tuple[str, dict]:
     """Run the row's training under ``seed`` (resumable: a finished run is read back) in ``rl/BASE-ROW`` (BASE:
@@ -211,6 +217,7 @@ def train_row(work: Path, row: str, base: str, data: Path, seed: int = 0,
     summary."""
     spec = ROWS[row]
     out = train_dir(work, row, base, seed, base_name)
+    summary_file = summary_path(work, row, base, seed, base_name)
     seed_flags = ["--seed", str(seed)] if seed else []
     if spec["kind"] == "sft":
         cmd = [TINYTOOL, "sft", "-m", base, "-d", str(data / "train.jsonl"), "-f", FORMAT, "--epochs", "1",
@@ -221,7 +228,6 @@ def train_row(work: Path, row: str, base: str, data: Path, seed: int = 0,
             cmd += ["--max-steps", str(spec["max_steps"])]
         if spec.get("time_schedule"):
             cmd += ["--time-schedule"]
-        summary_file = out / "sft_summary.json"
     else:
         cmd = [TINYTOOL, "rl", "-m", base, "-d", str(prompt_file(work, data, spec["prompts"])), *RL_COMMON,
                "--reward", spec["reward"], "--lr", str(spec["lr"]), "-G", str(spec["G"]),
@@ -232,7 +238,6 @@ def train_row(work: Path, row: str, base: str, data: Path, seed: int = 0,
             cmd += ["--epsilon-high", str(spec["eps_high"])]
         if spec.get("lora"):
             cmd += ["--lora", spec["lora"], "--merge"]
-        summary_file = out / "rl_summary.json"
     if not summary_file.is_file():
         run_cli(cmd, threads)
     return str(out), json.loads(summary_file.read_text())
@@ -400,9 +405,8 @@ def main() -> None:
                                           and r.get("base_built") == built and r.get("seed", 0) == args.seed)] + [rec]
 
     control_sc = None
-    control_done = bool(args.control) and any(
-        (train_dir(args.work, args.control, base, args.seed, args.base_row) / f).is_file()
-        for f in ("sft_summary.json", "rl_summary.json"))
+    control_done = bool(args.control) and summary_path(args.work, args.control, base, args.seed,
+                                                        args.base_row).is_file()
     for names in sweep_groups(rows, args.control, control_done, args.parallel):
         done = trained(names)
         control_sc = next((sc for row, (_, _, sc, _) in zip(names, done) if row == args.control), control_sc)

@@ -66,3 +66,5 @@ def test_a_base_build_is_when_its_weights_were_written(rl_gain, tmp_path):
     assert rl_gain.base_build(str(tmp_path)) == "1970-01-02T00:01Z"
     assert rl_gain.train_dir(tmp_path, "g", "/m/base", seed=2) == tmp_path / "rl" / "base-g-seed2"
     assert rl_gain.train_dir(tmp_path, "g", "/m/base", base_name="b75") == tmp_path / "rl" / "b75-g"
+    assert rl_gain.summary_path(tmp_path, "ctl-10m-cos", "/m/base") == tmp_path / "rl" / "base-ctl-10m-cos" / "sft_summary.json"
+    assert rl_gain.summary_path(tmp_path, "g-xc-g4", "/m/base", seed=1).name == "rl_summary.json"

@@ -237,8 +237,9 @@ def train_seconds(trainer: Any, resume_from: str | None) -> float:
         trainer.add_callback(timer)
     if budget and getattr(trainer.args, "time_schedule", False):
         warmup = trainer.args.warmup_steps if 0 < trainer.args.warmup_steps < 1 else 0.0
-        kind = str(getattr(trainer.args.lr_scheduler_type, "value", trainer.args.lr_scheduler_type))
-        TimeSchedule(budget, kind, warmup).install(trainer)
+        from tinytool.train.config import schedule_name
+
+        TimeSchedule(budget, schedule_name(trainer.args.lr_scheduler_type), warmup).install(trainer)
     stopper = StopOnSignal()
     trainer.add_callback(stopper)
     clock = RunClock()

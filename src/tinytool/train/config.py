@@ -172,8 +172,8 @@ class RunOptions:
             (not self.merge_lora or self.lora is not None, "--merge needs --lora"),
             (not self.time_schedule or self.max_seconds is not None,
              "--time-schedule needs --max-seconds (the seconds the schedule runs over)"),
-            (not self.time_schedule or _schedule_name(self.lr_scheduler_type) in TIME_SCHEDULES,
-             f"--time-schedule runs {', '.join(TIME_SCHEDULES)}, not {_schedule_name(self.lr_scheduler_type)}"),
+            (not self.time_schedule or schedule_name(self.lr_scheduler_type) in TIME_SCHEDULES,
+             f"--time-schedule runs {', '.join(TIME_SCHEDULES)}, not {schedule_name(self.lr_scheduler_type)}"),
             (not self.time_schedule or self.warmup_steps is None or self.warmup_steps < 1,
              f"--time-schedule takes --warmup as a share of the budget (below 1), got {self.warmup_steps}"),
         ]
@@ -248,7 +248,7 @@ class RunOptions:
     )
 
 
-def _schedule_name(kind: Any) -> str:
+def schedule_name(kind: Any) -> str:
     """A learning-rate schedule's name, given as a string or as transformers' `SchedulerType`."""
     return str(getattr(kind, "value", kind))
 
