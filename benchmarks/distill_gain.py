@@ -18,6 +18,8 @@ The protocol, from nothing, under three hours on two CPU cores (the teacher may 
     .venv/bin/python benchmarks/distill_gain.py --work W --rows sft-10m,ckd-10m,fkl-10m --parallel   # the sweep
     .venv/bin/python benchmarks/distill_gain.py --work W --final --seconds 1500 --seed 0            # the claim
     .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd --seconds 600 --parallel --seed 0
+    .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd,fkl,ckd-10m-t2 --seconds 600 \
+        --parallel --seed 0   # fkl added to a finished claim (sft, ckd read back), beside a sweep row
 
 Scoring is rl_gain.py's: strict BFCL on seeded subsets of ``--limit`` items per category, **overall** = the mean
 of the non-live AST average and strict irrelevance, paired bootstrap stratified by category. Beside the scores,
@@ -70,16 +72,22 @@ FINAL = {"student_sft": "sft", "student_ckd": "ckd", "student_fkl": "fkl"}
 
 def arm_rows(rows: str, final: bool) -> list[str]:
     """The rows a run trains: ``rows`` (comma-separated names of `ROWS`), or with ``final`` and no ``rows`` the
-    claim's three arms; a claim needs the sft and ckd arms (fkl is optional). ValueError names what is wrong."""
-    chosen = [r.strip() for r in rows.split(",") if r.strip()] or (list(FINAL.values()) if final else [])
+    claim's three arms; a claim needs the sft and ckd arms (fkl is optional) and may carry sweep rows too, which
+    train after the claim's arms: with ``--parallel`` an arm left alone (fkl, when sft and ckd are read back)
+    trains beside a sweep row instead of beside an idle core. ValueError names what is wrong."""
+    chosen = list(dict.fromkeys(r.strip() for r in rows.split(",") if r.strip())) or (
+        list(FINAL.values()) if final else [])
     unknown = [r for r in chosen if r not in ROWS]
     if unknown:
         raise ValueError(f"unknown rows {', '.join(unknown)}; known: {', '.join(ROWS)}")
     if not chosen:
         raise ValueError("name the rows to train (--rows) or run the claim (--final)")
-    if final and not ({"sft", "ckd"} <= set(chosen) <= set(FINAL.values())):
+    if not final:
+        return chosen
+    arms = [r for r in FINAL.values() if r in chosen]
+    if not {"sft", "ckd"} <= set(arms):
         raise ValueError(f"--final: the claim's arms are sft and ckd, with fkl optional (got {', '.join(chosen)})")
-    return chosen
+    return arms + [r for r in chosen if r not in arms]
 
 
 def train_arm(work: Path, row: str, student: str, teacher: str, data: Path, seed: int, budget: float,
@@ -152,7 +160,8 @@ def main() -> None:
     ap.add_argument("--rows", default="", help=f"sweep rows, comma-separated, of {', '.join(ROWS)}; the first SFT "
                     "row is the one the others are compared with")
     ap.add_argument("--final", action="store_true", help="the claim: the sft, ckd and fkl arms into ckd_vs_sft "
-                    "(--rows sft,ckd leaves the fkl baseline out: two arms side by side, half the wall time)")
+                    "(--rows sft,ckd leaves the fkl baseline out: two arms side by side, half the wall time; sweep rows "
+                    "named beside the arms train after them)")
     ap.add_argument("--seconds", type=float, help="each arm's wall-time budget (default: the row's)")
     ap.add_argument("--teacher-row", default=TEACHER_ROW, help="the quality.py row that is the teacher")
     ap.add_argument("--student", default=star_student(), help="the student every arm starts from")
@@ -207,6 +216,7 @@ def main() -> None:
                    "ckd_machine": machine(), "ckd_versions": versions("torch", "transformers", "trl")})
     if args.final:
         by = dict(zip(rows, scored))
+        arms = [row for row in rows if row in FINAL.values()]  # the sweep rows that rode along stay in ckd_sweep
         vs = rl_gain.paired(by["sft"], by["ckd"])
         run = {"seed": args.seed, "teacher": teacher_sc["table"], "student_untrained": student_sc and student_sc["table"],
                **{key: by[row]["table"] if row in by else None for key, row in FINAL.items()},
@@ -215,9 +225,10 @@ def main() -> None:
                **({"fkl_vs_sft": rl_gain.paired(by["sft"], by["fkl"]), "ckd_vs_fkl": rl_gain.paired(by["fkl"], by["ckd"])}
                   if "fkl" in by else {}),
                "seconds": {"teacher_train": round((teacher_summary or {}).get("seconds", 0.0), 1),
-                           **{row: recs[row]["seconds"] for row in rows}, "wall_all_arms": round(wall, 1)},
-               "top1_agreement_with_teacher": agree, "settings": {row: {**ROWS[row], "seconds": budgets[row]} for row in rows},
-               "failures": {row: by[row]["failures"] for row in rows},
+                           **{row: recs[row]["seconds"] for row in arms}, "wall_all_arms": round(wall, 1)},
+               "top1_agreement_with_teacher": {row: agree[row] for row in arms},
+               "settings": {row: {**ROWS[row], "seconds": budgets[row]} for row in arms},
+               "failures": {row: by[row]["failures"] for row in arms},
                "failure_moves_ckd_vs_sft": rl_gain.failure_moves(by["sft"]["failures"], by["ckd"]["failures"]),
                "claim_holds": vs["delta_overall"] >= 0.03 and vs["p_overall"] < 0.05}
         entry = result.setdefault("ckd_vs_sft", {"runs": [], "items_per_category": args.limit or "all"})

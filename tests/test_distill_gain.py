@@ -17,9 +17,15 @@ def test_the_claim_trains_its_three_arms_or_the_two_it_is_given(distill_gain):
     assert distill_gain.arm_rows("sft-10m,ckd-10m", final=False) == ["sft-10m", "ckd-10m"]
 
 
+def test_sweep_rows_ride_along_with_the_claim_after_its_arms(distill_gain):
+    # sft and ckd read back, fkl and the sweep row train as the pair: the claim's arms always come first
+    assert distill_gain.arm_rows("ckd-10m-t2, fkl, sft, ckd", final=True) == ["sft", "ckd", "fkl", "ckd-10m-t2"]
+    assert distill_gain.arm_rows("sft,ckd,sft,ckd-10m-k20", final=True) == ["sft", "ckd", "ckd-10m-k20"]
+
+
 @pytest.mark.parametrize("rows, final, says", [
     ("sft,fkl", True, "sft and ckd"),           # the claim compares CKD with SFT: both must be there
-    ("sft,ckd,sft-10m", True, "sft and ckd"),   # a sweep row is not an arm of the claim
+    ("ckd,sft-10m", True, "sft and ckd"),       # a sweep row is not an arm of the claim
     ("sft,nope", False, "unknown rows nope"),
     ("", False, "--rows"),
 ])
