@@ -142,8 +142,13 @@ ROWS: dict[str, dict] = {
     # prompts in all, and seeds of one setting land on either side of the control (g-xc-25m: +4.1, -1.9), so twice
     # the prompts per update for the same sampling
     "g-xc-g4p4": {**XC, "G": 4, "per_step": 4},
+    # run as the claim at 25 minutes: seed 0 +6.1, seed 1 -3.9; more calls than asked +28 / +25 against the control
     "g-xc-g4-25m": {**XC, "G": 4, "seconds": 1500},
     "g-xc-25m": {**XC, "seconds": 1500},
+    # every longer arm drifted toward more calls: each call beyond those asked costs a sixth of the correctness
+    # range (up to three), a cost that grows with the calls instead of a share of the matching
+    "g-xp-g4": {**XC, "G": 4, "flags": ["--no-call", "symmetric", "--extra-calls", "penalized"]},
+    "g-xp-g4-25m": {**XC, "G": 4, "seconds": 1500, "flags": ["--no-call", "symmetric", "--extra-calls", "penalized"]},
 }
 
 

@@ -265,6 +265,8 @@ OPTIONS = [
     RewardOptions(no_call="penalized", lenient=True, scale="two_stage", switch_step=2),
     RewardOptions(no_call="symmetric", extra_calls="charged"),
     RewardOptions(extra_calls="charged", granularity="finegrained", lenient=True),
+    RewardOptions(no_call="penalized", extra_calls="penalized", scale="dynamic"),
+    RewardOptions(no_call="symmetric", extra_calls="penalized", lenient=True),
 ]
 
 

@@ -210,6 +210,28 @@ def test_toolrl_extra_calls_cost_only_when_charged():
         _tr(two, truth, extra_calls="sometimes")
 
 
+def test_toolrl_penalized_extra_calls_cost_a_sixth_of_the_range_each_up_to_three():
+    call = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    truth = gt(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Paris"}))
+
+    def calls(n):
+        return "<think> x </think>\n<tool_call>\n" + "\n".join([call] * n) + "\n</tool_call>"
+
+    # the asked number of calls, or fewer: exactly the charged score
+    for n in (1, 2):
+        assert _tr(calls(n), truth, extra_calls="penalized").parts == _tr(calls(n), truth, extra_calls="charged").parts
+    # four calls of two asked: charged gives R_correct 0 (the test above); two extra calls cost 2 x 6/6 = 2 more
+    assert _tr(calls(4), truth, extra_calls="penalized").parts["correct"] == pytest.approx(-2.0)
+    # the charge stops at three extra calls, and the reward stays inside its bounds
+    eight, nine = _tr(calls(8), truth, extra_calls="penalized"), _tr(calls(9), truth, extra_calls="penalized")
+    charged8 = _tr(calls(8), truth, extra_calls="charged").parts["correct"]
+    assert eight.parts["correct"] == pytest.approx(charged8 - 3.0)
+    lo, hi = REWARDS["toolrl"].bounds(RewardOptions(extra_calls="penalized"))
+    assert (lo, hi) == pytest.approx((-6.0, 4.0)) and lo <= nine.score <= hi  # -3 - 3 x 1, format 0
+    # calls of different tools are not extra
+    assert _tr(TR_PRED, TR_TRUTH, extra_calls="penalized").parts == _tr(TR_PRED, TR_TRUTH).parts
+
+
 def test_toolrl_scales():
     s = ToolRLScale("equal_max")
     assert s.ranges() == ((0.0, 1.0), (-1.0, 1.0))

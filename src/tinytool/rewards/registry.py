@@ -35,8 +35,10 @@ from tinytool.rewards.mentor import MentorWeights, mentor
 from tinytool.rewards.simrl import sim_rl
 from tinytool.rewards.toolrl import (
     DECLINE_PENALTY,
+    EXTRA_CALL_PENALTY,
     EXTRA_CALLS,
     GRANULARITIES,
+    MAX_EXTRA_CALLS_PENALIZED,
     NO_CALL,
     SCALES,
     ToolRLScale,
@@ -65,7 +67,8 @@ class RewardOptions:
     # (a departure) instead of the released reward's exact layout and line-by-line JSON; --lenient
     lenient: bool = False
     # ToolRL, calls beyond those asked: "free" (as released: names compared as sets, extra calls of an asked tool cost
-    # nothing) or "charged" (a departure: names as multisets, the matching scaled by expected / predicted calls)
+    # nothing), "charged" (a departure: names as multisets, the matching scaled by expected / predicted calls) or
+    # "penalized" (charged, and each extra call costs a fixed share of the correctness range)
     extra_calls: str = "free"
 
     def __post_init__(self) -> None:
@@ -181,7 +184,10 @@ def _toolrl_bounds(o: RewardOptions) -> tuple[float, float]:
     lows, highs = [], []
     for step in steps:
         (f_lo, f_hi), (c_lo, c_hi) = scale.ranges(step, 100)
-        penalty = (c_hi - c_lo) * DECLINE_PENALTY if o.no_call == "penalized" else 0.0
+        # declining and extra calls never meet in one completion: the larger of the two penalties is the floor's
+        decline = DECLINE_PENALTY if o.no_call == "penalized" else 0.0
+        extra = EXTRA_CALL_PENALTY * MAX_EXTRA_CALLS_PENALIZED if o.extra_calls == "penalized" else 0.0
+        penalty = (c_hi - c_lo) * max(decline, extra)
         lows.append(f_lo + c_lo - penalty)
         highs.append(f_hi + c_hi)
     return min(lows), max(highs)

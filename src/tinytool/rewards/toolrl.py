@@ -36,6 +36,9 @@ A fourth departure, ``extra_calls="charged"``: the released reward compares tool
 best matching of predicted to expected calls, so a call beyond those asked costs nothing when its name is among
 them (four calls of a tool asked twice score as two). Charged, the names are compared as multisets and the
 matched score is scaled by ``|expected| / max(|predicted|, |expected|)``: each extra call costs its share.
+``extra_calls="penalized"`` (a fifth departure, after OTC-PO's cost per tool call, arXiv 2504.14870) charges as
+above and also takes `EXTRA_CALL_PENALTY` of the correctness range off for every call beyond those asked, up to
+`MAX_EXTRA_CALLS_PENALIZED` of them: a cost that grows with the extra calls instead of a share of the matching.
 """
 
 from __future__ import annotations
@@ -61,11 +64,15 @@ NoCall = Literal["released", "symmetric", "penalized"]
 GRANULARITIES: tuple[str, ...] = ("original", "finegrained", "intermediate", "coarse")
 SCALES: tuple[str, ...] = ("original", "equal_max", "two_stage", "dynamic")
 NO_CALL: tuple[str, ...] = ("released", "symmetric", "penalized")
-ExtraCalls = Literal["free", "charged"]
-EXTRA_CALLS: tuple[str, ...] = ("free", "charged")
+ExtraCalls = Literal["free", "charged", "penalized"]
+EXTRA_CALLS: tuple[str, ...] = ("free", "charged", "penalized")
 #: with ``no_call="penalized"``: how far below the correctness minimum declining a call that was asked scores, as a
 #: share of the correctness range (one point of the original [-3, 3])
 DECLINE_PENALTY = 1 / 6
+#: with ``extra_calls="penalized"``: what each call beyond those asked costs, as a share of the correctness range,
+#: and how many extra calls are charged at most (so the reward keeps a floor)
+EXTRA_CALL_PENALTY = 1 / 6
+MAX_EXTRA_CALLS_PENALIZED = 3
 
 _TOOLRL = get_format("toolrl")
 
@@ -219,7 +226,7 @@ def correctness_ratio(pred: list[ToolCall], truth: list[ToolCall], granularity: 
         scores = np.array([[_pair_score(p, g, granularity) for g in truth] for p in pred], dtype=float)
         rows, cols = linear_sum_assignment(scores, maximize=True)
         best = float(scores[rows, cols].sum())
-        if extra_calls == "charged":
+        if extra_calls != "free":
             best *= len(truth) / max(len(pred), len(truth))
     return (r_name + best) / s_max
 
@@ -244,7 +251,8 @@ def toolrl(
     ground truth without calls is scored: ``"released"`` (correctness 0) or ``"symmetric"``
     (maximum without a call, minimum with one); ``"penalized"`` is symmetric and scores a completion that
     calls nothing where calls were asked `DECLINE_PENALTY` of the range below the correctness minimum.
-    ``extra_calls="charged"`` makes calls beyond those asked cost (module docstring)."""
+    ``extra_calls="charged"`` makes calls beyond those asked cost a share of the matching, ``"penalized"`` also a
+    fixed amount each (module docstring)."""
     if no_call not in NO_CALL:
         raise ValueError(f"unknown no-call scoring {no_call!r}; choose one of {', '.join(NO_CALL)}")
     if extra_calls not in EXTRA_CALLS:
@@ -271,4 +279,7 @@ def toolrl(
     r_correct = c_lo + (c_hi - c_lo) * ratio
     if no_call == "penalized" and truth.calls and not called:
         r_correct -= (c_hi - c_lo) * DECLINE_PENALTY
+    if extra_calls == "penalized" and truth.calls and pred:
+        extra = min(max(0, len(pred) - len(truth.calls)), MAX_EXTRA_CALLS_PENALIZED)
+        r_correct -= (c_hi - c_lo) * EXTRA_CALL_PENALTY * extra
     return RewardResult(r_format + r_correct, {"format": r_format, "correct": r_correct}, reason=reason)

@@ -77,8 +77,9 @@ class RLRunConfig(RunOptions, GRPOConfig):
                           "calling; a departure) or 'penalized' (symmetric, and declining a call that was asked "
                           "scores a sixth of the correctness range below its minimum: -4 in the original scale).")
     extra_calls: str = option("free", "ToolRL on calls beyond those asked: 'free' (as released: tool names compared "
-                              "as sets, so extra calls of an asked tool cost nothing) or 'charged' (names as "
-                              "multisets, the matched score scaled by asked / written calls; a departure).")
+                              "as sets, so extra calls of an asked tool cost nothing), 'charged' (names as multisets, the "
+                              "matched score scaled by asked / written calls; a departure) or 'penalized' (charged, "
+                              "and each extra call, up to 3, costs a sixth of the correctness range; a departure).")
     lenient: bool = option(False, "ToolRL: parse completions leniently (any layout, repaired JSON; a departure from "
                            "the released reward's exact layout).")
     group_filter: str = option("fill", "Groups whose rewards do not vary: 'fill' (ASTRA adaptive batch filling: "
