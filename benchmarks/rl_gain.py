@@ -74,6 +74,8 @@ GRPO = {"kind": "rl", "reward": "toolrl", "lr": 1e-5, "prompts": "hard", "G": 8,
 
 #: the rows named -xc: GRPO on 20 % no-call prompts, calls beyond those asked charged (why: at g-sym20-xc below)
 XC = {**GRPO, "prompts": "nc20", "flags": ["--no-call", "symmetric", "--extra-calls", "charged"]}
+#: XC with each extra call costing a fixed share of the correctness range (``--extra-calls penalized``)
+XP = {**XC, "flags": ["--no-call", "symmetric", "--extra-calls", "penalized"]}
 
 #: the rows: ``kind`` rl (GRPO) or sft (the control: more SFT from the base on its own data)
 ROWS: dict[str, dict] = {
@@ -147,8 +149,8 @@ ROWS: dict[str, dict] = {
     "g-xc-25m": {**XC, "seconds": 1500},
     # every longer arm drifted toward more calls: each call beyond those asked costs a sixth of the correctness
     # range (up to three), a cost that grows with the calls instead of a share of the matching
-    "g-xp-g4": {**XC, "G": 4, "flags": ["--no-call", "symmetric", "--extra-calls", "penalized"]},
-    "g-xp-g4-25m": {**XC, "G": 4, "seconds": 1500, "flags": ["--no-call", "symmetric", "--extra-calls", "penalized"]},
+    "g-xp-g4": {**XP, "G": 4},
+    "g-xp-g4-25m": {**XP, "G": 4, "seconds": 1500},
 }
 
 

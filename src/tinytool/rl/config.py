@@ -16,7 +16,7 @@ from trl import GRPOConfig
 
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
-from tinytool.rewards.toolrl import EXTRA_CALLS, NO_CALL
+from tinytool.rewards.toolrl import EXTRA_CALLS, MAX_EXTRA_CALLS_PENALIZED, NO_CALL
 from tinytool.train.config import RunOptions, check_inputs, listed, option
 
 FULL_LR = 1e-6  # ToolRL App. B (actor learning rate); MENTOR App. uses the same
@@ -79,7 +79,8 @@ class RLRunConfig(RunOptions, GRPOConfig):
     extra_calls: str = option("free", "ToolRL on calls beyond those asked: 'free' (as released: tool names compared "
                               "as sets, so extra calls of an asked tool cost nothing), 'charged' (names as multisets, the "
                               "matched score scaled by asked / written calls; a departure) or 'penalized' (charged, "
-                              "and each extra call, up to 3, costs a sixth of the correctness range; a departure).")
+                              f"and each extra call, up to {MAX_EXTRA_CALLS_PENALIZED}, costs a sixth of the correctness range; a "
+                              "departure).")
     lenient: bool = option(False, "ToolRL: parse completions leniently (any layout, repaired JSON; a departure from "
                            "the released reward's exact layout).")
     group_filter: str = option("fill", "Groups whose rewards do not vary: 'fill' (ASTRA adaptive batch filling: "
