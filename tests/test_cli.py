@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from tinytool import __version__
 from tinytool.cli import app
+from tinytool.formats import get_format
 from tinytool.rewards import REWARDS, RewardOptions, score_row
 
 runner = CliRunner()
@@ -121,10 +122,37 @@ def test_reward_options_are_passed_on(tmp_path):
     assert read_out(out)[0]["score"] < 4.0  # read as Python calls, the ToolRL text has none
 
 
+def test_reward_takes_the_toolrl_departures(tmp_path):
+    """--extra-calls, --no-call and --lenient reach the reward: each scores as `score_row` with that option, and
+    the three extra-call modes order a two-call answer to a one-call question free > charged > penalized."""
+    twice = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    rows = [{"completion": f"<think> x </think>\n<tool_call>\n{twice}\n{twice}\n</tool_call>",
+             "ground_truth": gt(("get_weather", {"city": "Paris"}))},
+            {"completion": TOOLRL_TEXT, "ground_truth": {"role": "assistant", "content": "I cannot help with that."}}]
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    seen = {}
+    for flags, opts in (([], RewardOptions()),
+                        (["--extra-calls", "charged"], RewardOptions(extra_calls="charged")),
+                        (["--extra-calls", "penalized", "--no-call", "symmetric", "--lenient"],
+                         RewardOptions(extra_calls="penalized", no_call="symmetric", lenient=True))):
+        out = tmp_path / f"out{len(seen)}.jsonl"
+        r = invoke("reward", "toolrl", "-i", str(inp), "-o", str(out), *flags)
+        assert r.exit_code == 0, r.output
+        got = [row["score"] for row in read_out(out)]
+        assert got == [pytest.approx(score_row("toolrl", row, get_format("toolrl"), opts).score) for row in rows]
+        seen[tuple(flags[:2])] = got
+    free, charged, penalized = seen.values()
+    assert free[0] > charged[0] > penalized[0]
+    assert penalized[1] < free[1]  # symmetric: calling on a label without a call scores the minimum
+
+
 @pytest.mark.parametrize("args, message", [
     (["reward", "nope"], "unknown reward 'nope'"),
-    (["reward", "simrl", "--granularity", "huge"], "unknown granularity 'huge'"),
-    (["reward", "toolrl", "--scale", "weird"], "unknown scale 'weird'"),
+    (["reward", "simrl", "--granularity", "huge"], "unknown ToolRL granularity 'huge'"),
+    (["reward", "toolrl", "--scale", "weird"], "unknown ToolRL scale 'weird'"),
+    (["reward", "toolrl", "--no-call", "never"], "unknown ToolRL no-call 'never'"),
+    (["reward", "toolrl", "--extra-calls", "lots"], "--extra-calls with one of free, charged, penalized"),
     (["reward", "simrl", "--format", "xml"], "unknown format 'xml'"),
 ])
 def test_bad_arguments_exit_2_with_a_message(tmp_path, args, message):

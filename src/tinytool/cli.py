@@ -13,6 +13,7 @@ from tinytool.clikit import err, make_app, on_interrupt
 from tinytool.errors import UserInputError
 from tinytool.formats import PromptFormat
 from tinytool.formats.option import format_option
+from tinytool.rewards.toolrl import EXTRA_CALLS_HELP, LENIENT_HELP, NO_CALL_HELP
 
 app = make_app(
     name="tinytool",
@@ -55,6 +56,9 @@ def reward(
                                       help="Sim-RL: require exactly one <think> pair (default: when the format "
                                            "writes one: hermes, toolrl; not hermes-nothink, python)."),
     strict: bool = typer.Option(False, help="MENTOR: require the teacher's tool sequence, not just its set."),
+    no_call: str = typer.Option("released", help=NO_CALL_HELP),
+    extra_calls: str = typer.Option("free", help=EXTRA_CALLS_HELP),
+    lenient: bool = typer.Option(False, "--lenient", help=LENIENT_HELP),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
 ) -> None:
     """Score model completions with a reward, one output row per input row.
@@ -67,6 +71,8 @@ def reward(
 
     Example: tinytool reward simrl --input rows.jsonl --output scores.jsonl
     """
+    from dataclasses import replace
+
     from tinytool.formats import get_format
     from tinytool.io import atomic_file, check_not_input, check_output_file, iter_jsonl_rows
     from tinytool.progress import ProgressBar
@@ -78,19 +84,15 @@ def reward(
         fmt = format or get_format(spec.default_format)
     except ValueError as e:
         raise UserInputError(str(e)) from None
-    if granularity not in ("original", "finegrained", "intermediate", "coarse"):
-        raise UserInputError(f"unknown granularity {granularity!r}",
-                             fix="use one of original, finegrained, intermediate, coarse")
-    if scale not in ("original", "equal_max", "two_stage", "dynamic"):
-        raise UserInputError(f"unknown scale {scale!r}", fix="use one of original, equal_max, two_stage, dynamic")
+    # checked before any file is touched (`RewardOptions` names the flag and its choices)
+    opts = RewardOptions(granularity=granularity, scale=scale, strict=strict, no_call=no_call,
+                         extra_calls=extra_calls, lenient=lenient)
     check_not_input(output, input)
     check_output_file(output, overwrite)
     total = _count_lines(input)
     if total == 0:
         raise UserInputError(f"{input}: no rows to score (the file is empty)", fix="check the --input path")
-    if think is None:
-        think = requires_think(fmt)
-    opts = RewardOptions(require_think=think, granularity=granularity, scale=scale, strict=strict)
+    opts = replace(opts, require_think=requires_think(fmt) if think is None else think)
     floor = spec.bounds(opts)[0]
     scores, n_err = [], 0
     existed = output.exists()

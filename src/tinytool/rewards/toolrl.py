@@ -73,6 +73,17 @@ DECLINE_PENALTY = 1 / 6
 #: and how many extra calls are charged at most (so the reward keeps a floor)
 EXTRA_CALL_PENALTY = 1 / 6
 MAX_EXTRA_CALLS_PENALIZED = 3
+#: what the options above mean, for every command line that sets them (``tinytool rl``, ``tinytool reward``)
+NO_CALL_HELP = ("ToolRL on a label without a call: 'released' (correctness 0 whatever the completion does, as ToolRL's "
+                "released reward), 'symmetric' (±max for declining or calling; a departure) or 'penalized' (symmetric, "
+                "and declining a call that was asked scores a sixth of the correctness range below its minimum: -4 in "
+                "the original scale).")
+EXTRA_CALLS_HELP = ("ToolRL on calls beyond those asked: 'free' (as released: tool names compared as sets, so extra "
+                    "calls of an asked tool cost nothing), 'charged' (names as multisets, the matched score scaled by "
+                    "asked / written calls; a departure) or 'penalized' (charged, and each extra call, up to "
+                    f"{MAX_EXTRA_CALLS_PENALIZED}, costs a sixth of the correctness range; a departure).")
+LENIENT_HELP = ("ToolRL: parse completions leniently (any layout, repaired JSON; a departure from the released "
+                "reward's exact layout).")
 
 _TOOLRL = get_format("toolrl")
 

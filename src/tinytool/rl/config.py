@@ -16,7 +16,7 @@ from trl import GRPOConfig
 
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
-from tinytool.rewards.toolrl import EXTRA_CALLS, MAX_EXTRA_CALLS_PENALIZED, NO_CALL
+from tinytool.rewards.toolrl import EXTRA_CALLS, EXTRA_CALLS_HELP, LENIENT_HELP, NO_CALL, NO_CALL_HELP
 from tinytool.train.config import RunOptions, check_inputs, listed, option
 
 FULL_LR = 1e-6  # ToolRL App. B (actor learning rate); MENTOR App. uses the same
@@ -72,17 +72,9 @@ class RLRunConfig(RunOptions, GRPOConfig):
                                      "intermediate, coarse.")
     toolrl_scale: str = option("original", "ToolRL reward scale (§5.2): original, equal_max, two_stage, dynamic "
                                "(fed the training progress).")
-    no_call: str = option("released", "ToolRL on a label without a call: 'released' (correctness 0 whatever the "
-                          "completion does, as ToolRL's released reward), 'symmetric' (±max for declining or "
-                          "calling; a departure) or 'penalized' (symmetric, and declining a call that was asked "
-                          "scores a sixth of the correctness range below its minimum: -4 in the original scale).")
-    extra_calls: str = option("free", "ToolRL on calls beyond those asked: 'free' (as released: tool names compared "
-                              "as sets, so extra calls of an asked tool cost nothing), 'charged' (names as multisets, the "
-                              "matched score scaled by asked / written calls; a departure) or 'penalized' (charged, "
-                              f"and each extra call, up to {MAX_EXTRA_CALLS_PENALIZED}, costs a sixth of the correctness range; a "
-                              "departure).")
-    lenient: bool = option(False, "ToolRL: parse completions leniently (any layout, repaired JSON; a departure from "
-                           "the released reward's exact layout).")
+    no_call: str = option("released", NO_CALL_HELP)
+    extra_calls: str = option("free", EXTRA_CALLS_HELP)
+    lenient: bool = option(False, LENIENT_HELP)
     group_filter: str = option("fill", "Groups whose rewards do not vary: 'fill' (ASTRA adaptive batch filling: "
                                "sample more until the batch is full of informative groups, keep the surplus), "
                                "'drop' (STAR: leave them out of the step), 'off'.")
