@@ -148,8 +148,12 @@ ROWS: dict[str, dict] = {
     "g-xc-g4-25m": {**XC, "G": 4, "seconds": 1500},
     "g-xc-25m": {**XC, "seconds": 1500},
     # every longer arm drifted toward more calls: each call beyond those asked costs a sixth of the correctness
-    # range (up to three), a cost that grows with the calls instead of a share of the matching
+    # range (up to three), a cost that grows with the calls instead of a share of the matching; run as the claim at
+    # 10 minutes: seed 0 +7.9 (more calls than asked +7, against +17 charged), seed 1 +0.6 (irrelevance unmoved)
     "g-xp-g4": {**XP, "G": 4},
+    # seed 1 has never moved irrelevance in a claim run (+2, -7, 0 against its controls): 30 % no-call prompts
+    # instead of 20, so more of an arm's groups teach declining
+    "g-xp-g4-nc30": {**XP, "G": 4, "prompts": "nc30"},
     "g-xp-g4-25m": {**XP, "G": 4, "seconds": 1500},
 }
 
