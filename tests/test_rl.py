@@ -18,7 +18,7 @@ from tinytool.models.loading import load_model, load_tokenizer
 from tinytool.models.students import save_tiny_model
 from tinytool.rewards import RewardOptions, score_row
 from tinytool.rl.config import RLRunConfig, parse_reward_mix
-from tinytool.rl.data import build_rl_dataset, rl_row
+from tinytool.rl.data import build_rl_dataset, makes_no_call, rl_row
 from tinytool.rl.groups import GroupPool, concat, group_std, informative, take
 from tinytool.rl.trainer import ToolGRPOTrainer
 from tinytool.schema import read_jsonl
@@ -219,6 +219,28 @@ def test_group_filter_off_still_counts_groups_without_signal(env, tmp_path):
     assert trainer.group_pool.seen == 2 and trainer.group_pool.dropped == 2
     logged = [h for h in trainer.state.log_history if "groups/zero_signal" in h]
     assert logged and all(h["groups/zero_signal"] == 1.0 == h["frac_reward_zero_std"] for h in logged)
+
+
+@pytest.mark.parametrize("varies_on, share", [("no_call", 1.0), ("call", 0.0)])
+def test_the_share_of_groups_with_signal_that_teach_declining_is_logged(env, tmp_path, varies_on, share):
+    """``groups/signal_no_call``: a reward that varies only on prompts whose label makes no call (or only on
+    those with a call) gives a share of 1 (or 0) in every step that had a group with signal."""
+    from datasets import Dataset
+
+    decline = json.dumps({"role": "assistant", "content": "No tool fits."})
+    call = json.dumps({"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f",
+                                                                                                 "arguments": {}}}]})
+
+    def reward(completions, ground_truth, **kw):
+        return [float(i % 2) if makes_no_call(gt) == (varies_on == "no_call") else 0.5
+                for i, gt in enumerate(ground_truth)]
+
+    trainer = _toy(env, tmp_path, reward, "fill", steps=3)
+    trainer.train_dataset = Dataset.from_list([{"prompt": "Pick one:", "ground_truth": gt}
+                                               for gt in (decline, call) * 4])
+    trainer.train()
+    logged = [h["groups/signal_no_call"] for h in trainer.state.log_history if "groups/signal_no_call" in h]
+    assert logged and all(v == share for v in logged), logged
 
 
 def test_astra_f1_leaves_out_tasks_without_sub_answers_and_scores_an_empty_set_at_the_floor(env, tmp_path):

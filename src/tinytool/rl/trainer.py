@@ -7,7 +7,8 @@ TRL's. What is added here:
   columns of `tinytool.rl.data` (STAR §3.2.1 Sim-RL, ToolRL §3.3 with its schedule fed the training progress,
   MENTOR §3.3, ASTRA Eq. 29–31, exact match);
 - groups without signal (`tinytool.rl.groups`): STAR's homogeneous-group filter (§3.2.2) or ASTRA's adaptive
-  batch filling (§3.1, Eq. 32), with the share of such groups logged every step (``groups/zero_signal``);
+  batch filling (§3.1, Eq. 32), with the share of such groups logged every step (``groups/zero_signal``) and,
+  of the groups with signal, the share whose label makes no call (``groups/signal_no_call``);
 - prompt selection by difficulty before training: each prompt's group is sampled once and only prompts whose
   rewards vary are kept.
 """
@@ -23,6 +24,7 @@ from trl import GRPOTrainer
 
 from tinytool.errors import UserInputError
 from tinytool.rl.config import RLRunConfig
+from tinytool.rl.data import makes_no_call
 from tinytool.rl.groups import GroupPool, concat, informative, take
 from tinytool.rl.rollouts import group_rollouts, unsupported
 from tinytool.train import trl_private
@@ -58,6 +60,7 @@ class ToolGRPOTrainer(GRPOTrainer):
         self.fill_rounds = fill_rounds
         self.group_pool = GroupPool(self.num_generations)
         self._draw = random.Random(self.args.seed)
+        self._signal = [0, 0]  # this step's groups with signal, and those of them whose label makes no call
         self._last_rewards: Any = None
 
     # -- the policy's log-probabilities: a group's prompt goes through the model once --
@@ -123,7 +126,21 @@ class ToolGRPOTrainer(GRPOTrainer):
     def _scored(self, inputs: list[dict[str, Any]]) -> tuple[dict[str, Any], list[float]]:
         batch = super()._generate_and_score_completions(inputs)
         n, i = len(inputs), self.accelerator.process_index
-        return batch, self._last_rewards[i * n:(i + 1) * n].tolist()
+        rewards = self._last_rewards[i * n:(i + 1) * n].tolist()
+        g = self.num_generations
+        for k, ok in enumerate(informative(rewards, g, self.group_delta)):
+            if ok:
+                self._signal[0] += 1
+                self._signal[1] += makes_no_call(inputs[k * g].get("ground_truth"))
+        return batch, rewards
+
+    def _log_signal(self) -> None:
+        """``groups/signal_no_call``: of the groups with signal sampled for this step, the share whose label makes
+        no call (how much of the step teaches declining); not logged when no group had signal."""
+        total, no_call = self._signal
+        if total:
+            trl_private.append_metric(self, "train", "groups/signal_no_call", no_call / total)
+        self._signal = [0, 0]
 
     def _more_inputs(self, n_groups: int) -> list[dict[str, Any]]:
         """``n_groups`` prompts drawn at random from the training set, each repeated for its group."""
@@ -147,6 +164,7 @@ class ToolGRPOTrainer(GRPOTrainer):
             self.group_pool.count(rewards, self.group_delta)
             trl_private.append_metric(self, "train", "groups/zero_signal",
                                       (self.group_pool.dropped - dropped) / max(1, self.group_pool.seen - seen))
+            self._log_signal()
             return batch
         g = self.num_generations
         need = len(inputs) // g
@@ -177,6 +195,7 @@ class ToolGRPOTrainer(GRPOTrainer):
         trl_private.append_metric(self, "train", "groups/zero_signal", (pool.dropped - dropped) / max(1, pool.seen - seen))
         trl_private.append_metric(self, "train", "groups/fill_rounds", float(rounds))
         trl_private.append_metric(self, "train", "groups/masked_out", short / max(1, need))
+        self._log_signal()
         return out
 
 
@@ -323,8 +342,8 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
 
 #: logged values kept per step in the summary
 CURVES = ("reward", "reward_std", "frac_reward_zero_std", "groups/zero_signal", "groups/fill_rounds",
-          "groups/masked_out", "tools/format_ok", "tools/calls_per_rollout", "completions/mean_length", "entropy",
-          "kl", "step_time")
+          "groups/masked_out", "groups/signal_no_call", "tools/format_ok", "tools/calls_per_rollout",
+          "completions/mean_length", "entropy", "kl", "step_time")
 
 
 def train_rl(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> dict[str, Any]:
