@@ -123,12 +123,16 @@ def test_reward_options_are_passed_on(tmp_path):
 
 
 def test_reward_takes_the_toolrl_departures(tmp_path):
-    """--extra-calls, --no-call and --lenient reach the reward: each scores as `score_row` with that option, and
-    the three extra-call modes order a two-call answer to a one-call question free > charged > penalized."""
+    """--extra-calls, --no-call and --lenient reach the reward: each scores as `score_row` with that option; the
+    three extra-call modes order a two-call answer to a one-call question free > charged > penalized, and only the
+    lenient reading takes a call with a trailing comma."""
     twice = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    trailing_comma = '{"name": "get_weather", "parameters": {"city": "Paris"},}'  # read only when lenient
     rows = [{"completion": f"<think> x </think>\n<tool_call>\n{twice}\n{twice}\n</tool_call>",
              "ground_truth": gt(("get_weather", {"city": "Paris"}))},
-            {"completion": TOOLRL_TEXT, "ground_truth": {"role": "assistant", "content": "I cannot help with that."}}]
+            {"completion": TOOLRL_TEXT, "ground_truth": {"role": "assistant", "content": "I cannot help with that."}},
+            {"completion": f"<think> x </think>\n<tool_call>\n{trailing_comma}\n</tool_call>",
+             "ground_truth": gt(("get_weather", {"city": "Paris"}))}]
     inp = tmp_path / "in.jsonl"
     inp.write_text("".join(json.dumps(r) + "\n" for r in rows))
     seen = {}
@@ -145,6 +149,7 @@ def test_reward_takes_the_toolrl_departures(tmp_path):
     free, charged, penalized = seen.values()
     assert free[0] > charged[0] > penalized[0]
     assert penalized[1] < free[1]  # symmetric: calling on a label without a call scores the minimum
+    assert penalized[2] > free[2]  # lenient: the repaired call is read and matches
 
 
 @pytest.mark.parametrize("args, message", [

@@ -241,6 +241,11 @@ def test_the_share_of_groups_with_signal_that_teach_declining_is_logged(env, tmp
     trainer.train()
     logged = [h["groups/signal_no_call"] for h in trainer.state.log_history if "groups/signal_no_call" in h]
     assert logged and all(v == share for v in logged), logged
+    # prompts without a label: nothing to say about declining, so nothing is logged
+    trainer = _toy(env, tmp_path, lambda completions, **kw: [float(i % 2) for i in range(len(completions))],
+                   "fill", steps=2)
+    trainer.train()
+    assert not [h for h in trainer.state.log_history if "groups/signal_no_call" in h]
 
 
 def test_astra_f1_leaves_out_tasks_without_sub_answers_and_scores_an_empty_set_at_the_floor(env, tmp_path):

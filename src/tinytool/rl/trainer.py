@@ -8,7 +8,8 @@ TRL's. What is added here:
   MENTOR §3.3, ASTRA Eq. 29–31, exact match);
 - groups without signal (`tinytool.rl.groups`): STAR's homogeneous-group filter (§3.2.2) or ASTRA's adaptive
   batch filling (§3.1, Eq. 32), with the share of such groups logged every step (``groups/zero_signal``) and,
-  of the groups with signal, the share whose label makes no call (``groups/signal_no_call``);
+  of the labelled groups with signal sampled for the step, the share whose label makes no call
+  (``groups/signal_no_call``);
 - prompt selection by difficulty before training: each prompt's group is sampled once and only prompts whose
   rewards vary are kept.
 """
@@ -129,15 +130,20 @@ class ToolGRPOTrainer(GRPOTrainer):
         rewards = self._last_rewards[i * n:(i + 1) * n].tolist()
         g = self.num_generations
         for k, ok in enumerate(informative(rewards, g, self.group_delta)):
-            if ok:
+            label = inputs[k * g].get("ground_truth")
+            if ok and label is not None:  # a prompt without a label says nothing about declining
                 self._signal[0] += 1
-                self._signal[1] += makes_no_call(inputs[k * g].get("ground_truth"))
+                self._signal[1] += makes_no_call(label)
         return batch, rewards
 
     def _log_signal(self) -> None:
-        """``groups/signal_no_call``: of the groups with signal sampled for this step, the share whose label makes
-        no call (how much of the step teaches declining); not logged when no group had signal."""
-        total, no_call = self._signal
+        """``groups/signal_no_call``: of the labelled groups with signal sampled for this step (fill rounds
+        included, over every process), the share whose label makes no call: how much of what the step sampled
+        teaches declining. Not logged when no such group was sampled. Called on every process (it gathers)."""
+        import torch
+
+        counts = self.accelerator.gather(torch.tensor(self._signal, device=self.accelerator.device))
+        total, no_call = counts.view(-1, 2).sum(0).tolist()
         if total:
             trl_private.append_metric(self, "train", "groups/signal_no_call", no_call / total)
         self._signal = [0, 0]
