@@ -136,16 +136,24 @@ class ToolGRPOTrainer(GRPOTrainer):
                 self._signal[1] += makes_no_call(label)
         return batch, rewards
 
-    def _log_signal(self) -> None:
-        """``groups/signal_no_call``: of the labelled groups with signal sampled for this step (fill rounds
-        included, over every process), the share whose label makes no call: how much of what the step sampled
-        teaches declining. Not logged when no such group was sampled. Called on every process (it gathers)."""
+    def _log_share(self, name: str, part: int, whole: int) -> None:
+        """Log ``part / whole`` summed over every process (called on all of them: it gathers); nothing when the
+        whole is 0."""
         import torch
 
-        counts = self.accelerator.gather(torch.tensor(self._signal, device=self.accelerator.device))
-        total, no_call = counts.view(-1, 2).sum(0).tolist()
-        if total:
-            trl_private.append_metric(self, "train", "groups/signal_no_call", no_call / total)
+        counts = self.accelerator.gather(torch.tensor([part, whole], device=self.accelerator.device))
+        part, whole = counts.view(-1, 2).sum(0).tolist()
+        if whole:
+            trl_private.append_metric(self, "train", name, part / whole)
+
+    def _log_groups(self, seen: int, dropped: int) -> None:
+        """The step's group metrics: ``groups/zero_signal`` (the share of the groups sampled since ``seen`` /
+        ``dropped`` were read that had no signal) and ``groups/signal_no_call`` (of the labelled groups with
+        signal sampled for the step, fill rounds included, the share whose label makes no call: how much of what
+        the step sampled teaches declining; not logged when there were none)."""
+        pool = self.group_pool
+        self._log_share("groups/zero_signal", pool.dropped - dropped, pool.seen - seen)
+        self._log_share("groups/signal_no_call", self._signal[1], self._signal[0])
         self._signal = [0, 0]
 
     def _more_inputs(self, n_groups: int) -> list[dict[str, Any]]:
@@ -168,9 +176,7 @@ class ToolGRPOTrainer(GRPOTrainer):
             batch, rewards = self._scored(inputs)
             seen, dropped = self.group_pool.seen, self.group_pool.dropped
             self.group_pool.count(rewards, self.group_delta)
-            trl_private.append_metric(self, "train", "groups/zero_signal",
-                                      (self.group_pool.dropped - dropped) / max(1, self.group_pool.seen - seen))
-            self._log_signal()
+            self._log_groups(seen, dropped)
             return batch
         g = self.num_generations
         need = len(inputs) // g
@@ -198,10 +204,9 @@ class ToolGRPOTrainer(GRPOTrainer):
         if out.get("tool_mask") is not None:
             mask = mask * out["tool_mask"]
         out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
-        trl_private.append_metric(self, "train", "groups/zero_signal", (pool.dropped - dropped) / max(1, pool.seen - seen))
         trl_private.append_metric(self, "train", "groups/fill_rounds", float(rounds))
         trl_private.append_metric(self, "train", "groups/masked_out", short / max(1, need))
-        self._log_signal()
+        self._log_groups(seen, dropped)
         return out
 
 
