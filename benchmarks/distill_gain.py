@@ -115,7 +115,27 @@ def train_arm(work: Path, row: str, student: str, teacher: str, data: Path, seed
 def agreement(students: dict[str, str], teacher: str, dev: Path, turns: int = 60) -> dict[str, float]:
     """Per row, the top-1 agreement of its student with ``teacher`` over the completion tokens of the first
     ``turns`` assistant turns of ``dev`` (teacher-forced on the teacher's data): the share of positions where both
-    pick the same next token. The teacher's picks are computed once for every student."""
+    pick the same next token. The teacher's picks are computed once for every student, and only when a student's
+    folder does not already hold its figure for this teacher, split and ``turns`` (``agreement.json``: a rerun that
+    reads its arms back does not measure them again)."""
+    key = {"teacher": str(teacher), "dev": str(dev), "turns": turns}
+    known = {}
+    for row, model in students.items():
+        cached = Path(model) / "agreement.json"
+        rec = json.loads(cached.read_text()) if cached.is_file() else {}
+        if {k: rec.get(k) for k in key} == key:
+            known[row] = rec["top1"]
+    todo = {row: model for row, model in students.items() if row not in known}
+    if not todo:
+        return known
+    fresh = _agreement(todo, teacher, dev, turns)
+    for row, value in fresh.items():
+        if Path(todo[row]).is_dir():
+            (Path(todo[row]) / "agreement.json").write_text(json.dumps({**key, "top1": value}) + "\n")
+    return {row: known.get(row, fresh.get(row)) for row in students}
+
+
+def _agreement(students: dict[str, str], teacher: str, dev: Path, turns: int) -> dict[str, float]:
     import torch
 
     from tinytool.distill.examples import token_examples

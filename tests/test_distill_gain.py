@@ -57,3 +57,27 @@ def test_an_arm_s_command_carries_its_row_s_settings(distill_gain, monkeypatch, 
     with pytest.raises(FileNotFoundError):
         distill_gain.train_arm(tmp_path, "ckd", "student", "teacher", tmp_path, 0, 600.0, 1)
     assert "--temperature" not in seen[0] and seen[0][-1].endswith("ckd-s600")
+
+
+def test_agreement_is_measured_once_per_student_teacher_and_split(distill_gain, monkeypatch, tmp_path):
+    """A student folder keeps its agreement figure: a rerun that reads arms back measures only the new ones, and a
+    figure for another teacher, split or number of turns is measured again; a student without a folder (a hub
+    id) is measured every time."""
+    asked = []
+
+    def measure(students, teacher, dev, turns):
+        asked.append(sorted(students))
+        return {row: 0.5 + 0.1 * len(asked) for row in students}
+
+    monkeypatch.setattr(distill_gain, "_agreement", measure)
+    arms = {row: tmp_path / row for row in ("sft", "ckd", "fkl")}
+    for folder in arms.values():
+        folder.mkdir()
+    dev = tmp_path / "dev.jsonl"
+    first = distill_gain.agreement({"sft": str(arms["sft"]), "ckd": str(arms["ckd"])}, "T", dev)
+    assert asked == [["ckd", "sft"]] and first == {"sft": 0.6, "ckd": 0.6}
+    again = distill_gain.agreement({row: str(f) for row, f in arms.items()} | {"hub": "some/model"}, "T", dev)
+    assert asked[1] == ["fkl", "hub"] and again == {"sft": 0.6, "ckd": 0.6, "fkl": 0.7, "hub": 0.7}
+    distill_gain.agreement({"sft": str(arms["sft"])}, "T", dev, turns=30)
+    distill_gain.agreement({"sft": str(arms["sft"])}, "other", dev, turns=30)
+    assert asked[2:] == [["sft"], ["sft"]]
