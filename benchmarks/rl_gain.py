@@ -152,7 +152,8 @@ ROWS: dict[str, dict] = {
     # 10 minutes: seed 0 +7.9 (more calls than asked +7, against +17 charged), seed 1 +0.6 (irrelevance unmoved)
     "g-xp-g4": {**XP, "G": 4},
     # seed 1 has never moved irrelevance in a claim run (+2, -7, 0 against its controls): 30 % no-call prompts
-    # instead of 20, so more of an arm's groups teach declining
+    # instead of 20, so more of an arm's groups teach declining; run at 10 minutes (BFCL only): seed 0 -9.4, seed 1
+    # +11.25, the irrelevance move following whether any no-call group had signal (groups/signal_no_call)
     "g-xp-g4-nc30": {**XP, "G": 4, "prompts": "nc30"},
     "g-xp-g4-25m": {**XP, "G": 4, "seconds": 1500},
 }
