@@ -71,8 +71,6 @@ def reward(
 
     Example: tinytool reward simrl --input rows.jsonl --output scores.jsonl
     """
-    from dataclasses import replace
-
     from tinytool.formats import get_format
     from tinytool.io import atomic_file, check_not_input, check_output_file, iter_jsonl_rows
     from tinytool.progress import ProgressBar
@@ -85,14 +83,13 @@ def reward(
     except ValueError as e:
         raise UserInputError(str(e)) from None
     # checked before any file is touched (`RewardOptions` names the flag and its choices)
-    opts = RewardOptions(granularity=granularity, scale=scale, strict=strict, no_call=no_call,
-                         extra_calls=extra_calls, lenient=lenient)
+    opts = RewardOptions(require_think=requires_think(fmt) if think is None else think, granularity=granularity,
+                         scale=scale, strict=strict, no_call=no_call, extra_calls=extra_calls, lenient=lenient)
     check_not_input(output, input)
     check_output_file(output, overwrite)
     total = _count_lines(input)
     if total == 0:
         raise UserInputError(f"{input}: no rows to score (the file is empty)", fix="check the --input path")
-    opts = replace(opts, require_think=requires_think(fmt) if think is None else think)
     floor = spec.bounds(opts)[0]
     scores, n_err = [], 0
     existed = output.exists()
