@@ -300,6 +300,70 @@ def test_no_call_share_subsamples_the_prompts_and_names_data_that_cannot_give_it
                     no_call_share=1.5)
 
 
+def test_prompt_selection_samples_only_the_side_it_names_up_to_its_limit(env, tmp_path):
+    from tinytool.rl.trainer import select_by_difficulty
+
+    tok = load_tokenizer(env["model"], padding_side="left")
+    data = build_rl_dataset(list(read_jsonl(env["train"])), get_format("hermes-nothink"), tok)
+    no_call = [r["task_id"] for r in data if makes_no_call(r["ground_truth"])]
+    assert len(no_call) >= 4
+    varied, seen = set(no_call[::2]), []
+
+    def reward(completions, task_id, **_):  # a group varies only for the chosen prompts
+        seen.extend(task_id)
+        return [float(t in varied and j % 2) for j, t in enumerate(task_id)]
+
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
+                      format="hermes-nothink", select_prompts=True, select_only="no-call", select_limit=3,
+                      num_generations=2, max_completion_length=4)
+    kept, report = select_by_difficulty(load_model(env["model"]), tok, data, cfg, [reward], [1.0])
+    sampled = set(seen)
+    assert len(sampled) == 3 and sampled <= set(no_call) and len(seen) == 3 * 2  # one group each, nothing else
+    ids = set(kept["task_id"])
+    assert ids == ({r["task_id"] for r in data if not makes_no_call(r["ground_truth"])} | (sampled & varied))
+    assert report == {"prompts": len(data), "sampled": 3, "kept": len(sampled & varied)}
+    with pytest.raises(UserInputError, match="--select-only and --select-limit shape --select-prompts"):
+        RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
+                    select_only="no-call")
+    with pytest.raises(UserInputError, match="--select-only must be one of all, no-call, call"):
+        RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
+                    select_prompts=True, select_only="declines")
+    with pytest.raises(UserInputError, match="--select-limit must be ≥ 1"):
+        RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
+                    select_prompts=True, select_limit=0)
+
+
+def test_prompt_selection_spends_the_time_budget_then_the_no_call_share_applies(env, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import tinytool.rl.trainer as trainer_mod
+
+    ticks = iter(range(0, 10_000, 100))  # each reading of the trainer's clock 100 s after the last
+    monkeypatch.setattr(trainer_mod, "time", SimpleNamespace(perf_counter=lambda: float(next(ticks))))
+    dropped = []
+
+    def select(model, tok, dataset, cfg, funcs, weights):  # keeps every call and one decline
+        first = next(i for i, g in enumerate(dataset["ground_truth"]) if makes_no_call(g))
+        keep = [i for i, g in enumerate(dataset["ground_truth"]) if not makes_no_call(g) or i == first]
+        dropped.append(len(dataset) - len(keep))
+        return dataset.select(keep), {"prompts": len(dataset), "sampled": len(dataset), "kept": len(keep)}
+
+    monkeypatch.setattr(trainer_mod, "select_by_difficulty", select)
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
+                      format="hermes-nothink", reward="toolrl", select_prompts=True, no_call_share=0.5,
+                      max_seconds=1000, max_steps=1, num_generations=2)
+    trainer, report = trainer_mod.build_rl_trainer(cfg)
+    assert report["selection"]["seconds"] == 100 and cfg.max_seconds == 900
+    kept = report["selection"]["kept"]
+    assert dropped[0] > 0 and report["no_call_share"] == {"no_call": 1, "call": 1, "dropped": kept - 2}
+    assert sum(makes_no_call(g) for g in trainer.train_dataset["ground_truth"]) == 1
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
+                      format="hermes-nothink", reward="toolrl", select_prompts=True, max_seconds=50, max_steps=1,
+                      num_generations=2)
+    with pytest.raises(UserInputError, match=r"prompt selection took 100 s of --max-seconds 50: no time is left"):
+        trainer_mod.build_rl_trainer(cfg)
+
+
 # ---- the verb --------------------------------------------------------------------------------------
 
 

@@ -34,7 +34,8 @@ def rl(ctx: typer.Context) -> None:
     d = summary["data"]
     sel = d.get("selection")
     err.print(f"data: {d['conversations']} conversations → {d['prompts']} prompts"
-              + (f", {sel['kept']} kept by difficulty" if sel else "")
+              + (f", {sel['kept']} of {sel['sampled']} sampled kept by difficulty in {sel['seconds']:g} s"
+                 if sel else "")
               + (f", {sum(d['without_sub_answers'].values())} without sub-answers left out"
                  if d.get("without_sub_answers") else ""))
     curve = summary["curves"].get("reward") or []

@@ -22,6 +22,8 @@ from tinytool.train.config import RunOptions, check_inputs, listed, option
 FULL_LR = 1e-6  # ToolRL App. B (actor learning rate); MENTOR App. uses the same
 GROUP_FILTERS = ("fill", "drop", "off")
 ROLLOUTS = ("tinytool", "trl")
+#: which prompts ``--select-prompts`` samples (`tinytool.rl.trainer.select_by_difficulty`)
+SELECT_ONLY = ("all", "no-call", "call")
 
 
 def parse_reward_mix(text: str) -> dict[str, float]:
@@ -88,10 +90,17 @@ class RLRunConfig(RunOptions, GRPOConfig):
                              "catalog's tools on the task's seeded world); observations are masked out of the loss.")
     max_turns: int = option(4, "With --env: assistant turns per rollout at most.")
     no_call_share: float | None = option(None, "The share of prompts whose label makes no call (near-miss requests "
-                                         "to decline), reached by leaving prompts out, never repeating one "
-                                         "[default: the data as it is].")
+                                         "to decline), reached by leaving prompts out, never repeating one, "
+                                         "after --select-prompts [default: the data as it is].")
     select_prompts: bool = option(False, "Before training, sample each prompt's group once and keep only prompts "
-                                  "whose rewards vary (prompt selection by difficulty).")
+                                  "whose rewards vary (prompt selection by difficulty). Its seconds count "
+                                  "against --max-seconds.")
+    select_only: str = option("all", "With --select-prompts: the prompts it samples: 'all', 'no-call' (those "
+                              "whose label declines: the near misses the model sometimes calls on are the ones that "
+                              "teach declining) or 'call'; the others are kept as they are.")
+    select_limit: int | None = option(None, "With --select-prompts: sample at most this many of the prompts "
+                                      "--select-only names (a seeded draw); those not drawn are left out "
+                                      "[default: all of them].")
 
     # --- GRPOConfig fields, with the papers' defaults and their help shown ---
     num_generations: int | None = option(8, "Rollouts per prompt (the group size G).", "-G")
@@ -123,6 +132,12 @@ class RLRunConfig(RunOptions, GRPOConfig):
             (self.group_delta >= 0, f"--group-delta must be ≥ 0, got {self.group_delta}"),
             (self.fill_rounds >= 0, f"--fill-rounds must be ≥ 0, got {self.fill_rounds}"),
             (not (self.select_prompts and self.env), "--select-prompts scores single turns: leave it out with --env"),
+            (self.select_only in SELECT_ONLY,
+             f"--select-only must be one of {', '.join(SELECT_ONLY)}, got {self.select_only!r}"),
+            (self.select_limit is None or self.select_limit >= 1,
+             f"--select-limit must be ≥ 1, got {self.select_limit}"),
+            (self.select_prompts or (self.select_only == "all" and self.select_limit is None),
+             "--select-only and --select-limit shape --select-prompts: add it, or leave them out"),
             (self.no_call_share is None or 0 <= self.no_call_share <= 1,
              f"--no-call-share must be between 0 and 1, got {self.no_call_share}"),
             (self.max_turns >= 1, f"--max-turns must be ≥ 1, got {self.max_turns}"),

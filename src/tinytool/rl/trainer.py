@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import time
 from typing import Any
 
 from trl import GRPOTrainer
@@ -235,19 +236,30 @@ def check_reward_columns(cfg: RLRunConfig, columns: list[str]) -> None:
 def select_by_difficulty(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig,
                          funcs: list[Any], weights: list[float]) -> tuple[Any, dict[str, int]]:
     """Keep the prompts whose group of ``num_generations`` sampled completions gets rewards that vary (standard
-    deviation > ``group_delta``): a prompt every rollout solves, or none does, gives GRPO nothing to learn."""
+    deviation > ``group_delta``): a prompt every rollout solves, or none does, gives GRPO nothing to learn (the
+    signal filter of ASTRA §3.1 and STAR App. A.2, applied once before training). ``cfg.select_only`` names the
+    prompts sampled (by their label: declining or calling; the others are kept untouched) and ``cfg.select_limit``
+    caps how many of them are sampled, a seeded draw, those not drawn left out. Returns the rows kept and a
+    report: prompts, sampled, kept."""
     from tinytool.llm.base import GenerationConfig, Request
     from tinytool.llm.hf import HFClient
     from tinytool.progress import track
 
+    side = {"no-call": True, "call": False}.get(cfg.select_only)
+    sampled, untouched = [], []
+    for i, gt in enumerate(dataset["ground_truth"]):
+        (sampled if side is None or makes_no_call(gt) == side else untouched).append(i)
+    if cfg.select_limit is not None and cfg.select_limit < len(sampled):
+        sampled = sorted(random.Random(cfg.seed).sample(sampled, cfg.select_limit))
     g = cfg.num_generations
     client = HFClient(model, tokenizer, batch_size=max(1, 32 // g), prefix_cache_mb=0)
     gen = GenerationConfig(temperature=cfg.temperature, n=g, max_new_tokens=cfg.max_completion_length,
                            seed=cfg.seed)
     keep: list[int] = []
     chunk = 16
-    for start in track(range(0, len(dataset), chunk), description="selecting prompts"):
-        rows = [dataset[i] for i in range(start, min(len(dataset), start + chunk))]
+    for start in track(range(0, len(sampled), chunk), description="selecting prompts"):
+        ids = sampled[start:start + chunk]
+        rows = [dataset[i] for i in ids]
         outs = client.generate([Request([], prompt=r["prompt"]) for r in rows], gen)
         completions = [c.text for out in outs for c in out]
         columns = {k: [r[k] for r in rows for _ in range(g)] for k in rows[0] if k != "prompt"}
@@ -255,9 +267,10 @@ def select_by_difficulty(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunCon
         for f, w in zip(funcs, weights):
             for j, s in enumerate(f(completions, **columns)):
                 total[j] += w * s
-        keep += [start + k for k, ok in enumerate(informative(total, g, cfg.group_delta)) if ok]
+        keep += [i for i, ok in zip(ids, informative(total, g, cfg.group_delta)) if ok]
     model.train()
-    return dataset.select(keep), {"prompts": len(dataset), "kept": len(keep)}
+    report = {"prompts": len(dataset), "sampled": len(sampled), "kept": len(keep)}
+    return dataset.select(sorted(untouched + keep)), report
 
 
 def runnable(dataset: Any, env_cls: type) -> Any:
@@ -291,12 +304,6 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
                              "an assistant turn after a user turn")
     check_reward_columns(cfg, dataset.column_names)
     report = {"conversations": len(convs), "prompts": len(dataset)}
-    if cfg.no_call_share is not None:
-        try:
-            dataset, report["no_call_share"] = with_no_call_share(dataset, cfg.no_call_share, cfg.seed)
-        except ValueError as e:
-            raise UserInputError(f"--no-call-share {cfg.no_call_share}: {e} in {', '.join(cfg.data)}",
-                                 fix="leave --no-call-share out, or add the missing kind of example") from None
     if "astra-f1" in cfg.reward_mix:
         dataset, missing = split_by_sub_answers(dataset)
         if missing:
@@ -313,12 +320,26 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
     cfg.reward_weights = weights
     model = load_model(cfg.model)
     if cfg.select_prompts:
+        started = time.perf_counter()
         dataset, sel = select_by_difficulty(model, tokenizer, dataset, cfg, funcs, weights)
+        sel["seconds"] = round(time.perf_counter() - started, 1)
         report["selection"] = sel
         if len(dataset) == 0:
             raise UserInputError(f"prompt selection kept none of {sel['prompts']} prompts: every group's rewards "
                                  "were equal", fix="drop --select-prompts, raise --temperature, or train on "
                                  "other data")
+        if cfg.max_seconds is not None:  # the budget covers the selection: an arm that selects trains for less
+            if sel["seconds"] >= cfg.max_seconds:
+                raise UserInputError(f"prompt selection took {sel['seconds']:g} s of --max-seconds "
+                                     f"{cfg.max_seconds:g}: no time is left to train",
+                                     fix="raise --max-seconds, or sample fewer prompts (--select-limit)")
+            cfg.max_seconds -= sel["seconds"]
+    if cfg.no_call_share is not None:
+        try:
+            dataset, report["no_call_share"] = with_no_call_share(dataset, cfg.no_call_share, cfg.seed)
+        except ValueError as e:
+            raise UserInputError(f"--no-call-share {cfg.no_call_share}: {e} in {', '.join(cfg.data)}",
+                                 fix="leave --no-call-share out, or add the missing kind of example") from None
     model.train()
     rollout_func = None
     if cfg.env is not None:
