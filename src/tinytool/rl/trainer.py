@@ -324,6 +324,8 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
         dataset, sel = select_by_difficulty(model, tokenizer, dataset, cfg, funcs, weights)
         sel["seconds"] = round(time.perf_counter() - started, 1)
         report["selection"] = sel
+        log.info("prompt selection: %d of %d sampled prompts kept in %.0f s (%d prompts now)", sel["kept"],
+                 sel["sampled"], sel["seconds"], len(dataset))
         if len(dataset) == 0:
             raise UserInputError(f"prompt selection kept none of {sel['prompts']} prompts: every group's rewards "
                                  "were equal", fix="drop --select-prompts, raise --temperature, or train on "
