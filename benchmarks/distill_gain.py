@@ -20,6 +20,8 @@ The protocol, from nothing, under three hours on two CPU cores (the teacher may 
     .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd --seconds 600 --parallel --seed 0
     .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd,fkl,ckd-10m-t2 --seconds 600 \
         --parallel --seed 0   # fkl added to a finished claim (sft, ckd read back), beside a sweep row
+    .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd --seconds 600 --parallel --seed 0 \
+        --rl g-xp-g4-seln   # STAR's ordering: GRPO from the sft and ckd students (star_ordering)
 
 Scoring is rl_gain.py's: strict BFCL on seeded subsets of ``--limit`` items per category, **overall** = the mean
 of the non-live AST average and strict irrelevance, paired bootstrap stratified by category. Beside the scores,
@@ -174,6 +176,24 @@ def record(row: str, summary: dict, sc: dict, against: dict | None, agree: float
     return rec
 
 
+def star_ordering(seed: int, rl_row: str, models: dict[str, str], tables: dict[str, dict],
+                  rl_runs: dict[str, tuple[str, dict]], rl_scores: dict[str, dict]) -> dict:
+    """STAR's ordering (§4, Table 4: CKD + RL > SFT + RL > SFT) on one seed's arms: the SFT and CKD students each
+    trained further by the GRPO row ``rl_row`` of rl_gain.py, the four models paired on the same items.
+    ``tables``: the sft and ckd arms' scores; ``rl_runs`` / ``rl_scores``: per arm (sft, ckd), the RL model with its
+    summary, and its scores. ``holds``: each step of the ordering up by a paired p < 0.05."""
+    steps = {"sft_rl_vs_sft": rl_gain.paired(tables["sft"], rl_scores["sft"]),
+             "ckd_rl_vs_sft_rl": rl_gain.paired(rl_scores["sft"], rl_scores["ckd"]),
+             "ckd_rl_vs_ckd": rl_gain.paired(tables["ckd"], rl_scores["ckd"])}
+    up = {k: v["delta_overall"] > 0 and v["p_overall"] < 0.05 for k, v in steps.items()}
+    return {"seed": seed, "rl_row": rl_row, "rl_settings": rl_gain.ROWS[rl_row],
+            "sft": tables["sft"]["table"], "sft_rl": rl_scores["sft"]["table"],
+            "ckd": tables["ckd"]["table"], "ckd_rl": rl_scores["ckd"]["table"], **steps,
+            "rl_from": {arm: models[arm] for arm in rl_runs},
+            "seconds": {f"{arm}_rl": rl_gain.arm_seconds(summary) for arm, (_, summary) in rl_runs.items()},
+            "holds": up["sft_rl_vs_sft"] and up["ckd_rl_vs_sft_rl"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, required=True, help="quality.py's work folder (the teacher is there)")
@@ -191,6 +211,8 @@ def main() -> None:
     ap.add_argument("--parallel", action="store_true", help="train and score two arms at a time, one thread each")
     ap.add_argument("--no-untrained", action="store_true", help="leave the untrained student's scores out (a "
                     "reference only; about a quarter of the scoring time)")
+    ap.add_argument("--rl", metavar="ROW", help="with --final: STAR's ordering, the sft and ckd arms each trained "
+                    "further by this GRPO row of rl_gain.py, into star_ordering")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
@@ -198,6 +220,9 @@ def main() -> None:
         rows = arm_rows(args.rows, args.final)
     except ValueError as e:
         ap.error(str(e))
+    if args.rl is not None and (not args.final or rl_gain.ROWS.get(args.rl, {}).get("kind") != "rl"):
+        ap.error(f"--rl {args.rl}: needs --final and a GRPO row of rl_gain.py "
+                 f"({', '.join(r for r, s in rl_gain.ROWS.items() if s['kind'] == 'rl')})")
     if args.teacher_row not in quality.ROWS:
         ap.error(f"--teacher-row: unknown row {args.teacher_row!r}")
 
@@ -254,6 +279,18 @@ def main() -> None:
         entry = result.setdefault("ckd_vs_sft", {"runs": [], "items_per_category": args.limit or "all"})
         entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [run]
         print(json.dumps({k: run[k] for k in ("seed", "delta_overall_ckd_vs_sft", "p_overall", "claim_holds")}))
+        if args.rl:
+            models = {row: m for row, (m, _) in zip(rows, runs) if row in ("sft", "ckd")}
+            rl_runs = dict(zip(models, rl_gain.in_pairs(
+                [lambda th, m=m: rl_gain.train_row(args.work, args.rl, m, data, args.seed, th,
+                                                   base_name=f"distill-{Path(m).name}") for m in models.values()],
+                args.parallel)))
+            rl_scores = dict(zip(models, rl_gain.in_pairs([lambda th, m=m: score(m, th) for m, _ in rl_runs.values()],
+                                                          args.parallel)))
+            order = star_ordering(args.seed, args.rl, models, by, rl_runs, rl_scores)
+            entry = result.setdefault("star_ordering", {"runs": [], "items_per_category": args.limit or "all"})
+            entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [order]
+            print(json.dumps({k: order[k] for k in ("seed", "rl_row", "holds")}))
     args.out.write_text(json.dumps(result, indent=1) + "\n")
 
 

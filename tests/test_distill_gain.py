@@ -81,3 +81,24 @@ def test_agreement_is_measured_once_per_student_teacher_and_split(distill_gain, 
     distill_gain.agreement({"sft": str(arms["sft"])}, "T", dev, turns=30)
     distill_gain.agreement({"sft": str(arms["sft"])}, "other", dev, turns=30)
     assert asked[2:] == [["sft"], ["sft"]]
+
+
+def test_star_ordering_pairs_each_step_on_the_same_items(distill_gain):
+    """CKD + RL > SFT + RL > SFT: each step a paired comparison; the ordering holds only when both steps are up
+    with p < 0.05, and a reversed step is reported, not hidden."""
+    cats = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+
+    def sc(share: float) -> dict:
+        items = {f"{c}-{i}": (c, i < share * 40) for c in cats for i in range(40)}
+        return {"items": items, "table": {"irrelevance_strict": share, "overall": share}}
+
+    runs = {"sft": ("m/sft-rl", {"seconds": 500.0, "data": {"selection": {"seconds": 90.0}}}),
+            "ckd": ("m/ckd-rl", {"seconds": 580.0})}
+    order = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
+                                       {"sft": sc(0.3), "ckd": sc(0.4)}, runs, {"sft": sc(0.6), "ckd": sc(0.9)})
+    assert order["holds"] and order["sft_rl_vs_sft"]["delta_overall"] > 0.25
+    assert order["ckd_rl_vs_sft_rl"]["p_overall"] < 0.05 and order["seconds"] == {"sft_rl": 590.0, "ckd_rl": 580.0}
+    assert order["sft_rl"]["overall"] == 0.6 and order["rl_from"]["ckd"] == "m/ckd"
+    reversed_ = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
+                                           {"sft": sc(0.3), "ckd": sc(0.4)}, runs, {"sft": sc(0.9), "ckd": sc(0.6)})
+    assert not reversed_["holds"] and reversed_["ckd_rl_vs_sft_rl"]["delta_overall"] < 0
