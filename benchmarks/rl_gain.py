@@ -158,9 +158,13 @@ ROWS: dict[str, dict] = {
     # whether any no-call group carries signal decides the irrelevance move, and the base declines two thirds of its
     # near-miss prompts unanimously (54 of nc20's 160 no-call prompts varied in a group of 4 at seed 0): the arm
     # first samples 32 of its no-call prompts once and keeps those whose group varied (its seconds spent from the
-    # arm's 600), then cuts the calling prompts back to the 20 % share
+    # arm's 600), then cuts the calling prompts back to the 20 % share; run as the claim at 10 minutes (BFCL): seed 0
+    # -6.5 (irrelevance -16), seed 1 +8.1 (irrelevance +15), each arm with 2 no-call groups with signal
     "g-xp-g4-seln": {**XP, "G": 4, "flags": [*XP["flags"], "--select-prompts", "--select-only", "no-call",
                                              "--select-limit", "32", "--no-call-share", "0.2"]},
+    # the same with 40 % of the prompts the selected near misses: declining groups with signal in most steps
+    "g-xp-g4-seln40": {**XP, "G": 4, "flags": [*XP["flags"], "--select-prompts", "--select-only", "no-call",
+                                               "--select-limit", "32", "--no-call-share", "0.4"]},
     "g-xp-g4-25m": {**XP, "G": 4, "seconds": 1500},
 }
 
