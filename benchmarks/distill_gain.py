@@ -221,8 +221,7 @@ def main() -> None:
     except ValueError as e:
         ap.error(str(e))
     if args.rl is not None and (not args.final or rl_gain.ROWS.get(args.rl, {}).get("kind") != "rl"):
-        ap.error(f"--rl {args.rl}: needs --final and a GRPO row of rl_gain.py "
-                 f"({', '.join(r for r, s in rl_gain.ROWS.items() if s['kind'] == 'rl')})")
+        ap.error(f"--rl {args.rl}: needs --final and a GRPO row of rl_gain.py's ROWS (kind rl, e.g. g-xp-g4)")
     if args.teacher_row not in quality.ROWS:
         ap.error(f"--teacher-row: unknown row {args.teacher_row!r}")
 
@@ -279,7 +278,8 @@ def main() -> None:
         entry = result.setdefault("ckd_vs_sft", {"runs": [], "items_per_category": args.limit or "all"})
         entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [run]
         print(json.dumps({k: run[k] for k in ("seed", "delta_overall_ckd_vs_sft", "p_overall", "claim_holds")}))
-        if args.rl:
+        if args.rl:  # the claim's record is written first: a failed RL stage does not lose it
+            args.out.write_text(json.dumps(result, indent=1) + "\n")
             models = {row: m for row, (m, _) in zip(rows, runs) if row in ("sft", "ckd")}
             rl_runs = dict(zip(models, rl_gain.in_pairs(
                 [lambda th, m=m: rl_gain.train_row(args.work, args.rl, m, data, args.seed, th,

@@ -155,11 +155,11 @@ ROWS: dict[str, dict] = {
     # instead of 20, so more of an arm's groups teach declining; run at 10 minutes (BFCL only): seed 0 -9.4, seed 1
     # +11.25, the irrelevance move following whether any no-call group had signal (groups/signal_no_call)
     "g-xp-g4-nc30": {**XP, "G": 4, "prompts": "nc30"},
-    # whether any no-call group carries signal decides the irrelevance move, and the base declines two thirds of its
-    # near-miss prompts unanimously (54 of nc20's 160 no-call prompts varied in a group of 4 at seed 0): the arm
-    # first samples 32 of its no-call prompts once and keeps those whose group varied (its seconds spent from the
-    # arm's 600), then cuts the calling prompts back to the 20 % share; run as the claim at 10 minutes (BFCL): seed 0
-    # -6.5 (irrelevance -16), seed 1 +8.1 (irrelevance +15), each arm with 2 no-call groups with signal
+    # whether any no-call group carries signal decides the irrelevance move, and the base answers two thirds of its
+    # near-miss prompts alike in every rollout (54 of nc20's 160 no-call prompts varied in a group of 4, seed 0):
+    # the arm first samples 32 of its no-call prompts once and keeps those whose group varied (its seconds spent
+    # from the arm's 600), then cuts the calling prompts back to the 20 % share; run as the claim at 10 minutes:
+    # seed 0 -6.5 (irrelevance -16), seed 1 +8.1 (irrelevance +15), each arm with 2 no-call groups with signal
     "g-xp-g4-seln": {**XP, "G": 4, "flags": [*XP["flags"], "--select-prompts", "--select-only", "no-call",
                                              "--select-limit", "32", "--no-call-share", "0.2"]},
     # the same with 40 % of the prompts the selected near misses: declining groups with signal in most steps
@@ -353,6 +353,7 @@ def sweep_record(row: str, summary: dict, sc: dict, base: dict, control: dict | 
                                               "loss", "temperature", "lora", "flags")},
         "seconds_budget": spec["seconds"],
         "seconds": arm_seconds(summary),
+        "selection_seconds": ((summary.get("data") or {}).get("selection") or {}).get("seconds"),
         "steps": summary.get("global_step"),
         "seconds_per_step": round(summary.get("seconds", 0.0) / max(1, summary.get("global_step") or 1), 1),
         **sc["table"],
@@ -456,8 +457,8 @@ def main() -> None:
             "delta_overall_vs_control": vs["delta_overall"], "delta_ast_vs_control": vs["delta_ast"],
             "p_overall": vs["p_overall"], "p_ast": vs["p_ast"], "p_irrelevance_strict": vs["p_irrelevance_strict"],
             "vs_base": paired(base_sc, rl_sc),
-            "seconds": {"base_train": round((base_summary or {}).get("seconds", 0.0), 1), "grpo": arm_seconds(rl_summary),
-                        "control": arm_seconds(ctl_summary)},
+            "seconds": {"base_train": round((base_summary or {}).get("seconds", 0.0), 1),
+                        "grpo": arm_seconds(rl_summary), "control": arm_seconds(ctl_summary)},
             "steps": {"grpo": rl_summary.get("global_step"), "control": ctl_summary.get("global_step")},
             "settings": ROWS[args.final], "control_settings": ROWS[args.control],
             "failures": {"base": base_sc["failures"], "grpo": rl_sc["failures"], "control": ctl_sc["failures"]},

@@ -102,3 +102,7 @@ def test_star_ordering_pairs_each_step_on_the_same_items(distill_gain):
     reversed_ = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
                                            {"sft": sc(0.3), "ckd": sc(0.4)}, runs, {"sft": sc(0.9), "ckd": sc(0.6)})
     assert not reversed_["holds"] and reversed_["ckd_rl_vs_sft_rl"]["delta_overall"] < 0
+    # RL that lowers the CKD student is reported, and is not a step of STAR's ordering
+    past = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
+                                      {"sft": sc(0.3), "ckd": sc(1.0)}, runs, {"sft": sc(0.6), "ckd": sc(0.9)})
+    assert past["holds"] and past["ckd_rl_vs_ckd"]["delta_overall"] < 0

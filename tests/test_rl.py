@@ -304,64 +304,114 @@ def test_prompt_selection_samples_only_the_side_it_names_up_to_its_limit(env, tm
     from tinytool.rl.trainer import select_by_difficulty
 
     tok = load_tokenizer(env["model"], padding_side="left")
+    model = load_model(env["model"])
     data = build_rl_dataset(list(read_jsonl(env["train"])), get_format("hermes-nothink"), tok)
-    no_call = [r["task_id"] for r in data if makes_no_call(r["ground_truth"])]
-    assert len(no_call) >= 4
-    varied, seen = set(no_call[::2]), []
+    declines = {r["task_id"] for r in data if makes_no_call(r["ground_truth"])}
+    calls = {r["task_id"] for r in data} - declines
+    assert len(declines) >= 4 and len(calls) >= 4
+    varied, seen = set(sorted(declines)[::2]) | set(sorted(calls)[::2]), []
 
     def reward(completions, task_id, **_):  # a group varies only for the chosen prompts
         seen.extend(task_id)
         return [float(t in varied and j % 2) for j, t in enumerate(task_id)]
 
-    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
-                      format="hermes-nothink", select_prompts=True, select_only="no-call", select_limit=3,
-                      num_generations=2, max_completion_length=4)
-    kept, report = select_by_difficulty(load_model(env["model"]), tok, data, cfg, [reward], [1.0])
-    sampled = set(seen)
-    assert len(sampled) == 3 and sampled <= set(no_call) and len(seen) == 3 * 2  # one group each, nothing else
-    ids = set(kept["task_id"])
-    assert ids == ({r["task_id"] for r in data if not makes_no_call(r["ground_truth"])} | (sampled & varied))
+    def select(only: str, limit: int | None) -> tuple[set, set, dict]:
+        seen.clear()
+        cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
+                          format="hermes-nothink", select_prompts=True, select_only=only, select_limit=limit,
+                          num_generations=2, max_completion_length=4)
+        kept, report = select_by_difficulty(model, tok, data, cfg, [reward], [1.0])
+        assert len(seen) == 2 * len(set(seen))  # one group of two per sampled prompt, nothing else
+        assert [data[i]["task_id"] for i in report.pop("rows")] == kept["task_id"]
+        return set(seen), set(kept["task_id"]), report
+
+    sampled, kept, report = select("no-call", 3)
+    assert len(sampled) == 3 and sampled <= declines
+    assert kept == calls | (sampled & varied)  # the calling prompts untouched, the undrawn declines left out
     assert report == {"prompts": len(data), "sampled": 3, "kept": len(sampled & varied)}
-    with pytest.raises(UserInputError, match="--select-only and --select-limit shape --select-prompts"):
-        RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
-                    select_only="no-call")
-    with pytest.raises(UserInputError, match="--select-only must be one of all, no-call, call"):
-        RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
-                    select_prompts=True, select_only="declines")
-    with pytest.raises(UserInputError, match="--select-limit must be ≥ 1"):
-        RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
-                    select_prompts=True, select_limit=0)
+    assert select("no-call", 3)[0] == sampled  # the draw is seeded
+    sampled, kept, report = select("call", None)
+    assert sampled == calls and kept == declines | (calls & varied)
+    sampled, kept, report = select("all", 5)
+    assert len(sampled) == 5 and kept == sampled & varied
+    varied.clear()
+    with pytest.raises(UserInputError, match="kept none of the 5 prompts it sampled"):
+        select("all", 5)
+    only_calls = data.filter(lambda r: not makes_no_call(r["ground_truth"]))
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
+                      format="hermes-nothink", select_prompts=True, select_only="no-call")
+    with pytest.raises(UserInputError, match=r"--select-only no-call: none of the \d+ prompts declines"):
+        select_by_difficulty(model, tok, only_calls, cfg, [reward], [1.0])
+    for bad, says in (({"select_only": "no-call"}, "--select-only and --select-limit shape --select-prompts"),
+                      ({"select_prompts": True, "select_only": "declines"}, "--select-only must be one of all"),
+                      ({"select_prompts": True, "select_limit": 0}, "--select-limit must be ≥ 1")):
+        with pytest.raises(UserInputError, match=says):
+            RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "c"), **bad)
 
 
-def test_prompt_selection_spends_the_time_budget_then_the_no_call_share_applies(env, tmp_path, monkeypatch):
+def test_prompt_selection_spends_the_time_budget_once_and_a_resumed_run_reads_it_back(env, tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     import tinytool.rl.trainer as trainer_mod
 
     ticks = iter(range(0, 10_000, 100))  # each reading of the trainer's clock 100 s after the last
     monkeypatch.setattr(trainer_mod, "time", SimpleNamespace(perf_counter=lambda: float(next(ticks))))
-    dropped = []
+    calls = []
 
     def select(model, tok, dataset, cfg, funcs, weights):  # keeps every call and one decline
         first = next(i for i, g in enumerate(dataset["ground_truth"]) if makes_no_call(g))
         keep = [i for i, g in enumerate(dataset["ground_truth"]) if not makes_no_call(g) or i == first]
-        dropped.append(len(dataset) - len(keep))
-        return dataset.select(keep), {"prompts": len(dataset), "sampled": len(dataset), "kept": len(keep)}
+        calls.append(len(dataset) - len(keep))
+        return dataset.select(keep), {"prompts": len(dataset), "sampled": len(dataset), "kept": len(keep),
+                                      "rows": keep}
 
     monkeypatch.setattr(trainer_mod, "select_by_difficulty", select)
     cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
                       format="hermes-nothink", reward="toolrl", select_prompts=True, no_call_share=0.5,
                       max_seconds=1000, max_steps=1, num_generations=2)
     trainer, report = trainer_mod.build_rl_trainer(cfg)
-    assert report["selection"]["seconds"] == 100 and cfg.max_seconds == 900
+    assert report["selection"]["seconds"] == 100 and trainer.budget_spent == 100 and cfg.max_seconds == 1000
     kept = report["selection"]["kept"]
-    assert dropped[0] > 0 and report["no_call_share"] == {"no_call": 1, "call": 1, "dropped": kept - 2}
+    assert calls[0] > 0 and report["no_call_share"] == {"no_call": 1, "call": 1, "dropped": kept - 2}
     assert sum(makes_no_call(g) for g in trainer.train_dataset["ground_truth"]) == 1
-    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
+    rows = list(trainer.train_dataset["task_id"])
+    again, report = trainer_mod.build_rl_trainer(cfg)  # a resumed run: the same rows, no sampling, no seconds
+    assert len(calls) == 1 and again.budget_spent == 0 and report["selection"]["read_back"]
+    assert report["selection"]["seconds"] == 100 and list(again.train_dataset["task_id"]) == rows
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
                       format="hermes-nothink", reward="toolrl", select_prompts=True, max_seconds=50, max_steps=1,
-                      num_generations=2)
+                      num_generations=2, seed=3)  # another seed: its own selection, which overruns the budget
     with pytest.raises(UserInputError, match=r"prompt selection took 100 s of --max-seconds 50: no time is left"):
         trainer_mod.build_rl_trainer(cfg)
+    assert len(calls) == 2
+
+
+def test_the_time_budget_is_held_less_what_the_set_up_spent(monkeypatch):
+    from types import SimpleNamespace
+
+    from transformers import TrainerState
+
+    from tinytool.train import callbacks
+
+    class Trainer:  # the parts of a trainer train_seconds touches
+        args = SimpleNamespace(max_seconds=600.0, time_schedule=False)
+        accelerator = SimpleNamespace(num_processes=2)
+        state = TrainerState(global_step=0)
+
+        def __init__(self, spent):
+            self.budget_spent, self.callbacks = spent, []
+
+        def add_callback(self, cb):
+            self.callbacks.append(cb)
+
+        def train(self, resume_from_checkpoint=None):
+            pass
+
+    for spent, budget in ((150.0, 450.0), (0.0, 600.0)):
+        trainer = Trainer(spent)
+        callbacks.train_seconds(trainer, None)
+        timer = next(cb for cb in trainer.callbacks if isinstance(cb, callbacks.StopAtWallTime))
+        assert timer.seconds == budget
 
 
 # ---- the verb --------------------------------------------------------------------------------------

@@ -94,7 +94,8 @@ class RLRunConfig(RunOptions, GRPOConfig):
                                          "after --select-prompts [default: the data as it is].")
     select_prompts: bool = option(False, "Before training, sample each prompt's group once and keep only prompts "
                                   "whose rewards vary (prompt selection by difficulty). Its seconds count "
-                                  "against --max-seconds.")
+                                  "against --max-seconds; the rows kept are saved in the output directory, and a "
+                                  "resumed run reads them back.")
     select_only: str = option("all", "With --select-prompts: the prompts it samples: 'all', 'no-call' (those "
                               "whose label declines: the near misses the model sometimes calls on are the ones that "
                               "teach declining) or 'call'; the others are kept as they are.")

@@ -234,13 +234,14 @@ def check_reward_columns(cfg: RLRunConfig, columns: list[str]) -> None:
 
 
 def select_by_difficulty(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig,
-                         funcs: list[Any], weights: list[float]) -> tuple[Any, dict[str, int]]:
+                         funcs: list[Any], weights: list[float]) -> tuple[Any, dict[str, Any]]:
     """Keep the prompts whose group of ``num_generations`` sampled completions gets rewards that vary (standard
     deviation > ``group_delta``): a prompt every rollout solves, or none does, gives GRPO nothing to learn (the
     signal filter of ASTRA §3.1 and STAR App. A.2, applied once before training). ``cfg.select_only`` names the
     prompts sampled (by their label: declining or calling; the others are kept untouched) and ``cfg.select_limit``
     caps how many of them are sampled, a seeded draw, those not drawn left out. Returns the rows kept and a
-    report: prompts, sampled, kept."""
+    report: prompts, sampled, kept, and ``rows`` (the kept rows' indices in ``dataset``). Raises `UserInputError`
+    when there is nothing to sample or nothing varied."""
     from tinytool.llm.base import GenerationConfig, Request
     from tinytool.llm.hf import HFClient
     from tinytool.progress import track
@@ -249,6 +250,10 @@ def select_by_difficulty(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunCon
     sampled, untouched = [], []
     for i, gt in enumerate(dataset["ground_truth"]):
         (sampled if side is None or makes_no_call(gt) == side else untouched).append(i)
+    if not sampled:
+        raise UserInputError(f"--select-only {cfg.select_only}: none of the {len(dataset)} prompts "
+                             f"{'declines' if side else 'calls'} in its label, so there is nothing to sample",
+                             fix="choose another --select-only, or train on data that has such prompts")
     if cfg.select_limit is not None and cfg.select_limit < len(sampled):
         sampled = sorted(random.Random(cfg.seed).sample(sampled, cfg.select_limit))
     g = cfg.num_generations
@@ -269,8 +274,55 @@ def select_by_difficulty(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunCon
                 total[j] += w * s
         keep += [i for i, ok in zip(ids, informative(total, g, cfg.group_delta)) if ok]
     model.train()
-    report = {"prompts": len(dataset), "sampled": len(sampled), "kept": len(keep)}
-    return dataset.select(sorted(untouched + keep)), report
+    if not keep:
+        raise UserInputError(f"prompt selection kept none of the {len(sampled)} prompts it sampled: every "
+                             "group's rewards were equal", fix="raise --select-limit or --temperature, drop "
+                             "--select-prompts, or train on other data")
+    rows = sorted(untouched + keep)
+    return dataset.select(rows), {"prompts": len(dataset), "sampled": len(sampled), "kept": len(keep), "rows": rows}
+
+
+#: the file in a run's output directory that keeps its prompt selection, so a resumed run trains on the same rows
+SELECTION_FILE = "selected_prompts.json"
+
+
+def selected_prompts(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig, funcs: list[Any],
+                     weights: list[float]) -> tuple[Any, dict[str, Any], float]:
+    """`select_by_difficulty` once per run: the rows kept are written to the output directory and a resumed run
+    (the same model, data, rewards and selection settings) reads them back instead of sampling again, so it trains
+    on the same prompts and spends no time on them. Returns the rows, the selection's report (its ``seconds``:
+    the selection's own, however many invocations ago) and the seconds this invocation spent selecting."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    key = {k: getattr(cfg, k) for k in ("model", "data", "format", "reward", "no_call", "extra_calls", "lenient",
+                                        "toolrl_granularity", "toolrl_scale", "select_only", "select_limit",
+                                        "seed", "num_generations", "temperature", "max_completion_length",
+                                        "group_delta")}
+    rows = json.dumps([list(dataset["prompt"]), list(dataset["ground_truth"])])
+    key["prompts"] = hashlib.sha256(rows.encode()).hexdigest()
+    path = Path(cfg.output_dir) / SELECTION_FILE
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        saved = None
+    if isinstance(saved, dict) and saved.get("key") == json.loads(json.dumps(key)):
+        log.info("prompt selection read back from %s (%d prompts)", path, len(saved["rows"]))
+        return dataset.select(saved["rows"]), {**saved["report"], "read_back": True}, 0.0
+    started = time.perf_counter()
+    kept, report = select_by_difficulty(model, tokenizer, dataset, cfg, funcs, weights)
+    spent = round(time.perf_counter() - started, 1)
+    report["seconds"] = spent
+    log.info("prompt selection: %d of %d sampled prompts kept in %.0f s (%d prompts now)", report["kept"],
+             report["sampled"], spent, len(kept))
+    if cfg.process_index == 0:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"key": key, "rows": report.pop("rows"), "report": report}) + "\n",
+                        encoding="utf-8")
+    else:
+        report.pop("rows")
+    return kept, report, spent
 
 
 def runnable(dataset: Any, env_cls: type) -> Any:
@@ -319,29 +371,22 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
     funcs, weights = reward_functions(cfg)
     cfg.reward_weights = weights
     model = load_model(cfg.model)
+    spent = 0.0
     if cfg.select_prompts:
-        started = time.perf_counter()
-        dataset, sel = select_by_difficulty(model, tokenizer, dataset, cfg, funcs, weights)
-        sel["seconds"] = round(time.perf_counter() - started, 1)
+        dataset, sel, spent = selected_prompts(model, tokenizer, dataset, cfg, funcs, weights)
         report["selection"] = sel
-        log.info("prompt selection: %d of %d sampled prompts kept in %.0f s (%d prompts now)", sel["kept"],
-                 sel["sampled"], sel["seconds"], len(dataset))
-        if len(dataset) == 0:
-            raise UserInputError(f"prompt selection kept none of {sel['prompts']} prompts: every group's rewards "
-                                 "were equal", fix="drop --select-prompts, raise --temperature, or train on "
-                                 "other data")
-        if cfg.max_seconds is not None:  # the budget covers the selection: an arm that selects trains for less
-            if sel["seconds"] >= cfg.max_seconds:
-                raise UserInputError(f"prompt selection took {sel['seconds']:g} s of --max-seconds "
-                                     f"{cfg.max_seconds:g}: no time is left to train",
-                                     fix="raise --max-seconds, or sample fewer prompts (--select-limit)")
-            cfg.max_seconds -= sel["seconds"]
+        if cfg.max_seconds is not None and spent >= cfg.max_seconds:
+            raise UserInputError(f"prompt selection took {spent:g} s of --max-seconds {cfg.max_seconds:g}: no time "
+                                 "is left to train", fix="raise --max-seconds, or sample fewer prompts "
+                                 "(--select-limit)")
     if cfg.no_call_share is not None:
         try:
             dataset, report["no_call_share"] = with_no_call_share(dataset, cfg.no_call_share, cfg.seed)
         except ValueError as e:
-            raise UserInputError(f"--no-call-share {cfg.no_call_share}: {e} in {', '.join(cfg.data)}",
-                                 fix="leave --no-call-share out, or add the missing kind of example") from None
+            after = " after the prompt selection" if cfg.select_prompts else ""
+            raise UserInputError(f"--no-call-share {cfg.no_call_share}: {e}{after} in {', '.join(cfg.data)}",
+                                 fix="leave --no-call-share out, or add the missing kind of example"
+                                     + (" (or sample more with --select-limit)" if after else "")) from None
     model.train()
     rollout_func = None
     if cfg.env is not None:
@@ -371,6 +416,7 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
         rollout_func=rollout_func,
         peft_config=cfg.lora_spec.to_peft() if cfg.lora is not None else None, callbacks=callbacks,
         group_filter=cfg.group_filter, group_delta=cfg.group_delta, fill_rounds=cfg.fill_rounds, tool_format=fmt)
+    trainer.budget_spent = spent  # the seconds of --max-seconds this invocation already spent (train_seconds)
     return trainer, report
 
 

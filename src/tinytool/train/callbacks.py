@@ -224,7 +224,8 @@ class TimeSchedule(TrainerCallback):
 def train_seconds(trainer: Any, resume_from: str | None) -> float:
     """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds over the whole
     run, the invocations a resumed run was stopped in included (`RunClock`; 0 when the checkpoint was already
-    at the target). A run the wall-time budget stopped sets ``trainer.stopped_by_time`` to its step. A run stopped by
+    at the target). A ``--max-seconds`` budget is held less ``trainer.budget_spent``, the seconds the set-up spent
+    of it. A run the wall-time budget stopped sets ``trainer.stopped_by_time`` to its step. A run stopped by
     `StopOnSignal` raises `clikit.Interrupted`
     after its checkpoint is saved: the verb ends there, without a final model or summary, and resumes."""
 
@@ -232,6 +233,8 @@ def train_seconds(trainer: Any, resume_from: str | None) -> float:
 
     trainer.add_callback(StopAtTarget())
     budget = getattr(trainer.args, "max_seconds", None)
+    if budget:  # what the run's set-up already spent of it (an RL run's prompt selection)
+        budget = max(1e-3, budget - getattr(trainer, "budget_spent", 0.0))
     timer = StopAtWallTime(trainer, budget) if budget else None
     if timer is not None:
         trainer.add_callback(timer)
