@@ -162,9 +162,14 @@ ROWS: dict[str, dict] = {
     # seed 0 -6.5 (irrelevance -16), seed 1 +8.1 (irrelevance +15), each arm with 2 no-call groups with signal
     "g-xp-g4-seln": {**XP, "G": 4, "flags": [*XP["flags"], "--select-prompts", "--select-only", "no-call",
                                              "--select-limit", "32", "--no-call-share", "0.2"]},
-    # the same with 40 % of the prompts the selected near misses: declining groups with signal in most steps
+    # the same with 40 % of the prompts the selected near misses: declining groups with signal in most steps (6 of
+    # seed 0's 14 groups with signal, 8 of seed 1's 22); run as the claim at 10 minutes: seed 0 +1.75 (AST +3.5,
+    # irrelevance 0), seed 1 +7.75 (irrelevance +15)
     "g-xp-g4-seln40": {**XP, "G": 4, "flags": [*XP["flags"], "--select-prompts", "--select-only", "no-call",
                                                "--select-limit", "32", "--no-call-share", "0.4"]},
+    # half the prompts the selected near misses
+    "g-xp-g4-seln50": {**XP, "G": 4, "flags": [*XP["flags"], "--select-prompts", "--select-only", "no-call",
+                                               "--select-limit", "32", "--no-call-share", "0.5"]},
     "g-xp-g4-25m": {**XP, "G": 4, "seconds": 1500},
 }
 
