@@ -344,11 +344,15 @@ def failure_moves(before: dict | None, after: dict | None) -> dict:
     return {k: a.get(k, 0) - b.get(k, 0) for k in sorted(a.keys() | b.keys()) if a.get(k, 0) != b.get(k, 0)}
 
 
+def selection_seconds(summary: dict) -> float | None:
+    """The seconds a GRPO arm's prompt selection took (None: it selected none)."""
+    return ((summary.get("data") or {}).get("selection") or {}).get("seconds")
+
+
 def arm_seconds(summary: dict) -> float:
     """An arm's seconds: training, plus the prompt selection before it (``--select-prompts`` spends the arm's
     budget on it)."""
-    selection = (summary.get("data") or {}).get("selection") or {}
-    return round(summary.get("seconds", 0.0) + selection.get("seconds", 0.0), 1)
+    return round(summary.get("seconds", 0.0) + (selection_seconds(summary) or 0.0), 1)
 
 
 def sweep_record(row: str, summary: dict, sc: dict, base: dict, control: dict | None = None) -> dict:
@@ -359,7 +363,7 @@ def sweep_record(row: str, summary: dict, sc: dict, base: dict, control: dict | 
                                               "loss", "temperature", "lora", "flags")},
         "seconds_budget": spec["seconds"],
         "seconds": arm_seconds(summary),
-        "selection_seconds": ((summary.get("data") or {}).get("selection") or {}).get("seconds"),
+        "selection_seconds": selection_seconds(summary),
         "steps": summary.get("global_step"),
         "seconds_per_step": round(summary.get("seconds", 0.0) / max(1, summary.get("global_step") or 1), 1),
         **sc["table"],

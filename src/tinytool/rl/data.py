@@ -70,6 +70,15 @@ def makes_no_call(ground_truth: str) -> bool:
     return isinstance(target, dict) and not target.get("tool_calls")
 
 
+def rows_by_label(dataset: Any) -> tuple[list[int], list[int]]:
+    """The indices of the rows whose label makes no call, and of those whose label calls."""
+    no_call: list[int] = []
+    calls: list[int] = []
+    for i, gt in enumerate(dataset["ground_truth"]):
+        (no_call if makes_no_call(gt) else calls).append(i)
+    return no_call, calls
+
+
 def with_no_call_share(dataset: Any, share: float, seed: int = 0) -> tuple[Any, dict[str, int]]:
     """The rows subsampled (never repeated) so that ``share`` of them have a label without a call, the lever of
     ToolRL's reward ablations on declining (§3.3): with symmetric no-call scoring, the share decides how much of a
@@ -77,10 +86,7 @@ def with_no_call_share(dataset: Any, share: float, seed: int = 0) -> tuple[Any, 
     raises `ValueError` when the side the share needs has no rows."""
     import random
 
-    no_call: list[int] = []
-    calls: list[int] = []
-    for i, gt in enumerate(dataset["ground_truth"]):
-        (no_call if makes_no_call(gt) else calls).append(i)
+    no_call, calls = rows_by_label(dataset)
     if (share > 0 and not no_call) or (share < 1 and not calls):
         side = "a label without a call" if share > 0 and not no_call else "a call in its label"
         raise ValueError(f"none of the {len(dataset)} prompts has {side}")

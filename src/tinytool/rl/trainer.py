@@ -26,7 +26,7 @@ from trl import GRPOTrainer
 
 from tinytool.errors import UserInputError
 from tinytool.rl.config import RLRunConfig
-from tinytool.rl.data import makes_no_call
+from tinytool.rl.data import makes_no_call, rows_by_label
 from tinytool.rl.groups import GroupPool, concat, informative, take
 from tinytool.rl.rollouts import group_rollouts, unsupported
 from tinytool.train import trl_private
@@ -247,9 +247,11 @@ def select_by_difficulty(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunCon
     from tinytool.progress import track
 
     side = {"no-call": True, "call": False}.get(cfg.select_only)
-    sampled, untouched = [], []
-    for i, gt in enumerate(dataset["ground_truth"]):
-        (sampled if side is None or makes_no_call(gt) == side else untouched).append(i)
+    if side is None:
+        sampled, untouched = list(range(len(dataset))), []
+    else:
+        no_call, calls = rows_by_label(dataset)
+        sampled, untouched = (no_call, calls) if side else (calls, no_call)
     if not sampled:
         raise UserInputError(f"--select-only {cfg.select_only}: none of the {len(dataset)} prompts "
                              f"{'declines' if side else 'calls'} in its label, so there is nothing to sample",
@@ -296,12 +298,14 @@ def selected_prompts(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig,
     import json
     from pathlib import Path
 
+    from tinytool.io import write_json
+
     key = {k: getattr(cfg, k) for k in ("model", "data", "format", "reward", "no_call", "extra_calls", "lenient",
                                         "toolrl_granularity", "toolrl_scale", "select_only", "select_limit",
                                         "seed", "num_generations", "temperature", "max_completion_length",
                                         "group_delta")}
-    rows = json.dumps([list(dataset["prompt"]), list(dataset["ground_truth"])])
-    key["prompts"] = hashlib.sha256(rows.encode()).hexdigest()
+    texts = json.dumps([list(dataset["prompt"]), list(dataset["ground_truth"])])
+    key["prompts"] = hashlib.sha256(texts.encode()).hexdigest()
     path = Path(cfg.output_dir) / SELECTION_FILE
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
@@ -316,12 +320,9 @@ def selected_prompts(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig,
     report["seconds"] = spent
     log.info("prompt selection: %d of %d sampled prompts kept in %.0f s (%d prompts now)", report["kept"],
              report["sampled"], spent, len(kept))
+    rows = report.pop("rows")
     if cfg.process_index == 0:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"key": key, "rows": report.pop("rows"), "report": report}) + "\n",
-                        encoding="utf-8")
-    else:
-        report.pop("rows")
+        write_json(path, {"key": key, "rows": rows, "report": report})
     return kept, report, spent
 
 
