@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -92,10 +93,15 @@ def test_reward_mix_is_read_and_bad_parts_are_named():
             parse_reward_mix(bad)
 
 
-def test_config_defaults_follow_the_papers(env, tmp_path):
+def test_config_defaults_are_the_settings_that_beat_equal_time_sft(env, tmp_path):
     cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "o"))
-    assert (cfg.num_generations, cfg.beta, cfg.epsilon, cfg.loss_type, cfg.learning_rate) == (8, 0.0, 0.2, "dapo", 1e-6)
-    assert cfg.per_device_train_batch_size == 8 and cfg.gradient_accumulation_steps == 1  # one whole group per pass
+    assert (cfg.num_generations, cfg.beta, cfg.epsilon, cfg.epsilon_high, cfg.loss_type, cfg.learning_rate) == (
+        4, 0.0, 0.2, 0.28, "dapo", 1e-5)
+    assert (cfg.reward, cfg.no_call, cfg.extra_calls) == ("toolrl", "symmetric", "penalized")
+    assert cfg.per_device_train_batch_size == 8 and cfg.gradient_accumulation_steps == 1  # two whole groups per pass
+    eight = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "o"),
+                        num_generations=8)
+    assert eight.per_device_train_batch_size == 16  # the batch follows the group size
     assert cfg.require_think is True and cfg.group_filter == "fill"
     nothink = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "o"),
                           format="hermes-nothink")
@@ -147,8 +153,11 @@ def test_rl_rows_score_their_own_label_at_the_maximum(env):
 
 
 def _toy(env, tmp_path, reward, group_filter: str, steps: int, lr: float = 1e-2, **options):
-    """One prompt; completions of one token among the model's top 4 (``options``: more `RLRunConfig` fields)."""
+    """One prompt; completions of one token among the model's top 4, one group of 8 a step (``options``: more
+    `RLRunConfig` fields)."""
     from datasets import Dataset
+
+    options.setdefault("per_device_train_batch_size", 8)
 
     tok = load_tokenizer(env["model"], padding_side="left")
     model = load_model(env["model"])
@@ -300,7 +309,7 @@ def test_no_call_share_subsamples_the_prompts_and_names_data_that_cannot_give_it
                     no_call_share=1.5)
 
 
-def test_prompt_selection_samples_only_the_side_it_names_up_to_its_limit(env, tmp_path):
+def test_prompt_selection_samples_only_the_side_it_names_up_to_its_limit(env, tmp_path, caplog):
     from tinytool.rl.trainer import select_by_difficulty
 
     tok = load_tokenizer(env["model"], padding_side="left")
@@ -342,11 +351,14 @@ def test_prompt_selection_samples_only_the_side_it_names_up_to_its_limit(env, tm
                       format="hermes-nothink", select_prompts=True, select_only="no-call")
     with pytest.raises(UserInputError, match=r"--select-only no-call: none of the \d+ prompts declines"):
         select_by_difficulty(model, tok, only_calls, cfg, [reward], [1.0])
-    for bad, says in (({"select_only": "no-call"}, "--select-only and --select-limit shape --select-prompts"),
-                      ({"select_prompts": True, "select_only": "declines"}, "--select-only must be one of all"),
+    for bad, says in (({"select_prompts": True, "select_only": "declines"}, "--select-only must be one of all"),
                       ({"select_prompts": True, "select_limit": 0}, "--select-limit must be ≥ 1")):
         with pytest.raises(UserInputError, match=says):
             RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "c"), **bad)
+    with caplog.at_level(logging.WARNING, logger="tinytool.rl.config"):  # shaping a selection that is off
+        off = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "c"),
+                          select_only="no-call", select_limit=32)
+    assert not off.select_prompts and "shape --select-prompts, which is off" in caplog.text
 
 
 def test_prompt_selection_spends_the_time_budget_once_and_a_resumed_run_reads_it_back(env, tmp_path, monkeypatch):
@@ -430,7 +442,7 @@ def test_rl_verb_trains_and_writes_its_summary(env, tmp_path):
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "rl_summary.json").read_text())
     assert summary["global_step"] == 2 and summary["reward"] == {"simrl": 1.0}
-    assert summary["group_filter"]["groups_seen"] == 2
+    assert summary["group_filter"]["groups_seen"] == 4  # two groups a step by default
     assert all(0 <= v <= 1 for _, v in summary["curves"]["tools/format_ok"])  # parts of the logged curves
     assert all(v >= 0 for _, v in summary["curves"]["tools/calls_per_rollout"])
     assert (out / "model.safetensors").is_file() and (out / "config.yaml").is_file()

@@ -13,11 +13,13 @@ from tinytool.clikit import err, on_interrupt
 #: distillation steps, 4 items per BFCL category, 10 demo dev tasks) — enough to see every stage work, not to
 #: train a good model or to rank the models. A teacher this briefly trained rarely matches a label at
 #: temperature 1, so D_T samples 4 per prompt at 0.7 and keeps Sim-RL >= 0.3 (the paper: 8 at 1.0, >= 0.8).
-#: ``--full`` keeps the recipe's own budget.
+#: The RL stages select their near misses among 16 no-call prompts instead of 32. ``--full`` keeps the recipe's
+#: own budget.
 DEMO_BUDGET: dict[str, Any] = {
     "n": 600, "sft_max_steps": 16, "teacher_rl_steps": 2, "rollout_prompts": 12, "samples": 4,
     "rollout_temperature": 0.7, "min_similarity": 0.3, "kd_max_steps": 8, "rl_steps": 2, "rl_batch": 8,
-    "generations": 4, "max_completion": 128, "bfcl_limit": 4, "demo_limit": 10, "eval_tokens": 96,
+    "generations": 4, "rl_select_limit": 16, "max_completion": 128, "bfcl_limit": 4, "demo_limit": 10,
+    "eval_tokens": 96,
 }
 
 
@@ -81,8 +83,8 @@ def demo_command(
                                    "(repeatable; see `tinytool run star`)."),
     force: list[str] = typer.Option([], "--force", help="Run this stage (and those after it) again (repeatable)."),
 ) -> None:
-    """tinytool's main job on the embedded default: the STAR recipe (teacher SFT and Sim-RL, teacher rollouts,
-    CKD, the student's Sim-RL) with the bundled SmolLM2-135M-Instruct on the demo tasks, each model scored on
+    """tinytool's main job on the embedded default: the STAR recipe (teacher SFT and RL, teacher rollouts,
+    CKD, the student's RL) with the bundled SmolLM2-135M-Instruct on the demo tasks, each model scored on
     BFCL subsets and the demo dev split, then an HTML report. Ends with the stages' times, the score table
     and the report's path, also written to RUN/demo.json. Rerunning resumes; finished stages are skipped.
 

@@ -18,7 +18,11 @@ rl_app = make_app(help="Reinforcement learning (GRPO) with tool-call rewards.")
 def rl(ctx: typer.Context) -> None:
     """GRPO on the first assistant turn of each conversation, scored by a tool-call reward.
 
-    Example: tinytool rl -m runs/sft -d demo/train.jsonl -f hermes-nothink --reward simrl --max-steps 50 -o runs/rl
+    The defaults (ToolRL's reward, declining scored both ways, extra calls penalized, 2 prompts x 4 rollouts, lr
+    1e-5) with the near misses selected as the recipes do are the setting that beat equal-time SFT in two seeds.
+
+    Example: tinytool rl -m runs/sft -d demo/train.jsonl -f hermes-nothink --select-prompts --select-only no-call
+    --select-limit 32 --no-call-share 0.5 --max-seconds 600 -o runs/rl
 
     Writes checkpoints to OUT/checkpoint-N, the final policy to OUT, OUT/config.yaml, OUT/run.json and
     OUT/rl_summary.json (reward curves, share of groups without signal, step times). Every field of TRL's
