@@ -65,6 +65,9 @@ N_PROMPTS = 800
 #: four-call answer (about 200 tokens), the format of the base model
 RL_COMMON = ["-f", FORMAT, "--lr-scheduler-type", "constant", "--max-completion-length", "224",
              "--save-steps", "0", "--logging-steps", "1", "--max-steps", "100000"]
+#: ToolRL's scoring where a row's flags do not set it: what `tinytool rl` defaulted to when the rows ran (its
+#: defaults are now the winning row's), so a row means the same run whatever the defaults
+ROW_SCORING = {"--no-call": "released", "--extra-calls": "free"}
 
 #: what every GRPO row shares unless it says otherwise: ToolRL's fine-grained reward (call count, names, each
 #: parameter value; §3.3) with declining rewarded symmetrically, so near-miss prompts teach abstaining; 2 prompts x
@@ -262,6 +265,7 @@ def train_row(work: Path, row: str, base: str, data: Path, seed: int = 0,
                "--per-device-train-batch-size", str(spec["G"] * spec["per_step"]), "--beta", str(spec["beta"]),
                "--loss-type", spec["loss"], "--temperature", str(spec["temperature"]),
                "--max-seconds", str(spec["seconds"]), *spec["flags"], *seed_flags, "-o", str(out)]
+        cmd += [x for flag, value in ROW_SCORING.items() if flag not in spec["flags"] for x in (flag, value)]
         if spec.get("eps_high") is not None:
             cmd += ["--epsilon-high", str(spec["eps_high"])]
         if spec.get("lora"):

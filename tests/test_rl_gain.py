@@ -3,7 +3,9 @@ two jobs sharing the cores."""
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 
 import pytest
 from conftest import benchmark_module
@@ -68,3 +70,32 @@ def test_a_base_build_is_when_its_weights_were_written(rl_gain, tmp_path):
     assert rl_gain.train_dir(tmp_path, "g", "/m/base", base_name="b75") == tmp_path / "rl" / "b75-g"
     assert rl_gain.summary_path(tmp_path, "ctl-10m-cos", "/m/base") == tmp_path / "rl" / "base-ctl-10m-cos" / "sft_summary.json"
     assert rl_gain.summary_path(tmp_path, "g-xc-g4", "/m/base", seed=1).name == "rl_summary.json"
+
+
+def test_a_row_trains_with_the_scoring_it_ran_under_whatever_the_defaults(rl_gain, tmp_path, monkeypatch):
+    work, data = tmp_path / "w", tmp_path / "d"
+    data.mkdir()
+    (data / "train.jsonl").write_text(json.dumps({"messages": [], "meta": {"category": "irrelevance"}}) + "\n")
+    (work / "rl-prompts").mkdir(parents=True)
+    for name in rl_gain.PROMPTS:
+        (work / "rl-prompts" / f"{name}.jsonl").write_text("{}\n")
+    seen = {}
+
+    def fake_cli(cmd, threads):
+        out = Path(cmd[cmd.index("-o") + 1])
+        out.mkdir(parents=True)
+        (out / "rl_summary.json").write_text("{}")
+        seen[out.name.split("base-")[-1]] = cmd
+
+    monkeypatch.setattr(rl_gain, "run_cli", fake_cli)
+    for row in ("g-rel20", "g-sym20", "g-xp-g4-seln50"):
+        rl_gain.train_row(work, row, str(tmp_path / "base"), data)
+
+    def value(cmd, flag):
+        assert cmd.count(flag) == 1
+        return cmd[cmd.index(flag) + 1]
+
+    assert (value(seen["g-rel20"], "--no-call"), value(seen["g-rel20"], "--extra-calls")) == ("released", "free")
+    assert (value(seen["g-sym20"], "--no-call"), value(seen["g-sym20"], "--extra-calls")) == ("symmetric", "free")
+    assert (value(seen["g-xp-g4-seln50"], "--no-call"), value(seen["g-xp-g4-seln50"], "--extra-calls")) == (
+        "symmetric", "penalized")
