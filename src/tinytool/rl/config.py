@@ -12,8 +12,7 @@ STAR Eq. 11), no KL term (ToolRL §3.4, ASTRA §3.1; STAR's k2-style KL at 1e-3 
 The rest of the measured setting is data selection, off by default because it needs single-turn data with no-call
 labels: ``--select-prompts --select-only no-call --select-limit 32 --no-call-share 0.5`` (the near misses to
 decline chosen where the model's rollouts disagree, half of the prompts). The single-turn recipes' RL stages
-turn it on. Every other `GRPOConfig` field works too, in flags and
-in the YAML file.
+turn it on. Every other `GRPOConfig` field works too, in flags and in the YAML file.
 """
 
 from __future__ import annotations
