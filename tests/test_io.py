@@ -148,7 +148,7 @@ def test_run_dir_refuses_foreign_and_corrupt(tmp_path):
         open_run_dir(out, "demo", {})
 
 
-def test_run_settings_read_the_one_declaration(tmp_path):
+def test_run_settings_read_the_one_declaration(tmp_path, monkeypatch):
     """Every field of a config defines its run except the ones its ``FREE`` lists; a config that extends a
     library's dataclass counts inherited fields only where ``LIBRARY_SETTINGS`` names them; enums read as their
     values and ``PATHS`` as absolute paths; derived settings are added."""
@@ -171,7 +171,7 @@ def test_run_settings_read_the_one_declaration(tmp_path):
         label: str = "x"
 
     (tmp_path / "d.jsonl").write_text("{}\n")
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # restored after: a later test's subprocess must not start in a removed folder
     got = run_settings(Plain("m", "d.jsonl"), data_sha256="abc")
     assert got == {"model": "m", "data": str(tmp_path / "d.jsonl"), "mode": "fast", "data_sha256": "abc"}
 

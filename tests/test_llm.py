@@ -313,6 +313,27 @@ def test_openai_tool_calls_become_hermes_blocks(server):
     assert json.loads(blocks[1].removeprefix("\n<tool_call>\n")) == {"name": "now", "arguments": {}}
 
 
+def test_openai_tool_calls_are_written_in_the_format_the_request_is_read_with(server):
+    """Structured calls come back in the syntax of the request's format, so its parser reads them; a call whose
+    arguments are not a JSON object stays a Hermes block for the parser to judge."""
+    from tinytool.formats import get_format
+    from tinytool.llm.openai_compat import message_text
+
+    for name in ("python", "hermes-nothink", "toolrl"):
+        fmt = get_format(name)
+        request = dataclasses.replace(user("tool"), call_format=fmt)
+        text = oai(server).generate([request], GenerationConfig())[0][0].text
+        parsed = fmt.parse(text)
+        assert parsed.ok, (name, text, parsed.errors)
+        assert [(c.name, c.arguments) for c in parsed.calls] == [("get_weather", {"city": "Lisbon"}), ("now", {})]
+    pythonic = get_format("python")
+    assert message_text({"tool_calls": [{"function": {"name": "f", "arguments": "{\"a\": [1, 2]}"}}]},
+                        pythonic) == "[f(a=[1, 2])]"
+    broken = message_text({"tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}, pythonic)
+    assert broken == '<tool_call>\n{"name": "f", "arguments": "{oops"}\n</tool_call>'
+    assert not pythonic.parse(broken).calls
+
+
 def test_openai_retries_500_and_429(server):
     server.failures = [500, 429, 503]
     out = oai(server).generate([user("again")], GenerationConfig())

@@ -344,8 +344,10 @@ def test_prompt_selection_samples_only_the_side_it_names_up_to_its_limit(env, tm
     sampled, kept, report = select("all", 5)
     assert len(sampled) == 5 and kept == sampled & varied
     varied.clear()
-    with pytest.raises(UserInputError, match="kept none of the 5 prompts it sampled"):
-        select("all", 5)
+    with caplog.at_level(logging.WARNING, logger="tinytool.rl.trainer"):  # nothing varied: every prompt, a warning
+        sampled, kept, report = select("no-call", 3)
+    assert kept == declines | calls and report["kept"] == 0 and "fallback" in report
+    assert "kept none of the 3 prompts it sampled" in caplog.text
     only_calls = data.filter(lambda r: not makes_no_call(r["ground_truth"]))
     cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "b"),
                       format="hermes-nothink", select_prompts=True, select_only="no-call")

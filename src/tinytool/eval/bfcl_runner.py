@@ -159,7 +159,7 @@ def item_request(item: BFCLItem, fmt: PromptFormat, constrained: bool = False,
     conv = item_conversation(item)
     constraint, why = auto_constraint(conv.tools, fmt) if constrained else (None, None)
     guard = conversation_guard(conv, fmt) if guarded else None
-    return Request(messages=fmt.to_chat(conv), constraint=constraint, guard=guard), why
+    return Request(messages=fmt.to_chat(conv), constraint=constraint, guard=guard, call_format=fmt), why
 
 
 def decode(fmt: PromptFormat, text: str) -> tuple[list[dict] | None, list[str]]:

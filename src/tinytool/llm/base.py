@@ -59,7 +59,9 @@ class Request:
     `ToolConstraint` of the offered tools) restricts every token of this request's completions to its grammar;
     only the local engine (`tinytool.llm.hf.HFClient`) applies one, other backends refuse it. ``guard`` (a
     `tinytool.llm.guard.ValueGuard`) keeps a call open while the request states a value no call holds yet and
-    ends the turn at a repeated call; like ``constraint``, only the local engine applies it."""
+    ends the turn at a repeated call; like ``constraint``, only the local engine applies it. ``call_format`` (a
+    `tinytool.formats.PromptFormat`): the format the caller reads the completions with; a backend whose server
+    returns calls structured (OpenAI ``tool_calls``) writes them in its syntax (Hermes blocks when unset)."""
 
     messages: list[dict[str, str]]
     tools: list[dict[str, Any]] | None = None
@@ -67,6 +69,7 @@ class Request:
     seed: int | None = None
     constraint: Any = None
     guard: Any = None
+    call_format: Any = None
 
 
 @dataclass
@@ -146,5 +149,5 @@ def chat_request(fmt: PromptFormat, conv: Any, tokenizer: Any = None, seed: int 
     messages = fmt.to_chat(conv, native_tools=native)
     tools = [t.to_dict() for t in conv.tools] if native else None
     return Request(messages=messages, tools=tools, prompt=fmt.render(conv, tokenizer).prompt, seed=seed,
-                   constraint=constraint)
+                   constraint=constraint, call_format=fmt)
 

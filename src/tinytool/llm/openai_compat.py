@@ -93,26 +93,36 @@ def _text_content(content: Any) -> str:
     return str(content)
 
 
-def message_text(message: dict[str, Any]) -> str:
+def message_text(message: dict[str, Any], fmt: Any = None) -> str:
     """An assistant message as one text: the reasoning a server split off (``reasoning_content``, as
-    vLLM's reasoning parsers and DeepSeek send it, or ``reasoning``) inside ``<think>…</think>``, then
-    its content, then one Hermes block per structured tool call (``arguments`` JSON-decoded when they
-    arrive as a string and are valid JSON)."""
-    parts = []
+    vLLM's reasoning parsers and DeepSeek send it, or ``reasoning``), its content, then its structured tool calls
+    (``arguments`` JSON-decoded when they arrive as a string and are valid JSON). With ``fmt`` (a
+    `tinytool.formats.PromptFormat`) the turn is written as that format writes an assistant turn, so its parser
+    reads the calls back; without it, or when a call's arguments are not a JSON object (left for the parser to
+    judge), the reasoning goes inside ``<think>…</think>`` and each call is one Hermes block."""
     reasoning = message.get("reasoning_content") or message.get("reasoning")
-    if isinstance(reasoning, str) and reasoning.strip():
-        parts.append(f"<think>\n{reasoning.strip()}\n</think>")
-    if message.get("content"):
-        parts.append(_text_content(message.get("content")))
+    reasoning = reasoning.strip() if isinstance(reasoning, str) and reasoning.strip() else None
+    content = _text_content(message.get("content")) if message.get("content") else ""
+    calls = []
     for call in message.get("tool_calls") or []:
-        fn = call.get("function") or {}
+        fn = (call.get("function") if isinstance(call, dict) else None) or {}
         args = fn.get("arguments")
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
             except ValueError:
                 pass  # left as the string: a downstream parser will judge it
-        block = json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
+        calls.append((fn.get("name"), args))
+    if fmt is not None and all(isinstance(n, str) and isinstance(a, dict) for n, a in calls):
+        from tinytool.schema import Message, ToolCall
+
+        turn = Message(role="assistant", content=content or None, reasoning=reasoning,
+                       tool_calls=[ToolCall(name=n, arguments=a) for n, a in calls])
+        return fmt.render_assistant(turn)
+    parts = [f"<think>\n{reasoning}\n</think>"] if reasoning else []
+    parts += [content] if content else []
+    for name, args in calls:
+        block = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
         parts.append(f"<tool_call>\n{block}\n</tool_call>")
     return "\n".join(parts)
 
@@ -212,10 +222,11 @@ class OpenAIClient(LLMClient):
         payloads = [self.payload(r, config) for r in requests]
         if len(payloads) <= 1 or self.concurrency == 1:
             for i, p in enumerate(payloads):
-                yield {i: self._complete(p)}
+                yield {i: self._complete(p, requests[i].call_format)}
             return
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(payloads))) as pool:
-            futures = {pool.submit(self._complete, p): i for i, p in enumerate(payloads)}
+            futures = {pool.submit(self._complete, p, r.call_format): i
+                       for i, (p, r) in enumerate(zip(payloads, requests))}
             try:
                 for f in as_completed(futures):
                     yield {futures[f]: f.result()}
@@ -224,8 +235,8 @@ class OpenAIClient(LLMClient):
                     f.cancel()
                 raise
 
-    def _complete(self, payload: dict[str, Any]) -> list[Completion]:
-        """Completions for one payload, from the cache when it holds them."""
+    def _complete(self, payload: dict[str, Any], fmt: Any = None) -> list[Completion]:
+        """Completions for one payload, from the cache when it holds them; structured calls written in ``fmt``."""
         path = self._cache_path(payload)
         data = self._cache_read(path, payload["n"]) if path is not None else None
         cached = data is not None
@@ -233,7 +244,7 @@ class OpenAIClient(LLMClient):
             data = self._collect(payload)
             if path is not None:
                 self._cache_write(path, data)
-        return self._parse(data, cached)
+        return self._parse(data, cached, fmt)
 
     def _collect(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Ask until ``n`` choices are in: some servers (Ollama, older llama.cpp) ignore ``n`` and
@@ -290,7 +301,7 @@ class OpenAIClient(LLMClient):
         raise OpenAIError(self.url, resp.status_code, message)
 
     @staticmethod
-    def _parse(data: dict[str, Any], cached: bool) -> list[Completion]:
+    def _parse(data: dict[str, Any], cached: bool, fmt: Any = None) -> list[Completion]:
         choices = data["choices"]
         total = int((data.get("usage") or {}).get("completion_tokens") or 0)
         share, extra = divmod(total, max(len(choices), 1))
@@ -298,7 +309,7 @@ class OpenAIClient(LLMClient):
         for i, choice in enumerate(choices):
             reason = choice.get("finish_reason")
             out.append(Completion(
-                text=message_text(choice.get("message") or {}),
+                text=message_text(choice.get("message") or {}, fmt),
                 n_tokens=share + (1 if i < extra else 0),
                 finish_reason="length" if reason == "length" else "stop",
                 meta={"finish_reason": reason, "cached": cached},

@@ -14,8 +14,8 @@ from tinytool.clikit import err, on_interrupt
 #: train a good model or to rank the models. A teacher this briefly trained rarely matches a label at
 #: temperature 1, so D_T samples 4 per prompt at 0.7 and keeps Sim-RL >= 0.3 (the paper: 8 at 1.0, >= 0.8).
 #: The RL stages skip the near-miss selection: a student after 8 distillation steps answers every sampled near miss
-#: alike (measured: none of 16 varied), so the selection would keep nothing. ``--full`` keeps the recipe's own
-#: budget.
+#: alike (measured: none of 16 varied), so the selection would spend its sampling and keep nothing (the stage then
+#: trains on every prompt, with a warning). ``--full`` keeps the recipe's own budget.
 DEMO_BUDGET: dict[str, Any] = {
     "n": 600, "sft_max_steps": 16, "teacher_rl_steps": 2, "rollout_prompts": 12, "samples": 4,
     "rollout_temperature": 0.7, "min_similarity": 0.3, "kd_max_steps": 8, "rl_steps": 2, "rl_batch": 8,

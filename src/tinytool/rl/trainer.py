@@ -241,7 +241,8 @@ def select_by_difficulty(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunCon
     prompts sampled (by their label: declining or calling; the others are kept untouched) and ``cfg.select_limit``
     caps how many of them are sampled, a seeded draw, those not drawn left out. Returns the rows kept and a
     report: prompts, sampled, kept, and ``rows`` (the kept rows' indices in ``dataset``). Raises `UserInputError`
-    when there is nothing to sample or nothing varied."""
+    when there is nothing to sample; when nothing varied it warns and keeps every row (``fallback`` in the report),
+    so a recipe's RL stage still trains."""
     from tinytool.llm.base import GenerationConfig, Request
     from tinytool.llm.hf import HFClient
     from tinytool.progress import track
@@ -276,12 +277,15 @@ def select_by_difficulty(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunCon
                 total[j] += w * s
         keep += [i for i, ok in zip(ids, informative(total, g, cfg.group_delta)) if ok]
     model.train()
-    if not keep:
-        raise UserInputError(f"prompt selection kept none of the {len(sampled)} prompts it sampled: every "
-                             "group's rewards were equal", fix="raise --select-limit or --temperature, drop "
-                             "--select-prompts, or train on other data")
+    report = {"prompts": len(dataset), "sampled": len(sampled), "kept": len(keep)}
+    if not keep:  # a stage of a long recipe goes on rather than losing the stages before it
+        log.warning("prompt selection kept none of the %d prompts it sampled (every group's rewards were equal): "
+                    "training on all %d prompts as without --select-prompts; raise --select-limit or "
+                    "--temperature for a selection that finds signal", len(sampled), len(dataset))
+        rows = list(range(len(dataset)))
+        return dataset, report | {"fallback": "nothing varied: every prompt kept", "rows": rows}
     rows = sorted(untouched + keep)
-    return dataset.select(rows), {"prompts": len(dataset), "sampled": len(sampled), "kept": len(keep), "rows": rows}
+    return dataset.select(rows), report | {"rows": rows}
 
 
 #: the file in a run's output directory that keeps its prompt selection, so a resumed run trains on the same rows
