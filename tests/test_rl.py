@@ -389,8 +389,8 @@ def test_prompt_selection_spends_the_time_budget_once_and_a_resumed_run_reads_it
     assert calls[0] > 0 and report["no_call_share"] == {"no_call": 1, "call": 1, "dropped": kept - 2}
     assert sum(makes_no_call(g) for g in trainer.train_dataset["ground_truth"]) == 1
     rows = list(trainer.train_dataset["task_id"])
-    again, report = trainer_mod.build_rl_trainer(cfg)  # a resumed run: the same rows, no sampling, no seconds
-    assert len(calls) == 1 and again.budget_spent == 0 and report["selection"]["read_back"]
+    again, report = trainer_mod.build_rl_trainer(cfg)  # a resumed run: the same rows, no sampling, the budget
+    assert len(calls) == 1 and again.budget_spent == 100 and report["selection"]["read_back"]  # still less them
     assert report["selection"]["seconds"] == 100 and list(again.train_dataset["task_id"]) == rows
     cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
                       format="hermes-nothink", reward="toolrl", select_prompts=True, max_seconds=50, max_steps=1,

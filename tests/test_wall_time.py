@@ -16,12 +16,14 @@ from transformers import TrainerControl, TrainerState
 from tinytool.train import callbacks
 
 
-def _run(monkeypatch, seconds: float, step_seconds: list[float], start_step: int = 0) -> tuple[int | None, float]:
-    """Steps of the given lengths under a ``seconds`` budget; returns the step it stopped at and the seconds spent."""
+def _run(monkeypatch, seconds: float, step_seconds: list[float], start_step: int = 0,
+         history: list[dict] | None = None) -> tuple[int | None, float]:
+    """Steps of the given lengths under a ``seconds`` budget (``history``: the log a resumed run starts with);
+    returns the step it stopped at and the seconds this invocation spent."""
     clock = [100.0]
     monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
     timer = callbacks.StopAtWallTime(SimpleNamespace(accelerator=SimpleNamespace(num_processes=1)), seconds)
-    state, control = TrainerState(global_step=start_step), TrainerControl()
+    state, control = TrainerState(global_step=start_step, log_history=history or []), TrainerControl()
     timer.on_train_begin(None, state, control)
     for length in step_seconds:
         clock[0] += length
@@ -48,6 +50,16 @@ def test_a_resumed_run_paces_on_its_own_steps(monkeypatch):
     # resumed at step 30: the pace is this invocation's (20 s a step), not the checkpoint's step count
     stopped, spent = _run(monkeypatch, 90, [20.0] * 10, start_step=30)
     assert (stopped, spent) == (34, 80.0)
+
+
+def test_a_resumed_run_holds_what_its_earlier_invocations_left(monkeypatch):
+    # 600 s budget, resumed at step 20 after 500 s of training (its log says so; an entry past the step resumed
+    # from is not counted): 100 s are left, 5 steps of 20 s fit and a sixth would end past them
+    history = [{"step": 10, "run_seconds": 250.0}, {"step": 20, "run_seconds": 500.0},
+               {"step": 25, "run_seconds": 620.0}]
+    assert _run(monkeypatch, 600, [20.0] * 30, start_step=20, history=history) == (25, 100.0)
+    assert _run(monkeypatch, 600, [20.0] * 30, start_step=20, history=history[:1])[0] == 37  # 350 s left: 17
+    assert _run(monkeypatch, 600, [20.0] * 10, start_step=25, history=history)[0] == 26  # spent: one step runs
 
 
 def test_a_budget_nothing_reaches_never_stops(monkeypatch):
@@ -87,3 +99,18 @@ def test_the_rate_follows_the_clock_not_the_steps():
     state = lr.state_dict()
     assert "lr_lambdas" in state and state["lr_lambdas"] == [None]
     lr.load_state_dict(state)
+
+
+def test_a_resumed_run_goes_on_along_the_schedule_from_its_earlier_seconds():
+    import torch
+
+    clock = [1000.0]
+    sched = callbacks.TimeSchedule(100.0, "linear", clock=lambda: clock[0])
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    lr = sched.scheduler(opt)
+    sched.on_train_begin(None, TrainerState(global_step=8, log_history=[{"step": 8, "run_seconds": 60.0}]),
+                         TrainerControl())
+    clock[0] += 10.0  # 60 s before, 10 s now: 70 % of the way
+    opt.step()
+    lr.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.3)

@@ -421,7 +421,8 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
         rollout_func=rollout_func,
         peft_config=cfg.lora_spec.to_peft() if cfg.lora is not None else None, callbacks=callbacks,
         group_filter=cfg.group_filter, group_delta=cfg.group_delta, fill_rounds=cfg.fill_rounds, tool_format=fmt)
-    trainer.budget_spent = spent  # the seconds of --max-seconds this invocation already spent (train_seconds)
+    # the seconds of --max-seconds the selection spent (train_seconds), also when an earlier invocation spent them
+    trainer.budget_spent = report["selection"].get("seconds", spent) if cfg.select_prompts else spent
     return trainer, report
 
 

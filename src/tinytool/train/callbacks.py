@@ -33,6 +33,13 @@ class WholeRunLog(TrainerCallback):
             control.should_log = True
 
 
+def seconds_before(state: Any, key: str = "run_seconds") -> float:
+    """The training seconds of the invocations before this one: the last ``run_seconds`` (`RunClock`) logged at or
+    before the step training resumes from (0 for a fresh run)."""
+    done = [h[key] for h in state.log_history if key in h and h.get("step", 0) <= state.global_step]
+    return float(done[-1]) if done else 0.0
+
+
 class RunClock(TrainerCallback):
     """Training seconds over the whole run, also when it was resumed: every log entry carries ``run_seconds``
     (the seconds of the invocations before this one, read back from the resumed checkpoint's log history, plus
@@ -49,8 +56,7 @@ class RunClock(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.t0 = self._now()
-        done = [h[self.key] for h in state.log_history if self.key in h and h.get("step", 0) <= state.global_step]
-        self.before = float(done[-1]) if done else 0.0
+        self.before = seconds_before(state, self.key)
 
     def seconds(self) -> float:
         return self.before + self._now() - self.t0
@@ -135,27 +141,29 @@ class StopAtWallTime(TrainerCallback):
     larger step target continues from this step instead of training the steps since the last checkpoint again) and
     the run ends as if it had reached its last step (final model and summary written). A run whose steps are long
     (a GRPO step takes a minute on a CPU) thus never overruns its budget by most of a step, and two arms given
-    the same budget train for at most the same seconds. The first step always runs. Every process stops at the
-    same step: the slowest clock decides."""
+    the same budget train for at most the same seconds. A resumed run holds what its earlier invocations left of
+    the budget (their training seconds, `seconds_before`) and paces on its own steps. The first step always runs.
+    Every process stops at the same step: the slowest clock decides."""
 
     def __init__(self, trainer: Any, seconds: float) -> None:
         import time
 
         self.trainer, self.seconds, self.start = trainer, float(seconds), time.perf_counter()
-        self.first_step = 0
+        self.first_step, self.before = 0, 0.0
         self.stopped_at: int | None = None
 
     def on_train_begin(self, args, state, control, **kwargs):
         import time
 
         self.start, self.first_step = time.perf_counter(), state.global_step
+        self.before = seconds_before(state)
 
     def on_step_end(self, args, state, control, **kwargs):
         import time
 
         spent = time.perf_counter() - self.start
         pace = spent / max(1, state.global_step - self.first_step)
-        over = spent + pace > self.seconds
+        over = self.before + spent + pace > self.seconds
         acc = self.trainer.accelerator
         if acc.num_processes > 1:
             import torch
@@ -184,8 +192,9 @@ def schedule_factor(kind: str, frac: float, warmup: float = 0.0) -> float:
 class TimeSchedule(TrainerCallback):
     """The learning-rate schedule run over a wall-time budget's seconds instead of the steps (``--time-schedule``):
     a decay then ends where ``--max-seconds`` ends the run, however fast the machine is, so two arms given the same
-    seconds on different machines see the same schedule. The clock starts with this invocation's training, as the
-    budget's does; the multiplier is read after each optimizer step (`torch.optim.lr_scheduler.LambdaLR`), so the
+    seconds on different machines see the same schedule. The clock starts with training, as the budget's does; a
+    resumed run goes on from where its earlier invocations' training seconds (`seconds_before`) left the schedule.
+    The multiplier is read after each optimizer step (`torch.optim.lr_scheduler.LambdaLR`), so the
     logged rate is the one the next step uses."""
 
     def __init__(self, seconds: float, kind: str, warmup: float = 0.0, clock: Any = None) -> None:
@@ -218,14 +227,14 @@ class TimeSchedule(TrainerCallback):
         trainer.add_callback(self)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        self.start = self.clock()
+        self.start = self.clock() - seconds_before(state)
 
 
 def train_seconds(trainer: Any, resume_from: str | None) -> float:
     """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds over the whole
     run, the invocations a resumed run was stopped in included (`RunClock`; 0 when the checkpoint was already
     at the target). A ``--max-seconds`` budget is held less ``trainer.budget_spent``, the seconds the set-up spent
-    of it. A run the wall-time budget stopped sets ``trainer.stopped_by_time`` to its step. A run stopped by
+    of it, and less the training seconds of a resumed run's earlier invocations. A run the wall-time budget stopped sets ``trainer.stopped_by_time`` to its step. A run stopped by
     `StopOnSignal` raises `clikit.Interrupted`
     after its checkpoint is saved: the verb ends there, without a final model or summary, and resumes."""
 

@@ -90,7 +90,8 @@ class RunOptions:
     num_train_epochs: float | None = option(None, "Passes over the data (ignored when --max-steps > 0) [default: "
                                           "the trainer's, 2 for SFT, 1 for the others].", "--epochs")
     max_steps: int = option(-1, "Optimizer steps to stop at (-1: run --epochs).")
-    max_seconds: float | None = option(None, "A wall-time budget for this invocation's training, in seconds, held as "
+    max_seconds: float | None = option(None, "A wall-time budget for the run's training, in seconds (a resumed run "
+                                       "holds what its earlier invocations left), held as "
                                        "a ceiling: the run ends after the last step that, at its mean pace, "
                                        "fits in it, as if complete (a "
                                        "checkpoint a larger --max-steps continues from, final model and "
