@@ -332,6 +332,9 @@ def test_openai_tool_calls_are_written_in_the_format_the_request_is_read_with(se
     broken = message_text({"tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}, pythonic)
     assert broken == '<tool_call>\n{"name": "f", "arguments": "{oops"}\n</tool_call>'
     assert not pythonic.parse(broken).calls
+    thinking = get_format("hermes")  # a text answer stays the model's text: no reasoning block is added to it
+    assert message_text({"content": "<think>\nhm\n</think>\n\nNo tool fits."}, thinking) == \
+        "<think>\nhm\n</think>\n\nNo tool fits."
 
 
 def test_openai_retries_500_and_429(server):

@@ -97,9 +97,10 @@ def message_text(message: dict[str, Any], fmt: Any = None) -> str:
     """An assistant message as one text: the reasoning a server split off (``reasoning_content``, as
     vLLM's reasoning parsers and DeepSeek send it, or ``reasoning``), its content, then its structured tool calls
     (``arguments`` JSON-decoded when they arrive as a string and are valid JSON). With ``fmt`` (a
-    `tinytool.formats.PromptFormat`) the turn is written as that format writes an assistant turn, so its parser
-    reads the calls back; without it, or when a call's arguments are not a JSON object (left for the parser to
-    judge), the reasoning goes inside ``<think>…</think>`` and each call is one Hermes block."""
+    `tinytool.formats.PromptFormat`) a turn with structured calls is written as that format writes an assistant
+    turn, so its parser reads the calls back; otherwise (no ``fmt``, a text-only answer, which stays as the model
+    wrote it, or a call whose arguments are not a JSON object, left for the parser to judge) the reasoning goes
+    inside ``<think>…</think>`` and each call is one Hermes block."""
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     reasoning = reasoning.strip() if isinstance(reasoning, str) and reasoning.strip() else None
     content = _text_content(message.get("content")) if message.get("content") else ""
@@ -113,7 +114,7 @@ def message_text(message: dict[str, Any], fmt: Any = None) -> str:
             except ValueError:
                 pass  # left as the string: a downstream parser will judge it
         calls.append((fn.get("name"), args))
-    if fmt is not None and all(isinstance(n, str) and isinstance(a, dict) for n, a in calls):
+    if fmt is not None and calls and all(isinstance(n, str) and isinstance(a, dict) for n, a in calls):
         from tinytool.schema import Message, ToolCall
 
         turn = Message(role="assistant", content=content or None, reasoning=reasoning,
