@@ -293,11 +293,11 @@ SELECTION_FILE = "selected_prompts.json"
 
 
 def selected_prompts(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig, funcs: list[Any],
-                     weights: list[float]) -> tuple[Any, dict[str, Any], float]:
+                     weights: list[float]) -> tuple[Any, dict[str, Any]]:
     """`select_by_difficulty` once per run: the rows kept are written to the output directory and a resumed run
     (the same model, data, rewards and selection settings) reads them back instead of sampling again, so it trains
-    on the same prompts and spends no time on them. Returns the rows, the selection's report (its ``seconds``:
-    the selection's own, however many invocations ago) and the seconds this invocation spent selecting."""
+    on the same prompts and spends no time on them. Returns the rows and the selection's report (its ``seconds``:
+    the selection's own, however many invocations ago)."""
     import hashlib
     import json
     from pathlib import Path
@@ -317,7 +317,7 @@ def selected_prompts(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig,
         saved = None
     if isinstance(saved, dict) and saved.get("key") == json.loads(json.dumps(key)):
         log.info("prompt selection read back from %s (%d prompts)", path, len(saved["rows"]))
-        return dataset.select(saved["rows"]), {**saved["report"], "read_back": True}, 0.0
+        return dataset.select(saved["rows"]), {**saved["report"], "read_back": True}
     started = time.perf_counter()
     kept, report = select_by_difficulty(model, tokenizer, dataset, cfg, funcs, weights)
     spent = round(time.perf_counter() - started, 1)
@@ -327,7 +327,7 @@ def selected_prompts(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig,
     rows = report.pop("rows")
     if cfg.process_index == 0:
         write_json(path, {"key": key, "rows": rows, "report": report})
-    return kept, report, spent
+    return kept, report
 
 
 def runnable(dataset: Any, env_cls: type) -> Any:
@@ -378,8 +378,8 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
     model = load_model(cfg.model)
     spent = 0.0
     if cfg.select_prompts:
-        dataset, sel, spent = selected_prompts(model, tokenizer, dataset, cfg, funcs, weights)
-        report["selection"] = sel
+        dataset, report["selection"] = selected_prompts(model, tokenizer, dataset, cfg, funcs, weights)
+        spent = report["selection"]["seconds"]  # of --max-seconds, also when an earlier invocation spent them
         if cfg.max_seconds is not None and spent >= cfg.max_seconds:
             raise UserInputError(f"prompt selection took {spent:g} s of --max-seconds {cfg.max_seconds:g}: no time "
                                  "is left to train", fix="raise --max-seconds, or sample fewer prompts "
@@ -421,8 +421,7 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
         rollout_func=rollout_func,
         peft_config=cfg.lora_spec.to_peft() if cfg.lora is not None else None, callbacks=callbacks,
         group_filter=cfg.group_filter, group_delta=cfg.group_delta, fill_rounds=cfg.fill_rounds, tool_format=fmt)
-    # the seconds of --max-seconds the selection spent (train_seconds), also when an earlier invocation spent them
-    trainer.budget_spent = report["selection"].get("seconds", spent) if cfg.select_prompts else spent
+    trainer.budget_spent = spent  # the seconds of --max-seconds the selection spent (train_seconds)
     return trainer, report
 
 
