@@ -41,6 +41,8 @@ import rl_gain
 import yaml
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 
+from tinytool.models.precision import cpu_supports_bf16
+
 FORMAT = quality.FORMAT
 TEACHER_ROW = rl_gain.PROTOCOL_BASE
 OUT = ROOT / "benchmarks" / "results" / "distill.json"
@@ -163,16 +165,27 @@ def _agreement(students: dict[str, str], teacher: str, dev: Path, turns: int) ->
     return out
 
 
-def record(row: str, summary: dict, sc: dict, against: dict | None, agree: float | None) -> dict:
+def reference_row(rows: list[str]) -> str:
+    """The row a sweep's other rows are paired with: its first SFT row, else (a sweep of distillation settings
+    alone) its first row."""
+    return next((row for row in rows if ROWS[row]["kind"] == "sft"), rows[0])
+
+
+def record(row: str, summary: dict, sc: dict, against: dict | None, agree: float | None,
+           reference: str | None = None) -> dict:
+    """One sweep row: its settings, training summary and scores; with ``against`` (the scores of the row
+    ``reference``), the paired changes from it, keyed ``_vs_sft`` when the reference is an SFT row, else ``_vs_ref``."""
     spec = ROWS[row]
-    rec = {"row": row, **{k: spec.get(k) for k in ("kind", "loss", "k", "tail", "lr", "branches")},
+    rec = {"row": row, **{k: spec.get(k) for k in ("kind", "loss", "k", "tail", "lr", "branches", "temperature")},
            "seconds": round(summary.get("seconds", 0.0), 1), "steps": summary.get("global_step"),
            "tokens": summary.get("tokens", summary.get("completion_tokens")), **sc["table"],
            "top1_agreement_with_teacher": agree, "losses": summary.get("losses")}
     if against is not None and against is not sc:
         vs = rl_gain.paired(against, sc)
-        rec |= {"delta_overall_vs_sft": vs["delta_overall"], "p_overall_vs_sft": vs["p_overall"],
-                "delta_ast_vs_sft": vs["delta_ast"], "p_ast_vs_sft": vs["p_ast"]}
+        tag = "sft" if reference is None or ROWS[reference]["kind"] == "sft" else "ref"
+        rec |= {"reference": reference, f"delta_overall_vs_{tag}": vs["delta_overall"],
+                f"p_overall_vs_{tag}": vs["p_overall"], f"delta_ast_vs_{tag}": vs["delta_ast"],
+                f"p_ast_vs_{tag}": vs["p_ast"], f"delta_irrelevance_strict_vs_{tag}": vs["delta_irrelevance_strict"]}
     return rec
 
 
@@ -198,7 +211,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, required=True, help="quality.py's work folder (the teacher is there)")
     ap.add_argument("--rows", default="", help=f"sweep rows, comma-separated, of {', '.join(ROWS)}; the first SFT "
-                    "row is the one the others are compared with")
+                    "row (with none, the first row) is the one the others are paired with")
     ap.add_argument("--final", action="store_true", help="the claim: the sft, ckd and fkl arms into ckd_vs_sft "
                     "(--rows sft,ckd leaves the fkl baseline out: two arms side by side, half the wall time; sweep rows "
                     "named beside the arms train after them)")
@@ -241,24 +254,27 @@ def main() -> None:
     scored = rl_gain.in_pairs([lambda th, m=m: score(m, th) for m, _ in runs], args.parallel)
     wall = time.perf_counter() - t0
     agree = agreement({row: m for row, (m, _) in zip(rows, runs)}, teacher, data / "dev.jsonl")
-    sft_sc = next((sc for row, sc in zip(rows, scored) if ROWS[row]["kind"] == "sft"), None)
+    reference = reference_row(rows)
+    ref_sc = scored[rows.index(reference)]
 
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     sweep = list(result.get("ckd_sweep", []))
     recs = {}
     for row, (_, summary), sc in zip(rows, runs, scored):
-        rec = record(row, summary, sc, sft_sc, agree[row]) | {
-            "seed": args.seed, "teacher_row": args.teacher_row, "student": args.student, "parallel_arms": args.parallel,
-            "seconds_budget": budgets[row]}
+        rec = record(row, summary, sc, ref_sc, agree[row], reference) | {
+            "seed": args.seed, "teacher_row": args.teacher_row, "teacher_overall": teacher_sc["table"]["overall"],
+            "base_build": rl_gain.base_build(teacher), "cpu_bf16": cpu_supports_bf16(), "student": args.student,
+            "parallel_arms": args.parallel, "seconds_budget": budgets[row]}
         recs[row] = rec
         sweep = [r for r in sweep if not (r["row"] == row and r["seed"] == args.seed and r["n"] == rec["n"]
                                           and r["seconds_budget"] == rec["seconds_budget"])] + [rec]
         print(json.dumps({k: rec[k] for k in ("row", "steps", "non_live_ast_avg", "irrelevance_strict", "overall",
                                               "top1_agreement_with_teacher")}), flush=True)
-    result.update({"ckd_sweep": sweep, "ckd_teacher": {"row": args.teacher_row, **teacher_sc["table"]},
-                   **({"ckd_student_untrained": {"model": args.student, **student_sc["table"]}} if student_sc else {}),
-                   "ckd_machine": machine(), "ckd_versions": versions("torch", "transformers", "trl")})
-    if args.final:
+    result["ckd_sweep"] = sweep
+    if args.final:  # the claim's teacher and untrained student; a sweep's rows carry their teacher's overall
+        result.update({"ckd_teacher": {"row": args.teacher_row, **teacher_sc["table"]},
+                       **({"ckd_student_untrained": {"model": args.student, **student_sc["table"]}} if student_sc else {}),
+                       "ckd_machine": machine(), "ckd_versions": versions("torch", "transformers", "trl")})
         by = dict(zip(rows, scored))
         arms = [row for row in rows if row in FINAL.values()]  # the sweep rows that rode along stay in ckd_sweep
         vs = rl_gain.paired(by["sft"], by["ckd"])

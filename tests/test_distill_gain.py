@@ -106,3 +106,26 @@ def test_star_ordering_pairs_each_step_on_the_same_items(distill_gain):
     past = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
                                       {"sft": sc(0.3), "ckd": sc(1.0)}, runs, {"sft": sc(0.6), "ckd": sc(0.9)})
     assert past["holds"] and past["ckd_rl_vs_ckd"]["delta_overall"] < 0
+
+
+def test_a_sweep_pairs_its_rows_with_its_first_sft_row_or_else_its_first_row(distill_gain):
+    assert distill_gain.reference_row(["ckd-10m", "sft-10m", "sft-10m-lr1e4"]) == "sft-10m"
+    assert distill_gain.reference_row(["ckd-10m-k20", "ckd-10m", "ckd-10m-t2"]) == "ckd-10m-k20"
+
+
+def test_a_sweep_row_records_its_settings_and_its_paired_change_from_the_reference(distill_gain):
+    cats = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+
+    def sc(share: float) -> dict:
+        items = {f"{c}-{i}": (c, i < share * 40) for c in cats for i in range(40)}
+        return {"items": items, "table": {"irrelevance_strict": share, "overall": share, "n": 40}}
+
+    summary = {"seconds": 598.04, "global_step": 9, "losses": [[1, 0.9]]}
+    ref, better = sc(0.3), sc(0.8)
+    rec = distill_gain.record("ckd-10m-t2", summary, better, ref, 0.91, "ckd-10m")
+    assert (rec["temperature"], rec["k"], rec["steps"], rec["seconds"]) == (2.0, 100, 9, 598.0)
+    assert rec["reference"] == "ckd-10m" and rec["delta_overall_vs_ref"] > 0.4 and rec["p_overall_vs_ref"] < 0.05
+    assert "delta_overall_vs_sft" not in rec and rec["delta_irrelevance_strict_vs_ref"] == 0.5
+    # against an SFT row the keys say so; the reference itself carries no change from itself
+    assert rec["reference"] and "p_ast_vs_sft" in distill_gain.record("ckd-10m", summary, better, ref, None, "sft-10m")
+    assert "reference" not in distill_gain.record("ckd-10m", summary, ref, ref, None, "ckd-10m")
