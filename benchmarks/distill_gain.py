@@ -16,6 +16,8 @@ The protocol, from nothing, under three hours on two CPU cores (the teacher may 
    cache build would be.
 
     .venv/bin/python benchmarks/distill_gain.py --work W --rows sft-10m,ckd-10m,fkl-10m --parallel   # the sweep
+    .venv/bin/python benchmarks/distill_gain.py --work W --rows ckd-10m,ckd-10m-k20 --parallel --limit 50 \
+        --no-untrained   # CKD settings alone: each row paired with the first (ckd-10m)
     .venv/bin/python benchmarks/distill_gain.py --work W --final --seconds 1500 --seed 0            # the claim
     .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd --seconds 600 --parallel --seed 0
     .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd,fkl,ckd-10m-t2 --seconds 600 \
