@@ -173,8 +173,7 @@ def reference_row(rows: list[str]) -> str:
     return next((row for row in rows if ROWS[row]["kind"] == "sft"), rows[0])
 
 
-def record(row: str, summary: dict, sc: dict, against: dict | None, agree: float | None,
-           reference: str | None = None) -> dict:
+def record(row: str, summary: dict, sc: dict, against: dict | None, agree: float | None, reference: str) -> dict:
     """One sweep row: its settings, training summary and scores; with ``against`` (the scores of the row
     ``reference``), the paired changes from it, keyed ``_vs_sft`` when the reference is an SFT row, else ``_vs_ref``."""
     spec = ROWS[row]
@@ -184,7 +183,7 @@ def record(row: str, summary: dict, sc: dict, against: dict | None, agree: float
            "top1_agreement_with_teacher": agree, "losses": summary.get("losses")}
     if against is not None and against is not sc:
         vs = rl_gain.paired(against, sc)
-        tag = "sft" if reference is None or ROWS[reference]["kind"] == "sft" else "ref"
+        tag = "sft" if ROWS[reference]["kind"] == "sft" else "ref"
         rec |= {"reference": reference, f"delta_overall_vs_{tag}": vs["delta_overall"],
                 f"p_overall_vs_{tag}": vs["p_overall"], f"delta_ast_vs_{tag}": vs["delta_ast"],
                 f"p_ast_vs_{tag}": vs["p_ast"], f"delta_irrelevance_strict_vs_{tag}": vs["delta_irrelevance_strict"]}
@@ -262,11 +261,11 @@ def main() -> None:
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     sweep = list(result.get("ckd_sweep", []))
     recs = {}
+    run_of = {"seed": args.seed, "teacher_row": args.teacher_row, "teacher_overall": teacher_sc["table"]["overall"],
+              "base_build": rl_gain.base_build(teacher), "cpu_bf16": cpu_supports_bf16(), "student": args.student,
+              "parallel_arms": args.parallel}
     for row, (_, summary), sc in zip(rows, runs, scored):
-        rec = record(row, summary, sc, ref_sc, agree[row], reference) | {
-            "seed": args.seed, "teacher_row": args.teacher_row, "teacher_overall": teacher_sc["table"]["overall"],
-            "base_build": rl_gain.base_build(teacher), "cpu_bf16": cpu_supports_bf16(), "student": args.student,
-            "parallel_arms": args.parallel, "seconds_budget": budgets[row]}
+        rec = record(row, summary, sc, ref_sc, agree[row], reference) | run_of | {"seconds_budget": budgets[row]}
         recs[row] = rec
         sweep = [r for r in sweep if not (r["row"] == row and r["seed"] == args.seed and r["n"] == rec["n"]
                                           and r["seconds_budget"] == rec["seconds_budget"])] + [rec]

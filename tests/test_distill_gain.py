@@ -5,6 +5,14 @@ from __future__ import annotations
 import pytest
 from conftest import benchmark_module
 
+CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+
+
+def scores(share: float) -> dict:
+    """Scores over 40 items per category, the first ``share`` of each correct."""
+    items = {f"{c}-{i}": (c, i < share * 40) for c in CATEGORIES for i in range(40)}
+    return {"items": items, "table": {"irrelevance_strict": share, "overall": share, "n": 40}}
+
 
 @pytest.fixture(scope="module")
 def distill_gain():
@@ -86,25 +94,22 @@ def test_agreement_is_measured_once_per_student_teacher_and_split(distill_gain, 
 def test_star_ordering_pairs_each_step_on_the_same_items(distill_gain):
     """CKD + RL > SFT + RL > SFT: each step a paired comparison; the ordering holds only when both steps are up
     with p < 0.05, and a reversed step is reported, not hidden."""
-    cats = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
-
-    def sc(share: float) -> dict:
-        items = {f"{c}-{i}": (c, i < share * 40) for c in cats for i in range(40)}
-        return {"items": items, "table": {"irrelevance_strict": share, "overall": share}}
+    def arms(sft: float, ckd: float) -> dict:
+        return {"sft": scores(sft), "ckd": scores(ckd)}
 
     runs = {"sft": ("m/sft-rl", {"seconds": 500.0, "data": {"selection": {"seconds": 90.0}}}),
             "ckd": ("m/ckd-rl", {"seconds": 580.0})}
     order = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
-                                       {"sft": sc(0.3), "ckd": sc(0.4)}, runs, {"sft": sc(0.6), "ckd": sc(0.9)})
+                                       arms(0.3, 0.4), runs, arms(0.6, 0.9))
     assert order["holds"] and order["sft_rl_vs_sft"]["delta_overall"] > 0.25
     assert order["ckd_rl_vs_sft_rl"]["p_overall"] < 0.05 and order["seconds"] == {"sft_rl": 590.0, "ckd_rl": 580.0}
     assert order["sft_rl"]["overall"] == 0.6 and order["rl_from"]["ckd"] == "m/ckd"
     reversed_ = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
-                                           {"sft": sc(0.3), "ckd": sc(0.4)}, runs, {"sft": sc(0.9), "ckd": sc(0.6)})
+                                           arms(0.3, 0.4), runs, arms(0.9, 0.6))
     assert not reversed_["holds"] and reversed_["ckd_rl_vs_sft_rl"]["delta_overall"] < 0
     # RL that lowers the CKD student is reported, and is not a step of STAR's ordering
     past = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
-                                      {"sft": sc(0.3), "ckd": sc(1.0)}, runs, {"sft": sc(0.6), "ckd": sc(0.9)})
+                                      arms(0.3, 1.0), runs, arms(0.6, 0.9))
     assert past["holds"] and past["ckd_rl_vs_ckd"]["delta_overall"] < 0
 
 
@@ -114,14 +119,8 @@ def test_a_sweep_pairs_its_rows_with_its_first_sft_row_or_else_its_first_row(dis
 
 
 def test_a_sweep_row_records_its_settings_and_its_paired_change_from_the_reference(distill_gain):
-    cats = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
-
-    def sc(share: float) -> dict:
-        items = {f"{c}-{i}": (c, i < share * 40) for c in cats for i in range(40)}
-        return {"items": items, "table": {"irrelevance_strict": share, "overall": share, "n": 40}}
-
     summary = {"seconds": 598.04, "global_step": 9, "losses": [[1, 0.9]]}
-    ref, better = sc(0.3), sc(0.8)
+    ref, better = scores(0.3), scores(0.8)
     rec = distill_gain.record("ckd-10m-t2", summary, better, ref, 0.91, "ckd-10m")
     assert (rec["temperature"], rec["k"], rec["steps"], rec["seconds"]) == (2.0, 100, 9, 598.0)
     assert rec["reference"] == "ckd-10m" and rec["delta_overall_vs_ref"] > 0.4 and rec["p_overall_vs_ref"] < 0.05
