@@ -265,3 +265,39 @@ def test_two_demo_runs_compare_on_the_demo_runners_overall(tmp_path):
     assert report["headline"]["overall"]["a"] == pytest.approx(len(right_a) / 10, abs=1e-4)
     assert set(report["failures"]["moved"]) <= {"no_call", "called_when_none_fits", "wrong_function",
                                                 "format_error", "wrong_call_count", "wrong_arguments"}
+
+
+def test_the_json_is_never_written_inside_a_run_compared(runs):
+    root = runs[0]
+    kept = {name: (root / "a" / name).read_bytes() for name in ("run.json", "summary.json")}
+    for out in (root / "a" / "summary.json", root / "a" / "run.json", root / "b" / "sub" / "x.json",
+                root / "b" / ".." / "a" / "cmp.json"):  # the path resolved: a detour through b still lands in a
+        message = _error(runner.invoke(app, ["eval", "compare", str(root / "a"), str(root / "b"), "--json", str(out),
+                                             "--overwrite"]))
+        assert f"{out}: inside the run directory" in message, message
+    assert {name: (root / "a" / name).read_bytes() for name in kept} == kept
+    assert not (root / "a" / "cmp.json").exists() and not (root / "b" / "sub").exists()
+    assert load_eval_run(root / "a").kind == "bfcl"  # the run reads as it did
+
+
+def test_demo_runs_over_different_data_are_refused_and_the_same_data_compares(tmp_path):
+    """Two demo sets made with other settings give one id to different tasks: only the data's sha256 tells."""
+    from tinytool.data.demo import write_demo
+    from tinytool.eval.demo_eval import load_tasks, run_demo_eval
+
+    write_demo(30, 3, tmp_path / "d3", dev_fraction=0.5)
+    write_demo(30, 3, tmp_path / "d4", dev_fraction=0.5, twin_p=0.0, variants=3)
+    dev3, dev4 = tmp_path / "d3" / "dev.jsonl", tmp_path / "d4" / "dev.jsonl"
+    ids3, ids4 = ({i: p.to_dict() for i, p, _ in load_tasks(d)} for d in (dev3, dev4))
+    assert any(ids3[i] != ids4[i] for i in ids3.keys() & ids4.keys())  # one id, two tasks
+    copy = tmp_path / "copy" / "dev.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(dev3.read_bytes())
+    for data, name in ((dev3, "a"), (dev4, "b"), (copy, "c")):
+        run_demo_eval("x", data, tmp_path / name, ScriptedClient(lambda r, i: "no idea"), limit=6, progress=False)
+    message = _error(runner.invoke(app, ["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")]))
+    assert "scored different data" in message and str(dev3) in message and str(dev4) in message, message
+    digests = [json.loads((tmp_path / n / "run.json").read_text())["settings"]["data_sha256"] for n in "ab"]
+    assert all(d[:12] in message for d in digests)
+    # the same bytes under another path are the same data
+    assert compare_runs(load_eval_run(tmp_path / "a"), load_eval_run(tmp_path / "c"), resamples=20)["items"] == 6

@@ -229,11 +229,12 @@ def compare_cmd(
 
     Example: tinytool eval compare runs/base-bfcl runs/sft-bfcl --json runs/sft-vs-base.json
     """
-    from tinytool.eval.compare import compare_runs, load_eval_run, render_markdown
+    from tinytool.eval.compare import check_outside_runs, compare_runs, load_eval_run, render_markdown
     from tinytool.io import check_output_file, write_json
 
     if json_out is not None:
         check_not_input(json_out, run_a, run_b)
+        check_outside_runs(json_out, run_a, run_b)
         check_output_file(json_out, overwrite)
     report = compare_runs(load_eval_run(run_a), load_eval_run(run_b), resamples=resamples, seed=seed)
     typer.echo(render_markdown(report, show=show), nl=False)

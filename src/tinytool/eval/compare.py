@@ -4,7 +4,8 @@ Both runs are read as their runners scored them (``results.jsonl`` of `tinytool 
 nothing is checked again): each item's verdict (for BFCL's irrelevance categories the strict one, which fails any
 attempted call), its score (the share of its samples right; the verdict itself with one sample) and its failure
 class (`tinytool.eval.failures` for BFCL; the demo runner's error type). Only the items both runs scored are
-compared; the others are counted as dropped.
+compared; the others are counted as dropped. Runs that record the sha256 of the data they scored (``eval demo``)
+must have scored the same data: data sets made with other settings give one id to different tasks.
 
 The statistics are paired, since both runs answered the same items:
 
@@ -155,6 +156,9 @@ class EvalRun:
     label: str | None
     samples: int = 1
     bfcl_version: str | None = None
+    #: the data file the run scored and its sha256, where the run records them (``eval demo``)
+    data: str | None = None
+    data_sha256: str | None = None
     scores: dict[str, tuple[str, float]] = field(default_factory=dict)
     verdicts: dict[str, bool] = field(default_factory=dict)
     failures: dict[str, str | None] = field(default_factory=dict)
@@ -163,7 +167,8 @@ class EvalRun:
     def describe(self) -> dict[str, Any]:
         return {"path": str(self.path), "kind": self.kind, "model": self.model, "label": self.label,
                 "samples": self.samples, "items": len(self.scores),
-                **({"bfcl_version": self.bfcl_version} if self.bfcl_version else {})}
+                **({"bfcl_version": self.bfcl_version} if self.bfcl_version else {}),
+                **({"data": self.data, "data_sha256": self.data_sha256} if self.data_sha256 else {})}
 
 
 def load_eval_run(path: str | Path) -> EvalRun:
@@ -191,7 +196,8 @@ def load_eval_run(path: str | Path) -> EvalRun:
         raise UserInputError(f"{path}: no results.jsonl — the run was never scored (stopped before it finished?)",
                              fix=again)
     run = EvalRun(path=path, kind=kind, model=str(settings.get("model") or ""), label=manifest.get("label"),
-                  samples=int(settings.get("samples") or 1), bfcl_version=settings.get("bfcl_version"))
+                  samples=int(settings.get("samples") or 1), bfcl_version=settings.get("bfcl_version"),
+                  data=settings.get("data"), data_sha256=settings.get("data_sha256"))
     classify = _bfcl_classifier(settings, run) if kind == "bfcl" else _demo_class
     for lineno, row in iter_jsonl_rows(results):
         if not (isinstance(row, dict) and isinstance(row.get("id"), str) and isinstance(row.get("category"), str)
@@ -206,6 +212,17 @@ def load_eval_run(path: str | Path) -> EvalRun:
     if not run.scores:
         raise UserInputError(f"{results}: holds no scored item", fix=f"score the run again (`tinytool eval {kind}`)")
     return run
+
+
+def check_outside_runs(out: str | Path, *runs: str | Path) -> None:
+    """Refuse an output path inside one of the run directories compared (paths resolved): a file written there
+    may replace the run's own files (``summary.json``, ``run.json``) and leave the run unreadable."""
+    target = Path(out).resolve()
+    for run in runs:
+        home = Path(run).resolve()
+        if target == home or home in target.parents:
+            raise UserInputError(f"{out}: inside the run directory {run}; writing it there could break the run",
+                                 fix="write the comparison outside both run directories")
 
 
 def _verdict(row: Mapping[str, Any]) -> tuple[bool, float]:
@@ -252,10 +269,17 @@ def compare_runs(a: EvalRun, b: EvalRun, resamples: int = RESAMPLES, seed: int =
     exact p, the fixed and broken ids; the headline scores with their p (BFCL: the non-live AST average and
     overall by the stratified paired bootstrap, strict irrelevance by McNemar; demo: overall by the bootstrap);
     the failure classes whose counts moved; the items dropped because only one run scored them. Runs of
-    different kinds, or with no item in common, raise `UserInputError`."""
+    different kinds, over different data (both record its sha256 and they differ) or with no item in common raise
+    `UserInputError`."""
     if a.kind != b.kind:
         raise UserInputError(f"{a.path} is an `eval {a.kind}` run and {b.path} an `eval {b.kind}` run: they share "
                              "no item", fix=f"compare two `eval {a.kind}` runs, or two `eval {b.kind}` runs")
+    if a.data_sha256 and b.data_sha256 and a.data_sha256 != b.data_sha256:
+        # an id is a position in a data set: another set gives it to another task
+        raise UserInputError(f"{a.path} and {b.path} scored different data ({a.data}: sha256 {a.data_sha256[:12]}; "
+                             f"{b.data}: sha256 {b.data_sha256[:12]}): an id may name a different task in each",
+                             fix=f"evaluate both runs on the same data file (`tinytool eval {a.kind} -d`) and compare "
+                                 "again")
     shared = {i for i in a.scores.keys() & b.scores.keys() if a.scores[i][0] == b.scores[i][0]}
     if not shared:
         cats = [", ".join(_order({c for c, _ in r.scores.values()})) for r in (a, b)]
@@ -288,6 +312,10 @@ def compare_runs(a: EvalRun, b: EvalRun, resamples: int = RESAMPLES, seed: int =
     if a.samples > 1 or b.samples > 1:
         report["notes"].append("several samples per item: accuracies and the bootstrap read the share of samples "
                                "right, McNemar and fixed/broken the first sample's verdict")
+    unknown = [r.path for r in (a, b) if not r.data_sha256]
+    if len(unknown) == 1:
+        report["notes"].append(f"{unknown[0]} records no sha256 of its data: the runs may have scored different "
+                               "tasks under one id")
     if a.bfcl_version != b.bfcl_version:
         report["notes"].append(f"the runs read different BFCL versions ({a.bfcl_version}, {b.bfcl_version}): an id "
                                "may name another item")
@@ -410,7 +438,8 @@ def _ids(ids: Sequence[str], show: int) -> str:
 
 
 __all__ = [
-    "AST", "RESAMPLES", "EvalRun", "ast_avg", "bootstrap_p", "category_ids", "category_p", "compare_runs",
+    "AST", "RESAMPLES", "EvalRun", "ast_avg", "bootstrap_p", "category_ids", "category_p", "check_outside_runs",
+    "compare_runs",
     "irrelevance_p", "load_eval_run", "mcnemar_counts", "mcnemar_p", "micro_avg", "overall", "overall_p", "render_markdown",
     "stratified_bootstrap",
 ]
