@@ -524,6 +524,29 @@ def test_data_select_keeps_the_lines_of_the_categories_as_they_are(tmp_path):
     assert r.exit_code == 2 and "none of its 4 conversations" in r.stderr and not (tmp_path / "none.jsonl").exists()
 
 
+def test_data_select_limit_keeps_a_seeded_subset_in_file_order(tmp_path):
+    import random
+
+    rows = [json.dumps({"meta": {"category": "simple" if i % 3 else "irrelevance", "id": i}, "messages": []})
+            for i in range(12)]
+    data = tmp_path / "train.jsonl"
+    data.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "pool.jsonl"
+    r = invoke("data", "select", str(data), "--limit", "5", "--seed", "3", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    # every category when none is named; the rule of `teacher rollout --limit` and `eval bfcl --limit`
+    assert out.read_text().splitlines() == [rows[i] for i in sorted(random.Random(3).sample(range(12), 5))]
+    simple = [x for x in rows if '"simple"' in x]
+    r = invoke("data", "select", str(data), "--category", "simple", "--limit", "3", "-o", str(tmp_path / "s.jsonl"))
+    assert r.exit_code == 0 and "3 of 12 conversations" in r.stderr
+    assert (tmp_path / "s.jsonl").read_text().splitlines() == [simple[i] for i in
+                                                                sorted(random.Random(0).sample(range(8), 3))]
+    r = invoke("data", "select", str(data), "--limit", "50", "-o", str(tmp_path / "all.jsonl"))
+    assert r.exit_code == 0 and (tmp_path / "all.jsonl").read_text().splitlines() == rows
+    r = invoke("data", "select", str(data), "--limit", "0", "-o", str(tmp_path / "zero.jsonl"))
+    assert r.exit_code == 2 and "--limit" in r.output
+
+
 def test_doctor_reports_the_machine_and_what_is_missing(monkeypatch):
     from tinytool.doctor import report
 
