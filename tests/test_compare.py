@@ -301,3 +301,10 @@ def test_demo_runs_over_different_data_are_refused_and_the_same_data_compares(tm
     assert all(d[:12] in message for d in digests)
     # the same bytes under another path are the same data
     assert compare_runs(load_eval_run(tmp_path / "a"), load_eval_run(tmp_path / "c"), resamples=20)["items"] == 6
+    # a run that records no digest compares, with a note that it cannot be told
+    manifest = json.loads((tmp_path / "b" / "run.json").read_text())
+    del manifest["settings"]["data_sha256"]
+    (tmp_path / "b" / "run.json").write_text(json.dumps(manifest))
+    notes = compare_runs(load_eval_run(tmp_path / "a"), load_eval_run(tmp_path / "b"), resamples=20)["notes"]
+    assert notes == [(f"{tmp_path / 'b'} records no sha256 of its data: the runs may have scored different tasks "
+                      "under one id")]
