@@ -460,3 +460,36 @@ def test_mentor_reads_whichever_teacher_column_holds_a_value():
         assert r.error is None and r.score == score_row("mentor", {**base, "teacher": teacher}).score
         r = score_row("mentor", {**base, "teacher": empty, "teacher_trajectory": "null"})
         assert r.score == _floor("mentor") and r.error.startswith("teacher")
+
+
+# ---- a reward mix GRPO can learn from ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mix, word", [
+    ("simrl=0,toolrl=0", "all zero"),
+    ("simrl=0", "all zero"),
+    ("simrl=1,toolrl=-0.5", "negative"),
+])
+def test_a_reward_mix_that_scores_nothing_or_against_a_reward_is_refused(mix, word):
+    """All weights zero would reward every completion 0 (GRPO learns nothing); a negative weight would train
+    against a reward's own definition."""
+    from tinytool.rl.config import parse_reward_mix
+
+    with pytest.raises(UserInputError, match=word) as e:
+        parse_reward_mix(mix)
+    assert "--reward" in str(e.value) and mix in str(e.value)
+    assert parse_reward_mix("simrl=0,toolrl=1") == {"simrl": 0.0, "toolrl": 1.0}  # one weight may be zero
+
+
+def test_the_rl_command_refuses_an_all_zero_mix_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    data = tmp_path / "train.jsonl"
+    data.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": "hello"}]}) + "\n")
+    res = CliRunner().invoke(app, ["rl", "-m", "smollm2-135m-instruct", "-d", str(data),
+                                   "--reward", "simrl=0,toolrl=0", "-o", str(tmp_path / "out")])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert "--reward: the weights in 'simrl=0,toolrl=0' are all zero" in " ".join(res.output.split())

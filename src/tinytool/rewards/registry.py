@@ -234,6 +234,21 @@ def get_reward(name: str) -> RewardSpec:
         raise ValueError(f"unknown reward {name!r}; choose one of {', '.join(REWARDS)}") from None
 
 
+def check_mix_weights(weights: dict[str, float], text: str, flag: str = "--reward") -> None:
+    """Refuse a weighted mix of rewards (``{name: weight}``, read from ``text``) that GRPO cannot learn from:
+    `UserInputError` naming ``flag``. A negative weight would train against a reward's own definition (its
+    bounds say which way is better), and weights all zero score every completion 0, a constant."""
+    negative = [name for name, w in weights.items() if w < 0]
+    if negative:
+        raise UserInputError(f"{flag}: the weight of {', '.join(map(repr, negative))} in {text!r} is negative; "
+                             "a weight says how much a reward counts, not which way",
+                             fix="give each reward a weight of 0 or more, e.g. --reward simrl=1,toolrl=0.5")
+    if weights and not any(weights.values()):
+        raise UserInputError(f"{flag}: the weights in {text!r} are all zero, so every completion would score 0 "
+                             "and training would learn nothing",
+                             fix="give at least one reward a weight above 0, e.g. --reward simrl=1,toolrl=0.5")
+
+
 def missing_columns(name: str, column_names: Any) -> list[str]:
     """The columns reward ``name`` lacks among ``column_names`` (those of its closest column set);
     empty when one of its column sets is complete."""

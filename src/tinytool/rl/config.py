@@ -42,6 +42,7 @@ def parse_reward_mix(text: str) -> dict[str, float]:
     """``"simrl"`` → ``{"simrl": 1.0}``; ``"simrl=1,toolrl=0.5"`` → both with their weights. Errors name the
     part that is wrong."""
     from tinytool.rewards import REWARDS
+    from tinytool.rewards.registry import check_mix_weights
 
     out: dict[str, float] = {}
     for part in (p.strip() for p in str(text).split(",")):
@@ -64,6 +65,7 @@ def parse_reward_mix(text: str) -> dict[str, float]:
         out[name] = w
     if not out:
         raise UserInputError("--reward: no reward given", fix="e.g. --reward simrl")
+    check_mix_weights(out, text)
     return out
 
 
