@@ -245,6 +245,43 @@ def test_an_oversized_body_is_refused_and_the_server_goes_on(scripted):
     assert ok.choices[0].message.content == "Hello there."
 
 
+def _deep(depth: int, inner: str) -> str:
+    """``inner`` nested ``depth`` levels deep in a tool's parameters, built as text (no recursion)."""
+    return '{"type": "object", "properties": {"a": ' * depth + inner + "}}" * depth
+
+
+def _deep_tool(depth: int) -> str:
+    return ('{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f", '
+            '"parameters": ' + _deep(depth, '{"type": "string"}') + "}}]}")
+
+
+#: request bodies nested too deep: 100,000 levels (past the JSON parser's own limit), and 400 levels (parsed, and far
+#: past what a tool's parameters need)
+DEEP = {
+    "messages": lambda: '{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "content": lambda: '{"messages": [{"role": "user", "content": ' + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "}]}",
+    "tool parameters": lambda: _deep_tool(100_000),
+    "tool parameters, 400 levels": lambda: _deep_tool(400),
+}
+
+
+@pytest.mark.parametrize("what", list(DEEP))
+def test_a_body_nested_too_deep_is_a_400_and_the_server_goes_on(scripted, what):
+    client, url, _ = scripted
+    r = httpx.post(f"{url}/chat/completions", content=DEEP[what](), headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text[:300]
+    assert "nested deeper than" in r.json()["error"]["message"], r.text[:300]
+    ok = client.chat.completions.create(model="demo-model", messages=[{"role": "user", "content": "hi"}])
+    assert ok.choices[0].message.content == "Hello there."
+
+
+def test_tool_parameters_nested_a_sane_depth_are_served(scripted):
+    client, _, _ = scripted
+    tool = {"type": "function", "function": {"name": "f", "parameters": json.loads(_deep(12, '{"type": "string"}'))}}
+    r = client.chat.completions.create(model="demo-model", messages=[{"role": "user", "content": "hi"}], tools=[tool])
+    assert r.choices[0].message.content == "Hello there."
+
+
 def test_models_and_health(scripted):
     client, url, _ = scripted
     assert [m.id for m in client.models.list().data] == ["demo-model"]

@@ -4,11 +4,11 @@
   content when the model answers directly), ``stream: true`` as server-sent events;
 - ``GET /v1/models``, ``GET /health``.
 
-A malformed request (not JSON, a missing or mistyped field, a message or tool that does not read, a
-``tool_choice`` naming no offered tool, an unknown model) gets a 4xx whose body says what is wrong, in the
-OpenAI error shape. So do sizes the model cannot serve: a prompt longer than the model's context is a 400 that
-gives both lengths, and ``max_tokens``/``max_completion_tokens`` must be positive integers — and are then capped
-at what the context leaves (the answer ends with ``finish_reason: "length"``), not refused
+A malformed request (not JSON, nested deeper than `MAX_DEPTH`, a missing or mistyped field, a message or tool that
+does not read, a ``tool_choice`` naming no offered tool, an unknown model) gets a 4xx whose body says what is
+wrong, in the OpenAI error shape. So do sizes the model cannot serve: a prompt longer than the model's context is a
+400 that gives both lengths, and ``max_tokens``/``max_completion_tokens`` must be positive integers — and are then
+capped at what the context leaves (the answer ends with ``finish_reason: "length"``), not refused
 (`tinytool.serve.engine`). What reads but is not served is a 400 too, never answered without it: ``logprobs: true``
 (the engine does not keep log-probabilities), ``n`` other than 1, a ``response_format`` other than text, a content
 part other than text (an image).
@@ -51,6 +51,10 @@ _HOLD = 16
 
 #: the largest request body read (a longer one is a 413)
 MAX_BODY_BYTES = 8 * 2**20
+#: the deepest nesting of arrays and objects a request body may have (a deeper one is a 400): far past what
+#: messages and tool schemas need, and far short of what the JSON parser, pydantic and the schema readers recurse
+#: through
+MAX_DEPTH = 64
 
 
 def create_app(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
@@ -92,12 +96,18 @@ def create_app(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
             raw += part
             if len(raw) > max_body_bytes:
                 raise ServeError(f"the request body is over {max_body_bytes} bytes", status=413)
+        too_deep = ServeError(f"the request body is nested deeper than {MAX_DEPTH} levels of arrays and objects: "
+                              "flatten the messages or the tools' parameters")
         try:
             body = json.loads(raw)
+        except RecursionError:  # the parser's own limit, far past ours
+            raise too_deep from None
         except (ValueError, UnicodeDecodeError) as e:
             raise ServeError(f"the request body is not JSON: {e}") from None
         if not isinstance(body, dict):
             raise ServeError("the request body must be a JSON object")
+        if depth(body) > MAX_DEPTH:
+            raise too_deep
         try:
             req = ChatRequest.model_validate(body)
         except ValidationError as e:
@@ -114,6 +124,18 @@ def create_app(engine: Engine, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         return completion_body(engine.name, message, finish, job.prompt_tokens, completion.n_tokens)
 
     return app
+
+
+def depth(value: Any) -> int:
+    """How deep arrays and objects nest in a parsed JSON ``value`` (a scalar: 0, ``[]``: 1, ``[[1]]``: 2), walked
+    without recursion: a body nested deeper than the interpreter's stack is measured, not crashed on."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            todo.extend((x, level + 1) for x in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _describe(errors: list[dict[str, Any]]) -> str:
@@ -196,4 +218,4 @@ def _events(engine: Engine, job: Job, include_usage: bool = False) -> Iterator[s
     yield "data: [DONE]\n\n"
 
 
-__all__ = ["create_app"]
+__all__ = ["MAX_BODY_BYTES", "MAX_DEPTH", "create_app", "depth"]
