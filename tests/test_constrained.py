@@ -423,3 +423,39 @@ def test_a_reference_that_points_nowhere_names_the_tool():
         with pytest.raises(ConstraintError) as e:
             check(tool_constraint(tools, "hermes", mode))
         assert "'tree'" in str(e.value) and "gone" in str(e.value)
+
+
+def _mixed_tools(n: int) -> list[Tool]:
+    """``n`` tools of the schemas strict clients send together: an enum, a nested object, an array with
+    ``minItems``, a boolean, a dotted name, and one tool without ``strict`` closing."""
+    shapes = [
+        {"type": "object", "properties": {"unit": {"type": "string", "enum": ["c", "f"]}}, "required": ["unit"],
+         "additionalProperties": False},
+        {"type": "object", "properties": {"where": {"type": "object", "properties": {
+            "city": {"type": "string"}, "zip": {"type": "integer"}}, "required": ["city", "zip"],
+            "additionalProperties": False}}, "required": ["where"], "additionalProperties": False},
+        {"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "integer"}, "minItems": 2}},
+         "required": ["ids"], "additionalProperties": False},
+        {"type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"],
+         "additionalProperties": False},
+        {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"],
+         "additionalProperties": False},
+        {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    ]
+    names = ["weather_get", "ship_to", "merge_ids", "switch", "math.gcd", "search"]
+    return [Tool(f"{names[i % 6]}{'' if i < 6 else f'_{i}'}", "", shapes[i % 6]) for i in range(n)]
+
+
+@pytest.mark.parametrize("fmt", ["hermes-nothink", "hermes", "toolrl", "python"])
+def test_many_tools_compile_under_a_per_tool_bound_of_calls(accepts, fmt):
+    """``required`` and ``auto`` with 1 to 20 tools of mixed schemas and the server's bound of 8 calls per tool (160
+    calls for 20 tools) compile, and the bound still holds: an answer of that many calls passes, one more does not."""
+    pf = get_format(fmt)
+    for n in range(1, 21):
+        tools = _mixed_tools(n)
+        for mode in ("required", "auto"):
+            check(tool_constraint(tools, pf, mode, max_calls=8 * n))
+    one = [Tool("f", "", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})]
+    for mode in ("required", "auto"):
+        c = tool_constraint([*one, *_mixed_tools(5)], pf, mode, max_calls=48)
+        assert accepts(c, _answers(pf, mode, 48)) and not accepts(c, _answers(pf, mode, 49))

@@ -244,3 +244,31 @@ def test_a_server_with_the_value_guard_keeps_a_forced_call_open_until_the_stated
     finally:
         server.should_exit = True
         guarded.close()
+
+
+def test_required_with_six_strict_tools_of_mixed_schemas_is_answered(servers):
+    """``tool_choice: required`` with six tools (an enum, a nested object, an array with ``minItems``, a boolean, a
+    dotted name, one not strict): the bound of calls per tool once made the grammar too deep to compile (a 400)."""
+    def fn(name, params, strict=True):
+        return {"type": "function", "function": {"name": name, "description": "", "parameters": params,
+                                                 **({"strict": True} if strict else {})}}
+
+    closed = {"additionalProperties": False}
+    tools = [fn("units", {"type": "object", "properties": {"u": {"type": "string", "enum": ["c", "f"]}},
+                          "required": ["u"], **closed}),
+             fn("ship", {"type": "object", "properties": {"to": {"type": "object", "properties": {
+                 "city": {"type": "string", "maxLength": 8}}, "required": ["city"], **closed}},
+                 "required": ["to"], **closed}),
+             fn("merge", {"type": "object", "properties": {"ids": {"type": "array", "items": {
+                 "type": "integer", "minimum": 0, "maximum": 9}, "minItems": 2, "maxItems": 3}},
+                 "required": ["ids"], **closed}),
+             fn("switch", {"type": "object", "properties": {"on": {"type": "boolean"}}, "required": ["on"], **closed}),
+             fn("math.gcd", {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 99},
+                                                              "b": {"type": "integer", "minimum": 0, "maximum": 99}},
+                             "required": ["a", "b"], **closed}),
+             CLOCK]
+    client, _ = servers
+    r = client.chat.completions.create(model="tiny", messages=ASK, tools=tools, tool_choice="required",
+                                       max_tokens=200, temperature=1.0, seed=0)
+    assert r.choices[0].message.tool_calls
+    assert {c.function.name for c in r.choices[0].message.tool_calls} <= {t["function"]["name"] for t in tools}

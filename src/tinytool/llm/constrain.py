@@ -226,10 +226,11 @@ def _free(but: str, lead: str = "", tail: str = "") -> str:
 
 def _more(item: str, sep: str, most: int | None) -> str:
     """What may follow an answer's first call: further ``item``s, each after ``sep`` (Lark), ``most - 1`` of them at
-    most (any number where ``most`` is None), nested so that the grammar is unambiguous."""
+    most (any number where ``most`` is None). The bound is one counted repetition, not nested optional groups: a
+    bound of 8 calls per tool over many tools would nest deeper than llguidance's parser allows."""
     if most is None:
         return f" ({sep} {item})*"
-    return "".join(f" ({sep} {item}" for _ in range(most - 1)) + ")?" * (most - 1)
+    return f" ({sep} {item}){{0,{most - 1}}}" if most > 1 else ""
 
 
 def _specials(c: ToolConstraint, special: dict[str, int]) -> bool:
