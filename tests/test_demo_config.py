@@ -74,6 +74,35 @@ def test_the_cli_reads_a_config_file_under_its_flags_and_writes_the_manifest(tmp
     assert load_config(tmp_path / "c" / MANIFEST) == DemoConfig(n=40, twin_p=0.5, variants=2)
 
 
+def test_the_verbs_own_flags_are_keys_of_the_config_file_too(tmp_path, monkeypatch):
+    """Every flag is a key: out and overwrite are read from the file as from the command line, a flag beside it
+    overriding it; a relative out is relative to the working folder, as the flag's."""
+    runner = CliRunner()
+    config = _yaml(tmp_path / "demo.yaml", {"n": 40, "seed": 2, "out": str(tmp_path / "a")})
+    res = runner.invoke(demo_app, ["--config", str(config)])
+    assert res.exit_code == 0, res.output
+    assert load_config(tmp_path / "a" / MANIFEST) == DemoConfig(n=40, seed=2)
+    res = runner.invoke(demo_app, ["--config", str(config)])
+    assert res.exit_code == 2 and "already exists" in res.stderr  # as `--out` would be
+    _yaml(config, {"n": 40, "seed": 3, "out": str(tmp_path / "a"), "overwrite": True})
+    res = runner.invoke(demo_app, ["--config", str(config)])
+    assert res.exit_code == 0 and load_config(tmp_path / "a" / MANIFEST).seed == 3, res.output
+    res = runner.invoke(demo_app, ["--config", str(config), "--out", str(tmp_path / "b")])
+    assert res.exit_code == 0 and load_config(tmp_path / "b" / MANIFEST).seed == 3, res.output
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(demo_app, ["--config", str(_yaml(tmp_path / "rel.yaml", {"n": 40, "out": "c"}))])
+    assert res.exit_code == 0 and (tmp_path / "c" / MANIFEST).is_file(), res.output
+    res = runner.invoke(demo_app, ["--config", str(tmp_path / "none.yaml")])
+    assert res.exit_code == 2 and "none.yaml' does not exist" in res.stderr  # named before --out is missed
+    for values, said in (({"n": 40}, "Missing option '--out'"), ({"out": 3}, "out: expected a path, got 3"),
+                         ({"out": "d", "overwrite": "maybe"}, "overwrite: expected true or false, got 'maybe'"),
+                         ({"out": "d", "config": "x.yaml"}, "unknown setting 'config'")):
+        path = _yaml(tmp_path / "v.yaml", values)
+        res = runner.invoke(demo_app, ["--config", str(path)])
+        assert res.exit_code == 2 and said in res.stderr and "Traceback" not in res.output, res.output
+        assert not (tmp_path / "d").exists()
+
+
 def test_every_setting_is_a_flag():
     """One flag per field, with its default, bounds and short aliases: recipes and --help see them all."""
     from tinytool.recipes.recipe import verb_options

@@ -3,7 +3,7 @@
 The generator's settings are the fields of `tinytool.data.demo.config.DemoConfig`, declared there once: each is a
 flag here (``twin_p`` is ``--twin-p``, with the field's help, bounds and short aliases; `tinytool.clikit.config_options`
 derives them) and a key of the ``--config`` YAML file underneath the flags; the resolved config goes into the data
-set's manifest.
+set's manifest. The verb's own flags (``--out``, ``--overwrite``) are keys of the file too.
 """
 
 from __future__ import annotations
@@ -25,6 +25,17 @@ if TYPE_CHECKING:
 demo_app = make_app(help="Generate the bundled demo tool-calling tasks.")
 
 
+def _file_flags(ctx: typer.Context, config: Path | None) -> Path | None:
+    """``--config``'s callback, run before the other options are read (eager): the verb's own flags the file gives
+    (``out: data/demo``) become those flags' defaults, so they are read as on the command line and a flag beside
+    the file overrides them, as it does a setting."""
+    from tinytool.data.demo.config import file_flags
+
+    if config is not None and config.is_file():  # a recipe's check parses flags before an earlier stage writes it
+        ctx.default_map = {**(ctx.default_map or {}), **file_flags(config)}
+    return config
+
+
 @demo_app.command("demo")
 @config_options(DemoConfig)
 def demo(
@@ -32,7 +43,7 @@ def demo(
     out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Directory for train.jsonl and dev.jsonl."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing train/dev split in --out."),
     config: Path | None = typer.Option(
-        None, "--config", dir_okay=False,
+        None, "--config", exists=True, dir_okay=False, is_eager=True, callback=_file_flags,
         help="YAML file of setting: value (a key is a flag without -- and with _ for -), or a data set's "
              "manifest.json to make it again; the flags given beside it override it."),
     **values: Any,

@@ -237,29 +237,58 @@ def settings() -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(DemoConfig)}
 
 
-def file_settings(path: str | Path) -> dict[str, Any]:
-    """The settings a ``--config`` file gives: a YAML mapping of `DemoConfig` field names to values (a mapping
-    value may also be written as its flag's text), or a data set's manifest (its ``config``). An unknown key, or
-    a value of the wrong type or out of bounds, is a `UserInputError` naming the file and the key."""
-    import difflib
+#: keys of a ``--config`` file that are flags of ``tinytool data demo`` itself, not settings of the generator, with
+#: the type of value each takes and its name: the verb reads them (`file_flags`), `file_settings` leaves them out
+VERB_FLAGS: dict[str, tuple[type, str]] = {"out": (str, "a path"), "overwrite": (bool, "true or false")}
 
+_KEYS = "see tinytool data demo --help for the settings: a key is a flag without -- and with _ for -"
+
+
+def _file_values(path: str | Path) -> dict[str, Any]:
+    """The mapping a ``--config`` file holds: its YAML, or a data set's manifest's ``config``."""
     from tinytool.io import read_yaml
 
     data = read_yaml(path, "config file")
     if isinstance(data, dict) and data.get("kind") == KIND and isinstance(data.get("config"), dict):
         data = data["config"]  # a data set's manifest: made again as it was made
     data = {} if data is None else data
-    keys = "see tinytool data demo --help for the settings: a key is a flag without -- and with _ for -"
     if not isinstance(data, dict):
-        raise UserInputError(f"{path}: a config file holds a mapping of setting: value", fix=keys)
+        raise UserInputError(f"{path}: a config file holds a mapping of setting: value", fix=_KEYS)
+    return data
+
+
+def file_flags(path: str | Path) -> dict[str, Any]:
+    """The values a ``--config`` file gives to the verb's own flags (`VERB_FLAGS`: ``out: data/demo``); a value of
+    the wrong type is a `UserInputError` naming the file and the key."""
+    out: dict[str, Any] = {}
+    for key, value in _file_values(path).items():
+        if key not in VERB_FLAGS:
+            continue
+        kind, name = VERB_FLAGS[key]
+        if not isinstance(value, kind) or value == "":
+            raise UserInputError(f"{path}: {key}: expected {name}, got {value!r}",
+                                 fix=f"correct {key} in {path} (see --{key} in tinytool data demo --help)")
+        out[key] = value
+    return out
+
+
+def file_settings(path: str | Path) -> dict[str, Any]:
+    """The settings a ``--config`` file gives: a YAML mapping of `DemoConfig` field names to values (a mapping
+    value may also be written as its flag's text), or a data set's manifest (its ``config``); the verb's own flags
+    (`VERB_FLAGS`) are left out. An unknown key, or a value of the wrong type or out of bounds, is a
+    `UserInputError` naming the file and the key."""
+    import difflib
+
     fields = settings()
     out: dict[str, Any] = {}
-    for key, value in data.items():
+    for key, value in _file_values(path).items():
+        if key in VERB_FLAGS:
+            continue
         f = fields.get(key)
         if f is None:
             close = difflib.get_close_matches(str(key), fields, 1)
             raise UserInputError(f"{path}: unknown setting {key!r}" + (f" (did you mean {close[0]!r}?)" if close
-                                                                        else ""), fix=keys)
+                                                                        else ""), fix=_KEYS)
         if "parse" in f.metadata and isinstance(value, str):
             value = f.metadata["parse"](value, f"{path}: {key}")
         elif f.type == "float" and isinstance(value, int) and not isinstance(value, bool):
@@ -285,5 +314,6 @@ def manifest(cfg: DemoConfig, counts: Mapping[str, int]) -> dict[str, Any]:
     return {"kind": KIND, "tinytool": __version__, "config": cfg.to_dict(), "counts": dict(counts)}
 
 
-__all__ = ["CATEGORIES", "DEFAULT_MIX", "KIND", "MANIFEST", "REAL_DEV", "SHAPES", "DemoConfig", "check_value",
-           "file_settings", "load_config", "manifest", "parse_mix", "parse_real_dev", "settings"]
+__all__ = ["CATEGORIES", "DEFAULT_MIX", "KIND", "MANIFEST", "REAL_DEV", "SHAPES", "VERB_FLAGS", "DemoConfig",
+           "check_value", "file_flags", "file_settings", "load_config", "manifest", "parse_mix", "parse_real_dev",
+           "settings"]
