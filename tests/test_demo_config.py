@@ -77,6 +77,10 @@ def test_the_cli_reads_a_config_file_under_its_flags_and_writes_the_manifest(tmp
 def test_the_verbs_own_flags_are_keys_of_the_config_file_too(tmp_path, monkeypatch):
     """Every flag is a key: out and overwrite are read from the file as from the command line, a flag beside it
     overriding it; a relative out is relative to the working folder, as the flag's."""
+    from tinytool.data.demo.config import VERB_FLAGS
+
+    own = set(inspect.signature(demo).parameters) - {f.name for f in dataclasses.fields(DemoConfig)}
+    assert own == {*VERB_FLAGS, "config", "ctx"}  # every flag of the verb but --config is a key of the file
     runner = CliRunner()
     config = _yaml(tmp_path / "demo.yaml", {"n": 40, "seed": 2, "out": str(tmp_path / "a")})
     res = runner.invoke(demo_app, ["--config", str(config)])
