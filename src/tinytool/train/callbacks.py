@@ -230,6 +230,32 @@ class TimeSchedule(TrainerCallback):
         self.start = self.clock() - seconds_before(state)
 
 
+def tied_duplicates(model: Any, missing: list[str]) -> list[str]:
+    """The names in ``missing`` (weights a checkpoint lacks) that are one tensor with a weight it has: a tied output
+    head and its embedding are saved once (safetensors keeps one name of a shared tensor), and loading the one that
+    is there sets both."""
+    groups: dict[int, list[str]] = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        groups.setdefault(id(tensor), []).append(name)
+    lacking = set(missing)
+    return [name for names in groups.values() if any(n not in lacking for n in names)
+            for name in names if name in lacking]
+
+
+def quiet_tied_resume(trainer: Any) -> None:
+    """Make ``trainer`` report, after loading a checkpoint to resume from, only the weights that were not loaded:
+    transformers' Trainer names a tied head (``lm_head.weight``) missing, though it came with its embedding."""
+    report = getattr(trainer, "_issue_warnings_after_load", None)
+    if report is None:  # a transformers without the report has nothing to quiet
+        return
+
+    def report_untied(load_result: Any) -> None:
+        tied = set(tied_duplicates(trainer.model, list(load_result.missing_keys)))
+        report(load_result._replace(missing_keys=[k for k in load_result.missing_keys if k not in tied]))
+
+    trainer._issue_warnings_after_load = report_untied
+
+
 def train_seconds(trainer: Any, resume_from: str | None) -> float:
     """Run ``trainer.train`` (resuming from ``resume_from``); returns the training time in seconds over the whole
     run, the invocations a resumed run was stopped in included (`RunClock`; 0 when the checkpoint was already
@@ -241,6 +267,7 @@ def train_seconds(trainer: Any, resume_from: str | None) -> float:
     from tinytool.clikit import Interrupted
 
     trainer.add_callback(StopAtTarget())
+    quiet_tied_resume(trainer)
     budget = getattr(trainer.args, "max_seconds", None)
     if budget:  # what the run's set-up already spent of it (an RL run's prompt selection)
         budget = max(1e-3, budget - getattr(trainer, "budget_spent", 0.0))
