@@ -84,8 +84,8 @@ GROUP_WEIGHTS = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 30
 
 #: the help of the options ``eval bfcl`` and ``eval demo`` share (no word longer than about 20 characters: a narrow
 #: terminal's help column cuts longer ones)
-MODEL_HELP = ("Model: hub id, local dir, .gguf, smollm2-135m-instruct, vllm:SPEC, or an OpenAI-compatible endpoint as "
-              "URL@MODEL (URL: http://host:port/v1).")
+MODEL_HELP = ("Model: hub id, local dir, .gguf, smollm2-135m-instruct, vllm:SPEC, llamacpp:FILE.gguf (llama.cpp on the "
+              "CPU), or an OpenAI-compatible endpoint as URL@MODEL (URL: http://host:port/v1).")
 CONSTRAINED_HELP = ("Decode under the tools' grammar (local models): text, or calls that name an offered function and "
                     "fit its schema. The run is marked constrained in the summary and report.")
 GUARD_HELP = ("Local models, hermes formats, single-turn items: a call stays open while the request states a value no "
