@@ -78,6 +78,24 @@ def test_the_client_refuses_what_it_cannot_do(tiny_gguf, root):
     client.close()
 
 
+def test_the_client_reads_the_tokenizer_alone_and_caches_no_weights(tiny_gguf, tmp_path, monkeypatch):
+    """llama.cpp reads the weights from the file itself: of the GGUF only its tokenizer goes into the cache (a few
+    MB), not a dequantized checkpoint (several times the file's size)."""
+    monkeypatch.setenv("TINYTOOL_CACHE", str(tmp_path))
+    client = get_client(f"llamacpp:{tiny_gguf[1]}", threads=1)
+    client.close()
+    written = {p.name for p in tmp_path.rglob("*") if p.is_file()}
+    assert "tokenizer.json" in written and not written & {"config.json", "model.safetensors"}, written
+    prompt = client.render_prompt(Request(messages=[{"role": "user", "content": "hi"}]))
+    assert prompt.startswith("<|im_start|>") and client.tokenizer.pad_token is not None
+
+
+def test_the_model_help_names_llamacpp():
+    for verb in ("demo", "bfcl"):
+        res = runner.invoke(app, ["eval", verb, "--help"])
+        assert res.exit_code == 0 and "llamacpp:FILE.gguf" in res.output, res.output
+
+
 def test_the_bundled_model_decodes_in_llamacpp_as_in_tinytools_engine():
     """The bundled SmolLM2 GGUF (Q4_1) in llama.cpp against tinytool's engine on the same weights (dequantized):
     greedy answers to the same chat prompts agree on their first tokens."""

@@ -86,6 +86,32 @@ def test_resolve_errors(tmp_path):
         resolve("./no/such/dir")
 
 
+def test_gguf_files_of_one_name_and_size_are_cached_apart(tmp_path, monkeypatch):
+    """Two exports to ``a/model.gguf`` and ``b/model.gguf`` of one size (or one file re-exported after more
+    training) are different models: each loads its own weights, and loading one again reuses its conversion."""
+    from tinytool.models import loading
+
+    converted = []
+
+    def convert(gguf: Path, target: Path) -> None:  # the file's bytes stand for its weights
+        target.mkdir()
+        (target / "config.json").write_text("{}")
+        (target / "weights").write_bytes(gguf.read_bytes())
+        converted.append(gguf)
+
+    monkeypatch.setattr(loading, "_convert_gguf", convert)
+    files = [tmp_path / "a" / "model.gguf", tmp_path / "b" / "model.gguf"]
+    for i, f in enumerate(files):
+        f.parent.mkdir()
+        f.write_bytes(b"GGUF" + bytes([i]) * 60)
+    cache = tmp_path / "cache"
+    dirs = [Path(resolve(f, cache)) for f in files]
+    assert [(d / "weights").read_bytes() for d in dirs] == [f.read_bytes() for f in files]
+    assert resolve(files[0], cache) == str(dirs[0]) and len(converted) == 2
+    files[0].write_bytes(b"GGUF" + bytes([2]) * 60)  # re-exported in place: same name, same size
+    assert (Path(resolve(files[0], cache)) / "weights").read_bytes() == files[0].read_bytes()
+
+
 # ---- mistyped paths and unreachable hub ids fail at once ---------------------------------------------
 
 

@@ -10,7 +10,10 @@ know it, loading fails at once with one line (saying it is neither a local direc
 model) rather than after the hub client's retries.
 
 A GGUF is dequantized once and saved as a plain Hugging Face checkpoint (safetensors + tokenizer)
-under the cache directory; later loads, and other tools (TRL, vLLM), use that directory.
+under the cache directory; later loads, and other tools (TRL, vLLM), use that directory. A tokenizer
+wanted alone (``load_tokenizer``, the llama.cpp backend) is saved alone until the weights are wanted too.
+A cache entry is named by the file's name and a digest of its bytes: two exports of one name and size
+(a re-export after more training) are different models.
 """
 
 from __future__ import annotations
@@ -62,8 +65,30 @@ def bundled_gguf() -> Path:
 
 
 def _gguf_cache_path(gguf: Path, cache: Path) -> Path:
-    stat = gguf.stat()
-    return cache / "gguf" / f"{gguf.stem}-{stat.st_size}"
+    """Where the checkpoint converted from ``gguf`` lives: named by the file's content, not its name and size,
+    which two different models share when one export replaces another."""
+    from tinytool.io import sha256_file
+
+    return cache / "gguf" / f"{gguf.stem}-{sha256_file(gguf)[:16]}"
+
+
+def _gguf_tokenizer(gguf: Path) -> Any:
+    """The tokenizer stored in ``gguf``, read without its weights."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+
+
+def _building(target: Path) -> Path:
+    """An empty folder beside ``target`` where this process builds what then moves to ``target``."""
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return tmp
+
+
+def _record_source(built: Path, gguf: Path) -> None:
+    """Note in a cache entry being built which GGUF it came from, and when."""
+    (built / "tinytool_source.json").write_text(json.dumps({"gguf": str(gguf), "converted_at": time.time()}))
 
 
 def _convert_gguf(gguf: Path, target: Path) -> None:
@@ -73,11 +98,10 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
     config without the quantization entry and loading the state dict gives an identical model
     that saves normally.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tmp = _building(target)
+    tok = _gguf_tokenizer(gguf)
     loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     config = loaded.config
     if hasattr(config, "quantization_config"):
@@ -86,36 +110,50 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
     plain.load_state_dict(loaded.state_dict())
     plain.save_pretrained(tmp, safe_serialization=True)
     tok.save_pretrained(tmp)
-    (tmp / "tinytool_source.json").write_text(json.dumps({"gguf": str(gguf), "converted_at": time.time()}))
+    _record_source(tmp, gguf)
     _settle(tmp, target)
 
 
-def _settle(built: Path, target: Path) -> None:
+def _convert_gguf_tokenizer(gguf: Path, target: Path) -> None:
+    """Save the tokenizer of a GGUF alone at ``target`` (atomic, as `_convert_gguf`)."""
+    tmp = _building(target)
+    _gguf_tokenizer(gguf).save_pretrained(tmp)
+    _record_source(tmp, gguf)
+    _settle(tmp, target, "tokenizer_config.json")
+
+
+def _settle(built: Path, target: Path, done: str = "config.json") -> None:
     """Move a finished checkpoint ``built`` to ``target``. Where another process finished the same conversion
     first (several jobs started at once), its checkpoint stays (it may be loading already) and ``built`` goes; a
-    partial ``target`` (no config.json: a conversion killed midway) is replaced."""
-    if not (target / "config.json").is_file():
+    partial ``target`` (no ``done`` file: a conversion killed midway) is replaced."""
+    if not (target / done).is_file():
         shutil.rmtree(target, ignore_errors=True)
         try:
             built.rename(target)
             return
         except OSError:  # another process moved its copy in between
-            if not (target / "config.json").is_file():
+            if not (target / done).is_file():
                 raise
     shutil.rmtree(built, ignore_errors=True)
+
+
+def _gguf_of(spec: str) -> Path | None:
+    """The GGUF file ``spec`` names (a ``.gguf`` path or the bundled alias), None for any other spec."""
+    if spec == BUNDLED_ALIAS:
+        return bundled_gguf()
+    if not spec.endswith(".gguf"):
+        return None
+    gguf = Path(spec)
+    if not gguf.is_file():
+        raise ModelNotFound(f"no such GGUF file: {spec}", fix="check the path of the .gguf file")
+    return gguf
 
 
 def resolve(spec: str | os.PathLike, cache: str | os.PathLike | None = None) -> str:
     """The directory or hub id that ``from_pretrained`` should read for ``spec``; GGUFs (and the
     bundled alias) are converted into the cache on first use."""
     text = str(spec)
-    gguf: Path | None = None
-    if text == BUNDLED_ALIAS:
-        gguf = bundled_gguf()
-    elif text.endswith(".gguf"):
-        gguf = Path(text)
-        if not gguf.is_file():
-            raise ModelNotFound(f"no such GGUF file: {text}", fix="check the path of the .gguf file")
+    gguf = _gguf_of(text)
     if gguf is not None:
         target = _gguf_cache_path(gguf, cache_dir(cache))
         if not (target / "config.json").is_file():
@@ -135,6 +173,22 @@ def resolve(spec: str | os.PathLike, cache: str | os.PathLike | None = None) -> 
                                 f"{BUNDLED_ALIAS}")
     _check_hub(text)
     return text
+
+
+def resolve_tokenizer(spec: str | os.PathLike, cache: str | os.PathLike | None = None) -> str:
+    """What ``AutoTokenizer.from_pretrained`` should read for ``spec``: as `resolve`, except that a GGUF whose
+    weights are not converted yet gives its tokenizer alone (saved in the cache on first use), no weights."""
+    gguf = _gguf_of(str(spec))
+    if gguf is None:
+        return resolve(spec, cache)
+    model = _gguf_cache_path(gguf, cache_dir(cache))
+    if (model / "config.json").is_file():
+        return str(model)
+    target = model.parent.with_name("gguf-tokenizer") / model.name
+    if not (target / "tokenizer_config.json").is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _convert_gguf_tokenizer(gguf, target)
+    return str(target)
 
 
 _PATH_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".pth", ".json", ".ckpt")
@@ -233,7 +287,7 @@ def load_tokenizer(spec: str | os.PathLike, cache: str | os.PathLike | None = No
     adapter = Path(str(spec)).expanduser()
     if base is not None and not (adapter / "tokenizer_config.json").is_file():
         return load_tokenizer(base, cache, padding_side)
-    tok = AutoTokenizer.from_pretrained(str(adapter) if base else resolve(spec, cache))
+    tok = AutoTokenizer.from_pretrained(str(adapter) if base else resolve_tokenizer(spec, cache))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = padding_side
