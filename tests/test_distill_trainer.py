@@ -160,6 +160,7 @@ def test_distill_cli_from_cache(env, cache_dir):
     assert "ckd: 3 examples, 2 steps" in res.output and "fkl" in res.output and "tail" in res.output
     s = json.loads((out / "distill_summary.json").read_text())
     assert s["source"] == "cache" and set(s["parts"]) == {"kd_fkl", "kd_tail"}
+    assert "stopped_by_time" in s and s["stopped_by_time"] is None  # as sft's and rl's: it reached its target
     res = CliRunner().invoke(app, ["distill", "--student", env["student"], "--cache", str(cache_dir), "--out",
                                    str(env["root"] / "cli-k"), "--k", "50", "--max-steps", "1"])
     assert res.exit_code == 2 and "top-16" in res.output and "--k 50" in res.output
