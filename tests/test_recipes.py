@@ -186,6 +186,23 @@ def test_a_malformed_recipe_names_the_file_and_the_stage(tmp_path, text, words):
     assert str(path) in str(e.value) and words in str(e.value)
 
 
+@pytest.mark.parametrize("text, line, words", [
+    ("name: t\nstages:\n  - name: a\n     run: sft\n", 4, "mapping values are not allowed here"),
+    # an unquoted reference reads as a mapping never closed: named where it opens, not past the file's end
+    ("name: t\nstages:\n  - name: a\n    run: sft\n    args: {out: {out}\n", 5,
+     "expected ',' or '}', but got the end of the file"),
+    ("name: t\n\tstages: []\n", 2, "found character '\\t' that cannot start any token"),
+    ('name: "t\nstages: []\n', 1, "found unexpected end of the file; while scanning a quoted scalar"),
+])
+def test_a_recipe_that_is_not_yaml_is_named_by_file_and_line_in_yaml_terms(tmp_path, text, line, words):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(TinytoolError) as e:
+        load_recipe(path)
+    assert str(e.value).startswith(f"{path}:{line}: not valid YAML") and words in str(e.value), str(e.value)
+    assert "YAML" in e.value.fix and "JSON" not in e.value.fix and "<stream end>" not in str(e.value), e.value.fix
+
+
 def test_set_refuses_an_unknown_variable(tmp_path, model):
     with pytest.raises(UserInputError, match="no variable 'stepz'"):
         load_recipe(_recipe(tmp_path, model), {"stepz": "3"})

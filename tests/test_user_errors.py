@@ -205,6 +205,23 @@ def test_every_error_has_a_fix_line(ws, tmp_path):
     assert "fix: see tinytool sft --help" in res.output
 
 
+def test_a_file_that_does_not_parse_gets_the_fix_of_its_own_format(tmp_path):
+    """A YAML file's fix speaks of YAML; a JSONL file's of JSONL lines."""
+    runner = CliRunner()
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: t\nstages:\n  - name: data\n     run: data demo\n")
+    res = runner.invoke(app, ["run", str(recipe), "-o", str(tmp_path / "run")])
+    assert res.exit_code == 2 and f"error: {recipe}:4: not valid YAML (mapping values are not allowed here)" in \
+        res.output, res.output
+    fix = res.output.split("fix:", 1)[1]
+    assert "YAML" in fix and "JSON" not in fix and len(fix.strip().splitlines()) == 1, res.output
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("{bad\n")
+    res = runner.invoke(app, ["data", "stats", str(rows)])
+    assert res.exit_code == 2 and f"{rows}:1: not valid JSON" in res.output and "each line of a JSONL file is one " \
+        "JSON object" in res.output, res.output
+
+
 def test_an_interrupted_eval_says_what_it_left(ws, tmp_path, monkeypatch):
     import tinytool.eval.bfcl_runner as runner_mod
 

@@ -136,22 +136,41 @@ def read_json(path: PathLike) -> Any:
         raise FileFormatError(f"{_where(path, line)}: {_json_problem(e)}") from None
 
 
+#: what to do about a YAML file that does not parse (`FileFormatError`'s own fix speaks of JSON and JSONL)
+_YAML_FIX = ("correct the YAML at the line named: indent with spaces, not tabs; close every bracket and quote; quote a "
+             "value that holds ': ' or starts with {, [ or *")
+
+
 def read_yaml(path: PathLike, what: str = "file") -> Any:
     """A YAML file's value (None when empty); a missing, non-UTF-8 or malformed file raises an error naming it
-    (``what`` says what the file is meant to be) and, for a syntax error, the line."""
+    (``what`` says what the file is meant to be) and, for a syntax error, the line and the problem."""
     import yaml
 
     p = Path(path)
     if not p.is_file():
         raise MissingInputError(f"{path}: no such {what}")
     try:
-        return yaml.safe_load(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise FileFormatError(f"{path}: not UTF-8 text") from None
+        raise FileFormatError(f"{path}: not UTF-8 text", fix="save the file as UTF-8 text") from None
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise FileFormatError(f"{_where(path, mark.line + 1 if mark is not None else None)}: not valid YAML "
-                              f"({getattr(e, 'problem', e)})") from None
+        raise FileFormatError(_yaml_problem(path, e, text), fix=_YAML_FIX) from None
+
+
+def _yaml_problem(path: PathLike, e: Exception, text: str) -> str:
+    """``PATH:LINE: not valid YAML (problem)`` for a YAML syntax error in ``text``. A bracket or quote never closed
+    is named at the line it opens on, not past the file's last line, where the parser finds it."""
+    mark, context, opened = (getattr(e, k, None) for k in ("problem_mark", "context", "context_mark"))
+    problem = str(getattr(e, "problem", None) or e)
+    problem = problem.replace("'<stream end>'", "the end of the file").replace("end of stream", "end of the file")
+    if mark is not None and opened is not None and mark.line >= len(text.splitlines()):
+        mark = opened
+    line = mark.line + 1 if mark is not None else None
+    if context and opened is not None:
+        problem += f"; {context}" + (f" from line {opened.line + 1}" if opened.line + 1 != line else "")
+    return f"{_where(path, line)}: not valid YAML ({problem})"
 
 
 def _dump(row: Any) -> str:
