@@ -280,10 +280,10 @@ def test_a_missing_tokenizer_is_one_line_and_tokenizer_gives_one(tiny, root):
 
 def test_an_existing_output_needs_overwrite(tiny, root):
     out = root / "exists.gguf"
-    out.write_bytes(b"keep me")
+    out.write_bytes(b"GGUF keep me")
     res = runner.invoke(app, ["export", str(tiny), "--out", str(out)])
     assert res.exit_code == 2 and "already exists" in res.output and "--overwrite" in res.output
-    assert out.read_bytes() == b"keep me"
+    assert out.read_bytes() == b"GGUF keep me"
     res = runner.invoke(app, ["export", str(tiny), "--out", str(out), "--overwrite"])
     assert res.exit_code == 0 and out.read_bytes()[:4] == b"GGUF"
 
@@ -292,6 +292,23 @@ def test_an_existing_output_needs_overwrite(tiny, root):
     (other / "a.txt").write_text("mine")
     res = runner.invoke(app, ["export", str(tiny), "--to", "ollama", "--out", str(other), "--overwrite"])
     assert res.exit_code == 2 and "holds no Modelfile" in res.output and (other / "a.txt").read_text() == "mine"
+
+
+def test_overwrite_replaces_only_a_gguf(tiny, root):
+    """--overwrite replaces an earlier export, never another file that happens to sit at --out."""
+    out = root / "data.gguf"
+    out.write_text('{"messages": []}\n')
+    res = runner.invoke(app, ["export", str(tiny), "--out", str(out), "--overwrite"])
+    assert res.exit_code == 2 and f"error: {out}: is not a GGUF file" in res.output and "fix: " in res.output
+    assert out.read_text() == '{"messages": []}\n'
+
+
+def test_an_out_without_the_gguf_suffix_gets_it(tiny, root):
+    """llama.cpp and ``llamacpp:FILE`` take a file by its .gguf suffix, so the export is written with one."""
+    res = runner.invoke(app, ["export", str(tiny), "--out", str(root / "named"), "--type", "q8_0"])
+    assert res.exit_code == 0, res.output
+    assert not (root / "named").exists() and (root / "named.gguf").read_bytes()[:4] == b"GGUF"
+    assert f"wrote {root / 'named.gguf'} " in res.output
 
 
 @pytest.mark.parametrize("to", ["gguf", "ollama"])
@@ -310,10 +327,10 @@ def test_an_interrupted_export_leaves_nothing(to, tiny, root, monkeypatch):
     assert list(where.iterdir()) == []  # no file, no temporary
 
     if to == "gguf":  # an older file stays as it was
-        out.write_bytes(b"old")
+        out.write_bytes(b"GGUF old")
         res = runner.invoke(app, ["export", str(tiny), "--out", str(out), "--overwrite"])
         assert res.exit_code == 130 and f"{out} unchanged" in res.output
-        assert out.read_bytes() == b"old" and [p.name for p in where.iterdir()] == ["m.gguf"]
+        assert out.read_bytes() == b"GGUF old" and [p.name for p in where.iterdir()] == ["m.gguf"]
 
 
 def test_the_trained_format_is_the_default(tiny, root):

@@ -18,7 +18,8 @@ def export(
     model: str = typer.Argument(..., help="Model: a folder tinytool trained (full, merged LoRA, LoRA adapter, "
                                           "student), a hub id, a .gguf, or smollm2-135m-instruct."),
     to: str = typer.Option("gguf", "--to", help="gguf (one file) or ollama (a folder: the GGUF and a Modelfile)."),
-    out: Path = typer.Option(..., "--out", "-o", help="The .gguf file (--to gguf) or the folder (--to ollama)."),
+    out: Path = typer.Option(..., "--out", "-o", help="The .gguf file (--to gguf; .gguf is added to a name without "
+                                                      "it) or the folder (--to ollama)."),
     kind: str = typer.Option("f16", "--type", help="How the weight matrices are stored: f16, bf16 or q8_0 "
                                                    "(norms stay float32)."),
     fmt: PromptFormat | None = format_option(trained=True),
@@ -26,8 +27,8 @@ def export(
                                                                    "has none (default: the model's own)."),
     check: bool = typer.Option(False, "--check", help="Read the GGUF back with transformers and report its "
                                                       "logits' largest difference from the model's."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output (an Ollama folder only "
-                                                              "when tinytool wrote it)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing output: a GGUF file, or an "
+                                                              "Ollama folder tinytool wrote (nothing else)."),
 ) -> None:
     """Write a model as one GGUF file whose chat template renders messages and tools exactly as the model's
     prompt format does (so llama.cpp, LM Studio and transformers prompt it as it was trained), or with
@@ -36,8 +37,9 @@ def export(
 
     Example: tinytool export runs/sft --to ollama --out ollama/smol-tools --type q8_0
     """
-    from tinytool.export.core import export_model
+    from tinytool.export.core import export_model, output_path
 
+    out = output_path(to, out)
     with on_interrupt(f"{out} unchanged" if out.exists() else f"nothing written to {out}"):
         info = export_model(model, to, out, kind, fmt, tokenizer, overwrite, show_progress=True,
                             note=lambda text: err.print(f"note: {text}", highlight=False))

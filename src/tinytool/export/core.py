@@ -1,7 +1,7 @@
 """``export_model``: one trained model to a GGUF file, or to a folder Ollama builds a model from.
 
 Everything that can be refused is refused before the weights are read: the output (an existing one without
-``overwrite``, an output that is an input), the architecture (read from the config), the tokenizer, and the
+``overwrite``, one ``overwrite`` may not replace, an output that is an input), the architecture (read from the config), the tokenizer, and the
 format's chat template (built and checked against tinytool's own rendering) and, for Ollama, its Go template.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tinytool.errors import OutputExistsError, TinytoolError, UserInputError
-from tinytool.export.gguf_file import TYPES, TokenizerUnsupported, llama_shape, write_gguf
+from tinytool.export.gguf_file import TYPES, TokenizerUnsupported, is_gguf, llama_shape, write_gguf
 from tinytool.export.ollama import modelfile
 from tinytool.export.template import chat_template, default_system
 from tinytool.formats import DEFAULT_FORMAT, PromptFormat, resolve_format
@@ -24,14 +24,27 @@ TARGETS = ("gguf", "ollama")
 MODELFILE = "Modelfile"
 
 
+def output_path(to: str, out: Path) -> Path:
+    """Where an export to ``out`` goes: for ``--to gguf`` a file name without the ``.gguf`` suffix gets it
+    (llama.cpp and ``llamacpp:FILE`` know a GGUF by it); an existing folder stays (and is refused as a file)."""
+    out = Path(out)
+    if to == "gguf" and out.suffix != ".gguf" and not out.is_dir():
+        return out.with_name(out.name + ".gguf")
+    return out
+
+
 def check_output(to: str, out: Path, overwrite: bool, *inputs: str | None) -> None:
-    """Refuse an output that exists (without ``overwrite``), that is an input or holds one, or an Ollama folder
-    that is not one tinytool wrote (``overwrite`` replaces an export, never another folder)."""
+    """Refuse an output that exists (without ``overwrite``), that is an input or holds one, or that is not an
+    export tinytool wrote (``overwrite`` replaces a GGUF file or an Ollama folder, never another file or
+    folder)."""
     from tinytool.io import check_not_input, check_output_file, check_writable
 
     check_not_input(out, *inputs)
     if to == "gguf":
         check_output_file(out, overwrite)
+        if out.is_file() and out.stat().st_size > 0 and not is_gguf(out):
+            raise OutputExistsError(f"{out}: is not a GGUF file, so --overwrite does not replace it",
+                                    fix="choose another --out, or move that file away first")
     else:
         if out.suffix == ".gguf":
             raise UserInputError(f"{out}: --to ollama writes a folder (the GGUF and its Modelfile), not a .gguf file",
@@ -82,7 +95,7 @@ def export_model(model: str, to: str, out: Path, kind: str = "f16", fmt: PromptF
                  tokenizer: str | None = None, overwrite: bool = False, show_progress: bool = False,
                  note: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Write ``model`` (hub id, folder, adapter folder, .gguf or the bundled alias) as ``to`` (``gguf``: the file
-    ``out``; ``ollama``: the folder ``out`` with ``NAME.gguf`` and a ``Modelfile``) with matrices in ``kind``.
+    ``out``, ``.gguf`` added when it lacks that suffix; ``ollama``: the folder ``out`` with ``NAME.gguf`` and a ``Modelfile``) with matrices in ``kind``.
     ``fmt`` defaults to the format the model was trained in; ``show_progress`` draws a bar while the tensors are
     converted; ``note`` is told what the template cannot write. Returns what was written."""
     from tinytool.models import load_model
@@ -93,7 +106,7 @@ def export_model(model: str, to: str, out: Path, kind: str = "f16", fmt: PromptF
         raise UserInputError(f"--to {to!r}: choose one of {', '.join(TARGETS)}")
     if kind not in TYPES:
         raise UserInputError(f"--type {kind!r}: choose one of {', '.join(TYPES)}")
-    out = Path(out)
+    out = output_path(to, out)
     check_output(to, out, overwrite, model, tokenizer)
     fmt = fmt or resolve_format(trained_format(model) or DEFAULT_FORMAT)
     shape = llama_shape(source_config(model))
@@ -128,4 +141,5 @@ def export_model(model: str, to: str, out: Path, kind: str = "f16", fmt: PromptF
     return info
 
 
-__all__ = ["MODELFILE", "TARGETS", "check_output", "export_model", "source_config", "source_tokenizer"]
+__all__ = ["MODELFILE", "TARGETS", "check_output", "export_model", "output_path", "source_config",
+           "source_tokenizer"]

@@ -30,6 +30,8 @@ from tinytool.errors import TinytoolError
 
 #: ``--type``: how the matrices are stored
 TYPES = ("f16", "bf16", "q8_0")
+#: the first bytes of every GGUF file
+MAGIC = b"GGUF"
 
 
 class ArchitectureUnsupported(TinytoolError):
@@ -199,6 +201,15 @@ def gguf_tensors(model: Any, shape: LlamaShape) -> list[tuple[str, np.ndarray]]:
     return out
 
 
+def is_gguf(path: Path) -> bool:
+    """Whether the file at ``path`` starts as a GGUF does (its magic bytes)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
 FILE_TYPES = {"f16": 1, "bf16": 32, "q8_0": 7}  # llama.cpp's LLAMA_FTYPE_MOSTLY_*
 
 
@@ -267,5 +278,5 @@ def write_gguf(out: Path, model: Any, tokenizer: Any, kind: str, chat_template: 
             "pre_tokenizer": vocab.pre, "vocab": len(vocab.tokens)}
 
 
-__all__ = ["TYPES", "ArchitectureUnsupported", "LlamaShape", "TokenizerUnsupported", "Vocab", "gguf_tensors",
-           "llama_shape", "stored", "to_interleaved", "vocab_of", "write_gguf"]
+__all__ = ["MAGIC", "TYPES", "ArchitectureUnsupported", "LlamaShape", "TokenizerUnsupported", "Vocab", "gguf_tensors",
+           "is_gguf", "llama_shape", "stored", "to_interleaved", "vocab_of", "write_gguf"]
