@@ -14,12 +14,17 @@ ROOT = Path(__file__).resolve().parent.parent
 TINYTOOL = str(Path(sys.executable).with_name("tinytool"))
 
 
-def run_cli(cmd: list[str], threads: int | None = None) -> None:
+def run_cli(cmd: list[str], threads: int | None = None, log: Path | None = None) -> None:
     """Run a command (a ``tinytool`` verb), echoing it first; a failure stops the benchmark. ``threads`` caps the
-    command's CPU threads (OpenMP and MKL), for jobs that share the cores by design."""
+    command's CPU threads (OpenMP and MKL), for jobs that share the cores by design; ``log`` takes the command's
+    output (appended) instead of the console, for jobs that run side by side."""
     print("$", " ".join(cmd), flush=True)
     env = None if threads is None else {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    subprocess.run(cmd, check=True, env=env)
+    if log is None:
+        subprocess.run(cmd, check=True, env=env)
+        return
+    with log.open("a", encoding="utf-8") as fh:
+        subprocess.run(cmd, check=True, env=env, stdout=fh, stderr=subprocess.STDOUT)
 
 
 def machine() -> dict:

@@ -16,6 +16,11 @@ alone; the parts before it must still be there):
 given (then each job is stopped as on Ctrl-C, and the same command resumes it); ``W/ROW-sSEED.json`` is then
 merged here with ``quality.py --merge``. With ``$OUT`` set it also packs the result files, the logs and each
 job's BFCL run into ``$OUT/res.tgz``.
+
+``--driver calls --seeds 10,11,12`` makes a kit whose ``run.sh`` runs ``calls.py`` instead (RFT against its
+control, the seeds side by side, paired tests left to ``calls.py --merge W/calls.json`` here):
+
+    .venv/bin/python benchmarks/offline_kit.py --out .kit --driver calls --seeds 10,11,12
 """
 
 from __future__ import annotations
@@ -130,39 +135,71 @@ $py -c "from tinytool.models import BUNDLED_ALIAS, resolve; print('model', resol
 export TINYTOOL_BFCL_WHEEL="$kit/a/{{bfcl_wheel}}"
 export PYTHONUNBUFFERED=1
 cd "$repo"
-pids=()
-for job in {{jobs}}; do
-  row=${{job%%:*}}; seed=${{job##*:}}; w="$work/$row-s$seed"
+status=0
+{{launch}}
+if [ -n "${{OUT:-}}" ]; then
+  (cd "$work" && tar -czf "$OUT/res.tgz" $(ls -d {{results}} 2>/dev/null))
+fi
+exit $status
+"""
+
+#: ``run.sh``'s jobs for quality rows: each ``ROW:SEED`` in its own work folder, all at once
+QUALITY_LAUNCH = """pids=()
+for job in {jobs}; do
+  row=${job%%:*}; seed=${job##*:}; w="$work/$row-s$seed"
   mkdir -p "$w"
   timeout -s INT "$limit" $py benchmarks/quality.py --rows "$row" --seeds "$seed" --limit 0 --work "$w" --batch-size 64 \\
     --out "$work/$row-s$seed.json" > "$work/$row-s$seed.log" 2>&1 &
   pids+=($!)
 done
-status=0
-for pid in "${{pids[@]}}"; do wait "$pid" || status=1; done
-tail -n 3 "$work"/*.log
-if [ -n "${{OUT:-}}" ]; then
-  (cd "$work" && tar -czf "$OUT/res.tgz" $(ls *.json *.log */runs/*/*-bfcl/out -d 2>/dev/null))
-fi
-exit $status
-"""
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+tail -n 3 "$work"/*.log"""
+QUALITY_RESULTS = "*.json *.log */runs/*/*-bfcl/out"
+
+#: ``run.sh``'s job for calls.py: its seeds side by side in one work folder, the paired tests left to ``--merge``
+CALLS_LAUNCH = """timeout -s INT "$limit" $py benchmarks/calls.py --seeds {seeds} --parallel --work "$work" --batch-size 64 \\
+  --no-tests --out "$work/calls.json" > "$work/calls.log" 2>&1 || status=1
+tail -n 12 "$work/calls.log"
+""".rstrip()
+CALLS_RESULTS = ("*.json *.log s*/recipe.json s*/*/step.json s*/*-bfcl/out/summary.json s*/*-bfcl/out/results.jsonl "
+                 "s*/*-rollout/out.run/stats.json s*/*/out/sft_summary.json")
 
 
 def render_run(model_wheel: str, sha: str, parts: Sequence[Path], bfcl_wheel: str,
-               jobs: Sequence[tuple[str, int]]) -> str:
-    """``run.sh`` for these model parts (each in its part's folder of the kit), BFCL wheel and jobs."""
-    return (RUN.replace("{model_wheel}", model_wheel).replace("{model_sha}", sha)
+               jobs: Sequence[tuple[str, int]] = (), seeds: Sequence[int] | None = None) -> str:
+    """``run.sh`` for these model parts (each in its part's folder of the kit), BFCL wheel and quality ``jobs``, or,
+    with ``seeds``, calls.py's run of those seeds."""
+    if seeds is None:
+        launch, results = QUALITY_LAUNCH.replace("{jobs}", " ".join(f"{r}:{s}" for r, s in jobs)), QUALITY_RESULTS
+    else:
+        launch, results = CALLS_LAUNCH.replace("{seeds}", ",".join(map(str, seeds))), CALLS_RESULTS
+    return (RUN.replace("{launch}", launch).replace("{results}", results)
+            .replace("{model_wheel}", model_wheel).replace("{model_sha}", sha)
             .replace("{parts}", " ".join(f'"$kit/{p.parent.name}/{p.name}"' for p in parts))
-            .replace("{bfcl_wheel}", bfcl_wheel).replace("{jobs}", " ".join(f"{r}:{s}" for r, s in jobs)))
+            .replace("{bfcl_wheel}", bfcl_wheel))
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``10,11,12`` → [10, 11, 12]; refuses anything but non-negative integers."""
+    seeds = [x.strip() for x in text.split(",") if x.strip()]
+    if not seeds or not all(x.isdigit() for x in seeds):
+        raise SystemExit(f"--seeds: {text!r}: give comma-separated non-negative integers, e.g. 10,11,12")
+    return [int(x) for x in seeds]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="the kit's folder (keep it out of git)")
-    ap.add_argument("--jobs", required=True, help="comma-separated ROW:SEED of quality.py's rows")
+    ap.add_argument("--driver", choices=("quality", "calls"), default="quality",
+                    help="what run.sh runs: quality.py's rows (--jobs) or calls.py's seeds (--seeds)")
+    ap.add_argument("--jobs", help="comma-separated ROW:SEED of quality.py's rows (--driver quality)")
+    ap.add_argument("--seeds", default="10,11,12", help="calls.py's seeds, comma-separated (--driver calls)")
     ap.add_argument("--part-mib", type=float, default=59.0, help="the most one part may hold")
     args = ap.parse_args()
-    jobs = parse_jobs(args.jobs)
+    if args.driver == "quality" and not args.jobs:
+        ap.error("--jobs is needed with --driver quality")
+    jobs = parse_jobs(args.jobs) if args.driver == "quality" else []
+    seeds = parse_seeds(args.seeds) if args.driver == "calls" else None
     from tinytool.bfcl.data import wheel_path
 
     if args.out.exists():
@@ -187,10 +224,11 @@ def main() -> None:
         sha = sha256_file(model)
         model_name = model.name
     (a / "setup.sh").write_text(SETUP)
-    (dirs[-1] / "run.sh").write_text(render_run(model_name, sha, parts, bfcl.name, jobs))
+    (dirs[-1] / "run.sh").write_text(render_run(model_name, sha, parts, bfcl.name, jobs, seeds))
     for d in dirs:
         print(f"{d}: {folder_bytes(d) / 2**20:.1f} MiB")
-    print(f"model {model_name} sha256 {sha[:16]}…; jobs {', '.join(f'{r}:{s}' for r, s in jobs)}; from {ROOT}")
+    what = f"calls.py seeds {args.seeds}" if seeds else f"jobs {', '.join(f'{r}:{s}' for r, s in jobs)}"
+    print(f"model {model_name} sha256 {sha[:16]}…; {what}; from {ROOT}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,362 @@
+"""Does rejection-sampling fine-tuning (RFT) teach a small model calls that plain SFT on the same prompts does not?
+Runs ``experiments/calls-rft.yaml`` once per seed and writes ``calls_vs_control`` into
+``benchmarks/results/calls.json`` (other parts of the file are kept).
+
+Per seed the recipe trains BASE (the SFT model of the quality row sft-shared3, under that seed), samples BASE on a
+seeded pool of its own training conversations and keeps a turn's sample only when it is a perfect answer (Sim-RL
+1.0), then trains two arms from BASE with the same continued-SFT flags: RFT on the kept samples, and the control on
+the pool's conversations as the data has them, for as many optimizer steps as RFT made (this script runs the
+recipe up to RFT, reads its steps, then runs the rest with ``control_steps`` set). BASE, RFT and the control are
+scored on the full BFCL categories with strict decoding; every figure here counts only the items outside the
+tuning subset (the seeded 100 per category that ``eval bfcl --limit 100`` takes, which earlier sweeps chose their
+settings on). Settings were fixed before any of these items were looked at.
+
+Per seed: each arm's per-category table on the held-out items, its non-live AST average and strict irrelevance,
+and its packed per-item verdicts (`_paired.pack_verdicts`, every item scored); the paired comparisons RFT against
+the control, RFT against BASE and the control against BASE (a bootstrap over items stratified by category for the
+AST average and ``overall``, McNemar's exact test for strict irrelevance and per category); the settings (the
+recipe's variables, the stages' resolved arguments, each training stage's steps, the rollout's kept samples, each
+stage's seconds, the device). Across seeds: the mean, lowest, highest and standard deviation of each change, over
+the runs of one device and one setting.
+
+    .venv/bin/python benchmarks/calls.py --work W --seeds 10,11,12 --parallel --batch-size 64   # a GPU machine
+    .venv/bin/python benchmarks/calls.py --work /tmp/toy --seeds 10 --out /tmp/toy/calls.json --tuning-limit 1 \\
+        --set max_steps=3 --set rollout_prompts=8 --set bfcl_limit=2 --set n=300 --set min_similarity=0    # toy
+    .venv/bin/python benchmarks/calls.py --merge W/calls.json       # another machine's runs into the results
+
+A rerun with the same settings skips every finished stage (the recipe's own resumption); a run stopped (Ctrl-C, a
+time limit) still writes what its finished stages hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import quality
+from _common import ROOT, TINYTOOL, machine, run_cli, versions
+from _paired import AST, ast_avg, bfcl_items, bfcl_table, compare, overall, pack_verdicts, unpack_verdicts
+
+from tinytool.recipes.recipe import load_recipe
+from tinytool.recipes.runner import plan
+
+RECIPE = ROOT / "experiments" / "calls-rft.yaml"
+OUT = ROOT / "benchmarks" / "results" / "calls.json"
+KEY = "calls_vs_control"
+CATEGORIES = quality.CATEGORIES
+ARMS = ("base", "control", "rft")
+#: the paired comparisons: name → (before, after)
+COMPARISONS = {"rft_vs_control": ("control", "rft"), "rft_vs_base": ("base", "rft"),
+               "control_vs_base": ("base", "control")}
+#: the tuning subset earlier sweeps chose settings on: ``eval bfcl --limit 100`` (its seed, 0)
+TUNING_LIMIT, TUNING_SEED = 100, 0
+#: the held-out figures of an arm, the ones whose changes are summed up across seeds
+FIGURES = (*AST, "irrelevance_strict", "non_live_ast_avg", "overall")
+#: what the recipe's training stages write
+TRAINING = ("base", "rft", "control")
+
+
+# ---- held-out items and figures (pure) ----------------------------------------------------------------------------
+
+
+def held_out(items: Mapping[str, tuple[str, bool]], tuning: set[str]) -> dict[str, tuple[str, bool]]:
+    """The verdicts of ``items`` (id → (category, verdict)) outside the tuning subset."""
+    return {i: v for i, v in items.items() if i not in tuning}
+
+
+def by_category(items: Mapping[str, tuple[str, bool]]) -> dict[str, list[str]]:
+    """The ids of each category of `CATEGORIES` among ``items``, sorted."""
+    return {c: sorted(i for i, (cat, _) in items.items() if cat == c) for c in CATEGORIES}
+
+
+def arm_table(items: Mapping[str, tuple[str, bool]]) -> dict:
+    """An arm's figures over ``items``: accuracy per category (irrelevance strict: any call fails), the non-live AST
+    average and ``overall`` (its mean with strict irrelevance) where their categories have items, items per
+    category."""
+    ids = by_category(items)
+    table: dict = {}
+    for c in CATEGORIES:
+        if ids[c]:
+            table["irrelevance_strict" if c == "irrelevance" else c] = round(
+                sum(items[i][1] for i in ids[c]) / len(ids[c]), 4)
+    if all(ids[c] for c in AST):
+        table["non_live_ast_avg"] = round(ast_avg(items, ids), 4)
+        if ids["irrelevance"]:
+            table["overall"] = round(overall(items, ids), 4)
+    table["n_per_category"] = {c: len(ids[c]) for c in CATEGORIES}
+    return table
+
+
+def paired(before: Mapping[str, tuple[str, bool]], after: Mapping[str, tuple[str, bool]], tests: bool = True) -> dict:
+    """``after`` against ``before`` over the items both scored: each figure's change (`arm_table`) and, with
+    ``tests``, `_paired.compare`'s tests (the AST average's and overall's bootstrap p, strict irrelevance's fixed and
+    broken items and McNemar's p, McNemar's p per category)."""
+    shared = before.keys() & after.keys()
+    b, a = arm_table({i: before[i] for i in shared}), arm_table({i: after[i] for i in shared})
+    delta = {k: round(a[k] - b[k], 4) for k in FIGURES if k in a and k in b}
+    return {"delta": delta, **(compare({i: before[i] for i in shared}, {i: after[i] for i in shared}) if tests else {})}
+
+
+def comparisons(arms: Mapping[str, dict], tuning: set[str], tests: bool = True) -> dict:
+    """The paired comparisons (`COMPARISONS`) whose two arms are scored, over the held-out items, read from the arms'
+    packed verdicts (so a result file from another machine is compared here the same way)."""
+    items = {arm: held_out(unpack_verdicts(rec["verdicts"]), tuning) for arm, rec in arms.items()}
+    return {name: paired(items[b], items[a], tests) for name, (b, a) in COMPARISONS.items()
+            if a in items and b in items}
+
+
+def spread(values: list[float]) -> dict:
+    """Mean, lowest, highest and sample standard deviation of ``values`` (one per seed), and the values."""
+    return {"n": len(values), "mean": round(statistics.fmean(values), 4), "min": min(values), "max": max(values),
+            "std": round(statistics.stdev(values), 4) if len(values) > 1 else None, "values": values}
+
+
+def setting_key(run: dict) -> str:
+    """The runs whose changes are summed up together: one device, the same recipe variables but the seed."""
+    variables = {k: v for k, v in run["settings"]["vars"].items() if k != "seed"}
+    return json.dumps([quality.device_tag(run), variables], sort_keys=True)
+
+
+def across_seeds(runs: Mapping[str, dict]) -> list[dict]:
+    """For each group of runs of one device and setting (`setting_key`): the spread over its seeds of every
+    comparison's change of every figure, and of every arm's figures."""
+    groups: dict[str, list[dict]] = {}
+    for run in runs.values():
+        groups.setdefault(setting_key(run), []).append(run)
+    out = []
+    for members in groups.values():
+        members = sorted(members, key=lambda r: r["seed"])
+        rec: dict = {"device": members[0]["device"], "vars": {k: v for k, v in members[0]["settings"]["vars"].items()
+                                                              if k != "seed"},
+                     "seeds": [r["seed"] for r in members], "changes": {}, "arms": {}}
+        for name in COMPARISONS:
+            done = [r["comparisons"][name]["delta"] for r in members if name in r["comparisons"]]
+            rec["changes"][name] = {f: spread(v) for f in FIGURES if (v := [d[f] for d in done if f in d])}
+        for arm in ARMS:
+            done = [r["arms"][arm]["held_out"] for r in members if arm in r["arms"]]
+            rec["arms"][arm] = {f: spread(v) for f in FIGURES if (v := [t[f] for t in done if f in t])}
+        out.append(rec)
+    return out
+
+
+# ---- running the recipe --------------------------------------------------------------------------------------------
+
+
+def run_dir(work: Path, seed: int) -> Path:
+    return work / f"s{seed}"
+
+
+def recipe_sets(seed: int, sets: Mapping[str, str]) -> dict[str, str]:
+    return {**sets, "seed": str(seed)}
+
+
+def stage_folders(work: Path, seed: int, sets: Mapping[str, str]) -> dict[str, tuple[Path, dict]]:
+    """Each stage of the seed's run: its folder (``NN-name``) and its resolved arguments."""
+    r = load_recipe(RECIPE, recipe_sets(seed, sets))
+    return {st.name: (folder, args) for st, folder, args, _ in plan(r, run_dir(work, seed))}
+
+
+def run_seed(work: Path, seed: int, sets: Mapping[str, str], threads: int | None) -> None:
+    """The recipe under ``seed``: up to RFT, then the rest with the control trained for RFT's optimizer steps
+    (unless ``sets`` gives ``control_steps``). Its output goes to ``WORK/sSEED.log``."""
+    cmd = [TINYTOOL, "run", str(RECIPE), "-o", str(run_dir(work, seed)),
+           *(a for k, v in recipe_sets(seed, sets).items() for a in ("--set", f"{k}={v}"))]
+    log = work / f"s{seed}.log"
+    rft = stage_folders(work, seed, sets)["rft"][0] / "out" / "sft_summary.json"
+    if not rft.is_file():
+        run_cli([*cmd, "--until", "rft"], threads, log)
+    steps = [] if "control_steps" in sets else ["--set", f"control_steps={json.loads(rft.read_text())['global_step']}"]
+    run_cli([*cmd, *steps], threads, log)
+
+
+def _json(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def seed_record(work: Path, seed: int, sets: Mapping[str, str], tuning: set[str], tests: bool = True) -> dict:
+    """What the seed's run holds so far: each scored arm, the comparisons whose two arms are scored, the settings."""
+    folders = stage_folders(work, seed, sets)
+
+    def summary(name: str) -> dict:
+        return _json(folders[name][0] / "out" / "sft_summary.json") or {}
+
+    if "control_steps" not in sets and summary("rft").get("global_step") is not None:
+        folders = stage_folders(work, seed, {**sets, "control_steps": str(summary("rft")["global_step"])})
+    arms = {}
+    for arm in ARMS:
+        out = folders[f"{arm}-bfcl"][0] / "out"
+        if (out / "summary.json").is_file() and (out / "results.jsonl").is_file():
+            every = bfcl_items(out)
+            arms[arm] = {"held_out": arm_table(held_out(every, tuning)),
+                         "full": bfcl_table(json.loads((out / "summary.json").read_text())),
+                         "verdicts": pack_verdicts(every)}
+    stats = _json(folders["rollout"][0] / "out.run" / "stats.json") or {}
+    pool = folders["pool"][0] / "out.jsonl"
+    recipe = load_recipe(RECIPE, recipe_sets(seed, sets))
+    return {
+        "seed": seed,
+        "device": quality._device(),
+        "arms": arms,
+        "comparisons": comparisons(arms, tuning, tests),
+        "settings": {
+            "recipe": str(RECIPE.relative_to(ROOT)),
+            "vars": recipe.vars,
+            "control_steps": "RFT's steps" if "control_steps" not in sets else "as set",
+            "args": {name: folders[name][1] for name in ("pool", "rollout", "rft", "control")},
+            "steps": {name: summary(name).get("global_step") for name in TRAINING},
+            "train_seconds": {name: summary(name).get("seconds") for name in TRAINING},
+            "pool_conversations": sum(1 for _ in pool.open()) if pool.is_file() else None,
+            "rollout": {k: stats.get(k) for k in ("prompts", "samples", "kept", "keep_rate", "prompts_with_kept",
+                                                  "dropped", "mean_sim_kept", "categories", "generation_seconds",
+                                                  "tokens_per_s")},
+            "kept_rollouts": stats.get("kept"),
+            "stage_seconds": {name: (_json(folder / "step.json") or {}).get("seconds")
+                              for name, (folder, _) in folders.items()},
+            "stage_status": {name: (_json(folder / "step.json") or {}).get("status")
+                             for name, (folder, _) in folders.items()},
+        },
+        "machine": machine(),
+        "versions": versions("torch", "transformers", "trl"),
+    }
+
+
+def tuning_ids(limit: int = TUNING_LIMIT, seed: int = TUNING_SEED) -> set[str]:
+    """The ids of the tuning subset: what ``eval bfcl --limit LIMIT`` (seed ``seed``) scores of each category."""
+    from tinytool.bfcl.data import bfcl_data
+
+    return {it.id for c in CATEGORIES for it in bfcl_data().items(c, limit=limit, seed=seed)}
+
+
+def held_out_record(tuning: set[str], limit: int) -> dict:
+    """The held-out items: their rule, their count per category, and which they are (one character per item by the
+    number its id ends with, "1" held out, "." in the tuning subset)."""
+    from tinytool.bfcl.data import bfcl_data
+
+    every = {q["id"]: (c, True) for c in CATEGORIES for q in bfcl_data().questions(c)}
+    kept = held_out(every, tuning)
+    return {"rule": f"each category's items less the {limit} that `tinytool eval bfcl --limit {limit}` (seed "
+                    f"{TUNING_SEED}) scores, the subset earlier sweeps chose their settings on",
+            "tuning_limit": limit, "tuning_seed": TUNING_SEED,
+            "n_per_category": {c: len(v) for c, v in by_category(kept).items()},
+            "ids": pack_verdicts(kept)}
+
+
+PROTOCOL = ("per seed: BASE = sft-shared3's SFT (its data, seed S); a pool of rollout_prompts training conversations "
+            "(data select --limit, seed S); BASE samples `samples` answers per turn at temperature 1.0, a turn keeps "
+            "its best if Sim-RL is at least min_similarity (1.0: perfect; a turn without a call needs its text's "
+            "ROUGE-L to be 1.0); RFT = 1 epoch of SFT from BASE on the kept samples (2e-5, constant, no warm-up); "
+            "control = the same SFT from BASE on the pool's conversations for RFT's optimizer steps; each scored on "
+            "the full BFCL categories (strict decoding), figures over the held-out items only")
+
+
+def write(out: Path, runs: Mapping[str, dict], held: dict | None) -> dict:
+    """``calls_vs_control`` of ``out`` with ``runs`` added (a run of the same seed and device replaced), the file's
+    other keys kept."""
+    result = json.loads(out.read_text()) if out.is_file() else {}
+    entry = result.setdefault(KEY, {})
+    entry["protocol"] = PROTOCOL
+    if held is not None:
+        entry["held_out"] = held
+    entry["runs"] = {**entry.get("runs", {}), **runs}
+    entry["across_seeds"] = across_seeds(entry["runs"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    return entry
+
+
+def run_key(rec: dict) -> str:
+    return f"s{rec['seed']}-{quality.device_tag(rec)}"
+
+
+def _sets(items: list[str], ap: argparse.ArgumentParser) -> dict[str, str]:
+    sets = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            ap.error(f"--set {item!r}: expected NAME=VALUE")
+        if key == "seed":
+            ap.error("--set seed=…: give the seeds with --seeds")
+        sets[key] = value
+    load_recipe(RECIPE, sets)  # an unknown variable is named before anything runs
+    return sets
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, help="where each seed's run goes (WORK/sSEED) and its log (WORK/sSEED.log)")
+    ap.add_argument("--seeds", default="10,11,12", help="comma-separated seeds, one run of the recipe each")
+    ap.add_argument("--parallel", action="store_true", help="run the seeds side by side, the cores shared equally")
+    ap.add_argument("--threads", type=int, help="CPU threads of each run [default: all, or the cores shared "
+                                                "equally with --parallel]")
+    ap.add_argument("--batch-size", type=int, help="evaluation batch [default: the recipe's]")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
+                    help="a variable of experiments/calls-rft.yaml (repeatable), e.g. rollout_prompts=800")
+    ap.add_argument("--tuning-limit", type=int, default=TUNING_LIMIT,
+                    help="the tuning subset's items per category, left out of every figure")
+    ap.add_argument("--no-tests", action="store_true",
+                    help="write the changes without their paired tests (minutes of bootstrap on the full categories): "
+                         "for a machine whose time is short; --merge computes them from the verdicts")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--merge", type=Path, action="append", default=[], metavar="FILE",
+                    help="add the runs of another machine's result file (its --out) to --out; repeatable")
+    args = ap.parse_args()
+    sets = _sets(args.sets, ap)
+    if args.batch_size is not None:
+        sets["batch_size"] = str(args.batch_size)
+    try:
+        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
+    for path in args.merge:
+        try:
+            other = json.loads(path.read_text())[KEY]
+        except (OSError, ValueError, KeyError) as e:
+            ap.error(f"--merge {path}: no {KEY} in it ({e})")
+        limit = (other.get("held_out") or {}).get("tuning_limit", TUNING_LIMIT)
+        tuning = tuning_ids(limit)
+        runs = {key: {**rec, "comparisons": comparisons(rec["arms"], tuning)} for key, rec in other["runs"].items()}
+        write(args.out, runs, other.get("held_out"))
+        print(f"merged {', '.join(runs)} from {path} (paired tests computed here)")
+    if args.merge and args.work is None:
+        return
+    if args.work is None:
+        ap.error("--work is needed to run the recipe (where the seeds' runs go)")
+    args.work.mkdir(parents=True, exist_ok=True)
+    threads = args.threads or (max(1, (os.cpu_count() or 1) // len(seeds)) if args.parallel else None)
+
+    def job(seed: int) -> str | None:
+        try:
+            run_seed(args.work, seed, sets, threads)
+        except Exception as e:  # one seed's failure leaves the others running; reported below
+            return f"seed {seed}: {e} (see {args.work / f's{seed}.log'})"
+        return None
+
+    failed: list[str] = []
+    try:
+        with ThreadPoolExecutor(len(seeds) if args.parallel else 1) as pool:
+            failed = [f for f in pool.map(job, seeds) if f]
+    except KeyboardInterrupt:
+        failed = ["stopped: the figures below hold what finished; the same command resumes"]
+    tuning = tuning_ids(args.tuning_limit)
+    runs = {}
+    for seed in seeds:
+        rec = seed_record(args.work, seed, sets, tuning, not args.no_tests)
+        runs[run_key(rec)] = rec
+        vs = rec["comparisons"].get("rft_vs_control")
+        print(json.dumps({"seed": seed, "arms": sorted(rec["arms"]), "kept_rollouts": rec["settings"]["kept_rollouts"],
+                          "steps": rec["settings"]["steps"],
+                          **({"rft_vs_control": vs["delta"], "p_ast": vs.get("p_ast"),
+                              "p_irrelevance": vs.get("p_irrelevance")} if vs else {})}), flush=True)
+    entry = write(args.out, runs, held_out_record(tuning, args.tuning_limit))
+    print(f"wrote {args.out} ({KEY}: {len(entry['runs'])} runs)")
+    if failed:
+        raise SystemExit("\n".join(failed))
+
+
+if __name__ == "__main__":
+    main()

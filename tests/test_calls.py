@@ -1,0 +1,122 @@
+"""The RFT-against-control benchmark (`benchmarks/calls.py`): the held-out split, each arm's figures, the paired
+changes and their spread across seeds, on fabricated verdicts; and the recipe it runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import benchmark_module
+
+AST = ("simple_python", "multiple", "parallel", "parallel_multiple")
+
+
+@pytest.fixture(scope="module")
+def calls():
+    return benchmark_module("calls")
+
+
+def verdicts(right: dict[str, int], n: int = 10) -> dict[str, tuple[str, bool]]:
+    """``n`` items per category, the first ``right[c]`` of them right."""
+    return {f"{c}_{k}": (c, k < right[c]) for c in (*AST, "irrelevance") for k in range(n)}
+
+
+def test_held_out_leaves_the_tuning_items_out_of_every_figure(calls):
+    items = verdicts({c: 10 for c in (*AST, "irrelevance")})
+    tuning = {f"{c}_{k}" for c in (*AST, "irrelevance") for k in range(4)}
+    # wrong only on the tuning items: held out, every figure is perfect
+    items |= {i: (items[i][0], False) for i in tuning}
+    kept = calls.held_out(items, tuning)
+    assert len(kept) == 30 and not kept.keys() & tuning
+    table = calls.arm_table(kept)
+    assert table["non_live_ast_avg"] == table["irrelevance_strict"] == table["overall"] == 1.0
+    assert table["n_per_category"] == {c: 6 for c in (*AST, "irrelevance")}
+
+
+def test_arm_table_weighs_categories_equally_and_reads_irrelevance_strict(calls):
+    table = calls.arm_table(verdicts({"simple_python": 10, "multiple": 5, "parallel": 0, "parallel_multiple": 5,
+                                      "irrelevance": 8}))
+    assert table["simple_python"] == 1.0 and table["parallel"] == 0.0
+    assert table["non_live_ast_avg"] == 0.5 and table["irrelevance_strict"] == 0.8
+    assert table["overall"] == pytest.approx(0.65) and "irrelevance" not in table
+    partial = calls.arm_table({"irrelevance_0": ("irrelevance", True)})  # no AST item: no average
+    assert partial["irrelevance_strict"] == 1.0 and "non_live_ast_avg" not in partial and "overall" not in partial
+
+
+def test_paired_changes_and_tests_over_the_shared_items(calls):
+    before = verdicts({"simple_python": 2, "multiple": 2, "parallel": 2, "parallel_multiple": 2, "irrelevance": 5})
+    after = verdicts({"simple_python": 9, "multiple": 9, "parallel": 9, "parallel_multiple": 9, "irrelevance": 5})
+    after.pop("simple_python_9")  # an item one arm did not score counts for neither
+    out = calls.paired(before, after)
+    assert out["items"] == 49
+    assert out["delta"]["simple_python"] == pytest.approx(1 - 2 / 9, abs=1e-4)
+    assert out["delta"]["parallel"] == 0.7 and out["delta"]["irrelevance_strict"] == 0.0
+    assert out["ast_avg_change"] == out["delta"]["non_live_ast_avg"] and out["p_ast"] < 0.01
+    assert out["irrelevance_fixed"] == out["irrelevance_broken"] == 0 and out["p_irrelevance"] == 1.0
+    same = calls.paired(before, before)
+    assert set(same["delta"].values()) == {0.0} and same["p_ast"] == 1.0
+
+
+def test_comparisons_read_the_arms_packed_verdicts_over_the_held_out_items(calls):
+    from _paired import pack_verdicts
+
+    base = verdicts({"simple_python": 2, "multiple": 2, "parallel": 2, "parallel_multiple": 2, "irrelevance": 5})
+    rft = verdicts({"simple_python": 6, "multiple": 2, "parallel": 2, "parallel_multiple": 2, "irrelevance": 5})
+    arms = {"base": {"verdicts": pack_verdicts(base)}, "rft": {"verdicts": pack_verdicts(rft)}}
+    tuning = {f"simple_python_{k}" for k in range(4)}  # RFT's first two gains are tuning items
+    out = calls.comparisons(arms, tuning, tests=False)
+    assert list(out) == ["rft_vs_base"] and out["rft_vs_base"] == {"delta": calls.paired(
+        calls.held_out(base, tuning), calls.held_out(rft, tuning), tests=False)["delta"]}
+    assert out["rft_vs_base"]["delta"]["simple_python"] == pytest.approx(2 / 6, abs=1e-4)
+
+
+def run(calls, seed: int, deltas: dict[str, float], device: str = "cuda: NVIDIA H200", **variables) -> dict:
+    """A fabricated seed record: RFT against the control with the AST average's change ``deltas[seed]``."""
+    arm = {"held_out": {"non_live_ast_avg": 0.4, "irrelevance_strict": 0.7}}
+    return {"seed": seed, "device": device, "arms": {"control": arm, "rft": arm},
+            "comparisons": {"rft_vs_control": {"delta": {"non_live_ast_avg": deltas[seed], "simple_python": 0.0}}},
+            "settings": {"vars": {"seed": seed, "rollout_prompts": 1500, **variables}}}
+
+
+def test_across_seeds_spreads_each_change_over_the_runs_of_one_device_and_setting(calls):
+    deltas = {10: 0.02, 11: 0.04, 12: 0.09, 13: 0.5}
+    runs = {f"s{s}": run(calls, s, deltas) for s in (10, 11, 12)}
+    runs["s13-cpu"] = run(calls, 13, deltas, device="cpu: x (2 cores)")  # another device: a group of its own
+    runs["s13-p8"] = run(calls, 13, deltas, rollout_prompts=8)  # another setting: a group of its own
+    groups = calls.across_seeds(runs)
+    assert len(groups) == 3
+    main = next(g for g in groups if g["seeds"] == [10, 11, 12])
+    ast = main["changes"]["rft_vs_control"]["non_live_ast_avg"]
+    assert ast["mean"] == pytest.approx(0.05) and (ast["min"], ast["max"]) == (0.02, 0.09)
+    assert ast["std"] == pytest.approx(0.0361, abs=1e-4) and ast["values"] == [0.02, 0.04, 0.09]
+    assert main["changes"]["rft_vs_base"] == {}  # no run has its arms
+    assert main["arms"]["rft"]["irrelevance_strict"]["mean"] == 0.7 and main["arms"]["base"] == {}
+    lone = next(g for g in groups if g["device"].startswith("cpu"))
+    assert lone["changes"]["rft_vs_control"]["non_live_ast_avg"]["std"] is None
+
+
+def test_write_keeps_the_file_s_other_keys_and_replaces_a_run_of_the_same_key(calls, tmp_path):
+    out = tmp_path / "calls.json"
+    out.write_text(json.dumps({"other": 1}))
+    deltas = {10: 0.1, 11: 0.2}
+    calls.write(out, {"s10-h200": run(calls, 10, deltas)}, {"rule": "r"})
+    calls.write(out, {"s11-h200": run(calls, 11, deltas)}, None)
+    calls.write(out, {"s10-h200": run(calls, 10, {10: 0.3})}, None)
+    result = json.loads(out.read_text())
+    entry = result[calls.KEY]
+    assert result["other"] == 1 and entry["held_out"] == {"rule": "r"} and sorted(entry["runs"]) == ["s10-h200",
+                                                                                                       "s11-h200"]
+    assert entry["across_seeds"][0]["changes"]["rft_vs_control"]["non_live_ast_avg"]["values"] == [0.3, 0.2]
+
+
+def test_the_recipe_loads_with_every_variable_the_benchmark_sets(calls):
+    from tinytool.recipes.recipe import load_recipe
+
+    r = load_recipe(calls.RECIPE, {"seed": "11", "max_steps": "3", "rollout_prompts": "8", "bfcl_limit": "2",
+                                   "batch_size": "64", "control_steps": "5", "n": "300"})
+    names = [s.name for s in r.stages]
+    assert names[:6] == ["data", "base", "pool", "rollout", "rft", "control"]
+    assert {f"{a}-bfcl" for a in calls.ARMS} <= set(names)
+    rft, control = r.stage("rft").args, r.stage("control").args
+    # the arms differ only in their data and the control's steps
+    assert {k for k in rft if rft[k] != control[k]} == {"data", "max_steps"}
