@@ -178,6 +178,24 @@ def _json(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def rollout_stats(run: Path) -> dict:
+    """The rollout's totals: its ``stats.json``, or, for a rollout stopped before it finished, the prompts done so
+    far, their samples and kept samples and their generation seconds, summed from its ``progress.jsonl``."""
+    from tinytool.distill.rollouts import RolloutStats
+
+    if (run / "stats.json").is_file():
+        return json.loads((run / "stats.json").read_text())
+    if not (run / "progress.jsonl").is_file():
+        return {}
+    stats = RolloutStats()
+    for line in (run / "progress.jsonl").read_text().splitlines():
+        try:
+            stats.add(json.loads(line))
+        except (ValueError, KeyError):  # a record torn by the stop
+            continue
+    return {**stats.as_dict(prompts=None, skipped=None), "stopped": True}
+
+
 def seed_record(work: Path, seed: int, sets: Mapping[str, str], tuning: set[str], tests: bool = True) -> dict:
     """What the seed's run holds so far: each scored arm, the comparisons whose two arms are scored, the settings."""
     folders = stage_folders(work, seed, sets)
@@ -195,7 +213,7 @@ def seed_record(work: Path, seed: int, sets: Mapping[str, str], tuning: set[str]
             arms[arm] = {"held_out": arm_table(held_out(every, tuning)),
                          "full": bfcl_table(json.loads((out / "summary.json").read_text())),
                          "verdicts": pack_verdicts(every)}
-    stats = _json(folders["rollout"][0] / "out.run" / "stats.json") or {}
+    stats = rollout_stats(folders["rollout"][0] / "out.run")
     pool = folders["pool"][0] / "out.jsonl"
     recipe = load_recipe(RECIPE, recipe_sets(seed, sets))
     return {
@@ -211,9 +229,9 @@ def seed_record(work: Path, seed: int, sets: Mapping[str, str], tuning: set[str]
             "steps": {name: summary(name).get("global_step") for name in TRAINING},
             "train_seconds": {name: summary(name).get("seconds") for name in TRAINING},
             "pool_conversations": sum(1 for _ in pool.open()) if pool.is_file() else None,
-            "rollout": {k: stats.get(k) for k in ("prompts", "samples", "kept", "keep_rate", "prompts_with_kept",
-                                                  "dropped", "mean_sim_kept", "categories", "generation_seconds",
-                                                  "tokens_per_s")},
+            "rollout": {k: stats.get(k) for k in ("prompts", "prompts_done", "samples", "kept", "keep_rate",
+                                                  "prompts_with_kept", "dropped", "mean_sim_kept", "categories",
+                                                  "generation_seconds", "tokens_per_s", "stopped")},
             "kept_rollouts": stats.get("kept"),
             "stage_seconds": {name: (_json(folder / "step.json") or {}).get("seconds")
                               for name, (folder, _) in folders.items()},

@@ -157,8 +157,8 @@ tail -n 3 "$work"/*.log"""
 QUALITY_RESULTS = "*.json *.log */runs/*/*-bfcl/out"
 
 #: ``run.sh``'s job for calls.py: its seeds side by side in one work folder, the paired tests left to ``--merge``
-CALLS_LAUNCH = """timeout -s INT "$limit" $py benchmarks/calls.py --seeds {seeds} --parallel --work "$work" --batch-size 64 \\
-  --no-tests --out "$work/calls.json" > "$work/calls.log" 2>&1 || status=1
+CALLS_LAUNCH = """timeout -s INT "$limit" $py benchmarks/calls.py --seeds {seeds} --parallel --work "$work" \\
+  --batch-size 64 --no-tests --out "$work/calls.json" > "$work/calls.log" 2>&1 || status=1
 tail -n 12 "$work/calls.log"
 """.rstrip()
 CALLS_RESULTS = ("*.json *.log s*/recipe.json s*/*/step.json s*/*-bfcl/out/summary.json s*/*-bfcl/out/results.jsonl "

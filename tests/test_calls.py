@@ -120,3 +120,17 @@ def test_the_recipe_loads_with_every_variable_the_benchmark_sets(calls):
     rft, control = r.stage("rft").args, r.stage("control").args
     # the arms differ only in their data and the control's steps
     assert {k for k in rft if rft[k] != control[k]} == {"data", "max_steps"}
+
+
+def test_a_stopped_rollout_counts_the_prompts_its_progress_holds(calls, tmp_path):
+    run = tmp_path / "out.run"
+    run.mkdir()
+    assert calls.rollout_stats(run) == {}
+    recs = [{"key": f"{k}:1", "samples": 4, "kept": [0] if k else [], "sims": [1.0] if k else [], "dropped": {},
+             "tokens": 100, "seconds": 2.0, "category": "simple", "out_end": 10 * k} for k in range(3)]
+    (run / "progress.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs) + '{"key": "3:1", "sam')
+    stats = calls.rollout_stats(run)
+    assert stats["stopped"] and stats["prompts_done"] == 3 and stats["samples"] == 12 and stats["kept"] == 2
+    assert stats["generation_seconds"] == 6.0
+    (run / "stats.json").write_text('{"kept": 7}')
+    assert calls.rollout_stats(run) == {"kept": 7}
