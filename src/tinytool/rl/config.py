@@ -26,7 +26,15 @@ from trl import GRPOConfig
 
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
-from tinytool.rewards.toolrl import EXTRA_CALLS, EXTRA_CALLS_HELP, LENIENT_HELP, NO_CALL, NO_CALL_HELP
+from tinytool.rewards.toolrl import (
+    EXTRA_CALLS,
+    EXTRA_CALLS_HELP,
+    GRANULARITIES,
+    LENIENT_HELP,
+    NO_CALL,
+    NO_CALL_HELP,
+    SCALES,
+)
 from tinytool.train.config import RunOptions, check_inputs, listed, option
 
 log = logging.getLogger(__name__)
@@ -36,6 +44,8 @@ GROUP_FILTERS = ("fill", "drop", "off")
 ROLLOUTS = ("tinytool", "trl")
 #: which prompts ``--select-prompts`` samples (`tinytool.rl.trainer.select_by_difficulty`)
 SELECT_ONLY = ("all", "no-call", "call")
+#: the losses TRL's `GRPOTrainer` computes (TRL 1.16; it refuses another only at the first step)
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 
 
 def parse_reward_mix(text: str) -> dict[str, float]:
@@ -85,21 +95,21 @@ class RLRunConfig(RunOptions, GRPOConfig):
     require_think: bool | None = option(None, "Sim-RL rule 1: the completion must hold a <think> block "
                                         "[default: on for formats that think, off for hermes-nothink and python].")
     toolrl_granularity: str = option("original", "ToolRL reward granularity (§5.3): original, finegrained, "
-                                     "intermediate, coarse.")
+                                     "intermediate, coarse.", choices=GRANULARITIES)
     toolrl_scale: str = option("original", "ToolRL reward scale (§5.2): original, equal_max, two_stage, dynamic "
-                               "(fed the training progress).")
-    no_call: str = option("symmetric", NO_CALL_HELP)
-    extra_calls: str = option("penalized", EXTRA_CALLS_HELP)
+                               "(fed the training progress).", choices=SCALES)
+    no_call: str = option("symmetric", NO_CALL_HELP, choices=NO_CALL)
+    extra_calls: str = option("penalized", EXTRA_CALLS_HELP, choices=EXTRA_CALLS)
     lenient: bool = option(False, LENIENT_HELP)
     group_filter: str = option("fill", "Groups whose rewards do not vary: 'fill' (ASTRA adaptive batch filling: "
                                "sample more until the batch is full of informative groups, keep the surplus), "
-                               "'drop' (STAR: leave them out of the step), 'off'.")
+                               "'drop' (STAR: leave them out of the step), 'off'.", choices=GROUP_FILTERS)
     group_delta: float = option(0.0, "A group is informative when its reward's standard deviation exceeds this "
                                 "(ASTRA Eq. 32's δ).")
     fill_rounds: int = option(4, "With --group-filter fill: extra generation rounds at most per step.")
     rollouts: str = option("tinytool", "How rollouts are sampled: 'tinytool' (each group's prompt prefilled once, "
                            "its completions decoded from that cache) or 'trl' (TRL's generation; vLLM with "
-                           "--use-vllm).")
+                           "--use-vllm).", choices=ROLLOUTS)
     env: str | None = option(None, "Multi-turn: run each prompt's task in this environment ('demo': the demo "
                              "catalog's tools on the task's seeded world); observations are masked out of the loss.")
     max_turns: int = option(4, "With --env: assistant turns per rollout at most.")
@@ -113,7 +123,7 @@ class RLRunConfig(RunOptions, GRPOConfig):
                                   "--select-prompts --select-only no-call --select-limit 32 --no-call-share 0.5.")
     select_only: str = option("all", "With --select-prompts: the prompts it samples: 'all', 'no-call' (those "
                               "whose label declines: the near misses the model sometimes calls on are the ones that "
-                              "teach declining) or 'call'; the others are kept as they are.")
+                              "teach declining) or 'call'; the others are kept as they are.", choices=SELECT_ONLY)
     select_limit: int | None = option(None, "With --select-prompts: sample at most this many of the prompts "
                                       "--select-only names (a seeded draw); those not drawn are left out "
                                       "[default: all of them].")
@@ -127,7 +137,8 @@ class RLRunConfig(RunOptions, GRPOConfig):
     epsilon: float = option(0.2, "Clip range ε of the importance ratio.")
     epsilon_high: float | None = option(0.28, "Upper clip bound ε_high (DAPO's clip-higher; none: ε).")
     loss_type: str = option("dapo", "Loss normalisation: dapo (token mean over the batch, ASTRA Eq. 32), grpo "
-                            "(mean per sequence, then over sequences, STAR Eq. 11), dr_grpo, bnpo.")
+                            "(mean per sequence, then over sequences, STAR Eq. 11), dr_grpo, bnpo.",
+                            choices=LOSS_TYPES)
 
     def __post_init__(self) -> None:
         fmt = check_inputs(self)
@@ -143,22 +154,14 @@ class RLRunConfig(RunOptions, GRPOConfig):
         if self.require_think is None:
             self.require_think = fmt.syntax.always_think
         checks = [
-            (self.group_filter in GROUP_FILTERS,
-             f"--group-filter must be one of {', '.join(GROUP_FILTERS)}, got {self.group_filter!r}"),
             (self.group_delta >= 0, f"--group-delta must be ≥ 0, got {self.group_delta}"),
             (self.fill_rounds >= 0, f"--fill-rounds must be ≥ 0, got {self.fill_rounds}"),
             (not (self.select_prompts and self.env), "--select-prompts scores single turns: leave it out with --env"),
-            (self.select_only in SELECT_ONLY,
-             f"--select-only must be one of {', '.join(SELECT_ONLY)}, got {self.select_only!r}"),
             (self.select_limit is None or self.select_limit >= 1,
              f"--select-limit must be ≥ 1, got {self.select_limit}"),
             (self.no_call_share is None or 0 <= self.no_call_share <= 1,
              f"--no-call-share must be between 0 and 1, got {self.no_call_share}"),
             (self.max_turns >= 1, f"--max-turns must be ≥ 1, got {self.max_turns}"),
-            (self.extra_calls in EXTRA_CALLS,
-             f"--extra-calls must be one of {', '.join(EXTRA_CALLS)}, got {self.extra_calls!r}"),
-            (self.no_call in NO_CALL, f"--no-call must be one of {', '.join(NO_CALL)}, got {self.no_call!r}"),
-            (self.rollouts in ROLLOUTS, f"--rollouts must be one of {', '.join(ROLLOUTS)}, got {self.rollouts!r}"),
             (self.temperature > 0, f"--temperature must be > 0 (a group needs varied samples), got {self.temperature}"),
             (self.num_generations is None or self.num_generations >= 2,
              f"--num-generations must be ≥ 2 (a group of one has no advantage), got {self.num_generations}"),
@@ -193,4 +196,4 @@ class RLRunConfig(RunOptions, GRPOConfig):
                 "extra_calls": self.extra_calls}
 
 
-__all__ = ["FULL_LR", "GROUP_FILTERS", "RLRunConfig", "parse_reward_mix"]
+__all__ = ["FULL_LR", "GROUP_FILTERS", "LOSS_TYPES", "RLRunConfig", "parse_reward_mix"]

@@ -113,10 +113,11 @@ def _help_row(f: Any, action: Any) -> _Row:
     else:
         name = getattr(action.type, "__name__", "")
         kind = name if name in ("int", "float") else "str"
-        choices = "|".join(map(str, action.choices or ()))
+        listed = [str(c) for c in f.metadata.get("choices") or action.choices or ()]
+        choices = "|".join(listed)
         if choices and len(choices) <= 16:
             kind = choices
-        elif choices:
+        elif choices and not all(c in text for c in listed):  # a help that names them all says enough
             text += f" One of: {choices.replace('|', ', ')}."
         flags, kind = flag, kind + ("..." if action.nargs in ("+", "*") else "")
     shown = None if required or default in (None, [], {}, "") or "default" in text else default

@@ -19,6 +19,7 @@ import argparse
 import copy
 import dataclasses
 import functools
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ from typing import Any, ClassVar, TypeVar
 
 from tinytool.errors import UserInputError
 from tinytool.io.rundir import path_value
+
+log = logging.getLogger(__name__)
 
 C = TypeVar("C")
 
@@ -161,6 +164,7 @@ class RunOptions:
         self.output_dir = str(self.output_dir)
         if self.lora is not None:
             self.lora = _lora_text(self.lora)
+        check_choices(self)
         checks = [
             (self.num_train_epochs > 0, f"epochs must be positive, got {self.num_train_epochs}"),
             (self.max_steps == -1 or self.max_steps > 0, f"max_steps must be positive (or -1), got {self.max_steps}"),
@@ -257,6 +261,26 @@ def schedule_name(kind: Any) -> str:
 def paths(value: Any) -> list[str]:
     """One path or several, as a list of strings."""
     return [str(p) for p in ([value] if isinstance(value, (str, Path)) else value or [])]
+
+
+def flag_name(f: dataclasses.Field) -> str:
+    """The flag a user types for config field ``f``: its first long alias (``--out``), else ``--`` and its name with
+    - for _."""
+    return next((a for a in f.metadata.get("aliases", ()) if a.startswith("--")), "--" + f.name.replace("_", "-"))
+
+
+def check_choices(cfg: Any) -> None:
+    """Every field that declares ``choices`` in its metadata (tinytool's and TRL's or transformers' own) holds one
+    of them, checked when the config is built: a config file's values and the Python API's never meet the flag
+    parser, and a bad one would otherwise fail only once the model is loaded, or in the middle of training."""
+    for f in dataclasses.fields(cfg):
+        choices = f.metadata.get("choices")
+        if not f.init or choices is None:
+            continue
+        value = getattr(cfg, f.name)
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if v is not None and _plain(v) not in choices:
+                raise UserInputError(f"{flag_name(f)} must be one of {', '.join(map(str, choices))}, got {v!r}")
 
 
 def check_inputs(cfg: Any, *more_files: str) -> Any:
@@ -458,7 +482,12 @@ def _parser_class() -> type:
                 self.config_cls = cls
                 hints = typing.get_type_hints(cls)
                 taken = set(self._option_string_actions)
+                declared = {f.name: f.metadata.get("choices") for f in dataclasses.fields(cls) if f.init}
                 for action in list(self._actions):
+                    if declared.get(action.dest) is not None:
+                        # checked when the config is built (`check_choices`): one message for a flag, a config
+                        # file and the Python API alike
+                        action.choices = None
                     if hints.get(action.dest) == bool | None and action.nargs is None:
                         action.nargs, action.const = "?", True
                     if action.nargs != "?" or action.const is not True:
