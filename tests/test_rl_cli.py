@@ -4,6 +4,8 @@ multi-process run."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -26,6 +28,35 @@ def env(tmp_path_factory):
     model = save_tiny_model("smollm2-135m-instruct", root / "m", layers=2)
     write_demo(24, 0, root / "d")
     return {"root": root, "model": model, "train": root / "d" / "train.jsonl"}
+
+
+def _sft_run(env, fmt: str):
+    """A directory that looks like an SFT run trained in ``fmt``: the tiny model with a run's ``config.yaml``."""
+    import shutil
+
+    run = env["root"] / f"sft-{fmt}"
+    if not run.is_dir():
+        shutil.copytree(env["model"], run)
+        (run / "config.yaml").write_text(f"model: {env['model']}\nformat: {fmt}\n")
+    return run
+
+
+def test_rl_trains_in_the_format_the_model_was_trained_in(env, tmp_path, caplog):
+    run = _sft_run(env, "hermes-nothink")
+    cfg = RLRunConfig(model=str(run), data=[str(env["train"])], output_dir=str(tmp_path / "o"))
+    assert cfg.format == "hermes-nothink" and cfg.prompt_format.name == "hermes-nothink"
+    assert cfg.require_think is False  # decided by the format the run trains in
+    ckpt = run / "checkpoint-5"  # a checkpoint of the run reads its parent's config
+    ckpt.mkdir(exist_ok=True)
+    assert RLRunConfig(model=str(ckpt), data=[str(env["train"])], output_dir=str(tmp_path / "o")).format == (
+        "hermes-nothink")
+    plain = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "o"))
+    assert plain.format == "hermes"  # no run's config: the default
+    with caplog.at_level(logging.WARNING):
+        chosen = RLRunConfig(model=str(run), data=[str(env["train"])], output_dir=str(tmp_path / "o"),
+                             format="hermes")
+    assert chosen.format == "hermes"  # the user's choice holds, with a warning
+    assert "trained in hermes-nothink" in caplog.text and "--format hermes" in caplog.text
 
 
 def test_a_bad_choice_is_one_line_before_anything_loads_or_is_written(env, tmp_path, monkeypatch):

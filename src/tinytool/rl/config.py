@@ -89,7 +89,8 @@ class RLRunConfig(RunOptions, GRPOConfig):
                                          ".gguf file, or smollm2-135m-instruct.", "aliases": ["-m"]})
     data: list[str] = listed("Training JSONL file(s) of conversations: each gives one prompt, at its first "
                              "assistant turn, scored against that turn.", "-d", required=True)
-    format: str = option(DEFAULT_FORMAT, f"{FORMAT_HELP}.", "-f")
+    format: str | None = option(None, f"{FORMAT_HELP} [default: the format the model was trained in (its run's "
+                                f"config.yaml), else {DEFAULT_FORMAT}].", "-f")
     reward: str = option("toolrl", "Reward, or a weighted mix: simrl, toolrl, mentor, astra-f1, exact; "
                          "e.g. 'simrl=1,toolrl=0.5'.", "-r")
     require_think: bool | None = option(None, "Sim-RL rule 1: the completion must hold a <think> block "

@@ -283,13 +283,35 @@ def check_choices(cfg: Any) -> None:
                 raise UserInputError(f"{flag_name(f)} must be one of {', '.join(map(str, choices))}, got {v!r}")
 
 
+def check_format(cfg: Any) -> None:
+    """``cfg.format`` left unset (None) becomes the format the model was trained in (the ``config.yaml`` of the
+    tinytool run that made it), else the default; one set that differs from the trained one is kept, with a
+    warning: training in another format than the model learned is seldom what a user meant."""
+    from tinytool.formats import DEFAULT_FORMAT, FORMATS
+    from tinytool.models.loading import trained_format
+
+    trained = trained_format(cfg.model)
+    if trained is not None and trained not in FORMATS:
+        if cfg.format is not None:
+            return
+        raise UserInputError(f"--model {cfg.model}: its run's config.yaml names the format {trained!r}, which is "
+                             "not a known one", fix=f"pass --format, one of {', '.join(FORMATS)}")
+    if cfg.format is None:
+        cfg.format = trained or DEFAULT_FORMAT
+    elif trained is not None and trained != cfg.format:
+        log.warning("%s was trained in %s; this run trains it in --format %s, as asked", cfg.model, trained,
+                    cfg.format)
+
+
 def check_inputs(cfg: Any, *more_files: str) -> Any:
     """What every training config checks first: ``data`` (and ``more_files``) name files that exist, ``model``
-    is a string, ``format`` is a known prompt format (returned)."""
+    is a string, ``format`` is a known prompt format (returned; left unset, the one the model was trained in:
+    `check_format`)."""
     from tinytool.formats import resolve_format
 
     cfg.data = paths(cfg.data)
     cfg.model = str(cfg.model)
+    check_format(cfg)
     if not cfg.data:
         raise UserInputError("no training data given (--data)")
     from tinytool.io import check_data_files, check_not_input
