@@ -4,6 +4,7 @@ multi-process run."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -85,3 +86,41 @@ def test_a_bad_choice_is_one_line_before_anything_loads_or_is_written(env, tmp_p
         with pytest.raises(UserInputError, match=says):
             RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(out), **bad)
     assert not out.exists()
+
+
+def test_a_larger_max_seconds_continues_a_run_the_budget_stopped(env, tmp_path):
+    out = tmp_path / "budget"
+    args = ["rl", "-m", str(env["model"]), "-d", str(env["train"]), "-f", "hermes-nothink", "--reward", "exact",
+            "-G", "2", "--max-completion-length", "4", "--max-steps", "3", "--fill-rounds", "0",
+            "--no-select-prompts", "--lr-scheduler-type", "constant", "-o", str(out)]
+    runner = CliRunner()
+    res = runner.invoke(app, [*args, "--max-seconds", "0.001"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "rl_summary.json").read_text())["stopped_by_time"] == 1
+    assert "a larger --max-seconds continues from it" in res.output
+    res = runner.invoke(app, [*args, "--max-seconds", "0.001"])  # the same budget: nothing to do
+    assert res.exit_code == 0 and "already holds this finished run" in res.output, res.output
+    assert "a larger --max-seconds continues it" in res.output
+    res = runner.invoke(app, [*args, "--max-seconds", "3600"])  # a larger one trains on from the checkpoint
+    assert res.exit_code == 0 and "already holds" not in res.output, res.output
+    summary = json.loads((out / "rl_summary.json").read_text())
+    assert summary["global_step"] == 3 and summary["stopped_by_time"] is None
+    assert summary["resumed_from"].endswith("checkpoint-1")
+    res = runner.invoke(app, [*args, "--max-seconds", "7200"])  # reached its step target: a budget adds nothing
+    assert res.exit_code == 0 and "already holds this finished run" in res.output, res.output
+    assert "a larger --max-steps continues it" in res.output
+
+
+def test_sft_shares_the_budget_rule(env, tmp_path):
+    from tinytool.train.sft import SFTRunConfig, train_sft
+
+    def sft(seconds: float) -> dict:
+        return train_sft(SFTRunConfig(model=str(env["model"]), data=[str(env["train"])],
+                                      output_dir=str(tmp_path / "sft"), max_steps=2, max_seconds=seconds,
+                                      per_device_train_batch_size=1, gradient_accumulation_steps=1, bf16=False,
+                                      activation_checkpointing=False, save_steps=0))
+
+    assert sft(0.001)["stopped_by_time"] == 1
+    assert sft(0.001).get("already_finished")
+    again = sft(3600)
+    assert not again.get("already_finished") and again["global_step"] == 2 and again["stopped_by_time"] is None

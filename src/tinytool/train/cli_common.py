@@ -26,8 +26,9 @@ def run_training_verb(config_cls: type, train: Callable[..., dict[str, Any]], ar
     show = ShowConfig(lambda text: err.print(text, highlight=False, markup=False), describe_config(cfg))
     summary = train(cfg, callbacks=[show])
     if summary.get("already_finished"):
+        more = "--max-seconds" if summary.get("stopped_by_time") is not None else "--max-steps"
         err.print(f"{cfg.output_dir} already holds this finished run (step {summary['global_step']}): nothing to do; "
-                  "--overwrite trains it again, a larger --max-steps continues it")
+                  f"--overwrite trains it again, a larger {more} continues it", highlight=False, markup=False)
         return cfg, None
     return cfg, summary
 
@@ -38,7 +39,7 @@ def say_time_stop(cfg: Any, summary: dict[str, Any]) -> None:
     step = summary.get("stopped_by_time")
     if step is not None:
         err.print(f"stopped by --max-seconds {cfg.max_seconds:g} at step {step} (checkpoint-{step} saved): the model "
-                  f"saved is step {step}'s; a larger --max-steps or --epochs continues from it", highlight=False,
+                  f"saved is step {step}'s; a larger --max-seconds continues from it", highlight=False,
                   markup=False)
 
 

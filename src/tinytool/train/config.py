@@ -97,8 +97,8 @@ class RunOptions:
                                        "holds what its earlier invocations left), held as "
                                        "a ceiling: the run ends after the last step that, at its mean pace, "
                                        "fits in it, as if complete (a "
-                                       "checkpoint a larger --max-steps continues from, final model and "
-                                       "summary). The learning-rate schedule spans --max-steps or --epochs; when "
+                                       "checkpoint a rerun with a larger --max-seconds continues from, final model "
+                                       "and summary). The learning-rate schedule spans --max-steps or --epochs; when "
                                        "the budget decides the length, run it over the budget's seconds "
                                        "(--time-schedule) or use a constant one.")
     time_schedule: bool = option(False, "With --max-seconds: run the learning-rate schedule (--lr-scheduler-type "

@@ -112,8 +112,9 @@ def versions() -> dict[str, str]:
 
 def _finished_summary(run: Any, cfg: Any, summary_name: str) -> dict[str, Any] | None:
     """The saved summary when this run already finished with the step target ``cfg`` asks for (rerunning it then
-    returns that summary instead of training again; raising ``max_steps`` or the epochs continues it); None
-    otherwise, also when the summary is missing or unreadable."""
+    returns that summary instead of training again; raising ``max_steps`` or the epochs continues it, and so does
+    a larger ``max_seconds``, or none, when the budget stopped it before its target); None otherwise, also when
+    the summary is missing or unreadable."""
     from tinytool.errors import TinytoolError
     from tinytool.io import read_json
 
@@ -125,15 +126,26 @@ def _finished_summary(run: Any, cfg: Any, summary_name: str) -> dict[str, Any] |
         summary = read_json(run.path / summary_name)
     except TinytoolError:
         return None
-    return {**summary, "already_finished": True} if isinstance(summary, dict) else None
+    if not isinstance(summary, dict):
+        return None
+    if summary.get("stopped_by_time") is not None and _more_time(summary, cfg.max_seconds):
+        return None
+    return {**summary, "already_finished": True}
+
+
+def _more_time(summary: dict[str, Any], seconds: float | None) -> bool:
+    """Does a budget of ``seconds`` (None: none) give a run the budget stopped more time than the one its summary
+    records (also when it records none)?"""
+    before = (summary.get("config") or {}).get("max_seconds")
+    return seconds is None or not isinstance(before, (int, float)) or seconds > before
 
 
 def open_training_run(cfg: Any, kind: str, summary_name: str) -> tuple[Any, str | None, dict[str, Any] | None]:
     """Open ``cfg.output_dir`` as a run directory of ``kind`` (see `tinytool.io.rundir`) and find where to resume:
     ``(run, checkpoint or None, finished summary or None)``. Same settings → the newest complete checkpoint;
     other settings → refused; ``cfg.overwrite`` → a fresh start; a run that already finished with the same step
-    target → its summary (``summary_name``), and nothing to train. Only the main process of a distributed run
-    writes the manifest."""
+    target (and, when ``--max-seconds`` stopped it, no larger budget) → its summary (``summary_name``), and
+    nothing to train. Only the main process of a distributed run writes the manifest."""
     from tinytool.io import RunDir, open_run_dir, run_settings
 
     main = cfg.process_index == 0
