@@ -124,3 +124,40 @@ def test_sft_shares_the_budget_rule(env, tmp_path):
     assert sft(0.001).get("already_finished")
     again = sft(3600)
     assert not again.get("already_finished") and again["global_step"] == 2 and again["stopped_by_time"] is None
+
+
+def test_prompt_selection_runs_on_the_main_process_only(env, tmp_path, monkeypatch):
+    """The main process selects and writes the rows; another process never samples, it reads them back (and
+    says so when they are missing)."""
+    import tinytool.rl.trainer as trainer_mod
+    from tinytool.formats import get_format
+    from tinytool.models.loading import load_tokenizer
+    from tinytool.rl.data import build_rl_dataset
+    from tinytool.schema import read_jsonl
+
+    tok = load_tokenizer(env["model"], padding_side="left")
+    data = build_rl_dataset(list(read_jsonl(env["train"])), get_format("hermes-nothink"), tok)
+    calls = []
+
+    def select(model, tok, dataset, cfg, funcs, weights):
+        calls.append(cfg.process_index)
+        keep = list(range(0, len(dataset), 2))
+        return dataset.select(keep), {"prompts": len(dataset), "sampled": len(dataset), "kept": len(keep),
+                                      "rows": keep}
+
+    monkeypatch.setattr(trainer_mod, "select_by_difficulty", select)
+    cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "o"),
+                      format="hermes-nothink", select_prompts=True, num_generations=2)
+    (tmp_path / "o").mkdir()
+    rank = {"index": 1}
+    monkeypatch.setattr(RLRunConfig, "process_index", property(lambda self: rank["index"]))
+    with pytest.raises(RuntimeError, match="no prompt selection"):  # another process never samples
+        trainer_mod.selected_prompts(None, tok, data, cfg, [], [])
+    assert calls == []
+    rank["index"] = 0
+    kept, report = trainer_mod.selected_prompts(None, tok, data, cfg, [], [])
+    assert calls == [0] and (tmp_path / "o" / trainer_mod.SELECTION_FILE).is_file()
+    rank["index"] = 1
+    theirs, report1 = trainer_mod.selected_prompts(None, tok, data, cfg, [], [])
+    assert calls == [0] and report1["read_back"] and report1["seconds"] == report["seconds"]
+    assert list(theirs["task_id"]) == list(kept["task_id"])

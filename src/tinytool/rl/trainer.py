@@ -296,8 +296,10 @@ def selected_prompts(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig,
                      weights: list[float]) -> tuple[Any, dict[str, Any]]:
     """`select_by_difficulty` once per run: the rows kept are written to the output directory and a resumed run
     (the same model, data, rewards and selection settings) reads them back instead of sampling again, so it trains
-    on the same prompts and spends no time on them. Returns the rows and the selection's report (its ``seconds``:
-    the selection's own, however many invocations ago)."""
+    on the same prompts and spends no time on them. In a run of several processes only the main one selects; the
+    others wait for it and read its rows back, so every process trains on the same prompts and holds the same
+    budget. Returns the rows and the selection's report (its ``seconds``: the selection's own, however many
+    invocations ago)."""
     import hashlib
     import json
     from pathlib import Path
@@ -311,23 +313,27 @@ def selected_prompts(model: Any, tokenizer: Any, dataset: Any, cfg: RLRunConfig,
     texts = json.dumps([list(dataset["prompt"]), list(dataset["ground_truth"])])
     key["prompts"] = hashlib.sha256(texts.encode()).hexdigest()
     path = Path(cfg.output_dir) / SELECTION_FILE
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        saved = None
-    if isinstance(saved, dict) and saved.get("key") == json.loads(json.dumps(key)):
-        log.info("prompt selection read back from %s (%d prompts)", path, len(saved["rows"]))
-        return dataset.select(saved["rows"]), {**saved["report"], "read_back": True}
-    started = time.perf_counter()
-    kept, report = select_by_difficulty(model, tokenizer, dataset, cfg, funcs, weights)
-    spent = round(time.perf_counter() - started, 1)
-    report["seconds"] = spent
-    log.info("prompt selection: %d of %d sampled prompts kept in %.0f s (%d prompts now)", report["kept"],
-             report["sampled"], spent, len(kept))
-    rows = report.pop("rows")
-    if cfg.process_index == 0:
+    # the main process goes first and writes the selection; the others wait for it at a barrier, then read it
+    with cfg.main_process_first(local=False, desc="prompt selection"):
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = None
+        if isinstance(saved, dict) and saved.get("key") == json.loads(json.dumps(key)):
+            log.info("prompt selection read back from %s (%d prompts)", path, len(saved["rows"]))
+            return dataset.select(saved["rows"]), {**saved["report"], "read_back": True}
+        if cfg.process_index != 0:
+            raise RuntimeError(f"process {cfg.process_index}: the main process left no prompt selection for this "
+                               f"run in {path} (is the output directory shared by every process?)")
+        started = time.perf_counter()
+        kept, report = select_by_difficulty(model, tokenizer, dataset, cfg, funcs, weights)
+        spent = round(time.perf_counter() - started, 1)
+        report["seconds"] = spent
+        log.info("prompt selection: %d of %d sampled prompts kept in %.0f s (%d prompts now)", report["kept"],
+                 report["sampled"], spent, len(kept))
+        rows = report.pop("rows")
         write_json(path, {"key": key, "rows": rows, "report": report})
-    return kept, report
+        return kept, report
 
 
 def runnable(dataset: Any, env_cls: type) -> Any:
