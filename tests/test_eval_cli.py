@@ -140,6 +140,16 @@ def test_the_format_defaults_to_the_one_the_model_was_trained_in(tmp_path):
     assert trained_format("smollm2-135m-instruct") is None
 
 
+def test_an_alias_never_reads_a_config_of_the_working_folder(tmp_path, monkeypatch):
+    """A bare alias or hub id is not a run: a ``config.yaml`` in the folder it is run from is not its own."""
+    from tinytool.models.loading import trained_format
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text("format: toolrl\n")
+    assert trained_format("smollm2-135m-instruct") is None
+    assert trained_format("HuggingFaceTB/SmolLM2-135M-Instruct") is None
+
+
 def test_dtype_reaches_a_local_model_and_is_checked(monkeypatch, tmp_path, dev):
     import torch
 

@@ -331,6 +331,8 @@ def trained_format(model: str) -> str | None:
     import yaml
 
     path = Path(model)
+    if not path.is_dir():  # an alias, a hub id or a file: no run wrote it (a config.yaml beside it is not its own)
+        return None
     for d in (path, path.parent):
         cfg = d / "config.yaml"
         if cfg.is_file():
