@@ -16,7 +16,7 @@ def collect_command(
     seeds: Path = typer.Option(None, "--seeds", help="Seed task conversations (JSONL: request, tools, world), "
                                "e.g. a `tinytool data demo` train split."),
     teacher: str = typer.Option(None, "--teacher", "-t", help="Teacher: an OpenAI-compatible endpoint "
-                                "(http://HOST/v1@MODEL), vllm:MODEL or a local model."),
+                                "(http://HOST/v1@MODEL), vllm:MODEL, llamacpp:FILE.gguf or a local model."),
     out: Path = typer.Option(None, "--out", "-o", help="Run directory (a rerun resumes where it stopped)."),
     student: str = typer.Option(None, "--student", help="Student to start from [default: "
                                 "smollm2-135m-instruct]."),

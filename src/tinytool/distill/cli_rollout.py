@@ -19,7 +19,8 @@ from tinytool.formats.option import format_option
 
 def rollout_command(
     teacher: str = typer.Option(..., "--teacher", "-t", help="Teacher: hub id, local dir, .gguf, smollm2-135m-instruct, "
-                                "vllm:<model>, or http(s)://<base_url>@<model> (OpenAI-compatible)."),
+                                "llamacpp:FILE.gguf, vllm:<model>, or http(s)://<base_url>@<model> "
+                                "(OpenAI-compatible)."),
     data: list[Path] = typer.Option(..., "--data", "-d", help="JSONL of conversations (repeatable); every assistant "
                                     "turn is one prompt, the turn itself its ground truth."),
     out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="Output JSONL of kept conversations; the run "
