@@ -65,9 +65,9 @@ N_PROMPTS = 800
 #: four-call answer (about 200 tokens), the format of the base model
 RL_COMMON = ["-f", FORMAT, "--lr-scheduler-type", "constant", "--max-completion-length", "224",
              "--save-steps", "0", "--logging-steps", "1", "--max-steps", "100000"]
-#: ToolRL's scoring where a row's flags do not set it: what `tinytool rl` defaulted to when the rows ran (its
-#: defaults are now the winning row's), so a row means the same run whatever the defaults
-ROW_SCORING = {"--no-call": "released", "--extra-calls": "free"}
+#: ToolRL's scoring and the prompt selection where a row's flags do not set them: what `tinytool rl` defaulted to
+#: when the rows ran (its defaults are now the winning row's), so a row means the same run whatever the defaults
+ROW_SCORING = {"--no-call": "released", "--extra-calls": "free", "--select-prompts": "false"}
 
 #: what every GRPO row shares unless it says otherwise: ToolRL's fine-grained reward (call count, names, each
 #: parameter value; §3.3) with declining rewarded symmetrically, so near-miss prompts teach abstaining; 2 prompts x

@@ -291,7 +291,7 @@ def test_no_call_share_subsamples_the_prompts_and_names_data_that_cannot_give_it
 
     cfg = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "a"),
                       format="hermes-nothink", reward="toolrl", no_call="symmetric", no_call_share=0.5,
-                      max_steps=1, num_generations=2)
+                      select_prompts=False, max_steps=1, num_generations=2)
     trainer, report = build_rl_trainer(cfg)
     counts, data = report["no_call_share"], trainer.train_dataset
     assert counts["no_call"] == counts["call"] > 0 and len(data) == counts["no_call"] + counts["call"]
@@ -300,7 +300,8 @@ def test_no_call_share_subsamples_the_prompts_and_names_data_that_cannot_give_it
     calls_only.write_text("".join(json.dumps(c.to_dict()) + "\n" for c in read_jsonl(env["train"])
                                   if c.meta["category"] == "simple"))
     cfg = RLRunConfig(model=str(env["model"]), data=[str(calls_only)], output_dir=str(tmp_path / "b"),
-                      format="hermes-nothink", reward="toolrl", no_call_share=0.2, max_steps=1, num_generations=2)
+                      format="hermes-nothink", reward="toolrl", no_call_share=0.2, select_prompts=False, max_steps=1,
+                      num_generations=2)
     with pytest.raises(UserInputError, match=r"--no-call-share 0.2: none of the \d+ prompts has a label without a "
                                              r"call in .*calls\.jsonl"):
         build_rl_trainer(cfg)
@@ -359,7 +360,7 @@ def test_prompt_selection_samples_only_the_side_it_names_up_to_its_limit(env, tm
             RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "c"), **bad)
     with caplog.at_level(logging.WARNING, logger="tinytool.rl.config"):  # shaping a selection that is off
         off = RLRunConfig(model=str(env["model"]), data=[str(env["train"])], output_dir=str(tmp_path / "c"),
-                          select_only="no-call", select_limit=32)
+                          select_prompts=False, select_only="all", select_limit=8)
     assert not off.select_prompts and "shape --select-prompts, which is off" in caplog.text
 
 

@@ -99,3 +99,107 @@ def test_a_row_trains_with_the_scoring_it_ran_under_whatever_the_defaults(rl_gai
     assert (value(seen["g-sym20"], "--no-call"), value(seen["g-sym20"], "--extra-calls")) == ("symmetric", "free")
     assert (value(seen["g-xp-g4-seln50"], "--no-call"), value(seen["g-xp-g4-seln50"], "--extra-calls")) == (
         "symmetric", "penalized")
+    assert value(seen["g-sym20"], "--select-prompts") == "false"  # rows without the selection ran without it
+    assert value(seen["g-xp-g4-seln50"], "--select-prompts") == "--select-only"  # a bare flag: on
+
+
+# ---- shipped = measured: tinytool rl's defaults and the star recipe's RL stages are the claimed arm ----------------
+
+#: the row whose setting is claimed (README, QUALITY) and shipped
+SHIPPED_ARM = "g-xp-g4-seln50"
+#: options that say how an arm ran, not what it trained: where it read and wrote, how it logged, its seed and its
+#: budget (a row's is seconds on the benchmark machine; a recipe's, steps, as its other stages)
+RUN_OPTIONS = {"model", "data", "output_dir", "format", "save_steps", "logging_steps", "max_steps", "max_seconds",
+               "seed", "overwrite"}
+
+
+def _arm_command(rl_gain, tmp_path, monkeypatch) -> list[str]:
+    """The ``tinytool rl`` arguments the benchmark runs for the shipped arm."""
+    seen = {}
+
+    def fake_cli(cmd, threads):
+        out = Path(cmd[cmd.index("-o") + 1])
+        out.mkdir(parents=True)
+        (out / "rl_summary.json").write_text("{}")
+        seen["cmd"] = cmd
+
+    work, data = tmp_path / "w", tmp_path / "d"
+    (work / "rl-prompts").mkdir(parents=True)
+    (work / "rl-prompts" / f"{rl_gain.ROWS[SHIPPED_ARM]['prompts']}.jsonl").write_text("{}\n")
+    monkeypatch.setattr(rl_gain, "run_cli", fake_cli)
+    rl_gain.train_row(work, SHIPPED_ARM, str(tmp_path / "base"), data)
+    cmd = seen["cmd"]
+    return cmd[cmd.index("rl") + 1:]
+
+
+def _rl_config(values: dict, tmp_path):
+    """The config ``values`` (options as `tinytool rl` reads them) build, on a data file that exists."""
+    from tinytool.rl.config import RLRunConfig
+
+    train = tmp_path / "train.jsonl"
+    train.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"},
+                                              {"role": "assistant", "content": "hello"}]}) + "\n")
+    return RLRunConfig(**{**values, "model": "smollm2-135m-instruct", "data": [str(train)],
+                          "output_dir": str(tmp_path / "out"), "format": "hermes-nothink"})
+
+
+def _arm(rl_gain, tmp_path, monkeypatch):
+    """The options the shipped arm's command sets (its run options aside) and the config it builds."""
+    from tinytool.rl.config import RLRunConfig
+    from tinytool.train.config import config_parser
+
+    values = config_parser(RLRunConfig, "tinytool rl").parse_values(_arm_command(rl_gain, tmp_path, monkeypatch), {})
+    return set(values) - RUN_OPTIONS, _rl_config(values, tmp_path)
+
+
+def test_tinytool_rl_defaults_are_the_measured_arm(rl_gain, tmp_path, monkeypatch):
+    """Every option the claimed arm's command sets (reward and its scoring, rate and schedule, group size, prompts a
+    step, clip-higher, loss, completion length, the near-miss selection and share) is `tinytool rl`'s default."""
+    given, arm = _arm(rl_gain, tmp_path, monkeypatch)
+    assert {"select_prompts", "no_call_share", "lr_scheduler_type", "max_completion_length"} <= given
+    defaults = _rl_config({}, tmp_path)
+    drifted = {k: (getattr(defaults, k), getattr(arm, k)) for k in sorted(given)
+               if getattr(defaults, k) != getattr(arm, k)}
+    assert not drifted, f"tinytool rl's defaults (left) differ from {SHIPPED_ARM}'s (right): {drifted}"
+
+
+def test_the_star_recipe_s_rl_stages_are_the_measured_arm(rl_gain, tmp_path, monkeypatch):
+    """star's two RL stages train as the claimed arm does (every option either sets, run options aside), and are
+    bounded by steps within those the arm's 600-second claim runs took."""
+    from tinytool.recipes.recipe import find_recipe, load_recipe
+    from tinytool.recipes.runner import plan
+    from tinytool.rl.config import RLRunConfig
+    from tinytool.train.config import check_config_values
+
+    given, arm = _arm(rl_gain, tmp_path, monkeypatch)
+    runs = [r for r in json.loads((Path(rl_gain.OUT)).read_text())["rl_sweep"] if r["row"] == SHIPPED_ARM]
+    measured_steps = [r["steps"] for r in runs]
+    assert measured_steps and all(r["seconds_budget"] == rl_gain.ROWS[SHIPPED_ARM]["seconds"] for r in runs)
+    stages = [(s, args) for s, _, args, _ in plan(load_recipe(find_recipe("star")), tmp_path / "run") if s.run == "rl"]
+    assert [s.name for s, _ in stages] == ["teacher-rl", "student-rl"]
+    for stage, args in stages:
+        check_config_values(RLRunConfig, args, "tinytool rl")
+        cfg = _rl_config({k: v for k, v in args.items() if k not in RUN_OPTIONS}, tmp_path)
+        drifted = {k: (getattr(cfg, k), getattr(arm, k)) for k in sorted(given | set(args) - RUN_OPTIONS)
+                   if getattr(cfg, k) != getattr(arm, k)}
+        assert not drifted, f"star's {stage.name} (left) differs from {SHIPPED_ARM} (right): {drifted}"
+        assert args.get("max_seconds") is None, stage.name
+        assert min(measured_steps) <= args["max_steps"] <= max(measured_steps), (stage.name, measured_steps)
+
+
+def test_the_measured_selection_is_the_default_only_where_it_was_measured(tmp_path, caplog):
+    """The near-miss selection and its share were measured on single turns scored by ToolRL's reward: the default
+    there; a multi-turn run (--env) or another reward trains on its data as it is; turning it off is no slip."""
+    import logging
+
+    def run(**kw):
+        cfg = _rl_config(kw, tmp_path)
+        return cfg.select_prompts, cfg.no_call_share
+
+    assert run() == (True, 0.5)
+    assert run(env="demo") == run(reward="simrl") == run(reward="toolrl=1,exact=1") == (False, None)
+    assert run(reward="simrl", select_prompts=True) == (True, 0.5)  # the share comes with the selection
+    assert run(no_call_share=0.3) == (True, 0.3)
+    with caplog.at_level(logging.WARNING, logger="tinytool.rl.config"):
+        assert run(select_prompts=False) == (False, None)
+    assert "shape --select-prompts" not in caplog.text

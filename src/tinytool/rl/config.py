@@ -9,10 +9,15 @@ App. B uses 1e-6 for 1.5B-8B models; at 135M 5e-6 and 2e-5 did worse), DAPO's cl
 ε = 0.2 and the batch-level token mean of ASTRA Eq. 32 (``--loss-type dapo``; ``grpo`` is the per-sequence mean of
 STAR Eq. 11), no KL term (ToolRL §3.4, ASTRA §3.1; STAR's k2-style KL at 1e-3 is ``--beta 0.001``).
 
-The rest of the measured setting is data selection, off by default because it needs single-turn data with no-call
-labels: ``--select-prompts --select-only no-call --select-limit 32 --no-call-share 0.5`` (the near misses to
-decline chosen where the model's rollouts disagree, half of the prompts). The single-turn recipes' RL stages
-turn it on. Every other `GRPOConfig` field works too, in flags and in the YAML file.
+The rest of the measured setting is a constant learning rate, completions of 224 tokens at most (a four-call answer)
+and data selection: 32 of the prompts whose label declines sampled once, those whose rollouts disagree kept as the
+near misses to decline, and half of the prompts such near misses (``--select-prompts --select-only no-call
+--select-limit 32 --no-call-share 0.5``). The selection was measured with that reward on single turns, and needs
+data with no-call labels: by default it is on for single-turn runs with ToolRL's reward alone, off with ``--env``
+(multi-turn tasks run as they are) or another reward; ``--no-select-prompts`` turns it off for data without near
+misses. What the defaults leave out of the measured arm is its budget (600 s, ``--max-seconds``) and its prompt
+file (800 prompts drawn 20 % near-miss irrelevance, the four calling categories equally; ``benchmarks/rl_gain.py``'s
+``nc20``). Every other `GRPOConfig` field works too, in flags and in the YAML file.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from transformers.trainer_utils import SchedulerType
 from trl import GRPOConfig
 
 from tinytool.errors import UserInputError
@@ -44,6 +50,9 @@ GROUP_FILTERS = ("fill", "drop", "off")
 ROLLOUTS = ("tinytool", "trl")
 #: which prompts ``--select-prompts`` samples (`tinytool.rl.trainer.select_by_difficulty`)
 SELECT_ONLY = ("all", "no-call", "call")
+#: the measured selection (see the module docstring): the prompts it samples, how many at most, and the share of
+#: the prompts that decline once it has chosen them
+MEASURED_SELECT_ONLY, MEASURED_SELECT_LIMIT, MEASURED_NO_CALL_SHARE = "no-call", 32, 0.5
 #: the losses TRL's `GRPOTrainer` computes (TRL 1.16; it refuses another only at the first step)
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 
@@ -116,27 +125,34 @@ class RLRunConfig(RunOptions, GRPOConfig):
     max_turns: int = option(4, "With --env: assistant turns per rollout at most.")
     no_call_share: float | None = option(None, "The share of prompts whose label makes no call (near-miss requests "
                                          "to decline), reached by leaving prompts out, never repeating one, "
-                                         "after --select-prompts [default: the data as it is].")
-    select_prompts: bool = option(False, "Before training, sample each prompt's group once and keep only prompts "
-                                  "whose rewards vary (prompt selection by difficulty). Its seconds count "
-                                  "against --max-seconds; the rows kept are saved in the output directory, and a "
-                                  "resumed run reads them back. The measured setting (the recipes' RL stages): "
-                                  "--select-prompts --select-only no-call --select-limit 32 --no-call-share 0.5.")
-    select_only: str = option("all", "With --select-prompts: the prompts it samples: 'all', 'no-call' (those "
-                              "whose label declines: the near misses the model sometimes calls on are the ones that "
-                              "teach declining) or 'call'; the others are kept as they are.", choices=SELECT_ONLY)
-    select_limit: int | None = option(None, "With --select-prompts: sample at most this many of the prompts "
-                                      "--select-only names (a seeded draw); those not drawn are left out "
-                                      "[default: all of them].")
+                                         f"after --select-prompts [default: {MEASURED_NO_CALL_SHARE} with "
+                                         "--select-prompts (the measured setting), else the data as it is].")
+    select_prompts: bool | None = option(None, "Before training, sample each prompt's group once and keep only "
+                                         "prompts whose rewards vary (prompt selection by difficulty). Its seconds "
+                                         "count against --max-seconds; the rows kept are saved in the output "
+                                         "directory, and a resumed run reads them back [default: on for single-turn "
+                                         "runs with the toolrl reward alone (the measured setting), off with --env "
+                                         "or another reward]; --no-select-prompts trains on the data as it is.")
+    select_only: str = option(MEASURED_SELECT_ONLY, "With --select-prompts: the prompts it samples: 'all', 'no-call' "
+                              "(those whose label declines: the near misses the model sometimes calls on are the "
+                              "ones that teach declining) or 'call'; the others are kept as they are.",
+                              choices=SELECT_ONLY)
+    select_limit: int | None = option(MEASURED_SELECT_LIMIT, "With --select-prompts: sample at most this many of the "
+                                      "prompts --select-only names (a seeded draw); those not drawn are left out "
+                                      "(none: all of them).")
 
     # --- GRPOConfig fields, with the papers' defaults and their help shown ---
     num_generations: int | None = option(4, "Rollouts per prompt (the group size G; ToolRL's 4, STAR's 8).", "-G")
-    max_completion_length: int | None = option(256, "Longest completion in tokens.")
+    max_completion_length: int | None = option(224, "Longest completion in tokens (the measured 224 holds a "
+                                               "four-call answer).")
     temperature: float = option(1.0, "Sampling temperature of the rollouts.")
     beta: float = option(0.0, "KL coefficient (0: no KL term and no reference model, ToolRL/ASTRA; STAR uses "
                          "0.001).")
     epsilon: float = option(0.2, "Clip range ε of the importance ratio.")
     epsilon_high: float | None = option(0.28, "Upper clip bound ε_high (DAPO's clip-higher; none: ε).")
+    lr_scheduler_type: SchedulerType | str = option("constant", "Learning-rate schedule: constant (the measured "
+                                                    "setting: a --max-seconds budget decides the length), linear, "
+                                                    "cosine, …")
     loss_type: str = option("dapo", "Loss normalisation: dapo (token mean over the batch, ASTRA Eq. 32), grpo "
                             "(mean per sequence, then over sequences, STAR Eq. 11), dr_grpo, bnpo.",
                             choices=LOSS_TYPES)
@@ -154,6 +170,10 @@ class RLRunConfig(RunOptions, GRPOConfig):
                 raise UserInputError(f"--env: unknown environment {self.env!r}", fix=f"choose from {', '.join(ENVS)}")
         if self.require_think is None:
             self.require_think = fmt.syntax.always_think
+        if self.select_prompts is None:  # on where it was measured: single turns scored by ToolRL's reward
+            self.select_prompts = self.env is None and set(self.reward_mix) == {"toolrl"}
+        if self.select_prompts and self.no_call_share is None:
+            self.no_call_share = MEASURED_NO_CALL_SHARE
         checks = [
             (self.group_delta >= 0, f"--group-delta must be ≥ 0, got {self.group_delta}"),
             (self.fill_rounds >= 0, f"--fill-rounds must be ≥ 0, got {self.fill_rounds}"),
@@ -170,7 +190,8 @@ class RLRunConfig(RunOptions, GRPOConfig):
         for ok, msg in checks:
             if not ok:
                 raise UserInputError(msg)
-        if not self.select_prompts and (self.select_only != "all" or self.select_limit is not None):
+        if not self.select_prompts and (self.select_only, self.select_limit) != (MEASURED_SELECT_ONLY,
+                                                                                  MEASURED_SELECT_LIMIT):
             # a recipe keeps its selection settings when it turns the selection off; on a command line it is a slip
             log.warning("--select-only / --select-limit shape --select-prompts, which is off: no prompt selection")
         super().__post_init__()
