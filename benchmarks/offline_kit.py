@@ -120,7 +120,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kit=$(dirname "$here")
 repo=$(cd "$kit/.." && pwd)
-work=${{1:?usage: run.sh WORK [SECONDS]}}
+work=${{1:?usage: run.sh WORK [SECONDS] [OPTIONS of calls.py]}}
 limit=${{2:-540}}
 mkdir -p "$work"
 export PYTHONPATH={SITE}:$repo/src
@@ -156,9 +156,10 @@ for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 tail -n 3 "$work"/*.log"""
 QUALITY_RESULTS = "*.json *.log */runs/*/*-bfcl/out"
 
-#: ``run.sh``'s job for calls.py: its seeds side by side in one work folder, the paired tests left to ``--merge``
+#: ``run.sh``'s job for calls.py: its seeds side by side in one work folder, the paired tests left to ``--merge``;
+#: run.sh's arguments after WORK and SECONDS go to calls.py (``--set rollout_prompts=64``)
 CALLS_LAUNCH = """timeout -s INT "$limit" $py benchmarks/calls.py --seeds {seeds} --parallel --work "$work" \\
-  --batch-size 64 --no-tests --out "$work/calls.json" > "$work/calls.log" 2>&1 || status=1
+  --batch-size 64 --no-tests --out "$work/calls.json" "${@:3}" > "$work/calls.log" 2>&1 || status=1
 tail -n 12 "$work/calls.log"
 """.rstrip()
 CALLS_RESULTS = ("*.json *.log s*/recipe.json s*/*/step.json s*/*-bfcl/out/summary.json s*/*-bfcl/out/results.jsonl "

@@ -49,7 +49,7 @@ def test_a_calls_kit_runs_calls_py_on_its_seeds_and_packs_its_results(kit, tmp_p
     run = kit.render_run("m-0.1-py3-none-any.whl", "f" * 64, parts, "bfcl.whl", seeds=kit.parse_seeds("10,11, 12"))
     (tmp_path / "run.sh").write_text(run)
     assert subprocess.run(["bash", "-n", str(tmp_path / "run.sh")], capture_output=True, check=False).returncode == 0
-    assert "benchmarks/calls.py --seeds 10,11,12 --parallel" in run and "--no-tests" in run
+    assert "benchmarks/calls.py --seeds 10,11,12 --parallel" in run and "--no-tests" in run and '"${@:3}"' in run
     assert "quality.py" not in run and "s*/*-bfcl/out/results.jsonl" in run and "{" + "launch}" not in run
     with pytest.raises(SystemExit, match="--seeds"):
         kit.parse_seeds("10,x")
