@@ -19,7 +19,7 @@ import httpx
 import uvicorn
 
 from tinytool.formats import get_format
-from tinytool.llm.base import Completion
+from tinytool.llm.base import Completion, GenerationConfig
 from tinytool.llm.hf import HFClient
 from tinytool.models.loading import load_tokenizer
 from tinytool.models.students import save_tiny_model
@@ -311,6 +311,86 @@ def test_streaming_from_a_real_model_ends_with_a_finish_reason(real):
     whole = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}],
                                            max_tokens=12)
     assert text == (whole.choices[0].message.content or "")  # greedy: the same answer streamed or not
+
+
+def test_a_short_request_is_answered_while_a_long_one_generates(tmp_path):
+    """A request sent while a long one is generating joins its batch and is answered in its own few steps, with
+    the answer it gets alone (greedy, or sampled with its own seed); the long one goes on to its token limit."""
+    path = save_tiny_model("smollm2-135m-instruct", tmp_path / "m", layers=1)  # never ends a turn: runs to the limit
+    engine = Engine(HFClient.from_spec(str(path), batch_size=4), get_format("hermes-nothink"), "tiny")
+    assert engine.live is not None
+    server, url = _serve(engine)
+    try:
+        short = [{"messages": [{"role": "user", "content": "what is 2 + 2?"}], "max_tokens": 4},
+                 {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 6, "temperature": 1.0, "seed": 3}]
+        alone = [_post(url, body).json()["choices"][0]["message"] for body in short]
+        with ThreadPoolExecutor(1) as pool:
+            t0 = time.monotonic()
+            long = pool.submit(_post, url, {"messages": [{"role": "user", "content": "count"}], "max_tokens": 1000})
+            while not engine.live.busy and not long.done():
+                time.sleep(0.01)
+            answers, waited = [], []
+            for body in short:
+                t = time.monotonic()
+                answers.append(_post(url, body).json()["choices"][0]["message"])
+                waited.append(time.monotonic() - t)
+            running = not long.done()
+            r = long.result()
+            long_s = time.monotonic() - t0
+        assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 1000, r.text[:300]
+        assert running, f"the long request ended before the short ones ({waited} s, long {long_s:.2f} s)"
+        assert max(waited) < long_s / 3, (waited, long_s)
+        assert answers == alone
+    finally:
+        server.should_exit = True
+        engine.close()
+
+
+def test_rows_admitted_while_others_decode_get_the_tokens_they_get_alone(tmp_path):
+    """The server's decoding rows: requests admitted at different steps, each under its own settings and rules
+    (a token limit, a seeded sample, a forced call's grammar, a stop string), ending in any order (an ended row's
+    place taken by the last row, its cache and rule states moved), decode what each decodes alone."""
+    from tinytool.llm.continuous import live_slots
+    from tinytool.llm.rules import asked
+    from tinytool.serve.protocol import ChatRequest
+
+    client = HFClient.from_spec(str(save_varied_model(tmp_path / "m", 512)), batch_size=4)
+    engine = Engine(client, get_format("hermes-nothink"), "m")
+    try:
+        def job(content, **extra):
+            return engine.job(ChatRequest.model_validate({"messages": [{"role": "user", "content": content}],
+                                                          **extra}))
+
+        jobs = {"long": job("count", max_tokens=40), "short": job("hi", max_tokens=3),
+                "sampled": job("a poem", max_tokens=12, temperature=1.0, seed=5),
+                "forced": job("weather?", max_tokens=16, tools=[WEATHER], tool_choice="required"),
+                "stopped": job("go on", max_tokens=30)}
+        # short ends at step 2, as the last comes in: that row (a constrained one, a free one) takes its place
+        schedules = [{"long": 0, "short": 0, "sampled": 0, "forced": 2, "stopped": 5},
+                     {"long": 0, "short": 0, "forced": 0, "sampled": 2, "stopped": 5}]
+
+        def decode(admitted_at):
+            """Every job of ``admitted_at`` (name: the step it comes in at) decoded to its end: name: tokens."""
+            live, got, step = live_slots(client, 4), {}, 0
+            while len(got) < len(admitted_at):
+                for name, at in admitted_at.items():
+                    if at == step:
+                        live.admit(jobs[name].ids, jobs[name].gen, asked(jobs[name]), name)
+                got |= {name: list(tokens) for name, _, tokens in live.decode_step() if tokens is not None}
+                step += 1
+            return got
+
+        alone = {}
+        for name in jobs:
+            alone |= decode({name: 0})
+        text = client.tokenizer.decode(alone["stopped"], skip_special_tokens=True)
+        jobs["stopped"].gen = GenerationConfig(max_new_tokens=30, stop=(text[10:14],))  # ends there, alone or not
+        alone |= decode({"stopped": 0})
+        assert len(alone["short"]) == 3 and len(alone["long"]) == 40 and len(alone["stopped"]) < 30
+        for together in schedules:
+            assert decode(together) == alone, together
+    finally:
+        engine.close()
 
 
 def test_the_server_is_a_tinytool_llm_backend(real):

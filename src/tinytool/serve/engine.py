@@ -1,9 +1,17 @@
-"""The model behind the server: requests from many clients batched into one ``generate``, and streaming.
+"""The model behind the server: requests from many clients decoded together, and streaming.
 
-Requests wait in a queue; a worker thread takes the first one, gathers those that arrive within a short
-window and share its sampling settings (up to the batch size), and runs them as one batch through tinytool's
-batched generation (`tinytool.llm.hf.HFClient`). A streamed request is generated alone, token by token, while
-the batch worker waits: one generation runs at a time.
+Requests wait in a queue for one worker thread. With a local model that decodes in slots (`tinytool.llm.hf.HFClient`
+with continuous batching, `tinytool.llm.continuous.LiveSlots`) the worker admits each request into the running batch
+between two decoding steps, as soon as one of the ``batch_size`` rows is free: a short request sent while a long one
+is generating decodes alongside it and is answered in its own few steps, instead of after the long one. Each row
+decodes under its own request's settings (token limit, stop strings, temperature, top-p and seed, its grammar and
+guard); a streamed request is a row like the others whose tokens are handed to its stream as they come, so streamed
+and plain answers are the same tokens.
+
+Another client (a model whose attention takes no 4-D mask, a scripted one in tests) is served as before: the
+worker takes the first request, gathers those that arrive within a short window and share its sampling settings
+(up to the batch size), and runs them as one ``generate`` batch; a streamed request is then generated alone, token
+by token, while the batch worker waits.
 
 Sizes are checked against the context (the model's ``max_position_embeddings``, or less where
 ``tinytool serve --context`` says so): a prompt that fills it is refused with a 400 that gives both lengths,
@@ -28,6 +36,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -73,6 +82,10 @@ class Job:
     future: Future = field(default_factory=Future)
     constraint: Any = None  #: the grammar the answer keeps to (`tinytool.llm.constrain`), None: free
     guard: Any = None  #: the answer's value guard (`tinytool.llm.guard`), None: unguarded
+    ids: list[int] = field(default_factory=list)  #: the prompt's token ids
+    #: a streamed job's tokens as they are decoded, then None (live decoding only)
+    tokens: queue.Queue[int | None] | None = None
+    cancelled: bool = False  #: its client went away: stop decoding it
 
     def key(self) -> tuple[Any, ...]:
         g = self.gen
@@ -104,7 +117,12 @@ class Engine:
         self.lock = threading.Lock()
         self.queue: queue.Queue[Job | None] = queue.Queue()
         self.batches: list[int] = []  # sizes of the batches run, for the curious (and the tests)
-        self.worker = threading.Thread(target=self._work, name="tinytool-batcher", daemon=True)
+        from tinytool.llm.continuous import live_slots
+
+        #: the rows requests are admitted into as they come (None: the client batches whole ``generate`` calls)
+        self.live = live_slots(client, batch_size)
+        self.worker = threading.Thread(target=self._work if self.live is None else self._decode,
+                                       name="tinytool-batcher", daemon=True)
         self.worker.start()
 
     # -- requests --------------------------------------------------------------------------------------
@@ -123,7 +141,8 @@ class Engine:
         prefix = self.fmt.call_prefix(name) if mode in ("required", "named") else ""
         prompt = chat_request(self.fmt, conv, self.tokenizer).prompt + prefix
         constraint = self.constraint(req, conv.tools, mode, name, prefix)
-        tokens = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        tokens = len(ids)
         limit = req.limit(self.max_tokens)
         if self.context is not None:
             if tokens >= self.context:
@@ -138,7 +157,7 @@ class Engine:
             from tinytool.llm.guard import conversation_guard
 
             guard = conversation_guard(conv, self.fmt, prefix)
-        return Job(prompt, prefix, gen, mode != "none", tokens, constraint=constraint, guard=guard)
+        return Job(prompt, prefix, gen, mode != "none", tokens, constraint=constraint, guard=guard, ids=ids)
 
     def constraint(self, req: ChatRequest, tools: list[Any], mode: str, name: str | None, prefix: str) -> Any:
         """The grammar ``req`` is decoded under (see the module docstring), checked: a schema that does not
@@ -170,6 +189,84 @@ class Engine:
         """Queue ``job`` for the next batch and wait for its completion (text without the forced prefix)."""
         self.queue.put(job)
         return job.future.result(timeout=timeout)
+
+    # -- the live worker -------------------------------------------------------------------------------
+    def _decode(self) -> None:
+        """Admit waiting jobs into free rows, decode a step, hand out its tokens, finish the rows that ended; wait
+        for a job only when nothing decodes."""
+        live, waiting = self.live, deque()
+        while True:
+            block = not live.busy and not waiting
+            while True:
+                try:
+                    job = self.queue.get(block=block)
+                except queue.Empty:
+                    break
+                if job is None:
+                    return
+                waiting.append(job)
+                block = False
+            while waiting and live.free:
+                self._admit(waiting.popleft())
+            for row in list(live.busy):
+                if row.prompt.cancelled:
+                    live.drop(row.prompt)
+            if not live.busy:
+                continue
+            try:
+                stepped = live.decode_step()
+            except Exception as e:  # a failed step fails the jobs it decoded, not the server
+                log.exception("generation failed")
+                for job in live.clear():
+                    self._fail(job, e)
+                continue
+            for job, token, ended in stepped:
+                if job.tokens is not None:
+                    job.tokens.put(token)
+                if ended is not None:
+                    self._done(job, lambda j=job, t=ended: self.client.completion(t, j.gen, j.prompt_tokens, j))
+
+    def _admit(self, job: Job) -> None:
+        """``job`` into a free row; a prompt too short to prefill (one token) is generated alone."""
+        from tinytool.llm.base import Request
+        from tinytool.llm.rules import asked
+
+        if job.cancelled:
+            return
+        if len(job.ids) >= 2:
+            try:
+                self.live.admit(job.ids, job.gen, asked(job), job)
+            except Exception as e:  # a request that cannot start (its grammar, its prefill) fails alone
+                log.exception("admitting a request failed")
+                self._fail(job, e)
+            return
+
+        def alone() -> Completion:
+            ((c,),) = self.client.generate([Request([], prompt=job.prompt, constraint=job.constraint,
+                                                     guard=job.guard)], job.gen)
+            for token in c.meta.get("token_ids", []) if job.tokens is not None else []:
+                job.tokens.put(token)
+            return c
+
+        self._done(job, alone)
+
+    def _done(self, job: Job, completion: Any) -> None:
+        """Set ``job``'s completion (``completion()``, or the exception it raised) and end its stream."""
+        try:
+            job.future.set_result(completion())
+        except Exception as e:
+            log.exception("finishing a request failed")
+            self._fail(job, e)
+            return
+        if job.tokens is not None:
+            job.tokens.put(None)
+
+    def _fail(self, job: Job, e: BaseException) -> None:
+        """``job`` fails with ``e``; its stream ends."""
+        if not job.future.done():
+            job.future.set_exception(e)
+        if job.tokens is not None:
+            job.tokens.put(None)
 
     # -- the batch worker ------------------------------------------------------------------------------
     def _work(self) -> None:
@@ -215,6 +312,27 @@ class Engine:
         """The completion's text piece by piece as it is generated (without the forced prefix); then
         ``job.future`` holds the whole `Completion`, read from the generated tokens as the batched path reads
         them (the same text, token count and finish reason: ``"length"`` when ``max_new_tokens`` cut it)."""
+        if self.live is None:
+            yield from self._stream_alone(job)
+            return
+        job.tokens = queue.Queue()
+        self.queue.put(job)
+        ids: list[int] = []
+        sent = 0
+        try:
+            while (token := job.tokens.get()) is not None:
+                ids.append(token)
+                text = self.tokenizer.decode(ids, skip_special_tokens=True)
+                if len(text) > sent and not text.endswith("\ufffd"):  # not while a character's bytes are partial
+                    yield text[sent:]
+                    sent = len(text)
+        finally:
+            job.cancelled = not job.future.done()  # the client went away: its row stops at the next step
+        if job.future.exception() is not None:
+            raise ServeError(f"generation failed: {job.future.exception()}", status=500)
+
+    def _stream_alone(self, job: Job) -> Iterator[str]:
+        """`stream` for a client that does not decode in slots: ``generate`` alone, while the batch worker waits."""
         import torch
         from transformers import TextIteratorStreamer
 
