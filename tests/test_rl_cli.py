@@ -161,3 +161,39 @@ def test_prompt_selection_runs_on_the_main_process_only(env, tmp_path, monkeypat
     theirs, report1 = trainer_mod.selected_prompts(None, tok, data, cfg, [], [])
     assert calls == [0] and report1["read_back"] and report1["seconds"] == report["seconds"]
     assert list(theirs["task_id"]) == list(kept["task_id"])
+
+
+def test_the_measured_selection_is_left_out_where_the_data_has_one_kind_of_label(env, tmp_path, caplog):
+    """By default ``rl`` selects prompts and keeps a no-call share, as the measured arm did; data whose every label
+    calls cannot take that, so the run trains on every prompt and says why instead of stopping. A selection the
+    user asked for is still refused on such data."""
+    from tinytool.schema import read_jsonl, write_jsonl
+
+    rows = [c for c in read_jsonl(env["train"]) if c.messages[-1].tool_calls]
+    assert rows
+    calls_only = tmp_path / "calls.jsonl"
+    write_jsonl(calls_only, rows)
+    out = tmp_path / "o"
+    args = ["rl", "-m", str(env["model"]), "-d", str(calls_only), "-f", "hermes-nothink", "-G", "2",
+            "--max-completion-length", "4", "--max-steps", "1", "--fill-rounds", "0", "-o", str(out)]
+    with caplog.at_level(logging.WARNING):
+        res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "no prompt that declines" in caplog.text
+    summary = json.loads((out / "rl_summary.json").read_text())
+    assert summary["global_step"] == 1
+    res = CliRunner().invoke(app, [*args[:-2], "--select-prompts", "-o", str(tmp_path / "asked")])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+
+
+def test_data_smaller_than_one_step_is_one_line(env, tmp_path):
+    """One prompt where a step takes two groups: one line, not TRL's traceback about the loader's length (without
+    --max-steps) or a run of no step (with it)."""
+    one = tmp_path / "one.jsonl"
+    one.write_text(env["train"].read_text().splitlines()[0] + "\n")
+    base = ["rl", "-m", str(env["model"]), "-d", str(one), "-f", "hermes-nothink", "-G", "2",
+            "--max-completion-length", "4", "--no-select-prompts"]
+    for extra in ([], ["--max-steps", "1"]):
+        res = CliRunner().invoke(app, [*base, *extra, "-o", str(tmp_path / f"o{len(extra)}")])
+        assert res.exit_code == 2 and "fewer than one step takes" in res.output, res.output
+        assert "Traceback" not in res.output

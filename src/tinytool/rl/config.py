@@ -170,6 +170,9 @@ class RLRunConfig(RunOptions, GRPOConfig):
                 raise UserInputError(f"--env: unknown environment {self.env!r}", fix=f"choose from {', '.join(ENVS)}")
         if self.require_think is None:
             self.require_think = fmt.syntax.always_think
+        #: the selection and the no-call share came from the measured defaults, not from the user: a run whose data
+        #: cannot take them (no prompt that declines, or none that calls) leaves them out instead of stopping
+        self.measured_by_default = self.select_prompts is None and self.no_call_share is None
         if self.select_prompts is None:  # on where it was measured: single turns scored by ToolRL's reward
             self.select_prompts = self.env is None and set(self.reward_mix) == {"toolrl"}
         if self.select_prompts and self.no_call_share is None:

@@ -381,6 +381,13 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
                                      "choose another --reward (simrl, toolrl, exact)")
     funcs, weights = reward_functions(cfg)
     cfg.reward_weights = weights
+    if cfg.select_prompts and cfg.measured_by_default:
+        no_call, calls = rows_by_label(dataset)
+        if not no_call or not calls:
+            log.warning("the data holds no prompt that %s: the measured prompt selection and no-call share are left "
+                        "out, training on every prompt", "declines" if not no_call else "calls")
+            cfg.select_prompts, cfg.no_call_share = False, None
+            report["measured_selection"] = "left out: the data has one kind of label"
     model = load_model(cfg.model)
     spent = 0.0
     if cfg.select_prompts:
@@ -399,6 +406,7 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
                                  fix="leave --no-call-share out, or add the missing kind of example"
                                      + (" (or sample more with --select-limit)" if after else "")) from None
     model.train()
+    check_one_step(cfg, len(dataset))
     rollout_func = None
     if cfg.env is not None:
         from tinytool.envs import ENVS
@@ -429,6 +437,17 @@ def build_rl_trainer(cfg: RLRunConfig, callbacks: list[Any] | None = None) -> tu
         group_filter=cfg.group_filter, group_delta=cfg.group_delta, fill_rounds=cfg.fill_rounds, tool_format=fmt)
     trainer.budget_spent = spent  # the seconds of --max-seconds the selection spent (train_seconds)
     return trainer, report
+
+
+def check_one_step(cfg: RLRunConfig, prompts: int) -> None:
+    """Refuse a run with fewer prompts than one optimizer step takes: its data loader holds no step (TRL stops
+    with a traceback about the loader's length, or under ``--max-steps`` trains nothing)."""
+    per_step = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps * cfg.world_size
+    need = max(1, per_step // max(1, cfg.num_generations or 1))
+    if prompts < need:
+        raise UserInputError(f"{prompts} prompt(s) to train on, fewer than one step takes ({need}: "
+                             f"{per_step} completions of {cfg.num_generations} per prompt)",
+                             fix="add data, or take fewer completions a step (--per-device-train-batch-size)")
 
 
 #: logged values kept per step in the summary
