@@ -107,6 +107,24 @@ def test_request_seed_samples_the_same_whatever_shares_the_call(client):
     assert [x.text for x in other] != [x.text for x in together[2]]
 
 
+def test_sampled_requests_with_seeds_of_their_own_share_one_continuous_batch(client, monkeypatch):
+    """Seeded sampled requests decode together (each row drawing from a generator of its own), not one call each:
+    the way rollouts sample many prompts fast, with the samples each gets alone; a prompt's rows still differ."""
+    import tinytool.llm.continuous as cont
+
+    calls = []
+    real = cont.decode_continuous
+    monkeypatch.setattr(cont, "decode_continuous", lambda c, seqs, *a, **k: calls.append(len(seqs)) or
+                        real(c, seqs, *a, **k))
+    cfg = GenerationConfig(max_new_tokens=8, temperature=3.0, n=3, seed=0)
+    seeded = [dataclasses.replace(r, seed=100 + i) for i, r in enumerate(PROMPTS[:4])]
+    together = client.generate(seeded, cfg)
+    assert calls == [4]
+    assert all(len({x.text for x in rows}) > 1 for rows in together)
+    alone = client.generate([seeded[1]], cfg)[0]
+    assert [x.text for x in alone] == [x.text for x in together[1]]
+
+
 def test_greedy_requests_share_batches_whatever_their_seeds(client, monkeypatch):
     calls = []
     real = client._generate_rows
@@ -564,7 +582,7 @@ def test_continuous_batching_refills_slots_and_matches_one_at_a_time(model, toke
     assert len({len(e) for e in expected}) > 1  # rows do end at different steps
     admitted = []
     real = continuous._Row
-    monkeypatch.setattr(continuous, "_Row", lambda p: admitted.append(p) or real(p))
+    monkeypatch.setattr(continuous, "_Row", lambda p, **k: admitted.append(p) or real(p, **k))
     out = c.generate(PROMPTS, cfg)
     assert [o[0].meta["token_ids"] for o in out] == expected
     assert len(admitted) == len(PROMPTS)  # five prompts through two slots

@@ -129,11 +129,14 @@ def _masked(client: Any) -> bool:
     return getattr(client.model.config, "_attn_implementation", None) in MASKED_ATTENTION
 
 
-def decode_continuous(client: Any, seqs: list[list[int]], config: Any, asks: list[Asked] | None = None) -> Decoded | None:
+def decode_continuous(client: Any, seqs: list[list[int]], config: Any, asks: list[Asked] | None = None,
+                      seeds: list[int | None] | None = None) -> Decoded | None:
     """Decode ``config.n`` sequences from each prompt of ``seqs`` through ``client.batch_size × config.n`` slots.
     ``asks``: per prompt, what it asks of the decoding rules (`tinytool.llm.rules`; every row of the prompt keeps
     to it): a grammar's masks for all constrained slots of a step are computed together, and a value guard ends a
-    row once it has written a call that repeats an earlier one.
+    row once it has written a call that repeats an earlier one. ``seeds``: per prompt, a seed of its own or None;
+    when sampling, the ``j``-th row of a prompt with a seed draws from a generator of its own (`row_seed`), so its
+    tokens do not depend on the other prompts of the call; rows without one draw from the global RNG.
 
     Returns, per prompt, ``config.n`` pairs ``(generated token ids, per-step entropies or None)`` in the order they
     finished — the ids end at the first EOS (kept), at the first stop string, where a rule ends the row, or at
@@ -143,7 +146,12 @@ def decode_continuous(client: Any, seqs: list[list[int]], config: Any, asks: lis
         return None
     if not seqs or min(len(s) for s in seqs) < 2:
         return None
-    return _Slots(client, seqs, config, asks or [{} for _ in seqs]).decode()
+    return _Slots(client, seqs, config, asks or [{} for _ in seqs], seeds).decode()
+
+
+def row_seed(seed: int, j: int) -> int:
+    """The seed of the ``j``-th sampled row of a prompt seeded with ``seed`` (distinct rows, distinct draws)."""
+    return (seed * 1_000_003 + j) % 2**63
 
 
 class _Rows:
@@ -188,10 +196,12 @@ class _Slots(_Rows):
     """One `decode_continuous` call: the waiting sequences, the slots' key/value buffers, positions and rows, the
     rules they keep to, and what finished."""
 
-    def __init__(self, client: Any, seqs: list[list[int]], config: Any, asks: list[Asked]):
+    def __init__(self, client: Any, seqs: list[list[int]], config: Any, asks: list[Asked],
+                 seeds: list[int | None] | None = None):
         import torch
 
         self.client, self.model, self.seqs, self.config, self.asks = client, client.model, seqs, config, asks
+        self.seeds = None if config.greedy or not seeds or all(s is None for s in seeds) else seeds
         n = config.n
         self.eos = set(client.eos_ids)
         self.config = _stops_tuple(config)
@@ -210,7 +220,7 @@ class _Slots(_Rows):
         self.device = client.device
         self.rules = Rules(client, slots, asks)
         # masks only for the rows whose choice the rule refuses, where nothing needs the masked distribution itself
-        self.lazy = self.rules.lazy and not config.entropy and config.top_p >= 1.0
+        self.lazy = self.rules.lazy and not config.entropy and config.top_p >= 1.0 and self.seeds is None
         self.torch = torch
 
     def decode(self) -> Decoded | None:
@@ -236,7 +246,7 @@ class _Slots(_Rows):
     def admit(self, slot: int) -> bool:
         """Give ``slot`` the next waiting sequence: its prompt's cache (one prefill for a prompt's n rows) copied
         into the slot's row of the buffers."""
-        p, _ = self.queue.pop()
+        p, j = self.queue.pop()
         if self.last_prefill is not None and self.last_prefill[0] == p:
             layers = self.last_prefill[1]
         else:
@@ -250,7 +260,10 @@ class _Slots(_Rows):
         for i, (k, v) in enumerate(layers):
             self.keys[i][slot, :, :length] = k[0]
             self.values[i][slot, :, :length] = v[0]
-        self.busy[slot] = _Row(p)
+        generator = None
+        if self.seeds is not None and self.seeds[p] is not None:
+            generator = self.torch.Generator(device=self.device).manual_seed(row_seed(self.seeds[p], j))
+        self.busy[slot] = _Row(p, generator=generator)
         self.pos[slot], self.nxt[slot] = length, self.seqs[p][-1]
         self.rules.start(slot, self.asks[p])
         return True
@@ -292,7 +305,12 @@ class _Slots(_Rows):
             return self.rules.pick(logits, sample), None
         logits = self.rules.mask(logits)
         ent = entropy_of(logits, temperature).tolist() if config.entropy else None
-        picked = sample(logits).tolist()
+        own = [s for s, row in enumerate(self.busy) if row is not None and row.generator is not None]
+        # rows with a seed of their own draw from their generator; the global RNG draws only for the others
+        picked = (logits.argmax(dim=-1) if len(own) == len(self.busy) else sample(logits)).tolist()
+        for s in own:
+            picked[s] = int(sample_next(logits[s:s + 1], temperature, config.top_p, False,
+                                        self.busy[s].generator)[0])
         self.rules.advance(picked)
         return picked, ent
 
@@ -486,4 +504,4 @@ class LiveSlots(_Rows):
         return owners
 
 
-__all__ = ["MASKED_ATTENTION", "LiveSlots", "decode_continuous", "entropy_of", "live_slots", "sample_next"]
+__all__ = ["MASKED_ATTENTION", "LiveSlots", "decode_continuous", "entropy_of", "live_slots", "row_seed", "sample_next"]

@@ -2,8 +2,9 @@
 
 Prompts are sorted by length inside a call so each batch carries little padding, then left-padded
 (decoder-only models continue from the right edge). Sampling is seeded once per call, so the same
-call gives the same completions; requests that carry their own ``seed`` are sampled apart, each
-with its seed, so their completions do not depend on the other requests of the call. Mean token entropy is measured on the fly by a logits processor
+call gives the same completions; requests that carry their own ``seed`` draw from generators of that seed (in
+one continuous batch where the model allows it, else each alone), so their completions do not depend on the
+other requests of the call. Mean token entropy is measured on the fly by a logits processor
 that sees the raw float32 logits of each step (the same tensor ``output_logits=True`` would keep),
 so no per-step vocabulary-sized tensor is stored for the whole generation.
 
@@ -290,8 +291,12 @@ class HFClient(LLMClient):
         asks = asks or [{} for _ in token_ids]
         rules.prepare(self, asks)
         results: list[list[Completion]] = [[] for _ in token_ids]
-        # when sampling, requests with a seed of their own form groups of one (the RNG is shared by a batch);
-        # greedy decoding draws nothing, so every request shares the batches
+        if not config.greedy and any(s is not None for s in seeds):
+            together = self._seeded_together(token_ids, config, seeds, asks)
+            if together is not None:
+                return together
+        # when sampling without continuous batching, requests with a seed of their own form groups of one (the RNG
+        # is shared by a padded batch); greedy decoding draws nothing, so every request shares the batches
         groups: dict[tuple[bool, int | None], list[int]] = {}
         for i, own_seed in enumerate(seeds):
             key = (False, config.seed) if own_seed is None or config.greedy else (True, i)
@@ -308,6 +313,32 @@ class HFClient(LLMClient):
                                            **({"asks": held} if any(held) else {}))
                 for i, completions in zip(order, rows):
                     results[i] = completions
+        return results
+
+    def _seeded_together(self, token_ids: list[list[int]], config: GenerationConfig, seeds: list[int | None],
+                         asks: list[rules.Asked]) -> list[list[Completion]] | None:
+        """Sampled requests, some with a seed of their own, decoded in one continuous batch: each seeded row draws
+        from a generator of its own (`tinytool.llm.continuous.row_seed`), so its completions do not depend on the
+        other requests; the others draw from the global RNG seeded with ``config.seed``. None where the model
+        cannot decode continuously (the caller then decodes a seeded request alone)."""
+        import torch
+
+        from tinytool.llm.continuous import decode_continuous
+
+        if not self.continuous:
+            return None
+        order = sorted(range(len(token_ids)), key=lambda i: -len(token_ids[i]))  # longest first, as below
+        with torch.inference_mode():
+            if config.seed is not None:
+                torch.manual_seed(config.seed)
+            decoded = decode_continuous(self, [token_ids[i] for i in order], config, [asks[i] for i in order],
+                                        [seeds[i] for i in order])
+        if decoded is None:
+            return None
+        results: list[list[Completion]] = [[] for _ in token_ids]
+        for i, rows in zip(order, decoded, strict=True):
+            results[i] = [self._completion(tokens, config, len(token_ids[i]), steps, **asks[i])
+                          for tokens, steps in rows]
         return results
 
     def _generate_rows(self, seqs: list[list[int]], config: GenerationConfig,
