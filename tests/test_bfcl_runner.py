@@ -509,3 +509,23 @@ def test_a_rerun_with_fewer_categories_scores_what_it_asked_for(tmp_path):
 
     with pytest.raises(RunDirError, match="2 item"):  # rescoring the whole run still needs every item
         score(tmp_path)
+
+
+def test_held_out_items_are_the_category_less_the_tuning_subset(tmp_path):
+    """``held_out=N``: the items outside the seeded subset ``limit=N`` takes (a tuning subset kept apart), so a
+    setting tuned on the one is confirmed on the other; ``limit`` then draws from the held-out rest, and a run
+    scores exactly those items."""
+    data = bfcl_data()
+    every = [it.id for it in data.items("irrelevance")]
+    tuning = {it.id for it in data.items("irrelevance", limit=30, seed=0)}
+    held = [it.id for it in data.items("irrelevance", held_out=30, seed=0)]
+    assert len(held) == len(every) - 30 and not tuning & set(held) and tuning | set(held) == set(every)
+    assert held == [i for i in every if i in set(held)]  # file order
+    some = [it.id for it in data.items("irrelevance", held_out=30, limit=4, seed=0)]
+    assert len(some) == 4 and set(some) <= set(held)
+    silent = ScriptedClient(lambda r, i: "No tool fits.")
+    summary = run_bfcl(BFCLRunConfig(model="silent", categories=["irrelevance"], held_out=30, limit=4), tmp_path,
+                       silent, progress=False)
+    assert summary["categories"]["irrelevance"]["n"] == 4
+    scored = [json.loads(line)["id"] for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert sorted(scored) == sorted(some)

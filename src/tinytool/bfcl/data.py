@@ -199,18 +199,24 @@ class BFCLData:
         return self._jsonl(f"{_DATA}/multi_turn_func_doc/{FUNC_DOC_FILES[class_name]}")
 
     def items(self, category: str, limit: int | None = None, seed: int = 0,
-              ids: list[str] | None = None) -> list[BFCLItem]:
+              ids: list[str] | None = None, held_out: int | None = None) -> list[BFCLItem]:
         """The items of one category. ``limit`` takes a seeded random subset (kept in file order),
-        so a partial run is a fair sample rather than the first topic in the file."""
+        so a partial run is a fair sample rather than the first topic in the file. ``held_out``: only the items
+        outside the subset ``limit=held_out`` takes under ``seed`` (a tuning subset kept apart); ``limit`` then
+        draws from those."""
         if category not in CATEGORIES:
             raise BFCLDataError(f"unknown BFCL category {category!r}; choose from {', '.join(CATEGORIES)}")
         rows = self.questions(category)
         if ids is not None:
             wanted = set(ids)
             rows = [r for r in rows if r["id"] in wanted]
-        elif limit is not None and limit < len(rows):
-            keep = sorted(random.Random(seed).sample(range(len(rows)), limit))
-            rows = [rows[i] for i in keep]
+        else:
+            if held_out is not None:
+                tuning = set(random.Random(seed).sample(range(len(rows)), min(held_out, len(rows))))
+                rows = [r for i, r in enumerate(rows) if i not in tuning]
+            if limit is not None and limit < len(rows):
+                keep = sorted(random.Random(seed).sample(range(len(rows)), limit))
+                rows = [rows[i] for i in keep]
         answers = self.answers(category)
         return [self._item(r, category, answers.get(r["id"])) for r in rows]
 

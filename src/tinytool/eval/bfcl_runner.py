@@ -110,6 +110,9 @@ class BFCLRunConfig:
         None, "Comma-separated categories or groups: all, ast, non_live, live, multi_turn, simple_python, ...",
         factory=lambda: list(NON_LIVE), parse=expand_categories, flag_default="ast")
     limit: int | None = setting(None, "At most N items per category (seeded random subset).", min=1)
+    held_out: int | None = setting(
+        None, "Score only the items outside the seeded subset --limit N would take (N per category, under --seed: a "
+        "tuning subset kept apart); --limit then draws from those.", min=1, metavar="N")
     samples: int = setting(1, "Completions per item (pass@k).", min=1)
     temperature: float = setting(0.0, "0 = greedy.", min=0.0)
     max_new_tokens: int = setting(256, "Longest answer in tokens per turn.", min=1)
@@ -295,7 +298,7 @@ def pending(cfg: BFCLRunConfig, out: Path, data: BFCLData | None = None) -> list
 
 def _todo(cfg: BFCLRunConfig, data: BFCLData, done: dict[str, dict]) -> list[BFCLItem]:
     return [it for category in expand_categories(cfg.categories)
-            for it in data.items(category, limit=cfg.limit, seed=cfg.seed) if it.id not in done]
+            for it in data.items(category, limit=cfg.limit, seed=cfg.seed, held_out=cfg.held_out) if it.id not in done]
 
 
 def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | None = None,
@@ -420,7 +423,8 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
     run = _read_run(out)
     fmt = get_format(run["format"])
     gens = read_generations(out / "generations.jsonl")
-    run_items = {c: data.items(c, limit=run.get("limit"), seed=run.get("seed", 0)) for c in run["categories"]}
+    run_items = {c: data.items(c, limit=run.get("limit"), seed=run.get("seed", 0), held_out=run.get("held_out"))
+                 for c in run["categories"]}
     gaps = {c: [it.id for it in items if it.id not in gens] for c, items in run_items.items()}
     unscored = {c: len(ids) for c, ids in gaps.items() if ids and categories is not None and c not in categories}
     run_items = {c: items for c, items in run_items.items() if c not in unscored}
