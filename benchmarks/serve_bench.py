@@ -18,6 +18,15 @@ context, so capped answers are long but quick on a CPU); name a model to use it 
     .venv/bin/python benchmarks/serve_bench.py --part hostile --hostile-seconds 60
     .venv/bin/python benchmarks/serve_bench.py --part strict --clients 16 --requests 4
 
+Part ``short`` (key ``short_under_long``): one long request (``--long-tokens``, a prompt that asks for a long
+answer) and, ``--short-after`` seconds later, a short one (``--short-tokens``); the short one's latency is what a
+client with a quick question waits behind a long answer. ``--short-as before`` or ``after`` says which figure the
+run is (run it once with the server's code before a change, ``PYTHONPATH`` set to the ``src`` of a ``git worktree``
+of the commit before it, and once after); the other keys stay.
+
+    OMP_NUM_THREADS=1 PYTHONPATH=/path/to/old/src .venv/bin/python benchmarks/serve_bench.py --part short --short-as before
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/serve_bench.py --part short --short-as after
+
 Part ``strict`` (key ``strict``; ``serve_strict_valid_share``): demo dev requests that expect one call, sent by
 ``--clients`` concurrent clients first as offered and then with every function ``"strict": true`` and
 ``tool_choice: "required"`` (the server decodes those under the tools' grammar); every fourth request streamed.
@@ -239,6 +248,44 @@ def _strict_part(args: argparse.Namespace, tasks: list) -> dict:
         server.wait(timeout=30)
 
 
+#: a request whose answer runs long (the bundled model counts on past 1,500 tokens)
+LONG_ASK = "List the numbers from 1 to 2000 in digits, separated by commas."
+
+
+def _short_part(args: argparse.Namespace) -> dict:
+    """The latency of a short request sent while a long one is generating, and the long one's, on one server."""
+    import openai
+
+    import tinytool
+
+    port = _port()
+    server = _start(args.model, args.format, port)
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0, timeout=3600)
+
+        def ask(content: str, tokens: int) -> tuple[float, int]:
+            t0 = time.perf_counter()
+            r = client.chat.completions.create(model="bench", messages=[{"role": "user", "content": content}],
+                                               max_tokens=tokens)
+            return time.perf_counter() - t0, r.usage.completion_tokens
+
+        ask("Say hi.", args.short_tokens)  # the first request warms the model up
+        with ThreadPoolExecutor(2) as pool:
+            long = pool.submit(ask, LONG_ASK, args.long_tokens)
+            time.sleep(args.short_after)
+            short_s, short_tokens = ask("What is the capital of France?", args.short_tokens)
+            long_s, long_tokens = long.result()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    source = Path(tinytool.__file__).resolve().parent  # the checkout the server ran from (PYTHONPATH or this one)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=source, capture_output=True, text=True,
+                            check=False).stdout.strip()
+    print(f"short {short_s:.2f} s ({short_tokens} tokens), long {long_s:.2f} s ({long_tokens} tokens)", flush=True)
+    return {"short_s": round(short_s, 2), "short_tokens": short_tokens, "long_s": round(long_s, 2),
+            "long_tokens": long_tokens, "server_commit": commit}
+
+
 def _hostile_requests(tasks: list, context: int) -> list[tuple[str, dict]]:
     """(kind, body) of the hostile-sizes mix: what each asks for is past what a server can give at once."""
     hi = [{"role": "user", "content": "hi"}]
@@ -365,8 +412,9 @@ def _hostile_part(args: argparse.Namespace, tasks: list) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("all", "load", "hostile", "strict"), default="all",
-                    help="all: load and hostile; strict (key strict, run alone): strict tools against free")
+    ap.add_argument("--part", choices=("all", "load", "hostile", "strict", "short"), default="all",
+                    help="all: load and hostile; strict (key strict, run alone): strict tools against free; short "
+                    "(key short_under_long, run alone): a short request behind a long one")
     ap.add_argument("--model", default="smollm2-135m-instruct")
     ap.add_argument("--format", default="hermes-nothink")
     ap.add_argument("--clients", type=int, default=16)
@@ -376,6 +424,11 @@ def main() -> None:
     ap.add_argument("--hostile-clients", type=int, default=16)
     ap.add_argument("--hostile-seconds", type=float, default=60)
     ap.add_argument("--strict-max-tokens", type=int, default=160, help="strict part: tokens an answer may take")
+    ap.add_argument("--long-tokens", type=int, default=1500, help="short part: the long request's max_tokens")
+    ap.add_argument("--short-tokens", type=int, default=4, help="short part: the short request's max_tokens")
+    ap.add_argument("--short-after", type=float, default=0.5, help="short part: seconds between the two")
+    ap.add_argument("--short-as", choices=("before", "after"), default="after",
+                    help="short part: which figure this run is (the server's code before a change or after it)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "serve.json")
     args = ap.parse_args()
 
@@ -397,6 +450,19 @@ def main() -> None:
         result["strict"] = {**_strict_part(args, strict), "command": " ".join(["benchmarks/serve_bench.py",
                                                                                *sys.argv[1:]]), **where}
         result["serve_strict_valid_share"] = result["strict"]["serve_strict_valid_share"]
+    if args.part == "short":
+        run = _short_part(args)
+        entry = result.setdefault("short_under_long", {})
+        entry[f"{args.short_as}_s"] = run["short_s"]
+        entry["long_s" if args.short_as == "after" else "long_before_s"] = run["long_s"]
+        entry[args.short_as] = {**run, "command": " ".join(["benchmarks/serve_bench.py", *sys.argv[1:]]),
+                                "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), **where}
+        entry["how"] = (f"{args.model}, {args.format}, served with --batch-size 8: a max_tokens {args.long_tokens} "
+                        f"request ({LONG_ASK!r}), then {args.short_after} s later a max_tokens {args.short_tokens} "
+                        f"one, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}; before_s/after_s: the short one's latency with the server's code "
+                        "before and after new requests were admitted into the running batch (before: the commit "
+                        "before the change, on PYTHONPATH; each run's server_commit), long_s/long_before_s: the long "
+                        "one's")
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     shown = {k: v for k, v in result.items() if k not in ("malformed", "machine", "versions")}
     print(json.dumps(shown, indent=1))
