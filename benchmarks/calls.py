@@ -7,8 +7,8 @@ seeded pool of its own training conversations and keeps a turn's sample only whe
 1.0), then trains two arms from BASE with the same continued-SFT flags: RFT on the kept samples, and the control on
 the pool's conversations as the data has them, for as many optimizer steps as RFT made (this script runs the
 recipe up to RFT, reads its steps, then runs the rest with ``control_steps`` set). BASE, RFT and the control are
-scored on the full BFCL categories with strict decoding; every figure here counts only the items outside the
-tuning subset (the seeded 100 per category that ``eval bfcl --limit 100`` takes, which earlier sweeps chose their
+scored with strict decoding on the BFCL items outside the tuning subset (``eval bfcl --held-out``; all of them, or
+a seeded ``bfcl_limit`` of each category); every figure here counts only those, the items outside the tuning subset (the seeded 100 per category that ``eval bfcl --limit 100`` takes, which earlier sweeps chose their
 settings on). Settings were fixed before any of these items were looked at.
 
 Per seed: each arm's per-category table on the held-out items, its non-live AST average and strict irrelevance,
@@ -269,7 +269,8 @@ PROTOCOL = ("per seed: BASE = sft-shared3's SFT (its data, seed S); a pool of ro
             "its best if Sim-RL is at least min_similarity (1.0: perfect; a turn without a call needs its text's "
             "ROUGE-L to be 1.0); RFT = 1 epoch of SFT from BASE on the kept samples (2e-5, constant, no warm-up); "
             "control = the same SFT from BASE on the pool's conversations for RFT's optimizer steps; each scored on "
-            "the full BFCL categories (strict decoding), figures over the held-out items only")
+            "the held-out BFCL items (eval bfcl --held-out: each category less the tuning subset; all of them, or "
+            "a seeded bfcl_limit per category), strict decoding")
 
 
 def write(out: Path, runs: Mapping[str, dict], held: dict | None) -> dict:
@@ -324,6 +325,7 @@ def main() -> None:
                     help="add the runs of another machine's result file (its --out) to --out; repeatable")
     args = ap.parse_args()
     sets = _sets(args.sets, ap)
+    sets.setdefault("held_out", str(args.tuning_limit))  # the recipe scores only what the figures count
     if args.batch_size is not None:
         sets["batch_size"] = str(args.batch_size)
     try:
