@@ -10,7 +10,7 @@ LLAMA_WHEEL := $(VENV)/wheels/.built
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF \
 	-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install demo test test-browser lint clean bench-rewards bench-eval bench-agreement bench-distill
+.PHONY: install demo test test-fast test-browser lint clean bench-rewards bench-eval bench-agreement bench-distill
 
 # the Python packages and the llama.cpp wheel build side by side (the build is most of the time, and the
 # installs wait on the network and the disk); a second `make install` does nothing
@@ -58,6 +58,10 @@ demo: $(STAMP)
 # the 15 slowest tests are listed at the end of each run
 test: install
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
+
+# the edit loop: every test but those marked slow (training runs, whole recipes, several processes)
+test-fast: install
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow"
 
 # the HTML report in a real headless browser (Debian's chromium, installed here when missing)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -86,3 +86,19 @@ def gt(*calls: tuple[str, dict], content: str | None = None) -> dict:
 @pytest.fixture
 def tools() -> list[dict]:
     return TOOLS
+
+
+def _slow_seconds(item: pytest.Item) -> float:
+    """The seconds a ``@pytest.mark.slow(SECONDS)`` test was measured to take (0 for the others)."""
+    mark = item.get_closest_marker("slow")
+    return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files holding the most measured seconds of slow tests first, each file's tests in their own order: under
+    ``-n 2 --dist loadfile`` a worker takes a whole file at a time, and a heavy file taken last leaves the other
+    worker idle while it runs."""
+    weight: dict[str, float] = {}
+    for item in items:
+        weight[item.nodeid.split("::")[0]] = weight.get(item.nodeid.split("::")[0], 0.0) + _slow_seconds(item)
+    items.sort(key=lambda item: -weight[item.nodeid.split("::")[0]])  # stable: a file's tests keep their order

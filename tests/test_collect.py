@@ -241,6 +241,7 @@ def _scripted_teacher(gold: list[Conversation]):
     return ScriptedClient(respond)
 
 
+@pytest.mark.slow(38)
 def test_the_loop_collects_filters_stores_trains_and_gates(loop_env, monkeypatch):
     from tinytool.collect import loop as loop_mod
 

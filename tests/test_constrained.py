@@ -108,6 +108,7 @@ def _valid_calls(fmt, text, tools):
 
 @PROPERTY
 @given(tools=_tools, fmt=st.sampled_from(FORMATS), seed=st.integers(0, 2**16))
+@pytest.mark.slow(9)
 def test_required_output_always_parses_and_validates(client, tools, fmt, seed):
     """Thinking formats start from an empty reasoning block, as the server starts a required call."""
     pf = get_format(fmt)
@@ -127,6 +128,7 @@ def test_required_output_always_parses_and_validates(client, tools, fmt, seed):
 
 @PROPERTY
 @given(tools=_tools, fmt=st.sampled_from(FORMATS), seed=st.integers(0, 2**16))
+@pytest.mark.slow(35)
 def test_auto_a_call_once_opened_validates(client, tools, fmt, seed):
     """Under ``auto`` the answer starts with an opened call (as a server forces one): the model must finish it
     validly; with no prefix it may write text, and any call it writes validates."""

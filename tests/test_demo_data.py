@@ -325,6 +325,7 @@ def test_deterministic_and_byte_identical_files(tmp_path, demo):
     assert len(read_jsonl(tmp_path / "a" / "train.jsonl")) == 108
 
 
+@pytest.mark.slow(8)
 def test_the_same_data_under_any_string_hash_seed(tmp_path):
     """Python draws a new string hash seed per process, which orders sets of strings: the generator must not
     draw from such an order, or two runs of one commit train on different data."""

@@ -91,6 +91,7 @@ def test_agreement_is_measured_once_per_student_teacher_and_split(distill_gain, 
     assert asked[2:] == [["sft"], ["sft"]]
 
 
+@pytest.mark.slow(15)
 def test_star_ordering_pairs_each_step_on_the_same_items(distill_gain):
     """CKD + RL > SFT + RL > SFT: each step a paired comparison; the ordering holds only when both steps are up
     with p < 0.05, and a reversed step is reported, not hidden."""

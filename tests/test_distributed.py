@@ -69,6 +69,7 @@ def _check(summary: dict, out: Path, start: Path) -> None:
     assert moved, "no weight changed"
 
 
+@pytest.mark.slow(24)
 def test_sft_under_accelerate_two_processes(env):
     out = env["root"] / "sft"
     p = _launch("sft", "--model", env["model"], "--data", env["data"], "--out", str(out), "--max-steps", "2",
@@ -77,6 +78,7 @@ def test_sft_under_accelerate_two_processes(env):
     _check(json.loads((out / "sft_summary.json").read_text()), out, Path(env["model"]))
 
 
+@pytest.mark.slow(20)
 def test_shared_prefix_sft_under_accelerate_two_processes(env):
     """Tree-packed rows (tasks drawn two per tool listing, two branches a row) train under DDP over gloo: both
     ranks end with the same weights, and the rows did share prefixes."""
@@ -93,6 +95,7 @@ def test_shared_prefix_sft_under_accelerate_two_processes(env):
     _check(summary, out, Path(env["model"]))
 
 
+@pytest.mark.slow(19)
 def test_distill_under_accelerate_two_processes(env):
     out = env["root"] / "distill"
     p = _launch("distill", "--student", env["model"], "--teacher", env["teacher"], "--data", env["data"],
@@ -102,6 +105,7 @@ def test_distill_under_accelerate_two_processes(env):
     _check(json.loads((out / "distill_summary.json").read_text()), out, Path(env["model"]))
 
 
+@pytest.mark.slow(47)
 def test_rl_under_accelerate_two_processes(env):
     """GRPO with tinytool's rollouts (a group's prompt prefilled once) on two processes: each rank samples its
     own groups, the gradients are averaged, both ranks end with the same moved weights. The policy is first

@@ -151,6 +151,7 @@ def source(tiny):
 
 
 @pytest.mark.parametrize(("kind", "tolerance"), [("f16", 2e-3), ("bf16", 1e-2), ("q8_0", 5e-2)])
+@pytest.mark.slow(36)
 def test_the_gguf_loads_back_with_the_source_models_logits(kind, tolerance, tiny, tok, source, root):
     """Against the source model the difference is what storing in ``kind`` costs (stated tolerance); against the
     source rounded to ``kind`` it is float32 noise, so every weight is where it belongs."""
@@ -168,6 +169,7 @@ def test_the_gguf_loads_back_with_the_source_models_logits(kind, tolerance, tiny
     assert info["tensor_types"] == {"F32": 5, kind.upper(): 15}  # norms float32, matrices as asked
 
 
+@pytest.mark.slow(9)
 def test_a_wrong_layout_would_show_in_the_roundtrip(tiny, tok, source, root, monkeypatch):
     """The check is not vacuous: query and key rows left in rotate-half order give other logits."""
     from tinytool.export import gguf_file
@@ -179,6 +181,7 @@ def test_a_wrong_layout_would_show_in_the_roundtrip(tiny, tok, source, root, mon
     assert roundtrip(source, tok, path, "f16", check_tokenizer=False)["max_abs_logit_diff_rounded"] > 1e-3
 
 
+@pytest.mark.slow(8)
 def test_the_gguf_states_the_models_shape_and_tokenizer(tiny, tok, root):
     fields = gguf_fields(root / "rt-f16.gguf")
     assert fields["general.architecture"] == "llama" and fields["llama.block_count"] == 2
@@ -190,6 +193,7 @@ def test_the_gguf_states_the_models_shape_and_tokenizer(tiny, tok, root):
     assert "output.weight" not in {t.name for t in __import__("gguf").GGUFReader(root / "rt-f16.gguf").tensors}
 
 
+@pytest.mark.slow(8)
 def test_students_and_lora_adapters_export(tiny, root):
     """A depth-pruned student keeps its layer count; a LoRA adapter folder is merged into its base."""
     import gguf

@@ -102,6 +102,7 @@ def _logp(model, tok, prompt: str, completion: str) -> float:
     return float(lp[n - 1:].sum())
 
 
+@pytest.mark.slow(82)
 def test_kto_raises_desirable_and_lowers_undesirable_completions(env):
     """A real learning signal: after KTO the desirable completions gain log-probability relative to the
     undesirable ones, against the starting policy."""
@@ -131,6 +132,7 @@ def test_kto_raises_desirable_and_lowers_undesirable_completions(env):
     assert res.exit_code == 2 and "beta" in res.output
 
 
+@pytest.mark.slow(24)
 def test_lora_kto_merges_into_the_backbone(env):
     out = env["root"] / "lora"
     res = CliRunner().invoke(kto_app, ["-m", env["model"], "-d", env["data"], "-f", "hermes-nothink", "--max-steps",

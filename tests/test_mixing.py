@@ -42,6 +42,7 @@ def test_bands_on_hand_set_embeddings():
     assert mixed.messages == task.messages
 
 
+@pytest.mark.slow(19)
 def test_real_embeddings_on_demo_data_pick_more_similar_tools_in_higher_bands():
     """With the offline MiniLM: messages, labels and the offered tools (in order) are kept, no added tool shares
     a domain with an offered one, and the bands order by similarity to the offered tools."""

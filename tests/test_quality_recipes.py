@@ -132,6 +132,7 @@ def test_a_row_trained_after_a_teacher_counts_both_trainings(quality, tmp_path):
 
 
 @pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.slow(73)
 def test_a_quality_recipe_runs_end_to_end_on_a_tiny_model(quality, tmp_path):
     """ckd-s20, the longest chain (data, realistic split, teacher SFT, student pruning, CKD, three scorings), at
     tiny sizes through the benchmark's own calls: `tinytool run` with --set, then the row's record."""

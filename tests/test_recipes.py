@@ -62,6 +62,7 @@ def finished(first_run):
     return base / "run"
 
 
+@pytest.mark.slow(45)
 def test_a_recipe_runs_skips_what_did_not_change_and_reruns_what_did(tmp_path, model, first_run, finished):
     path = _recipe(tmp_path, model)
     run = finished
@@ -81,6 +82,7 @@ def test_a_recipe_runs_skips_what_did_not_change_and_reruns_what_did(tmp_path, m
     assert [s["status"] for s in forced["stages"]] == ["skipped (unchanged)", "skipped (unchanged)", "done"]
 
 
+@pytest.mark.slow(8)
 def test_a_failing_stage_names_its_log_and_a_rerun_goes_on_from_it(tmp_path, model, finished):
     bad = RECIPE.replace('"{data}/dev.jsonl"', '"{data}/missing.jsonl"')  # found missing only when eval runs
     run = finished
@@ -119,6 +121,7 @@ def test_a_bad_value_changes_nothing_and_a_failed_rerun_keeps_the_finished_outpu
     assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)"] * 3
 
 
+@pytest.mark.slow(19)
 def test_an_interrupted_stage_is_reported_as_interrupted_not_failed(tmp_path, model, monkeypatch):
     """A stage whose verb exits 130 (Ctrl-C reached it) stops the run as an interrupt, to be resumed by a rerun,
     not as a failure with a fix to apply."""
@@ -219,6 +222,7 @@ SCORED = RECIPE + """  - name: bfcl
 """
 
 
+@pytest.mark.slow(34)
 def test_run_ends_with_the_stage_times_and_a_score_row_per_label(tmp_path, model):
     from typer.testing import CliRunner
 

@@ -37,6 +37,7 @@ class _HeadAtStart(TrainerCallback):
         self.head = model.lm_head.weight.detach().clone()
 
 
+@pytest.mark.slow(10)
 def test_a_tied_model_resumes_without_missing_keys_and_stays_tied(tmp_path):
     model = save_tiny_model("smollm2-135m-instruct", tmp_path / "m", layers=1)
     write_demo(8, 0, tmp_path / "demo")

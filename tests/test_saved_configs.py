@@ -51,6 +51,7 @@ def _paths(saved: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("verb", list(RUNS))
+@pytest.mark.slow(55)
 def test_a_saved_config_reruns_by_itself_from_another_directory(verb, root, tmp_path, monkeypatch):
     runner = CliRunner()
     monkeypatch.chdir(root)

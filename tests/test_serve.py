@@ -41,6 +41,11 @@ class Scripted:
     def __init__(self, tokenizer):
         self.tokenizer, self.batches = tokenizer, []
 
+    def rules_processor(self, asks):
+        """A local model's hook for a request's grammar and guard: this stand-in for one takes them (and applies
+        none: its calls are written valid), so forced calls reach it."""
+        return None
+
     def generate(self, requests, config):
         self.batches.append(len(requests))
         time.sleep(0.05)
@@ -286,6 +291,138 @@ def test_models_and_health(scripted):
     client, url, _ = scripted
     assert [m.id for m in client.models.list().data] == ["demo-model"]
     assert httpx.get(url.removesuffix("/v1") + "/health").json() == {"status": "ok", "model": "demo-model"}
+
+
+# -- any LLM client: a scripted one with no tokenizer, tinytool's own HTTP backend ------------------------------
+
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+
+
+def _script(request, index):
+    """A generate-only backend's answer, read from the chat messages it is sent: a call when asked about the weather
+    with that tool offered (the format wrote the tools into the system message), text otherwise."""
+    offered = "get_weather" in request.messages[0]["content"]
+    return CALL if offered and "weather" in request.messages[-1]["content"] else "Hello from the script."
+
+
+@pytest.fixture(scope="module")
+def generated():
+    """A server over `tinytool.llm.ScriptedClient`: no tokenizer, no model, nothing but ``generate``."""
+    from tinytool.llm import ScriptedClient
+
+    client = ScriptedClient(_script)
+    engine = Engine(client, get_format("hermes-nothink"), "scripted", window_s=0.05)
+    server, url = _serve(engine)
+    yield openai.OpenAI(base_url=url, api_key="none", max_retries=0), url, client
+    server.should_exit = True
+    engine.close()
+
+
+def test_a_generate_only_client_is_served(generated):
+    client, _, script = generated
+    plain = client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "hi"}])
+    assert plain.choices[0].message.content == "Hello from the script." and plain.choices[0].finish_reason == "stop"
+    assert plain.usage.completion_tokens == 4  # the client's count: nothing is counted here
+    ask = [{"role": "user", "content": "weather in Oslo?"}]
+    r = client.chat.completions.create(model="scripted", messages=ask, tools=[WEATHER, TIME])
+    (call,) = r.choices[0].message.tool_calls
+    assert r.choices[0].finish_reason == "tool_calls" and r.choices[0].message.content is None
+    assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Oslo"}
+    (sent,) = script.calls[-1]
+    assert sent.prompt.endswith("<|im_start|>assistant\n") and sent.constraint is None and sent.guard is None
+
+
+def test_a_generate_only_client_streams_its_answer_as_one_piece(generated):
+    client, _, _ = generated
+    chunks = list(client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "hi"}],
+                                                 stream=True, stream_options={"include_usage": True}))
+    *body, last = chunks
+    assert "".join(c.choices[0].delta.content or "" for c in body) == "Hello from the script."
+    assert [c.choices[0].finish_reason for c in body if c.choices[0].finish_reason] == ["stop"]
+    assert last.usage.completion_tokens == 4
+    calls = list(client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "weather?"}],
+                                                tools=[WEATHER], stream=True))
+    deltas = [d for c in calls for d in (c.choices[0].delta.tool_calls or [])]
+    assert [(d.function.name, json.loads(d.function.arguments)) for d in deltas] == [("get_weather", {"city": "Oslo"})]
+    assert [c.choices[0].finish_reason for c in calls if c.choices[0].finish_reason] == ["tool_calls"]
+
+
+STRICT_WEATHER = {"type": "function", "function": {**WEATHER["function"], "strict": True}}
+
+
+@pytest.mark.parametrize("extra, param, words", [
+    ({"tools": [WEATHER], "tool_choice": "required"}, "tool_choice", 'tool_choice "required": a forced call'),
+    ({"tools": [WEATHER, TIME], "tool_choice": {"type": "function", "function": {"name": "get_time"}}},
+     "tool_choice", "a forced call is started in the prompt"),
+    ({"tools": [STRICT_WEATHER, TIME]}, "tools", 'tools: get_weather marked "strict": true'),
+])
+def test_what_needs_token_level_decoding_is_a_400_naming_the_backend(generated, extra, param, words):
+    _, url, _ = generated
+    for stream in (False, True):
+        r = _post(url, {"messages": [{"role": "user", "content": "weather?"}], "stream": stream, **extra})
+        assert r.status_code == 400, r.text
+        error = r.json()["error"]
+        assert words in error["message"] and "ScriptedClient (scripted) generates whole answers" in error["message"]
+        assert error["param"] == param
+    ok = _post(url, {"messages": [{"role": "user", "content": "weather?"}], "tools": [WEATHER], "tool_choice": "auto"})
+    assert ok.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+@pytest.mark.parametrize("option, flag", [({"strict": True}, "--strict"), ({"value_guard": True}, "--value-guard"),
+                                          ({"context": 100}, "--context 100")])
+def test_server_options_a_generate_only_client_cannot_honour_are_refused(option, flag):
+    from tinytool.errors import UserInputError
+    from tinytool.llm import ScriptedClient
+
+    with pytest.raises(UserInputError) as e:
+        Engine(ScriptedClient(_script), get_format("hermes-nothink"), "m", **option)
+    assert str(e.value).startswith(f"{flag}: ") and "ScriptedClient (scripted)" in str(e.value) and e.value.fix
+
+
+def test_a_server_over_a_server(scripted, small):
+    """``tinytool serve`` over tinytool's own HTTP backend pointed at another tinytool server: calls come back as
+    calls, the usage counts the upstream's prompt tokens, and what the upstream refuses (a prompt past its context)
+    is the same 400 here."""
+    from tinytool.llm import get_client
+
+    _, upstream, _ = scripted
+    relays = [Engine(get_client(f"{up}@{name}", max_retries=0), get_format("hermes-nothink"), "relay")
+              for up, name in ((upstream, "demo-model"), (small, "small"))]
+    served = [_serve(engine) for engine in relays]
+    try:
+        oa = openai.OpenAI(base_url=served[0][1], api_key="none", max_retries=0)
+        r = oa.chat.completions.create(model="relay", messages=[{"role": "user", "content": "weather in Oslo?"}],
+                                       tools=[WEATHER, TIME])
+        (call,) = r.choices[0].message.tool_calls
+        assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Oslo"}
+        assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0
+        chunks = list(oa.chat.completions.create(model="relay", messages=[{"role": "user", "content": "hi"}],
+                                                 stream=True))
+        assert "".join(c.choices[0].delta.content or "" for c in chunks) == "Hello there."
+        over = _post(served[1][1], {"messages": [{"role": "user", "content": "hi " * 300}], "max_tokens": 4})
+        assert over.status_code == 400, over.text
+        message = over.json()["error"]["message"]
+        assert message.startswith("OpenAIClient (small): ") and f"the model's context is {CONTEXT} tokens" in message
+        assert _post(served[1][1], {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}).status_code == 200
+    finally:
+        for (server, _), engine in zip(served, relays):
+            server.should_exit = True
+            engine.close()
+
+
+def test_serve_over_an_endpoint_reaches_it_first_and_refuses_what_it_cannot_decode(scripted):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    _, upstream, _ = scripted
+    for model, extra, words in [(f"http://127.0.0.1:{_port()}/v1@m", [], "cannot connect"),
+                                (f"{upstream}@demo-model", ["--strict"], "--strict: ")]:
+        res = CliRunner().invoke(app, ["serve", "-m", model, "--port", str(_port()), *extra])
+        out = res.output if "error:" in res.output else res.stderr
+        assert res.exit_code == 2, out
+        lines = [line for line in out.splitlines() if line.strip()]
+        assert lines[0].startswith("error:") and words in lines[0] and lines[1].startswith("fix:"), out
 
 
 @pytest.fixture(scope="module")

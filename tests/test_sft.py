@@ -380,6 +380,7 @@ def test_trainers_and_configs_are_importable_and_extend_trl():
     assert issubclass(SFTRunConfig, trl.SFTConfig) and issubclass(DistillConfig, transformers.TrainingArguments)
 
 
+@pytest.mark.slow(8)
 def test_rerunning_a_finished_run_does_not_train_again(env):
     # mid-epoch: the last step is not an epoch boundary (where transformers stops by itself)
     cfg = {"max_steps": 4, "save_steps": 2, "data": [env["train"]], "max_length": 700,
