@@ -25,6 +25,7 @@ from tinytool.models.loading import load_tokenizer
 from tinytool.models.students import save_tiny_model
 from tinytool.serve.app import create_app
 from tinytool.serve.engine import Engine
+from tinytool.serve.protocol import ChatRequest
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
                                             "parameters": {"type": "object", "properties": {
@@ -44,7 +45,6 @@ class Scripted:
     def rules_processor(self, asks):
         """A local model's hook for a request's grammar and guard: this stand-in for one takes them (and applies
         none: its calls are written valid), so forced calls reach it."""
-        return None
 
     def generate(self, requests, config):
         self.batches.append(len(requests))
@@ -410,6 +410,37 @@ def test_a_server_over_a_server(scripted, small):
             engine.close()
 
 
+def test_a_llamacpp_gguf_is_served(tmp_path):
+    """``llamacpp:FILE.gguf`` behind the server: prompts counted with the GGUF's tokenizer against llama.cpp's
+    context (a longer one is the usual 400), answers generated whole, a forced call refused."""
+    pytest.importorskip("llama_cpp")
+    from tinytool.export import export_model
+    from tinytool.llm import get_client
+
+    export_model(str(save_tiny_model("smollm2-135m-instruct", tmp_path / "m", layers=1)), "gguf",
+                 tmp_path / "m.gguf", kind="f16")
+    client = get_client(f"llamacpp:{tmp_path / 'm.gguf'}", threads=1)
+    engine = Engine(client, get_format("hermes-nothink"), "gguf")
+    server, url = _serve(engine)
+    try:
+        assert engine.context == client.context
+        r = _post(url, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 6})
+        assert r.status_code == 200, r.text
+        assert r.json()["usage"]["completion_tokens"] == 6 and r.json()["choices"][0]["finish_reason"] == "length"
+        prompt = engine.tokenizer(engine.job(ChatRequest.model_validate(
+            {"messages": [{"role": "user", "content": "hi"}]})).prompt, add_special_tokens=False)["input_ids"]
+        assert r.json()["usage"]["prompt_tokens"] == len(prompt)
+        over = _post(url, {"messages": [{"role": "user", "content": "hi " * client.context}], "max_tokens": 4})
+        assert over.status_code == 400 and f"the model's context is {client.context} tokens" in over.text, over.text
+        forced = _post(url, {"messages": [{"role": "user", "content": "hi"}], "tools": [WEATHER],
+                             "tool_choice": "required"})
+        assert forced.status_code == 400 and "LlamaCppClient (llamacpp:" in forced.text, forced.text
+    finally:
+        server.should_exit = True
+        engine.close()
+        client.close()
+
+
 def test_serve_over_an_endpoint_reaches_it_first_and_refuses_what_it_cannot_decode(scripted):
     from typer.testing import CliRunner
 
@@ -489,7 +520,6 @@ def test_rows_admitted_while_others_decode_get_the_tokens_they_get_alone(tmp_pat
     place taken by the last row, its cache and rule states moved), decode what each decodes alone."""
     from tinytool.llm.continuous import live_slots
     from tinytool.llm.rules import asked
-    from tinytool.serve.protocol import ChatRequest
 
     client = HFClient.from_spec(str(save_varied_model(tmp_path / "m", 512)), batch_size=4)
     engine = Engine(client, get_format("hermes-nothink"), "m")

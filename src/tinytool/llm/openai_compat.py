@@ -252,7 +252,7 @@ class OpenAIClient(LLMClient):
         answer one choice; the rest is asked for again (with a shifted seed, so samples differ)."""
         n = payload["n"]
         choices: list[dict[str, Any]] = []
-        completion_tokens = 0
+        completion_tokens, prompt_tokens = 0, None
         for attempt in range(n):
             body = dict(payload, n=n - len(choices))
             if attempt and "seed" in body:
@@ -263,9 +263,11 @@ class OpenAIClient(LLMClient):
                 raise OpenAIError(self.url, 200, f"answer without choices: {_canonical(data)[:500]}")
             choices += sorted(got, key=lambda c: c.get("index", 0))
             completion_tokens += int((data.get("usage") or {}).get("completion_tokens") or 0)
+            prompt_tokens = prompt_tokens or (data.get("usage") or {}).get("prompt_tokens")
             if len(choices) >= n:
                 break
-        return {"choices": choices[:n], "usage": {"completion_tokens": completion_tokens}}
+        return {"choices": choices[:n], "usage": {"completion_tokens": completion_tokens,
+                                                  "prompt_tokens": prompt_tokens}}
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         """One POST, retried on transient failures; an unreachable endpoint fails at once."""
@@ -305,6 +307,7 @@ class OpenAIClient(LLMClient):
     def _parse(data: dict[str, Any], cached: bool, fmt: Any = None) -> list[Completion]:
         choices = data["choices"]
         total = int((data.get("usage") or {}).get("completion_tokens") or 0)
+        prompt = (data.get("usage") or {}).get("prompt_tokens")  # the server's count: None when it sent none
         share, extra = divmod(total, max(len(choices), 1))
         out = []
         for i, choice in enumerate(choices):
@@ -313,7 +316,7 @@ class OpenAIClient(LLMClient):
                 text=message_text(choice.get("message") or {}, fmt),
                 n_tokens=share + (1 if i < extra else 0),
                 finish_reason="length" if reason == "length" else "stop",
-                meta={"finish_reason": reason, "cached": cached},
+                meta={"finish_reason": reason, "cached": cached, "prompt_tokens": prompt},
             ))
         return out
 

@@ -15,7 +15,8 @@ part other than text (an image).
 
 A streamed answer is the plain answer in pieces: the same content or tool calls, the same finish reason (read
 from the same generated tokens), and with ``stream_options: {"include_usage": true}`` a last chunk with no
-choices and the same ``usage``, as OpenAI sends it.
+choices and the same ``usage``, as OpenAI sends it. A backend that is not a local model (vLLM, llama.cpp, an
+endpoint) hands over whole answers, so its streamed answer comes as one piece once it is complete.
 """
 
 from __future__ import annotations

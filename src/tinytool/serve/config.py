@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tinytool.clikit import setting
+from tinytool.eval.bfcl_runner import MODEL_HELP
 
 #: retrieval methods a server runs without an LLM (cosine-max and rrf refine the request with one first)
 PLAIN_RETRIEVAL = ("cosine", "bm25", "weighted", "cascade")
@@ -19,7 +20,10 @@ class ServeConfig:
     """A server: the model and its name, where it listens, how it batches and bounds answers, the catalog it
     retrieves tools from for requests that bring none, and the decoding rules every request gets."""
 
-    model: str = setting(..., "Model: a trained run directory, hub id, .gguf file or smollm2-135m-instruct.", "-m")
+    model: str = setting(..., f"{MODEL_HELP} Only the local engine (dir, hub id, .gguf, the alias) streams tokens as they "
+                         "come and decodes tool_choice required or named, \"strict\" tools, --strict and "
+                         "--value-guard; vllm:, llamacpp: and endpoints send an answer as one chunk and refuse those "
+                         "with a 400.", "-m")
     host: str = setting("127.0.0.1", "Address to listen on (0.0.0.0: every interface).")
     port: int = setting(8000, "Port to listen on (a busy one is an error before the model loads).", "-p", min=1,
                         max=65535)
@@ -46,8 +50,11 @@ class ServeConfig:
 
     @property
     def served_name(self) -> str:
-        """The name clients ask for: ``name``, else the model directory's."""
-        return self.name or Path(self.model.rstrip("/")).name
+        """The name clients ask for: ``name``, else the model directory's (an endpoint's: its model's)."""
+        model = self.model
+        if model.startswith(("http://", "https://", "openai:")):
+            model = model.rpartition("@")[2]
+        return self.name or Path(model.rstrip("/")).name
 
     def engine_options(self) -> dict[str, Any]:
         """The `tinytool.serve.engine.Engine` keyword arguments this config sets (the retriever aside)."""

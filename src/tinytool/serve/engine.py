@@ -1,5 +1,18 @@
 """The model behind the server: requests from many clients decoded together, and streaming.
 
+The server takes any `tinytool.llm.LLMClient`: a local Hugging Face model (`tinytool.llm.hf.HFClient`), vLLM,
+llama.cpp, an OpenAI-compatible endpoint (another ``tinytool serve`` too). A local model decodes in this process
+token by token, and only it gets what needs that (`decodes_locally`): the live rows below, tokens streamed as they
+are decoded, a forced call's start written into the prompt, grammar-constrained decoding and the value guard. Any
+other client is served through its ``generate`` in batches (the window batching below): its requests carry the
+chat messages (an endpoint's) and the rendered prompt (vLLM's, llama.cpp's); a streamed answer is sent as one chunk
+once it is complete; a request that needs token-level decoding (``tool_choice`` ``"required"`` or a named function,
+a function marked ``"strict": true``) is a 400 that names the feature and the backend, and ``--strict``,
+``--value-guard`` and a ``--context`` the server cannot count against are refused when the server starts. Token
+counts are the client's where it has no tokenizer (an endpoint's usage), and the context is checked only where the
+prompt can be counted and the context is known (`model_context`). An error the backend's own server answers with a
+4xx (an endpoint's) comes back with its status and message; another failure is a 500 that says what failed.
+
 Requests wait in a queue for one worker thread. With a local model that decodes in slots (`tinytool.llm.hf.HFClient`
 with continuous batching, `tinytool.llm.continuous.LiveSlots`) the worker admits each request into the running batch
 between two decoding steps, as soon as one of the ``batch_size`` rows is free: a short request sent while a long one
@@ -8,12 +21,13 @@ decodes under its own request's settings (token limit, stop strings, temperature
 guard); a streamed request is a row like the others whose tokens are handed to its stream as they come, so streamed
 and plain answers are the same tokens.
 
-Another client (a model whose attention takes no 4-D mask, a scripted one in tests) is served as before: the
-worker takes the first request, gathers those that arrive within a short window and share its sampling settings
-(up to the batch size), and runs them as one ``generate`` batch; a streamed request is then generated alone, token
-by token, while the batch worker waits.
+Another client (a local model whose attention takes no 4-D mask, any client that is not local) is served in
+batches: the worker takes the first request, gathers those that arrive within a short window and share its sampling
+settings (up to the batch size), and runs them as one ``generate`` batch (a batch that fails is run again one request
+at a time, so a request the backend refuses fails alone); a streamed request to a local model is then generated
+alone, token by token, while the batch worker waits.
 
-Sizes are checked against the context (the model's ``max_position_embeddings``, or less where
+Sizes are checked against the context (the model's ``max_position_embeddings``, llama.cpp's context, or less where
 ``tinytool serve --context`` says so): a prompt that fills it is refused with a 400 that gives both lengths,
 and the completion tokens a request asks for (``max_tokens``, or the server's default) are *capped* at what the
 context leaves — the answer then ends with finish reason ``"length"`` — rather than refused as vLLM refuses
@@ -33,6 +47,7 @@ compile is a 400 that names the tool and the feature. A forced answer the token 
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
@@ -42,8 +57,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from tinytool.errors import UserInputError
 from tinytool.formats.base import PromptFormat
-from tinytool.llm.base import Completion, GenerationConfig, chat_request
+from tinytool.llm.base import Completion, GenerationConfig, Request, chat_request
 from tinytool.serve.protocol import ChatRequest, ServeError, conversation
 
 log = logging.getLogger(__name__)
@@ -51,14 +67,19 @@ log = logging.getLogger(__name__)
 #: calls a forced answer (tool_choice "required" or a named tool) may hold per offered tool, with parallel calls on:
 #: a bound on repetition that leaves room for a parallel request's several calls of one tool
 CALLS_PER_TOOL = 8
+#: what to do where a feature needs the local engine
+_LOCAL_FIX = "serve a model the local engine decodes (a directory, hub id or the bundled alias)"
 #: config fields that give a model's context (positions) in the transformers model families
 _CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
 
 
 def model_context(client: Any) -> int | None:
-    """The context (prompt and completion tokens together) of ``client``'s model: its config's
-    ``max_position_embeddings`` (or the family's name for it), else the tokenizer's ``model_max_length`` when that
-    is a real figure; None when neither says (a scripted test client)."""
+    """The context (prompt and completion tokens together) of ``client``'s model: the client's own ``context``
+    (llama.cpp's), else its config's ``max_position_embeddings`` (or the family's name for it), else the tokenizer's
+    ``model_max_length`` when that is a real figure; None when none says (an endpoint, a scripted client)."""
+    value = getattr(client, "context", None)
+    if isinstance(value, int) and value > 0:
+        return value
     config = getattr(getattr(client, "model", None), "config", None)
     if config is not None and hasattr(config, "get_text_config"):
         config = config.get_text_config()
@@ -70,15 +91,28 @@ def model_context(client: Any) -> int | None:
     return value if isinstance(value, int) and 0 < value < 10**7 else None
 
 
+def decodes_locally(client: Any) -> bool:
+    """Whether ``client`` decodes its model in this process token by token (`tinytool.llm.hf.HFClient`: it applies
+    a request's grammar and guard through its ``rules_processor``): only then are calls forced, decoding
+    constrained and tokens streamed; any other client is served through ``generate`` alone."""
+    return callable(getattr(client, "rules_processor", None))
+
+
+def backend_name(client: Any) -> str:
+    """``client`` in an error message: its class and the model it generates with."""
+    return f"{type(client).__name__} ({getattr(client, 'name', '?')})"
+
+
 @dataclass
 class Job:
-    """One request ready to generate: its prompt (ending with a forced call's start where asked)."""
+    """One request ready to generate: its prompt (ending with a forced call's start where asked) and chat messages."""
 
     prompt: str
     prefix: str  # text the answer starts with (a forced call), already in the prompt
     gen: GenerationConfig
     allow_calls: bool
-    prompt_tokens: int
+    #: the prompt's tokens; None where the server has no tokenizer: then the client's count, once it has answered
+    prompt_tokens: int | None
     future: Future = field(default_factory=Future)
     constraint: Any = None  #: the grammar the answer keeps to (`tinytool.llm.constrain`), None: free
     guard: Any = None  #: the answer's value guard (`tinytool.llm.guard`), None: unguarded
@@ -86,6 +120,16 @@ class Job:
     #: a streamed job's tokens as they are decoded, then None (live decoding only)
     tokens: queue.Queue[int | None] | None = None
     cancelled: bool = False  #: its client went away: stop decoding it
+    messages: list[dict[str, str]] = field(default_factory=list)  #: chat messages (tools written in by the format)
+    tools: list[dict[str, Any]] | None = None  #: tools for a chat template that renders them natively
+    fmt: PromptFormat | None = None  #: the format the answer is read in (an endpoint's calls are written in it)
+
+    @property
+    def request(self) -> Request:
+        """The job as an `tinytool.llm.LLMClient` takes it: the prompt (a local backend's), the chat messages (an
+        endpoint's), its grammar and guard."""
+        return Request(self.messages, self.tools, prompt=self.prompt, constraint=self.constraint, guard=self.guard,
+                       call_format=self.fmt)
 
     def key(self) -> tuple[Any, ...]:
         g = self.gen
@@ -93,12 +137,19 @@ class Job:
 
 
 class Engine:
-    """A loaded model answering chat requests in ``fmt``, batched across callers."""
+    """A loaded model (any `tinytool.llm.LLMClient`) answering chat requests in ``fmt``, batched across callers.
+    ``strict``, ``value_guard`` and a ``context`` the prompts cannot be counted against (no tokenizer) are a
+    `UserInputError` for a client that does not decode locally (`decodes_locally`)."""
 
     def __init__(self, client: Any, fmt: PromptFormat, name: str, *, batch_size: int = 8, window_s: float = 0.01,
                  max_tokens: int = 512, retriever: Any = None, top_k: int = 5, method: str = "weighted",
                  context: int | None = None, strict: bool = False, value_guard: bool = False):
         self.client, self.fmt, self.name = client, fmt, name
+        #: the client decodes here token by token (see `decodes_locally`); else it is served through ``generate``
+        self.local = decodes_locally(client)
+        self.backend = backend_name(client)
+        self.tokenizer = getattr(client, "tokenizer", None)  # None: prompts are not counted here
+        self._check_backend(strict=strict, value_guard=value_guard, context=context)
         #: every request strict: tool_choice auto decodes under the auto grammar of all its tools
         self.strict = strict
         #: every request that offers tools decodes under its value guard (`tinytool.llm.guard`)
@@ -112,7 +163,6 @@ class Engine:
         #: with a retriever (a `tinytool.retrieval.ToolRetriever` over a large catalog), a request that brings no
         #: tools is offered the ``top_k`` the retriever finds for its last user message (EfficientTool §3.3.2)
         self.retriever, self.top_k, self.method = retriever, top_k, method
-        self.tokenizer = client.tokenizer
         self.batch_size, self.window_s, self.max_tokens = batch_size, window_s, max_tokens
         self.lock = threading.Lock()
         self.queue: queue.Queue[Job | None] = queue.Queue()
@@ -120,10 +170,39 @@ class Engine:
         from tinytool.llm.continuous import live_slots
 
         #: the rows requests are admitted into as they come (None: the client batches whole ``generate`` calls)
-        self.live = live_slots(client, batch_size)
+        self.live = live_slots(client, batch_size) if self.local else None
         self.worker = threading.Thread(target=self._work if self.live is None else self._decode,
                                        name="tinytool-batcher", daemon=True)
         self.worker.start()
+
+    def _check_backend(self, *, strict: bool, value_guard: bool, context: int | None) -> None:
+        """Refuse what a client that does not decode locally cannot honour, before anything is served."""
+        if self.local:
+            return
+        for flag, on in (("--strict", strict), ("--value-guard", value_guard)):
+            if on:
+                raise UserInputError(f"{flag}: applied while decoding token by token, which only the local engine "
+                                     f"does; {self.backend} generates whole answers",
+                                     fix=f"leave {flag} out, or {_LOCAL_FIX}")
+        if context is not None and self.tokenizer is None:
+            raise UserInputError(f"--context {context}: {self.backend} has no tokenizer here to count prompts with "
+                                 "(its server checks its own context)", fix="leave --context out")
+
+    def _local_only(self, req: ChatRequest, mode: str, tools: list[Any]) -> None:
+        """A 400 for what ``req`` asks that needs token-level decoding, when the client does not decode locally."""
+        if self.local or not tools:
+            return
+        instead = f"{self.backend} generates whole answers"
+        if mode in ("required", "named"):
+            choice = json.dumps(req.tool_choice, ensure_ascii=False)
+            raise ServeError(f"tool_choice {choice}: a forced call is started in the prompt and decoded under the "
+                             f"tools' grammar, which only the local engine does; {instead}: send tool_choice "
+                             f"\"auto\" (or leave it out), or {_LOCAL_FIX}", param="tool_choice")
+        strict = sorted(req.strict_tools()) if mode == "auto" else []
+        if strict:
+            raise ServeError(f"tools: {', '.join(strict)} marked \"strict\": true: a strict function's calls are "
+                             f"decoded under its schema's grammar, which only the local engine does; {instead}: "
+                             f"leave \"strict\" out, or {_LOCAL_FIX}", param="tools")
 
     # -- requests --------------------------------------------------------------------------------------
     def job(self, req: ChatRequest) -> Job:
@@ -138,13 +217,15 @@ class Engine:
             query = next((m.content or "" for m in reversed(conv.messages) if m.role == "user"), "")
             if query.strip():
                 conv.tools = [t for t, _ in self.retriever.search(query, self.top_k, self.method)]
+        self._local_only(req, mode, conv.tools)
         prefix = self.fmt.call_prefix(name) if mode in ("required", "named") else ""
-        prompt = chat_request(self.fmt, conv, self.tokenizer).prompt + prefix
+        chat = chat_request(self.fmt, conv, self.tokenizer)
+        prompt = chat.prompt + prefix
         constraint = self.constraint(req, conv.tools, mode, name, prefix)
-        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        tokens = len(ids)
+        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"] if self.tokenizer is not None else []
+        tokens = len(ids) if self.tokenizer is not None else None
         limit = req.limit(self.max_tokens)
-        if self.context is not None:
+        if self.context is not None and tokens is not None:
             if tokens >= self.context:
                 raise ServeError(f"the prompt is {tokens} tokens and the model's context is {self.context} tokens "
                                  "(the prompt and at least one completion token must fit): shorten the messages "
@@ -157,7 +238,8 @@ class Engine:
             from tinytool.llm.guard import conversation_guard
 
             guard = conversation_guard(conv, self.fmt, prefix)
-        return Job(prompt, prefix, gen, mode != "none", tokens, constraint=constraint, guard=guard, ids=ids)
+        return Job(prompt, prefix, gen, mode != "none", tokens, constraint=constraint, guard=guard, ids=ids,
+                   messages=chat.messages, tools=chat.tools, fmt=self.fmt)
 
     def constraint(self, req: ChatRequest, tools: list[Any], mode: str, name: str | None, prefix: str) -> Any:
         """The grammar ``req`` is decoded under (see the module docstring), checked: a schema that does not
@@ -186,9 +268,26 @@ class Engine:
         return constraint
 
     def complete(self, job: Job, timeout: float | None = None) -> Completion:
-        """Queue ``job`` for the next batch and wait for its completion (text without the forced prefix)."""
+        """Queue ``job`` for the next batch and wait for its completion (text without the forced prefix); a failure
+        is a `ServeError` (`failure`)."""
         self.queue.put(job)
-        return job.future.result(timeout=timeout)
+        try:
+            return job.future.result(timeout=timeout)
+        except TimeoutError:
+            raise
+        except Exception as e:
+            raise self.failure(e) from e
+
+    def failure(self, e: BaseException) -> ServeError:
+        """``e``, a failed generation, as the caller gets it: an error the backend's own server answered with a 4xx
+        (an endpoint that refused the request: a prompt past its context, say) keeps that status and message;
+        anything else is a 500."""
+        if isinstance(e, ServeError):
+            return e
+        status = getattr(e, "status", None)
+        if isinstance(status, int) and 400 <= status < 500:
+            return ServeError(f"{self.backend}: {getattr(e, 'message', e)}", status=status)
+        return ServeError(f"generation failed: {e}", status=500)
 
     # -- the live worker -------------------------------------------------------------------------------
     def _decode(self) -> None:
@@ -228,7 +327,6 @@ class Engine:
 
     def _admit(self, job: Job) -> None:
         """``job`` into a free row; a prompt too short to prefill (one token) is generated alone."""
-        from tinytool.llm.base import Request
         from tinytool.llm.rules import asked
 
         if job.cancelled:
@@ -242,8 +340,7 @@ class Engine:
             return
 
         def alone() -> Completion:
-            ((c,),) = self.client.generate([Request([], prompt=job.prompt, constraint=job.constraint,
-                                                     guard=job.guard)], job.gen)
+            ((c,),) = self.client.generate([job.request], job.gen)
             for token in c.meta.get("token_ids", []) if job.tokens is not None else []:
                 job.tokens.put(token)
             return c
@@ -272,8 +369,6 @@ class Engine:
     def _work(self) -> None:
         import time
 
-        from tinytool.llm.base import Request
-
         while True:
             first = self.queue.get()
             if first is None:
@@ -290,18 +385,27 @@ class Engine:
                 (batch if nxt.key() == first.key() else later).append(nxt)
             for job in later:  # other settings: the next batch
                 self.queue.put(job)
-            try:
-                with self.lock:
-                    outs = self.client.generate([Request([], prompt=j.prompt, constraint=j.constraint, guard=j.guard)
-                                                 for j in batch], first.gen)
-                self.batches.append(len(batch))
-                for j, (c, *_) in zip(batch, outs):
-                    j.future.set_result(c)
-            except Exception as e:  # a failure fails its batch's requests, not the server
-                log.exception("generation failed")
+            self._run(batch)
+
+    def _run(self, batch: list[Job]) -> None:
+        """``batch`` as one ``generate`` call; a batch that fails is run again one job at a time, so that a request
+        the backend refuses (an endpoint's 400) fails alone, not the others or the server."""
+        try:
+            with self.lock:
+                outs = self.client.generate([j.request for j in batch], batch[0].gen)
+        except Exception as e:
+            if len(batch) > 1:
                 for j in batch:
-                    if not j.future.done():
-                        j.future.set_exception(e)
+                    self._run([j])
+                return
+            log.exception("generation failed")
+            self._fail(batch[0], e)
+            return
+        self.batches.append(len(batch))
+        for j, (c, *_) in zip(batch, outs):
+            if j.prompt_tokens is None:  # not counted here: the client's count (an endpoint's usage), else 0
+                j.prompt_tokens = int(c.meta.get("prompt_tokens") or 0)
+            j.future.set_result(c)
 
     def close(self) -> None:
         self.queue.put(None)
@@ -311,7 +415,11 @@ class Engine:
     def stream(self, job: Job) -> Iterator[str]:
         """The completion's text piece by piece as it is generated (without the forced prefix); then
         ``job.future`` holds the whole `Completion`, read from the generated tokens as the batched path reads
-        them (the same text, token count and finish reason: ``"length"`` when ``max_new_tokens`` cut it)."""
+        them (the same text, token count and finish reason: ``"length"`` when ``max_new_tokens`` cut it). A client
+        that does not decode locally streams nothing as it generates: its whole answer comes as one piece."""
+        if not self.local:
+            yield self.complete(job).text
+            return
         if self.live is None:
             yield from self._stream_alone(job)
             return
@@ -329,7 +437,7 @@ class Engine:
         finally:
             job.cancelled = not job.future.done()  # the client went away: its row stops at the next step
         if job.future.exception() is not None:
-            raise ServeError(f"generation failed: {job.future.exception()}", status=500)
+            raise self.failure(job.future.exception())
 
     def _stream_alone(self, job: Job) -> Iterator[str]:
         """`stream` for a client that does not decode in slots: ``generate`` alone, while the batch worker waits."""
@@ -377,4 +485,4 @@ class Engine:
         job.future.set_result(self.client.completion(tokens, g, ids.shape[1], job))
 
 
-__all__ = ["Engine", "Job", "model_context"]
+__all__ = ["Engine", "Job", "backend_name", "decodes_locally", "model_context"]
