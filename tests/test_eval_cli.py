@@ -39,7 +39,7 @@ def dev(tmp_path):
 def scripted(monkeypatch):
     """The CLI's model loader answers with a scripted client (always "no idea")."""
     client = ScriptedClient(lambda r, i: "no idea")
-    monkeypatch.setattr("tinytool.eval.cli_eval._client", lambda model, batch_size, dtype="float32": client)
+    monkeypatch.setattr("tinytool.eval.cli_eval.open_client", lambda model, batch_size, dtype="float32": client)
     return client
 
 
@@ -153,15 +153,15 @@ def test_an_alias_never_reads_a_config_of_the_working_folder(tmp_path, monkeypat
 def test_dtype_reaches_a_local_model_and_is_checked(monkeypatch, tmp_path, dev):
     import torch
 
-    from tinytool.eval import cli_eval
+    from tinytool.llm import open_client
 
     seen = {}
     monkeypatch.setattr("tinytool.llm.get_client", lambda spec, **kw: seen.update(kw) or ScriptedClient(
         lambda r, i: "no idea"))
-    cli_eval._client("some/model", 4, "bfloat16")
+    open_client("some/model", 4, "bfloat16")
     assert seen == {"batch_size": 4, "dtype": torch.bfloat16}
     seen.clear()
-    cli_eval._client("some/model", 4)
+    open_client("some/model", 4)
     assert seen == {"batch_size": 4}
     result = runner.invoke(app, ["eval", "demo", "-m", "x", "-d", str(dev), "-o", str(tmp_path / "r"),
                                  "--dtype", "float16"])
@@ -191,7 +191,7 @@ def test_bfcl_ctrl_c_says_what_it_kept(tmp_path, monkeypatch):
     def interrupted(request, i):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("tinytool.eval.cli_eval._client",
+    monkeypatch.setattr("tinytool.eval.cli_eval.open_client",
                         lambda model, batch_size, dtype="float32": ScriptedClient(interrupted))
     out = tmp_path / "e4"
     result = runner.invoke(app, ["eval", "bfcl", "-m", "x", "-o", str(out), "--categories", "simple_python",

@@ -19,6 +19,7 @@ from tinytool.eval.demo_eval import DemoRun
 from tinytool.formats import PromptFormat
 from tinytool.formats.option import format_option
 from tinytool.io import check_not_input
+from tinytool.llm import is_remote, open_client
 from tinytool.llm.guard import check_format
 
 eval_app = make_app(help="Score models: BFCL v4, the demo dev split, an LLM judge.")
@@ -29,15 +30,11 @@ _DTYPE_HELP = ("Weights of a local model while generating: float32 (prompts pref
                "bf16, but answers differ from float32's: compare runs decoded alike).")
 
 
-def _remote(model: str) -> bool:
-    return model.startswith(("http://", "https://", "openai:", "vllm:"))
-
-
 def _check_dtype(dtype: str, model: str) -> None:
     """Refuse a bad ``--dtype`` before anything is loaded or printed."""
     if dtype not in DTYPES:
         fail(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    if _remote(model) and dtype != "float32":
+    if is_remote(model) and dtype != "float32":
         fail(f"--dtype {dtype} applies to local models; {model} decodes on its server")
 
 
@@ -45,31 +42,10 @@ def _check_local(model: str, constrained: bool, value_guard: bool) -> None:
     """Refuse ``--constrained``/``--value-guard`` for a model that decodes on a server, before anything is loaded,
     printed or written: only the local engine applies them."""
     flags = [f for f, on in (("--constrained", constrained), ("--value-guard", value_guard)) if on]
-    if flags and _remote(model):
+    if flags and is_remote(model):
         fail(f"{' and '.join(flags)}: applied by the local engine only; {model} decodes on its server",
              fix=f"leave {' and '.join(flags)} out, or evaluate a local model (a directory, hub id or the bundled "
                  "alias)")
-
-
-def _client(model: str, batch_size: int, dtype: str = "float32"):
-    """The model's client; ``dtype`` has passed `_check_dtype`."""
-    from tinytool.llm import get_client
-
-    if _remote(model):
-        client = get_client(model)
-        reachable = getattr(client, "check_reachable", None)
-        if reachable is not None:  # before a run directory is created: a failed start leaves nothing
-            try:
-                reachable()
-            except BaseException:
-                client.close()
-                raise
-        return client
-    if dtype == "bfloat16":
-        import torch
-
-        return get_client(model, batch_size=batch_size, dtype=torch.bfloat16)
-    return get_client(model, batch_size=batch_size)
 
 
 def _format(fmt: PromptFormat | None, model: str) -> PromptFormat:
@@ -136,7 +112,7 @@ def bfcl(
             fail("--samples > 1 needs --temperature > 0")
         cfg = BFCLRunConfig(format=fmt.name, **config_values(BFCLRunConfig, values))  # checks the guard's format
         with on_interrupt(lambda: kept_note(out)):
-            summary = run_bfcl(cfg, out, _client(model, cfg.batch_size, dtype), overwrite=overwrite)
+            summary = run_bfcl(cfg, out, open_client(model, cfg.batch_size, dtype), overwrite=overwrite)
     _table(summary, "BFCL")
     for category, n in (summary.get("unscored") or {}).items():
         err.print(f"not scored: {category} ({n} item(s) of an earlier run in {out} have no generation; ask for it in "
@@ -170,7 +146,7 @@ def demo(
     if values["value_guard"]:  # before the model loads
         check_format(fmt)
     with on_interrupt(f"the answers finished so far are kept in {out}; the same command resumes there"):
-        summary = run_demo_eval(out=out, fmt=fmt, batch_size=batch_size, client=_client(model, batch_size, dtype),
+        summary = run_demo_eval(out=out, fmt=fmt, batch_size=batch_size, client=open_client(model, batch_size, dtype),
                                 label=label, overwrite=overwrite, **config_values(DemoRun, values))
     _table(summary, "demo dev split")
 
@@ -187,7 +163,7 @@ def judge_cmd(
     """
     from tinytool.eval.judge_run import judge_run
 
-    out = judge_run(run, _client(judge, 4), limit=limit)
+    out = judge_run(run, open_client(judge, 4), limit=limit)
     typer.echo(json.dumps(out, indent=2))
 
 

@@ -17,17 +17,8 @@ if TYPE_CHECKING:
     from tinytool.llm.vllm_backend import VLLMClient
 
 __all__ = [
-    "Completion",
-    "GenerationConfig",
-    "HFClient",
-    "LLMClient",
-    "OpenAIClient",
-    "OpenAIError",
-    "Request",
-    "ScriptedClient",
-    "VLLMClient",
-    "get_client",
-    "parse_http_spec",
+    "Completion", "GenerationConfig", "HFClient", "LLMClient", "OpenAIClient", "OpenAIError", "Request",
+    "ScriptedClient", "VLLMClient", "get_client", "is_remote", "open_client", "parse_http_spec",
 ]
 
 __getattr__ = lazy_exports(__name__, {
@@ -50,6 +41,32 @@ def parse_http_spec(spec: str) -> tuple[str, str]:
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"malformed endpoint spec {spec!r}: the base URL must start with http:// or https://")
     return url, model
+
+
+def is_remote(spec: str) -> bool:
+    """Whether ``spec`` names a model served elsewhere (an endpoint, vLLM): no local weights, no dtype to choose."""
+    return spec.startswith(("http://", "https://", "openai:", "vllm:"))
+
+
+def open_client(spec: str, batch_size: int, dtype: str = "float32") -> LLMClient:
+    """The client of ``spec`` as the verbs that generate open it (`get_client`): a local model decoding
+    ``batch_size`` sequences at once in ``dtype`` (``float32`` or ``bfloat16``), an endpoint reached once before
+    anything is written (a failed start leaves nothing behind)."""
+    if is_remote(spec):
+        client = get_client(spec)
+        reachable = getattr(client, "check_reachable", None)
+        if reachable is not None:
+            try:
+                reachable()
+            except BaseException:
+                client.close()
+                raise
+        return client
+    if dtype == "bfloat16":
+        import torch
+
+        return get_client(spec, batch_size=batch_size, dtype=torch.bfloat16)
+    return get_client(spec, batch_size=batch_size)
 
 
 def get_client(spec: str, **kw: Any) -> LLMClient:

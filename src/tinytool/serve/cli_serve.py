@@ -79,12 +79,12 @@ def serve_command(fmt: PromptFormat | None = format_option(trained=True), **valu
 def _serve(listening: socket.socket, cfg: ServeConfig, fmt: PromptFormat) -> None:
     import uvicorn
 
-    from tinytool.eval.cli_eval import _client
+    from tinytool.llm import open_client
     from tinytool.serve.app import create_app
     from tinytool.serve.engine import Engine, model_context
 
     try:
-        client = _client(cfg.model, cfg.batch_size)  # as eval builds it: the same specs, an endpoint reached once
+        client = open_client(cfg.model, cfg.batch_size)  # the same specs as eval, an endpoint reached once
     except TinytoolError:  # its own message and fix (an endpoint nothing answers at, a missing .gguf)
         raise
     except (OSError, ValueError, ImportError) as e:
