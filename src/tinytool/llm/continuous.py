@@ -191,6 +191,18 @@ class _Rows:
         window = max((len(s) for s in stops), default=0) + 8  # enough to hold any stop string and spare
         return bool(stops) and self.client.contains_stop(row.tokens[-window:], stops)
 
+    def generator(self, seed: int) -> Any:
+        """A random generator of ``seed`` on the model's device, for a row that samples on its own."""
+        return self.torch.Generator(device=self.device).manual_seed(seed)
+
+    def draw_own(self, logits: Any, picked: list[int], slots: list[int]) -> None:
+        """Set ``picked`` of each of ``slots`` to a draw from its row's own generator, under its row's settings (the
+        call's where it has none)."""
+        for s in slots:
+            row = self.busy[s]
+            gen = row.gen or self.config
+            picked[s] = int(sample_next(logits[s:s + 1], gen.temperature, gen.top_p, False, row.generator)[0])
+
 
 class _Slots(_Rows):
     """One `decode_continuous` call: the waiting sequences, the slots' key/value buffers, positions and rows, the
@@ -260,10 +272,8 @@ class _Slots(_Rows):
         for i, (k, v) in enumerate(layers):
             self.keys[i][slot, :, :length] = k[0]
             self.values[i][slot, :, :length] = v[0]
-        generator = None
-        if self.seeds is not None and self.seeds[p] is not None:
-            generator = self.torch.Generator(device=self.device).manual_seed(row_seed(self.seeds[p], j))
-        self.busy[slot] = _Row(p, generator=generator)
+        own = self.seeds is not None and self.seeds[p] is not None
+        self.busy[slot] = _Row(p, generator=self.generator(row_seed(self.seeds[p], j)) if own else None)
         self.pos[slot], self.nxt[slot] = length, self.seqs[p][-1]
         self.rules.start(slot, self.asks[p])
         return True
@@ -308,9 +318,7 @@ class _Slots(_Rows):
         own = [s for s, row in enumerate(self.busy) if row is not None and row.generator is not None]
         # rows with a seed of their own draw from their generator; the global RNG draws only for the others
         picked = (logits.argmax(dim=-1) if len(own) == len(self.busy) else sample(logits)).tolist()
-        for s in own:
-            picked[s] = int(sample_next(logits[s:s + 1], temperature, config.top_p, False,
-                                        self.busy[s].generator)[0])
+        self.draw_own(logits, picked, own)
         self.rules.advance(picked)
         return picked, ent
 
@@ -400,10 +408,8 @@ class LiveSlots(_Rows):
             for i, (k, v) in enumerate(layers):
                 self.keys[i][slot, :, :length] = k[0]
                 self.values[i][slot, :, :length] = v[0]
-        generator = None
-        if not gen.greedy:
-            generator = torch.Generator(device=self.device).manual_seed(gen.seed or 0)
-        self.busy.append(_Row(owner, gen=_stops_tuple(gen), generator=generator))
+        self.busy.append(_Row(owner, gen=_stops_tuple(gen), generator=None if gen.greedy else
+                              self.generator(gen.seed or 0)))
         self.pos.append(length)
         self.nxt.append(ids[-1])
         self.rules.start(slot, ask)
@@ -462,10 +468,7 @@ class LiveSlots(_Rows):
             return self.rules.pick(logits, lambda z: z.argmax(dim=-1))[:n]
         logits = self.rules.mask(logits)
         picked = logits.argmax(dim=-1).tolist()
-        for s, row in enumerate(self.busy):
-            if not row.gen.greedy:
-                picked[s] = int(sample_next(logits[s:s + 1], row.gen.temperature, row.gen.top_p, False,
-                                            row.generator)[0])
+        self.draw_own(logits, picked, [s for s, row in enumerate(self.busy) if not row.gen.greedy])
         self.rules.advance(picked)
         return picked[:n]
 

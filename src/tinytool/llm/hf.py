@@ -336,9 +336,9 @@ class HFClient(LLMClient):
         if decoded is None:
             return None
         results: list[list[Completion]] = [[] for _ in token_ids]
-        for i, rows in zip(order, decoded, strict=True):
-            results[i] = [self._completion(tokens, config, len(token_ids[i]), steps, **asks[i])
-                          for tokens, steps in rows]
+        done = self._decoded_completions([token_ids[i] for i in order], decoded, config, [asks[i] for i in order])
+        for i, completions in zip(order, done, strict=True):
+            results[i] = completions
         return results
 
     def _generate_rows(self, seqs: list[list[int]], config: GenerationConfig,
@@ -356,11 +356,13 @@ class HFClient(LLMClient):
                 part = slice(start, start + self.batch_size)
                 out.extend(self._generate_batch(seqs[part], config, asks[part]))
             return out
-        completions = []
-        for prompt, rows, ask in zip(seqs, decoded, asks, strict=True):
-            completions.append([self._completion(tokens, config, len(prompt), steps, **ask)
-                                for tokens, steps in rows])
-        return completions
+        return self._decoded_completions(seqs, decoded, config, asks)
+
+    def _decoded_completions(self, seqs: list[list[int]], decoded: Any, config: GenerationConfig,
+                             asks: list[rules.Asked]) -> list[list[Completion]]:
+        """The `Completion`s of what `tinytool.llm.continuous.decode_continuous` decoded from ``seqs``."""
+        return [[self._completion(tokens, config, len(prompt), steps, **ask) for tokens, steps in rows]
+                for prompt, rows, ask in zip(seqs, decoded, asks, strict=True)]
 
     def completion(self, tokens: list[int], config: GenerationConfig, prompt_tokens: int,
                    request: Any = None) -> Completion:

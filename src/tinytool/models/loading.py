@@ -18,6 +18,7 @@ A cache entry is named by the file's name and a digest of its bytes: two exports
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -67,9 +68,17 @@ def bundled_gguf() -> Path:
 def _gguf_cache_path(gguf: Path, cache: Path) -> Path:
     """Where the checkpoint converted from ``gguf`` lives: named by the file's content, not its name and size,
     which two different models share when one export replaces another."""
+    stat = gguf.stat()
+    return cache / "gguf" / f"{gguf.stem}-{_digest(str(gguf.resolve()), stat.st_size, stat.st_mtime_ns)[:16]}"
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    """The sha256 of the file at ``path``, read once per process while its size and modification time stay (a model
+    and its tokenizer are loaded apart, a run loads a model many times)."""
     from tinytool.io import sha256_file
 
-    return cache / "gguf" / f"{gguf.stem}-{sha256_file(gguf)[:16]}"
+    return sha256_file(Path(path))
 
 
 def _gguf_tokenizer(gguf: Path) -> Any:
