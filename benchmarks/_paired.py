@@ -41,11 +41,15 @@ def bfcl_table(summary: dict) -> dict:
 
 
 def bfcl_items(run_dir: Path) -> dict[str, tuple[str, bool]]:
-    """Each scored item of a `tinytool eval bfcl` run directory: id → (category, strict verdict)."""
+    """Each scored item of a `tinytool eval bfcl` run directory: id → (category, strict verdict). A record torn by
+    a run's stop (its last line cut) is left out."""
     items = {}
     for line in (Path(run_dir) / "results.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        items[r["id"]] = (r["category"], bool(r.get("valid_strict", r["valid"])))
+        try:
+            r = json.loads(line)
+            items[r["id"]] = (r["category"], bool(r.get("valid_strict", r["valid"])))
+        except (ValueError, KeyError):
+            continue
     return items
 
 

@@ -49,16 +49,43 @@ RECIPE = ROOT / "experiments" / "calls-rft.yaml"
 OUT = ROOT / "benchmarks" / "results" / "calls.json"
 KEY = "calls_vs_control"
 CATEGORIES = quality.CATEGORIES
-ARMS = ("base", "control", "rft")
-#: the paired comparisons: name → (before, after)
-COMPARISONS = {"rft_vs_control": ("control", "rft"), "rft_vs_base": ("base", "rft"),
-               "control_vs_base": ("base", "control")}
+#: the arms every recipe of this protocol has: BASE (what the arm starts from) and the data-matched control
+FIXED_ARMS = ("base", "control")
+#: the summary a training stage writes, by the verb it runs
+SUMMARIES = {"sft": "sft_summary.json", "rl": "rl_summary.json", "distill": "distill_summary.json"}
 #: the tuning subset earlier sweeps chose settings on: ``eval bfcl --limit 100`` (its seed, 0)
 TUNING_LIMIT, TUNING_SEED = 100, 0
 #: the held-out figures of an arm, the ones whose changes are summed up across seeds
 FIGURES = (*AST, "irrelevance_strict", "non_live_ast_avg", "overall")
-#: what the recipe's training stages write
-TRAINING = ("base", "rft", "control")
+
+
+def arms_of(recipe: Path) -> tuple[str, ...]:
+    """The recipe's scored arms: every stage ``ARM-bfcl`` names one (BASE and the control, then the others)."""
+    names = [st.name.removesuffix("-bfcl") for st in load_recipe(recipe, {}).stages if st.name.endswith("-bfcl")]
+    missing = [a for a in FIXED_ARMS if a not in names]
+    if missing:
+        raise SystemExit(f"{recipe}: no stage {', '.join(a + '-bfcl' for a in missing)} (the protocol scores BASE "
+                         "and the control beside every arm)")
+    return (*FIXED_ARMS, *(a for a in names if a not in FIXED_ARMS))
+
+
+def comparisons_of(arms: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """The paired comparisons, name → (before, after): each arm against the control and against BASE, and the
+    control against BASE."""
+    out = {}
+    for arm in arms:
+        if arm not in FIXED_ARMS:
+            out[f"{arm}_vs_control"] = ("control", arm)
+            out[f"{arm}_vs_base"] = ("base", arm)
+    return {**out, "control_vs_base": ("base", "control")}
+
+
+def never_call(tuning: set[str]) -> dict[str, tuple[str, bool]]:
+    """The never-call baseline's verdicts on every item outside ``tuning``: an answer that never calls fails every
+    calling item and passes every irrelevance item (50 overall)."""
+    from tinytool.bfcl.data import bfcl_data
+
+    return held_out({q["id"]: (c, c == "irrelevance") for c in CATEGORIES for q in bfcl_data().questions(c)}, tuning)
 
 
 # ---- held-out items and figures (pure) ----------------------------------------------------------------------------
@@ -103,10 +130,11 @@ def paired(before: Mapping[str, tuple[str, bool]], after: Mapping[str, tuple[str
 
 
 def comparisons(arms: Mapping[str, dict], tuning: set[str], tests: bool = True) -> dict:
-    """The paired comparisons (`COMPARISONS`) whose two arms are scored, over the held-out items, read from the arms'
-    packed verdicts (so a result file from another machine is compared here the same way)."""
+    """The paired comparisons (`comparisons_of`) whose two arms are scored, over the held-out items (those both
+    scored), read from the arms' packed verdicts (so a result file from another machine is compared here the same
+    way)."""
     items = {arm: held_out(unpack_verdicts(rec["verdicts"]), tuning) for arm, rec in arms.items()}
-    return {name: paired(items[b], items[a], tests) for name, (b, a) in COMPARISONS.items()
+    return {name: paired(items[b], items[a], tests) for name, (b, a) in comparisons_of(tuple(arms)).items()
             if a in items and b in items}
 
 
@@ -119,7 +147,7 @@ def spread(values: list[float]) -> dict:
 def setting_key(run: dict) -> str:
     """The runs whose changes are summed up together: one device, the same recipe variables but the seed."""
     variables = {k: v for k, v in run["settings"]["vars"].items() if k != "seed"}
-    return json.dumps([quality.device_tag(run), variables], sort_keys=True)
+    return json.dumps([quality.device_tag(run), run["settings"]["recipe"], variables], sort_keys=True)
 
 
 def across_seeds(runs: Mapping[str, dict]) -> list[dict]:
@@ -131,13 +159,14 @@ def across_seeds(runs: Mapping[str, dict]) -> list[dict]:
     out = []
     for members in groups.values():
         members = sorted(members, key=lambda r: r["seed"])
-        rec: dict = {"device": members[0]["device"], "vars": {k: v for k, v in members[0]["settings"]["vars"].items()
+        rec: dict = {"device": members[0]["device"], "recipe": members[0]["settings"]["recipe"], "vars": {k: v for k, v in members[0]["settings"]["vars"].items()
                                                               if k != "seed"},
                      "seeds": [r["seed"] for r in members], "changes": {}, "arms": {}}
-        for name in COMPARISONS:
+        names = {n for r in members for n in r["comparisons"]}
+        for name in sorted(names):
             done = [r["comparisons"][name]["delta"] for r in members if name in r["comparisons"]]
             rec["changes"][name] = {f: spread(v) for f in FIGURES if (v := [d[f] for d in done if f in d])}
-        for arm in ARMS:
+        for arm in sorted({a for r in members for a in r["arms"]}):
             done = [r["arms"][arm]["held_out"] for r in members if arm in r["arms"]]
             rec["arms"][arm] = {f: spread(v) for f in FIGURES if (v := [t[f] for t in done if f in t])}
         out.append(rec)
@@ -155,22 +184,31 @@ def recipe_sets(seed: int, sets: Mapping[str, str]) -> dict[str, str]:
     return {**sets, "seed": str(seed)}
 
 
-def stage_folders(work: Path, seed: int, sets: Mapping[str, str]) -> dict[str, tuple[Path, dict]]:
-    """Each stage of the seed's run: its folder (``NN-name``) and its resolved arguments."""
-    r = load_recipe(RECIPE, recipe_sets(seed, sets))
-    return {st.name: (folder, args) for st, folder, args, _ in plan(r, run_dir(work, seed))}
+def stage_folders(recipe: Path, work: Path, seed: int, sets: Mapping[str, str]) -> dict[str, tuple[Path, dict, str]]:
+    """Each stage of the seed's run: its folder (``NN-name``), its resolved arguments and the verb it runs."""
+    r = load_recipe(recipe, recipe_sets(seed, sets))
+    return {st.name: (folder, args, st.run) for st, folder, args, _ in plan(r, run_dir(work, seed))}
 
 
-def run_seed(work: Path, seed: int, sets: Mapping[str, str], threads: int | None) -> None:
-    """The recipe under ``seed``: up to RFT, then the rest with the control trained for RFT's optimizer steps
-    (unless ``sets`` gives ``control_steps``). Its output goes to ``WORK/sSEED.log``."""
-    cmd = [TINYTOOL, "run", str(RECIPE), "-o", str(run_dir(work, seed)),
+def steps_from_rft(recipe: Path, sets: Mapping[str, str]) -> bool:
+    """Whether the control's steps are RFT's (calls-rft.yaml: an ``rft`` stage and ``control_steps`` left at -1)."""
+    r = load_recipe(recipe, {})
+    return any(st.name == "rft" for st in r.stages) and "control_steps" not in sets \
+        and str(r.vars.get("control_steps")) == "-1"
+
+
+def run_seed(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], threads: int | None) -> None:
+    """The recipe under ``seed`` (with an RFT arm whose control takes its steps: up to RFT, then the rest with the
+    control trained for RFT's optimizer steps). Its output goes to ``WORK/sSEED.log``."""
+    cmd = [TINYTOOL, "run", str(recipe), "-o", str(run_dir(work, seed)),
            *(a for k, v in recipe_sets(seed, sets).items() for a in ("--set", f"{k}={v}"))]
     log = work / f"s{seed}.log"
-    rft = stage_folders(work, seed, sets)["rft"][0] / "out" / "sft_summary.json"
-    if not rft.is_file():
-        run_cli([*cmd, "--until", "rft"], threads, log)
-    steps = [] if "control_steps" in sets else ["--set", f"control_steps={json.loads(rft.read_text())['global_step']}"]
+    steps: list[str] = []
+    if steps_from_rft(recipe, sets):
+        rft = stage_folders(recipe, work, seed, sets)["rft"][0] / "out" / "sft_summary.json"
+        if not rft.is_file():
+            run_cli([*cmd, "--until", "rft"], threads, log)
+        steps = ["--set", f"control_steps={json.loads(rft.read_text())['global_step']}"]
     run_cli([*cmd, *steps], threads, log)
 
 
@@ -196,48 +234,68 @@ def rollout_stats(run: Path) -> dict:
     return {**stats.as_dict(prompts=None, skipped=None), "stopped": True}
 
 
-def seed_record(work: Path, seed: int, sets: Mapping[str, str], tuning: set[str], tests: bool = True) -> dict:
-    """What the seed's run holds so far: each scored arm, the comparisons whose two arms are scored, the settings."""
-    folders = stage_folders(work, seed, sets)
+def scored(out: Path) -> tuple[dict[str, tuple[str, bool]], bool] | None:
+    """An ``eval bfcl`` run's verdicts and whether it finished (a run stopped by a time limit keeps the items it
+    scored), or None when it scored nothing."""
+    items = bfcl_items(out) if (out / "results.jsonl").is_file() else {}
+    return (items, (out / "summary.json").is_file()) if items else None
 
-    def summary(name: str) -> dict:
-        return _json(folders[name][0] / "out" / "sft_summary.json") or {}
 
-    if "control_steps" not in sets and summary("rft").get("global_step") is not None:
-        folders = stage_folders(work, seed, {**sets, "control_steps": str(summary("rft")["global_step"])})
+def seed_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tuning: set[str],
+                tests: bool = True) -> dict:
+    """What the seed's run holds so far: each scored arm (one stopped part way counts the items it scored, marked
+    ``finished: false``), the comparisons whose two arms are scored, the never-call baseline, the settings."""
+    if steps_from_rft(recipe, sets):  # the control's steps once RFT has trained (see run_seed)
+        summary = _json(stage_folders(recipe, work, seed, sets)["rft"][0] / "out" / "sft_summary.json") or {}
+        if summary.get("global_step") is not None:
+            sets = {**sets, "control_steps": str(summary["global_step"])}
+    folders = stage_folders(recipe, work, seed, sets)
+    training = {name: folder / "out" / SUMMARIES[verb] for name, (folder, _, verb) in folders.items()
+                if verb in SUMMARIES}
+    trained = {name: _json(path) or {} for name, path in training.items()}
     arms = {}
-    for arm in ARMS:
+    for arm in arms_of(recipe):
         out = folders[f"{arm}-bfcl"][0] / "out"
-        if (out / "summary.json").is_file() and (out / "results.jsonl").is_file():
-            every = bfcl_items(out)
-            arms[arm] = {"held_out": arm_table(held_out(every, tuning)),
-                         "full": bfcl_table(json.loads((out / "summary.json").read_text())),
-                         "verdicts": pack_verdicts(every)}
-    stats = rollout_stats(folders["rollout"][0] / "out.run")
-    pool = folders["pool"][0] / "out.jsonl"
-    recipe = load_recipe(RECIPE, recipe_sets(seed, sets))
+        got = scored(out)
+        if got is None:
+            continue
+        every, finished = got
+        arms[arm] = {"held_out": arm_table(held_out(every, tuning)), "finished": finished,
+                     **({"full": bfcl_table(json.loads((out / "summary.json").read_text()))} if finished else {}),
+                     "verdicts": pack_verdicts(every)}
+    scored_ids = set().union(*(unpack_verdicts(a["verdicts"]) for a in arms.values())) if arms else set()
+    nothing = never_call(tuning)
+    base = {i: v for i, v in nothing.items() if i in scored_ids}
+    settings: dict = {
+        "recipe": str(recipe.resolve().relative_to(ROOT)) if recipe.resolve().is_relative_to(ROOT) else str(recipe),
+        "vars": load_recipe(recipe, recipe_sets(seed, sets)).vars,
+        "args": {name: args for name, (_, args, verb) in folders.items() if verb not in ("eval bfcl", "data demo")},
+        "steps": {name: t.get("global_step") for name, t in trained.items()},
+        "train_seconds": {name: t.get("seconds") for name, t in trained.items()},
+        "stage_seconds": {name: (_json(folder / "step.json") or {}).get("seconds")
+                          for name, (folder, _, _) in folders.items()},
+        "stage_status": {name: (_json(folder / "step.json") or {}).get("status")
+                         for name, (folder, _, _) in folders.items()},
+    }
+    if steps_from_rft(recipe, {}):
+        settings["control_steps"] = "RFT's steps" if "control_steps" not in sets else "as set"
+    for name, (folder, _, verb) in folders.items():
+        if verb == "data select":
+            pool = folder / "out.jsonl"
+            settings.setdefault("pool_conversations", {})[name] = sum(1 for _ in pool.open()) if pool.is_file() else None
+        if verb == "teacher rollout":
+            stats = rollout_stats(folder / "out.run")
+            settings["rollout"] = {k: stats.get(k) for k in (
+                "prompts", "prompts_done", "samples", "kept", "keep_rate", "prompts_with_kept", "dropped",
+                "mean_sim_kept", "categories", "generation_seconds", "tokens_per_s", "stopped")}
+            settings["kept_rollouts"] = stats.get("kept")
     return {
         "seed": seed,
         "device": quality._device(),
         "arms": arms,
+        "never_call": arm_table(base) if base else None,
         "comparisons": comparisons(arms, tuning, tests),
-        "settings": {
-            "recipe": str(RECIPE.relative_to(ROOT)),
-            "vars": recipe.vars,
-            "control_steps": "RFT's steps" if "control_steps" not in sets else "as set",
-            "args": {name: folders[name][1] for name in ("pool", "rollout", "rft", "control")},
-            "steps": {name: summary(name).get("global_step") for name in TRAINING},
-            "train_seconds": {name: summary(name).get("seconds") for name in TRAINING},
-            "pool_conversations": sum(1 for _ in pool.open()) if pool.is_file() else None,
-            "rollout": {k: stats.get(k) for k in ("prompts", "prompts_done", "samples", "kept", "keep_rate",
-                                                  "prompts_with_kept", "dropped", "mean_sim_kept", "categories",
-                                                  "generation_seconds", "tokens_per_s", "stopped")},
-            "kept_rollouts": stats.get("kept"),
-            "stage_seconds": {name: (_json(folder / "step.json") or {}).get("seconds")
-                              for name, (folder, _) in folders.items()},
-            "stage_status": {name: (_json(folder / "step.json") or {}).get("status")
-                             for name, (folder, _) in folders.items()},
-        },
+        "settings": settings,
         "machine": machine(),
         "versions": versions("torch", "transformers", "trl"),
     }
@@ -264,21 +322,25 @@ def held_out_record(tuning: set[str], limit: int) -> dict:
             "ids": pack_verdicts(kept)}
 
 
-PROTOCOL = ("per seed: BASE = sft-shared3's SFT (its data, seed S); a pool of rollout_prompts training conversations "
-            "(data select --limit, seed S); BASE samples `samples` answers per turn at temperature 1.0, a turn keeps "
-            "its best if Sim-RL is at least min_similarity (1.0: perfect; a turn without a call needs its text's "
-            "ROUGE-L to be 1.0); RFT = 1 epoch of SFT from BASE on the kept samples (2e-5, constant, no warm-up); "
-            "control = the same SFT from BASE on the pool's conversations for RFT's optimizer steps; each scored on "
-            "the held-out BFCL items (eval bfcl --held-out: each category less the tuning subset; all of them, or "
-            "a seeded bfcl_limit per category), strict decoding")
+def protocol(recipe: Path) -> str:
+    """The recipe's protocol in its own words: the comment that opens the file, up to its first example command."""
+    lines = []
+    for line in recipe.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        text = line[1:].strip()
+        if text.startswith("tinytool run"):
+            break
+        lines.append(text)
+    return " ".join(x for x in lines if x)
 
 
-def write(out: Path, runs: Mapping[str, dict], held: dict | None) -> dict:
-    """``calls_vs_control`` of ``out`` with ``runs`` added (a run of the same seed and device replaced), the file's
-    other keys kept."""
+def write(out: Path, runs: Mapping[str, dict], held: dict | None, protocols: Mapping[str, str] | None = None) -> dict:
+    """``calls_vs_control`` of ``out`` with ``runs`` added (a run of the same seed, device and recipe replaced) and
+    the recipes' ``protocols`` (name → text), the file's other keys kept."""
     result = json.loads(out.read_text()) if out.is_file() else {}
     entry = result.setdefault(KEY, {})
-    entry["protocol"] = PROTOCOL
+    entry["protocols"] = {**entry.get("protocols", {}), **(protocols or {})}
     if held is not None:
         entry["held_out"] = held
     entry["runs"] = {**entry.get("runs", {}), **runs}
@@ -289,10 +351,10 @@ def write(out: Path, runs: Mapping[str, dict], held: dict | None) -> dict:
 
 
 def run_key(rec: dict) -> str:
-    return f"s{rec['seed']}-{quality.device_tag(rec)}"
+    return f"{Path(rec['settings']['recipe']).stem}-s{rec['seed']}-{quality.device_tag(rec)}"
 
 
-def _sets(items: list[str], ap: argparse.ArgumentParser) -> dict[str, str]:
+def _sets(recipe: Path, items: list[str], ap: argparse.ArgumentParser) -> dict[str, str]:
     sets = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -301,12 +363,15 @@ def _sets(items: list[str], ap: argparse.ArgumentParser) -> dict[str, str]:
         if key == "seed":
             ap.error("--set seed=…: give the seeds with --seeds")
         sets[key] = value
-    load_recipe(RECIPE, sets)  # an unknown variable is named before anything runs
+    load_recipe(recipe, sets)  # an unknown variable is named before anything runs
     return sets
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--recipe", type=Path, default=RECIPE,
+                    help="the protocol's recipe: stages BASE and the arms train, ARM-bfcl stages scoring them, "
+                         "base-bfcl and control-bfcl among them [default: experiments/calls-rft.yaml]")
     ap.add_argument("--work", type=Path, help="where each seed's run goes (WORK/sSEED) and its log (WORK/sSEED.log)")
     ap.add_argument("--seeds", default="10,11,12", help="comma-separated seeds, one run of the recipe each")
     ap.add_argument("--parallel", action="store_true", help="run the seeds side by side, the cores shared equally")
@@ -314,7 +379,7 @@ def main() -> None:
                                                 "equally with --parallel]")
     ap.add_argument("--batch-size", type=int, help="evaluation batch [default: the recipe's]")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
-                    help="a variable of experiments/calls-rft.yaml (repeatable), e.g. rollout_prompts=800")
+                    help="a variable of the recipe (repeatable), e.g. rollout_prompts=800")
     ap.add_argument("--tuning-limit", type=int, default=TUNING_LIMIT,
                     help="the tuning subset's items per category, left out of every figure")
     ap.add_argument("--no-tests", action="store_true",
@@ -324,7 +389,9 @@ def main() -> None:
     ap.add_argument("--merge", type=Path, action="append", default=[], metavar="FILE",
                     help="add the runs of another machine's result file (its --out) to --out; repeatable")
     args = ap.parse_args()
-    sets = _sets(args.sets, ap)
+    if not args.recipe.is_file():
+        ap.error(f"--recipe {args.recipe}: no such file")
+    sets = _sets(args.recipe, args.sets, ap)
     sets.setdefault("held_out", str(args.tuning_limit))  # the recipe scores only what the figures count
     if args.batch_size is not None:
         sets["batch_size"] = str(args.batch_size)
@@ -351,7 +418,7 @@ def main() -> None:
 
     def job(seed: int) -> str | None:
         try:
-            run_seed(args.work, seed, sets, threads)
+            run_seed(args.recipe, args.work, seed, sets, threads)
         except Exception as e:  # one seed's failure leaves the others running; reported below
             return f"seed {seed}: {e} (see {args.work / f's{seed}.log'})"
         return None
@@ -365,14 +432,15 @@ def main() -> None:
     tuning = tuning_ids(args.tuning_limit)
     runs = {}
     for seed in seeds:
-        rec = seed_record(args.work, seed, sets, tuning, not args.no_tests)
+        rec = seed_record(args.recipe, args.work, seed, sets, tuning, not args.no_tests)
         runs[run_key(rec)] = rec
-        vs = rec["comparisons"].get("rft_vs_control")
-        print(json.dumps({"seed": seed, "arms": sorted(rec["arms"]), "kept_rollouts": rec["settings"]["kept_rollouts"],
+        print(json.dumps({"seed": seed, "arms": {a: r["held_out"].get("overall") for a, r in rec["arms"].items()},
                           "steps": rec["settings"]["steps"],
-                          **({"rft_vs_control": vs["delta"], "p_ast": vs.get("p_ast"),
-                              "p_irrelevance": vs.get("p_irrelevance")} if vs else {})}), flush=True)
-    entry = write(args.out, runs, held_out_record(tuning, args.tuning_limit))
+                          **{name: {**vs["delta"], **{k: vs[k] for k in ("p_ast", "p_irrelevance") if k in vs}}
+                             for name, vs in rec["comparisons"].items() if name.endswith("_vs_control")}}),
+              flush=True)
+    entry = write(args.out, runs, held_out_record(tuning, args.tuning_limit),
+                  {args.recipe.stem: protocol(args.recipe)})
     print(f"wrote {args.out} ({KEY}: {len(entry['runs'])} runs)")
     if failed:
         raise SystemExit("\n".join(failed))

@@ -17,10 +17,12 @@ given (then each job is stopped as on Ctrl-C, and the same command resumes it); 
 merged here with ``quality.py --merge``. With ``$OUT`` set it also packs the result files, the logs and each
 job's BFCL run into ``$OUT/res.tgz``.
 
-``--driver calls --seeds 10,11,12`` makes a kit whose ``run.sh`` runs ``calls.py`` instead (RFT against its
-control, the seeds side by side, paired tests left to ``calls.py --merge W/calls.json`` here):
+``--driver calls --seeds 10,11,12`` makes a kit whose ``run.sh`` runs ``calls.py`` instead (a calls recipe's
+arms against their control, the seeds side by side, paired tests left to ``calls.py --merge W/calls.json`` here);
+``run.sh``'s arguments after the seconds go to ``calls.py``:
 
     .venv/bin/python benchmarks/offline_kit.py --out .kit --driver calls --seeds 10,11,12
+    bash .kit/b/run.sh W 540 --recipe experiments/calls-rl.yaml --set bfcl_limit=40     # on the machine
 """
 
 from __future__ import annotations
@@ -163,7 +165,7 @@ CALLS_LAUNCH = """timeout -s INT "$limit" $py benchmarks/calls.py --seeds {seeds
 tail -n 12 "$work/calls.log"
 """.rstrip()
 CALLS_RESULTS = ("*.json *.log s*/recipe.json s*/*/step.json s*/*-bfcl/out/summary.json s*/*-bfcl/out/results.jsonl "
-                 "s*/*-rollout/out.run/stats.json s*/*/out/sft_summary.json")
+                 "s*/*-rollout/out.run/stats.json s*/*/out/*_summary.json s*/*/out.jsonl")
 
 
 def render_run(model_wheel: str, sha: str, parts: Sequence[Path], bfcl_wheel: str,

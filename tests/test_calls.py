@@ -75,7 +75,8 @@ def run(calls, seed: int, deltas: dict[str, float], device: str = "cuda: NVIDIA 
     arm = {"held_out": {"non_live_ast_avg": 0.4, "irrelevance_strict": 0.7}}
     return {"seed": seed, "device": device, "arms": {"control": arm, "rft": arm},
             "comparisons": {"rft_vs_control": {"delta": {"non_live_ast_avg": deltas[seed], "simple_python": 0.0}}},
-            "settings": {"vars": {"seed": seed, "rollout_prompts": 1500, **variables}}}
+            "settings": {"recipe": "experiments/calls-rft.yaml",
+                         "vars": {"seed": seed, "rollout_prompts": 1500, **variables}}}
 
 
 def test_across_seeds_spreads_each_change_over_the_runs_of_one_device_and_setting(calls):
@@ -89,8 +90,8 @@ def test_across_seeds_spreads_each_change_over_the_runs_of_one_device_and_settin
     ast = main["changes"]["rft_vs_control"]["non_live_ast_avg"]
     assert ast["mean"] == pytest.approx(0.05) and (ast["min"], ast["max"]) == (0.02, 0.09)
     assert ast["std"] == pytest.approx(0.0361, abs=1e-4) and ast["values"] == [0.02, 0.04, 0.09]
-    assert main["changes"]["rft_vs_base"] == {}  # no run has its arms
-    assert main["arms"]["rft"]["irrelevance_strict"]["mean"] == 0.7 and main["arms"]["base"] == {}
+    assert "rft_vs_base" not in main["changes"]  # no run has its arms
+    assert main["arms"]["rft"]["irrelevance_strict"]["mean"] == 0.7 and "base" not in main["arms"]
     lone = next(g for g in groups if g["device"].startswith("cpu"))
     assert lone["changes"]["rft_vs_control"]["non_live_ast_avg"]["std"] is None
 
@@ -116,7 +117,8 @@ def test_the_recipe_loads_with_every_variable_the_benchmark_sets(calls):
                                    "batch_size": "64", "control_steps": "5", "n": "300"})
     names = [s.name for s in r.stages]
     assert names[:6] == ["data", "base", "pool", "rollout", "rft", "control"]
-    assert {f"{a}-bfcl" for a in calls.ARMS} <= set(names)
+    assert calls.arms_of(calls.RECIPE) == ("base", "control", "rft")
+    assert calls.steps_from_rft(calls.RECIPE, {}) and not calls.steps_from_rft(calls.RECIPE, {"control_steps": "5"})
     rft, control = r.stage("rft").args, r.stage("control").args
     # the arms differ only in their data and the control's steps
     assert {k for k in rft if rft[k] != control[k]} == {"data", "max_steps"}
@@ -134,3 +136,41 @@ def test_a_stopped_rollout_counts_the_prompts_its_progress_holds(calls, tmp_path
     assert stats["generation_seconds"] == 6.0
     (run / "stats.json").write_text('{"kept": 7}')
     assert calls.rollout_stats(run) == {"kept": 7}
+
+
+def test_the_rl_recipe_runs_the_shipped_rl_stage_against_a_control_of_its_no_call_share(calls):
+    from tinytool.recipes.recipe import load_recipe
+
+    recipe = calls.ROOT / "experiments" / "calls-rl.yaml"
+    r = load_recipe(recipe, {"seed": "11", "bfcl_limit": "2", "batch_size": "64"})
+    assert calls.arms_of(recipe) == ("base", "control", "rl") and not calls.steps_from_rft(recipe, {})
+    assert list(calls.comparisons_of(calls.arms_of(recipe))) == ["rl_vs_control", "rl_vs_base", "control_vs_base"]
+    # the RL stage sets no training option of its own: it runs tinytool rl's defaults (the measured arm)
+    assert set(r.stage("rl").args) == {"model", "data", "format", "max_steps", "output_dir", "save_steps", "seed"}
+    decline, call = r.stage("pool-decline").args, r.stage("pool-call").args
+    assert decline["limit"] == call["limit"] and not set(decline["category"]) & set(call["category"])
+    control = r.stage("control").args
+    assert control["max_steps"] == "{control_steps}" and decline["limit"] == "{pool_half}"
+    assert int(r.vars["control_steps"]) * 4 == 2 * int(r.vars["pool_half"])  # one epoch of the pool, four a step
+    # BASE is calls-rft's BASE: the same data and training stages
+    rft = load_recipe(calls.RECIPE, {"seed": "11"})
+    assert r.stage("base").args == rft.stage("base").args and r.stage("data").args == rft.stage("data").args
+    assert "rl" in calls.protocol(recipe) and "tinytool run" not in calls.protocol(recipe)
+
+
+def test_an_arm_stopped_part_way_counts_the_items_it_scored(calls, tmp_path):
+    assert calls.scored(tmp_path) is None
+    rows = [{"id": f"simple_python_{k}", "category": "simple_python", "valid": k == 0, "valid_strict": k == 0}
+            for k in range(3)]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"id": "simple_py')
+    items, finished = calls.scored(tmp_path)
+    assert not finished and items == {"simple_python_0": ("simple_python", True),
+                                      "simple_python_1": ("simple_python", False),
+                                      "simple_python_2": ("simple_python", False)}
+
+
+def test_the_never_call_baseline_fails_every_call_and_passes_every_irrelevance_item(calls):
+    nothing = calls.never_call(set())
+    table = calls.arm_table(nothing)
+    assert table["non_live_ast_avg"] == 0.0 and table["irrelevance_strict"] == 1.0 and table["overall"] == 0.5
+    assert table["n_per_category"]["simple_python"] == 400 and table["n_per_category"]["irrelevance"] == 240
