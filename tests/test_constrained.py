@@ -22,6 +22,7 @@ from tinytool.llm.constrain import (
     LarkConstraint,
     ToolConstraint,
     check,
+    grammar_bank,
     tool_constraint,
 )
 from tinytool.llm.hf import HFClient
@@ -115,7 +116,7 @@ def test_required_output_always_parses_and_validates(client, tools, fmt, seed):
     think = _think(pf)
     prompt = chat_request(pf, _conv(tools), client.tokenizer).prompt + think
     requests = [Request([], prompt=prompt, seed=seed + k,
-                        constraint=tool_constraint(tools, pf, "required", prefix=think)) for k in range(2)]
+                        rules={"constraint": tool_constraint(tools, pf, "required", prefix=think)}) for k in range(2)]
     outs = client.generate(requests, GenerationConfig(max_new_tokens=300, temperature=1.0, seed=seed))
     finished = [c for (c,) in outs if c.finish_reason == "stop"]
     # a row the token budget cuts (a random model may go on adding parallel calls) cannot be checked: a grammar
@@ -136,8 +137,8 @@ def test_auto_a_call_once_opened_validates(client, tools, fmt, seed):
     conv = _conv(tools)
     opened = pf.call_prefix()  # the start of a call (after an empty reasoning block where the format has one)
     base = chat_request(pf, conv, client.tokenizer).prompt
-    forced = Request([], prompt=base + opened, constraint=tool_constraint(tools, pf, "auto", prefix=opened))
-    free = Request([], prompt=base, constraint=tool_constraint(tools, pf, "auto"))
+    forced = Request([], prompt=base + opened, rules={"constraint": tool_constraint(tools, pf, "auto", prefix=opened)})
+    free = Request([], prompt=base, rules={"constraint": tool_constraint(tools, pf, "auto")})
     gen = GenerationConfig(max_new_tokens=800, temperature=1.0, seed=seed)
     (forced_out,), (free_out,) = client.generate([forced, free], gen)
     assume(forced_out.finish_reason == "stop")  # a call the token budget cuts cannot be checked
@@ -159,8 +160,8 @@ def test_free_decoding_of_the_same_model_mostly_fails(client):
     free = client.generate([Request([], prompt=prompt, seed=s) for s in range(8)], gen)
     valid = [bool(_valid_calls("hermes-nothink", pf.call_prefix() + c.text, tools)) for (c,) in free]
     assert sum(valid) <= 2
-    held = client.generate([Request([], prompt=prompt, seed=s, constraint=tool_constraint(
-        tools, pf, "required", prefix=pf.call_prefix())) for s in range(8)], GenerationConfig(
+    held = client.generate([Request([], prompt=prompt, seed=s, rules={"constraint": tool_constraint(
+        tools, pf, "required", prefix=pf.call_prefix())}) for s in range(8)], GenerationConfig(
         max_new_tokens=300, temperature=1.0, seed=0))
     for (c,) in held:
         assert _valid_calls("hermes-nothink", pf.call_prefix() + c.text, tools), c.text
@@ -177,7 +178,7 @@ def test_a_grammar_that_allows_everything_changes_nothing(tok, continuous):
                "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "a b c d"]
     gen = GenerationConfig(max_new_tokens=24)
     free = client.generate([Request([], prompt=p) for p in prompts], gen)
-    held = client.generate([Request([], prompt=p, constraint=anything if i % 2 == 0 else None)
+    held = client.generate([Request([], prompt=p, rules={"constraint": anything if i % 2 == 0 else None})
                             for i, p in enumerate(prompts)], gen)
     assert [c[0].meta["token_ids"] for c in held] == [c[0].meta["token_ids"] for c in free]
 
@@ -194,7 +195,7 @@ def test_masking_only_refused_rows_gives_the_tokens_of_masking_every_row(tok, mo
     pf = get_format("hermes-nothink")
     prefix = pf.call_prefix() if mode == "required" else ""
     base = chat_request(pf, _conv(tools), tok).prompt + prefix
-    requests = [Request([], prompt=base + " " * k, constraint=tool_constraint(tools, pf, mode, prefix=prefix))
+    requests = [Request([], prompt=base + " " * k, rules={"constraint": tool_constraint(tools, pf, mode, prefix=prefix)})
                 for k in range(3)] + [Request([], prompt="free text here")]
     lazy = client.generate(requests, GenerationConfig(max_new_tokens=60))
     eager = client.generate(requests, GenerationConfig(max_new_tokens=60, entropy=True))
@@ -211,7 +212,7 @@ def test_named_and_required_in_the_padded_fallback(tok):
              Tool("b", "", {"type": "object", "properties": {}})]
     pf = get_format("hermes-nothink")
     named = Request([], prompt=chat_request(pf, _conv(tools), tok).prompt,
-                    constraint=tool_constraint(tools, pf, "named", "a"))
+                    rules={"constraint": tool_constraint(tools, pf, "named", "a")})
     required = chat_request(pf, _conv(tools), tok, constrain="required")
     outs = client.generate([named, required, Request([], prompt="free")],
                            GenerationConfig(max_new_tokens=200, temperature=1.0, seed=3))
@@ -227,7 +228,7 @@ def test_python_format_constrains_names_and_keywords(client):
     pf = get_format("python")
     c = tool_constraint(tools, pf, "required", prefix="[")  # the list opened: no reasoning first
     outs = client.generate([Request([], prompt=chat_request(pf, _conv(tools), client.tokenizer).prompt + "[",
-                                    constraint=c, seed=s) for s in range(4)],
+                                    rules={"constraint": c}, seed=s) for s in range(4)],
                            GenerationConfig(max_new_tokens=300, temperature=1.0))
     for (o,) in outs:
         assert o.text.startswith(("math.hypot(", "noop()")), o.text
@@ -241,7 +242,7 @@ def test_python_format_constrains_names_and_keywords(client):
 
 def test_grammars_are_compiled_once_per_tool_set(client):
     tools = [Tool("f", "", {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"]})]
-    bank = client.grammars()
+    bank = grammar_bank(client)
     before = bank.compiled
     pf = get_format("hermes-nothink")
     for _ in range(3):
@@ -275,7 +276,7 @@ def test_http_backends_refuse_a_constraint():
 
     c = OpenAIClient("http://127.0.0.1:9/v1", "m")
     with pytest.raises(ConstraintError, match="local engine only"):
-        c.generate([Request([{"role": "user", "content": "x"}], constraint=LarkConstraint(text="start: \"a\""))],
+        c.generate([Request([{"role": "user", "content": "x"}], rules={"constraint": LarkConstraint(text="start: \"a\"")})],
                    GenerationConfig())
 
 
@@ -295,14 +296,14 @@ def test_eval_bfcl_and_demo_constrained_are_marked_so(tmp_path, client):
                             limit=2, max_new_tokens=16, batch_size=4, constrained=True)
         s = run_bfcl(cfg, tmp_path / "bfcl", client, progress=False)
         assert s["constrained"] is True and s["unconstrained"] == []
-        assert seen and all(isinstance(r.constraint, ToolConstraint) and r.constraint.mode == "auto" for r in seen)
+        assert seen and all(isinstance(r.rules["constraint"], ToolConstraint) and r.rules["constraint"].mode == "auto" for r in seen)
         assert load_run(tmp_path / "bfcl").label.endswith("(constrained)")
         write_demo(12, 3, tmp_path / "demo", dev_fraction=0.5)
         seen.clear()
         d = run_demo_eval("tiny", tmp_path / "demo" / "dev.jsonl", tmp_path / "demo-run", client, fmt="hermes-nothink",
                           limit=3, max_new_tokens=16, progress=False, constrained=True)
         assert d["constrained"] is True and len(seen) == 3
-        assert all(r.constraint is not None for r in seen)
+        assert all(r.rules["constraint"] is not None for r in seen)
     finally:
         del client.generate
 

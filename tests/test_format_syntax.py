@@ -82,7 +82,7 @@ def test_the_grammar_follows_a_format_it_was_not_written_for():
     client = HFClient(tiny_model(tok, layers=2, seed=5), tok, batch_size=4, prefix_cache_mb=0)
     conv = Conversation([Message("user", "Weather for 7 days.")], [LOOKUP])
     prompt = chat_request(fmt, conv, tok).prompt
-    outs = client.generate([Request([], prompt=prompt, constraint=tool_constraint([LOOKUP], fmt, "required"), seed=s)
+    outs = client.generate([Request([], prompt=prompt, rules={"constraint": tool_constraint([LOOKUP], fmt, "required")}, seed=s)
                             for s in range(3)], GenerationConfig(max_new_tokens=80, temperature=1.0))
     finished = [o for (o,) in outs if o.finish_reason == "stop"]
     assert finished
@@ -133,6 +133,6 @@ def test_the_guard_format_is_checked_once_on_the_eval_bfcl_path(tmp_path, monkey
     client = ScriptedClient(lambda request, i: seen.append(request) or "no call")
     cfg = BFCLRunConfig(model="m", format="hermes-nothink", categories=["simple_python"], limit=3, value_guard=True)
     run_bfcl(cfg, tmp_path / "run", client, progress=False)
-    assert len(calls) == 1 and len(seen) == 3 and all(r.guard is not None for r in seen)
+    assert len(calls) == 1 and len(seen) == 3 and all(r.rules["guard"] is not None for r in seen)
     with pytest.raises(Exception, match="value guard"):
         BFCLRunConfig(model="m", format="python", value_guard=True)

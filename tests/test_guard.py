@@ -177,9 +177,9 @@ def test_the_engine_keeps_a_call_open_until_the_stated_value_is_written(continuo
     constraint = tool_constraint([tool], HERMES, "required", parallel=False)
     guard = _guard("Weather for 7 days.", [tool])
     config = GenerationConfig(max_new_tokens=80, temperature=1.0)
-    guarded = client.generate([Request([], prompt=prompt, constraint=constraint, guard=guard, seed=s)
+    guarded = client.generate([Request([], prompt=prompt, rules={"constraint": constraint, "guard": guard}, seed=s)
                                for s in range(6)], config)
-    free = client.generate([Request([], prompt=prompt, constraint=constraint, seed=s) for s in range(6)], config)
+    free = client.generate([Request([], prompt=prompt, rules={"constraint": constraint}, seed=s) for s in range(6)], config)
     finished = 0
     for (o,) in guarded:
         if o.finish_reason != "stop":
@@ -216,17 +216,17 @@ def test_eval_bfcl_and_demo_under_the_guard_are_marked_so(tmp_path):
                         max_new_tokens=8, batch_size=4, value_guard=True)
     s = run_bfcl(cfg, tmp_path / "bfcl", client, progress=False)
     assert s["value_guard"] is True and len(seen) == 2
-    assert all(isinstance(r.guard, ValueGuard) and r.guard.params for r in seen)
-    assert any(r.guard.numbers for r in seen)
+    assert all(isinstance(r.rules["guard"], ValueGuard) and r.rules["guard"].params for r in seen)
+    assert any(r.rules["guard"].numbers for r in seen)
     assert load_run(tmp_path / "bfcl").label.endswith("(value guard)")
     write_demo(12, 3, tmp_path / "demo", dev_fraction=0.5)
     seen.clear()
     d = run_demo_eval("tiny", tmp_path / "demo" / "dev.jsonl", tmp_path / "demo-run", client, fmt="hermes-nothink",
                       limit=3, max_new_tokens=8, progress=False, value_guard=True)
-    assert d["value_guard"] is True and len(seen) == 3 and all(r.guard is not None for r in seen)
+    assert d["value_guard"] is True and len(seen) == 3 and all(r.rules["guard"] is not None for r in seen)
     with pytest.raises(ConstraintError, match="local engine only"):
         OpenAIClient("http://127.0.0.1:9/v1", "m").generate(
-            [Request([{"role": "user", "content": "x"}], guard=seen[0].guard)], GenerationConfig())
+            [Request([{"role": "user", "content": "x"}], rules={"guard": seen[0].rules["guard"]})], GenerationConfig())
 
 
 def test_asking_for_the_guard_in_a_format_it_cannot_read_is_an_error_that_says_which(tmp_path):

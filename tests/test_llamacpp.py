@@ -66,7 +66,7 @@ def test_the_client_refuses_what_it_cannot_do(tiny_gguf, root):
     client = get_client(f"llamacpp:{tiny_gguf[1]}", threads=1)
     assert isinstance(client, LlamaCppClient) and client.describe()["threads"] == 1
     with pytest.raises(TinytoolError, match="local engine only"):
-        client.generate([Request(messages=[{"role": "user", "content": "x"}], constraint=object())],
+        client.generate([Request(messages=[{"role": "user", "content": "x"}], rules={"constraint": object()})],
                         GenerationConfig(max_new_tokens=4))
     hi = [Request(messages=[{"role": "user", "content": "hi"}])]
     sampled = GenerationConfig(max_new_tokens=5, n=2, temperature=1.0, seed=3)

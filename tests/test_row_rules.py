@@ -1,6 +1,6 @@
 """Per-row decoding rules (`tinytool.llm.rules`): a rule registered through the one registration point, written
-here, is applied by continuous batching, by the padded fallback and by the server's stream, with no change to the
-engine."""
+here, is applied by continuous batching, by the padded fallback and by the server's stream to the requests that name
+it in their ``rules``, with no change to the engine."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from tinytool.formats import get_format
 from tinytool.llm.base import GenerationConfig, Request
 from tinytool.llm.hf import HFClient
-from tinytool.llm.rules import RowRule, Rules, register, registered, unregister
+from tinytool.llm.rules import RowRule, Rules, asked, register, registered, unregister
 from tinytool.models.loading import load_tokenizer
 from tinytool.models.students import tiny_model
 
@@ -23,14 +23,10 @@ PROMPTS = ["<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\n"
 
 
 class Forbid(RowRule):
-    """A toy rule: every row of every request may never take ``Forbid.token``; a finished text says it was kept."""
+    """A toy rule: a row whose request asks ``{"forbid": token}`` never takes that token; a finished text says it was
+    kept."""
 
     name = "forbid"
-    token: int | None = None
-
-    @classmethod
-    def asked(cls, request):
-        return cls.token
 
     @classmethod
     def finish(cls, spec, text):
@@ -53,7 +49,6 @@ def forbid():
     register(Forbid)
     yield Forbid
     unregister(Forbid)
-    Forbid.token = None
 
 
 def _tokens(outs):
@@ -63,15 +58,14 @@ def _tokens(outs):
 @pytest.mark.parametrize("continuous", [True, False])
 def test_a_registered_rule_is_applied_by_both_decode_paths(tok, forbid, continuous):
     client = HFClient(tiny_model(tok, layers=1, seed=3), tok, batch_size=2, prefix_cache_mb=0, continuous=continuous)
-    requests = [Request([], prompt=p) for p in PROMPTS]
     config = GenerationConfig(max_new_tokens=12)
-    free = client.generate(requests, config)
-    forbid.token = Counter(t for ids in _tokens(free) for t in ids).most_common(1)[0][0]
-    ruled = client.generate(requests, config)
-    assert all(forbid.token not in ids for ids in _tokens(ruled))
+    free = client.generate([Request([], prompt=p) for p in PROMPTS], config)
+    token = Counter(t for ids in _tokens(free) for t in ids).most_common(1)[0][0]
+    ruled = client.generate([Request([], prompt=p, rules={"forbid": token}) for p in PROMPTS], config)
+    assert all(token not in ids for ids in _tokens(ruled))
     assert _tokens(ruled) != _tokens(free)
     assert all(c.text.endswith(" [kept]") for (c,) in ruled)
-    assert registered()[-1] is Forbid and [r.name for r in registered()[:2]] == ["constraint", "guard"]
+    assert registered()[-1] is Forbid
 
 
 def test_a_registered_rule_is_applied_by_the_stream(tok, forbid):
@@ -82,23 +76,26 @@ def test_a_registered_rule_is_applied_by_the_stream(tok, forbid):
     client = HFClient(tiny_model(tok, layers=1, seed=3), tok, batch_size=2, prefix_cache_mb=0)
     engine = Engine(client, get_format("hermes-nothink"), "tiny", max_tokens=12)
     try:
-        def streamed():
+        def streamed(token=None):
             job = engine.job(ChatRequest.model_validate({"messages": [{"role": "user", "content": "Say hi."}]}))
+            if token is not None:
+                job.rules["forbid"] = token
             "".join(engine.stream(job))
             return job.future.result()
 
         free = streamed()
-        forbid.token = Counter(free.meta["token_ids"]).most_common(1)[0][0]
-        ruled = streamed()
-        assert forbid.token not in ruled.meta["token_ids"] and ruled.meta["token_ids"] != free.meta["token_ids"]
+        token = Counter(free.meta["token_ids"]).most_common(1)[0][0]
+        ruled = streamed(token)
+        assert token not in ruled.meta["token_ids"] and ruled.meta["token_ids"] != free.meta["token_ids"]
         assert ruled.text.endswith(" [kept]")
     finally:
         engine.close()
 
 
-def test_rules_mask_in_registration_order_and_only_where_asked(tok, forbid):
+def test_rules_mask_in_order_and_only_where_asked(tok, forbid):
     """`Rules` makes only the rules some row asks for, starts each row under what it asks, and a rule's name is
-    taken once."""
+    taken once; rules mask in their ``order`` (the grammar before the guard), and a request that names no registered
+    rule is an error that lists the registered ones."""
     client = HFClient(tiny_model(tok, layers=1, seed=3), tok, batch_size=2)
     rules = Rules(client, 2, [{"forbid": 5}, {}])
     assert [type(r) for r in rules.rules] == [Forbid] and not rules.lazy
@@ -111,3 +108,10 @@ def test_rules_mask_in_registration_order_and_only_where_asked(tok, forbid):
     assert not Rules(client, 2, [{}, {}])
     with pytest.raises(ValueError, match="registered already"):
         register(Forbid)
+    from tinytool.llm.constrain import RowMasks
+    from tinytool.llm.guard import GuardRows
+
+    assert [r for r in registered() if r in (RowMasks, GuardRows, Forbid)] == [RowMasks, GuardRows, Forbid]
+    with pytest.raises(ValueError, match="'fobid'.*forbid"):
+        asked(Request([], prompt="x", rules={"fobid": 5}))
+    assert asked(Request([], prompt="x", rules={"forbid": None, "guard": None})) == {}

@@ -329,7 +329,7 @@ def test_a_generate_only_client_is_served(generated):
     assert r.choices[0].finish_reason == "tool_calls" and r.choices[0].message.content is None
     assert call.function.name == "get_weather" and json.loads(call.function.arguments) == {"city": "Oslo"}
     (sent,) = script.calls[-1]
-    assert sent.prompt.endswith("<|im_start|>assistant\n") and sent.constraint is None and sent.guard is None
+    assert sent.prompt.endswith("<|im_start|>assistant\n") and not sent.rules
 
 
 def test_a_generate_only_client_streams_its_answer_as_one_piece(generated):

@@ -144,18 +144,18 @@ def test_which_requests_are_constrained_and_how():
         def job(engine, **body):
             return engine.job(ChatRequest.model_validate({"messages": ASK, **body}))
 
-        assert job(plain, tools=[FORECAST, CLOCK]).constraint is None
-        assert job(plain, tools=[FORECAST], tool_choice="none").constraint is None
+        assert job(plain, tools=[FORECAST, CLOCK]).rules.get("constraint") is None
+        assert job(plain, tools=[FORECAST], tool_choice="none").rules.get("constraint") is None
         req = job(plain, tools=[FORECAST, CLOCK], tool_choice="required")
-        assert req.constraint.mode == "required" and req.constraint.prefix == req.prefix != ""
+        assert req.rules["constraint"].mode == "required" and req.rules["constraint"].prefix == req.prefix != ""
         named = job(plain, tools=[FORECAST, CLOCK], tool_choice={"type": "function", "function": {"name": "clock"}})
-        assert named.constraint.mode == "named" and named.constraint.name == "clock"
-        auto = job(plain, tools=[_strict(FORECAST), CLOCK]).constraint
+        assert named.rules["constraint"].mode == "named" and named.rules["constraint"].name == "clock"
+        auto = job(plain, tools=[_strict(FORECAST), CLOCK]).rules["constraint"]
         assert auto.mode == "auto" and auto.prefix == ""
         assert {t.name: t.parameters for t in auto.tools} == {"forecast": PARAMS, "clock": {"type": "object"}}
-        everything = job(strict, tools=[FORECAST, CLOCK]).constraint
+        everything = job(strict, tools=[FORECAST, CLOCK]).rules["constraint"]
         assert {t.name: t.parameters for t in everything.tools} == SCHEMAS
-        assert job(plain, tools=[FORECAST], tool_choice="required", parallel_tool_calls=False).constraint.single
+        assert job(plain, tools=[FORECAST], tool_choice="required", parallel_tool_calls=False).rules["constraint"].single
     finally:
         plain.close()
         strict.close()
@@ -173,7 +173,7 @@ def test_a_forced_answer_holds_a_bounded_number_of_calls():
     engine = Engine(Scripted(tok), get_format("hermes-nothink"), "m")
     try:
         def most(**body):
-            return engine.job(ChatRequest.model_validate({"messages": ASK, **body})).constraint.most
+            return engine.job(ChatRequest.model_validate({"messages": ASK, **body})).rules["constraint"].most
 
         assert most(tools=[FORECAST, CLOCK], tool_choice="required") == 2 * CALLS_PER_TOOL
         assert most(tools=[FORECAST], tool_choice="required") == CALLS_PER_TOOL > 1
@@ -205,7 +205,7 @@ def test_recursive_schemas_are_served_under_every_kind_of_choice():
                          {"tools": [tree, CLOCK], "tool_choice": "required"},
                          {"tools": [tree, CLOCK], "tool_choice": {"type": "function", "function": {"name": "tree"}}}):
                 job = engine.job(ChatRequest.model_validate({"messages": ASK, **body}))
-                assert job.constraint is not None
+                assert job.rules["constraint"] is not None
     finally:
         engine.close()
 

@@ -162,7 +162,8 @@ def item_request(item: BFCLItem, fmt: PromptFormat, constrained: bool = False,
     conv = item_conversation(item)
     constraint, why = auto_constraint(conv.tools, fmt) if constrained else (None, None)
     guard = conversation_guard(conv, fmt) if guarded else None
-    return Request(messages=fmt.to_chat(conv), constraint=constraint, guard=guard, call_format=fmt), why
+    rules = {k: v for k, v in (("constraint", constraint), ("guard", guard)) if v is not None}
+    return Request(messages=fmt.to_chat(conv), rules=rules, call_format=fmt), why
 
 
 def decode(fmt: PromptFormat, text: str) -> tuple[list[dict] | None, list[str]]:

@@ -145,9 +145,9 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
             batch = todo[start:start + batch_size * CALL_BATCHES]
             bar.update(description=f"demo {start + 1}-{start + len(batch)}/{len(todo)}: generating")
             t0 = time.perf_counter()
-            outs = client.generate([Request(messages=pf.to_chat(p), constraint=auto_constraint(p.tools, pf)[0]
-                                            if constrained else None,
-                                            guard=conversation_guard(p, pf) if value_guard else None, call_format=pf)
+            outs = client.generate([Request(messages=pf.to_chat(p), rules={
+                "constraint": auto_constraint(p.tools, pf)[0] if constrained else None,
+                "guard": conversation_guard(p, pf) if value_guard else None}, call_format=pf)
                                     for _, p, _ in batch], gen)
             share = (time.perf_counter() - t0) / len(batch)
             append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}

@@ -323,7 +323,7 @@ def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: str | PromptFor
         if not active:
             break
         requests = [Request(messages=fmt.to_chat(d.conv),
-                            constraint=auto_constraint(d.conv.tools, fmt)[0] if constrained else None,
+                            rules={"constraint": auto_constraint(d.conv.tools, fmt)[0] if constrained else None},
                             call_format=fmt)
                     for d in active]
         outputs = client.generate(requests, config)

@@ -55,11 +55,11 @@ class Request:
     should render them natively. ``prompt`` is the fully rendered prompt text; local backends use it
     as is when given, HTTP backends always send ``messages``. ``seed``, when set, samples this
     request with its own seed instead of ``GenerationConfig.seed``, so its completions do not depend
-    on which other requests share the call. ``constraint`` (a `tinytool.llm.constrain.Constraint`, e.g. a
-    `ToolConstraint` of the offered tools) restricts every token of this request's completions to its grammar;
-    only the local engine (`tinytool.llm.hf.HFClient`) applies one, other backends refuse it. ``guard`` (a
-    `tinytool.llm.guard.ValueGuard`) keeps a call open while the request states a value no call holds yet and
-    ends the turn at a repeated call; like ``constraint``, only the local engine applies it. ``call_format`` (a
+    on which other requests share the call. ``rules``: the decoding rules this request's rows keep to, by rule
+    name (`tinytool.llm.rules`): ``"constraint"`` (a `tinytool.llm.constrain.Constraint`, e.g. a `ToolConstraint`
+    of the offered tools) restricts every token to its grammar, ``"guard"`` (a `tinytool.llm.guard.ValueGuard`)
+    keeps a call open while the request states a value no call holds yet and ends the turn at a repeated call;
+    only the local engine (`tinytool.llm.hf.HFClient`) applies rules, other backends refuse them. ``call_format`` (a
     `tinytool.formats.PromptFormat`): the format the caller reads the completions with; a backend whose server
     returns calls structured (OpenAI ``tool_calls``) writes them in its syntax (Hermes blocks when unset)."""
 
@@ -67,8 +67,7 @@ class Request:
     tools: list[dict[str, Any]] | None = None
     prompt: str | None = None
     seed: int | None = None
-    constraint: Any = None
-    guard: Any = None
+    rules: dict[str, Any] = field(default_factory=dict)
     call_format: Any = None
 
 
@@ -149,5 +148,5 @@ def chat_request(fmt: PromptFormat, conv: Any, tokenizer: Any = None, seed: int 
     messages = fmt.to_chat(conv, native_tools=native)
     tools = [t.to_dict() for t in conv.tools] if native else None
     return Request(messages=messages, tools=tools, prompt=fmt.render(conv, tokenizer).prompt, seed=seed,
-                   constraint=constraint, call_format=fmt)
+                   rules={"constraint": constraint} if constraint is not None else {}, call_format=fmt)
 

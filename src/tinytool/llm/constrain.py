@@ -50,7 +50,7 @@ from typing import Any
 
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, CallSyntax, PromptFormat, Tags, formats_with, get_format
-from tinytool.llm.rules import RowRule
+from tinytool.llm.rules import RowRule, asked, register
 from tinytool.schema import Tool
 
 #: the modes of a `ToolConstraint`
@@ -187,13 +187,13 @@ def tool_constraint(tools: list[Tool], fmt: Any, mode: str = "auto", name: str |
                           max_calls=max_calls)
 
 
-def auto_constraint(tools: list[Tool], fmt: Any) -> tuple[ToolConstraint | None, str | None]:
-    """The ``auto`` constraint of ``tools`` in ``fmt`` for an evaluation that goes on whatever one item's tools
-    are: ``(constraint, None)``, or ``(None, why)`` when there are no tools or their schemas cannot be compiled
-    (then the item is decoded free, and ``why`` says so)."""
+def auto_constraint(tools: list[Tool], fmt: Any, prefix: str = "") -> tuple[ToolConstraint | None, str | None]:
+    """The ``auto`` constraint of ``tools`` in ``fmt`` (the answer starting with ``prefix``) for an evaluation that
+    goes on whatever one item's tools are: ``(constraint, None)``, or ``(None, why)`` when there are no tools or
+    their schemas cannot be compiled (then the item is decoded free, and ``why`` says so)."""
     if not tools:
         return None, None
-    constraint = tool_constraint(tools, fmt, "auto")
+    constraint = tool_constraint(tools, fmt, "auto", prefix=prefix)
     try:
         check(constraint)
     except ConstraintError as e:
@@ -567,25 +567,44 @@ class GrammarBank:
         return template.deep_copy()
 
 
+def grammar_bank(client: Any) -> GrammarBank:
+    """The `GrammarBank` of a local client's model and tokenizer (made once per client)."""
+    def make() -> GrammarBank:
+        head = client.model.get_output_embeddings()
+        vocab = head.weight.shape[0] if head is not None else client.model.config.get_text_config().vocab_size
+        return GrammarBank(client.tokenizer, max(vocab, len(client.tokenizer)), client.eos_ids)
+
+    return client.memo("grammars", make)
+
+
+@register
 class RowMasks(RowRule):
-    """The grammar as a row rule (`tinytool.llm.rules`): what a request asks is its ``constraint``, a row's state
+    """The grammar as a row rule (`tinytool.llm.rules`): what a request asks is its ``rules["constraint"]``, a row's state
     is a matcher of it (None: free), the step's masks are computed for all constrained rows at once, applied to the
     logits in place, and every row's sampled token is fed back."""
 
     name = "constraint"
+    order = 0
     lazy = True
+    switch = "constrained"
+    note = "unconstrained"
 
     def __init__(self, client: Any, rows: int):
         super().__init__(client, rows)
-        self.bank: GrammarBank = client.grammars()
+        self.bank = grammar_bank(client)
         self.words = (self.bank.vocab + 31) // 32
         self._bitmask: Any = None
         self._executor: Any = None
         self._shifts: Any = None
 
     @classmethod
+    def for_conversation(cls, conv: Any, fmt: Any, prefix: str = "") -> tuple[Any, str | None]:
+        """The ``auto`` grammar of the conversation's tools (`auto_constraint`)."""
+        return auto_constraint(conv.tools, fmt, prefix)
+
+    @classmethod
     def prepare(cls, client: Any, spec: Constraint) -> None:
-        client.grammars().matcher(spec)
+        grammar_bank(client).matcher(spec)
 
     @property
     def active(self) -> bool:
@@ -667,13 +686,13 @@ class RowMasks(RowRule):
 
 
 def refuse(requests: list[Any], backend: str) -> None:
-    """Raise `ConstraintError` when any of ``requests`` carries a constraint or a value guard: ``backend`` cannot
-    apply one."""
-    if any(getattr(r, "constraint", None) is not None or getattr(r, "guard", None) is not None for r in requests):
+    """Raise `ConstraintError` when any of ``requests`` asks for a decoding rule (`tinytool.llm.rules`: a grammar,
+    a value guard, ...): ``backend`` cannot apply one."""
+    if any(asked(r) for r in requests):
         raise ConstraintError(f"{backend}: constrained or guarded decoding runs in the local engine only",
                               fix="use a local model (a directory, hub id or the bundled alias), or decode "
                                   "without constraints")
 
 
 __all__ = ["MODES", "Constraint", "ConstraintError", "GrammarBank", "LarkConstraint", "RowMasks",
-           "ToolConstraint", "auto_constraint", "check", "refuse", "strict_schema", "tool_constraint"]
+           "ToolConstraint", "auto_constraint", "check", "grammar_bank", "refuse", "strict_schema", "tool_constraint"]

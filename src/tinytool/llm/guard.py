@@ -37,7 +37,7 @@ from typing import Any
 
 from tinytool.errors import UserInputError
 from tinytool.formats import CallSyntax, formats_with, get_format
-from tinytool.llm.rules import RowRule
+from tinytool.llm.rules import RowRule, register
 from tinytool.schema import Conversation, Tool
 
 # a number as people write it: a sign only where nothing word-like precedes it, thousands separators, decimals
@@ -281,16 +281,29 @@ def apply_guards(rows: list[Any], scores: Any, closers: list[tuple[int, str]], c
     return out
 
 
+@register
 class GuardRows(RowRule):
-    """The value guard as a row rule (`tinytool.llm.rules`): what a request asks is its ``guard``, a row's state is
+    """The value guard as a row rule (`tinytool.llm.rules`): what a request asks is its ``rules["guard"]``, a row's state is
     a `GuardRow` that reads the model's tokens; it masks after the grammar (`apply_guards`), ends a row at a repeated
     call, and cuts a finished text there (`ValueGuard.tidy`)."""
 
     name = "guard"
+    order = 10
+    switch = "value_guard"
+    single_turn = True
 
     def __init__(self, client: Any, rows: int):
         super().__init__(client, rows)
         self.closers, self.commas = client.memo("guard_tokens", lambda: guard_tokens(client.tokenizer))
+
+    @classmethod
+    def check_run(cls, fmt: Any) -> None:
+        check_format(fmt)
+
+    @classmethod
+    def for_conversation(cls, conv: Any, fmt: Any, prefix: str = "") -> tuple[Any, str | None]:
+        """The guard of the conversation's last user message and tools (`conversation_guard`)."""
+        return conversation_guard(conv, fmt, prefix), None
 
     @classmethod
     def finish(cls, spec: ValueGuard, text: str) -> str:

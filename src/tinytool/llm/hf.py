@@ -182,17 +182,6 @@ class HFClient(LLMClient):
             self._memo[key] = make()
         return self._memo[key]
 
-    def grammars(self) -> Any:
-        """The `tinytool.llm.constrain.GrammarBank` of this model's tokenizer (made on first use)."""
-        def make() -> Any:
-            from tinytool.llm.constrain import GrammarBank
-
-            head = self.model.get_output_embeddings()
-            vocab = head.weight.shape[0] if head is not None else self.model.config.get_text_config().vocab_size
-            return GrammarBank(self.tokenizer, max(vocab, len(self.tokenizer)), self.eos_ids)
-
-        return self.memo("grammars", make)
-
     def token_text(self, token: int) -> str:
         """One token's text, special tokens written out (cached)."""
         text = self._texts.get(token)
@@ -280,8 +269,8 @@ class HFClient(LLMClient):
         """`generate` from prompts already tokenized; each completion's ``meta["token_ids"]`` holds the tokens it
         generated (its end-of-turn token included when it stopped there). ``seeds``: per prompt, as
         `Request.seed`; ``asks``: per prompt, what it asks of the decoding rules (`tinytool.llm.rules.asked` of its
-        request: its ``constraint``, compiled before anything decodes so that a schema that does not compile fails
-        the call at once, its ``guard``)."""
+        request's ``rules``, each prepared before anything decodes: a grammar that does not compile fails the call
+        at once)."""
         import torch
 
         for i, ids in enumerate(token_ids):
@@ -368,7 +357,7 @@ class HFClient(LLMClient):
                    request: Any = None) -> Completion:
         """The generated ``tokens`` of a prompt of ``prompt_tokens`` tokens as a `Completion`, read as every decode
         path reads them (text, token count, finish reason), finished by the decoding rules ``request`` asks for
-        (a `Request`, or anything with its rule fields: `tinytool.llm.rules.asked`)."""
+        (a `Request`, or anything with its ``rules``: `tinytool.llm.rules.asked`)."""
         ask = rules.asked(request) if request is not None else {}
         return self._completion(tokens, config, prompt_tokens, None, **ask)
 

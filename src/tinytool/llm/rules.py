@@ -1,16 +1,19 @@
 """Per-row decoding rules: one protocol for whatever keeps each decoded row to what its request asks.
 
-A rule reads what a request asks of it from the request's field of the rule's `RowRule.name` (the tools' grammar,
-`tinytool.llm.constrain`, reads ``Request.constraint``; the value guard, `tinytool.llm.guard`, reads
-``Request.guard``) and keeps a state per row of one decoding run. A row starts under what its request asks
-(`RowRule.start`); at every step the rule masks the tokens the row may not take next (`RowRule.mask`), then
-advances with the token the row took (`RowRule.advance`) and may end the row there (`RowRule.ends`); once the row's
-text is decoded the rule may finish it (`RowRule.finish`). `Rules` is the registered rules a run's requests ask for,
-over its rows, in registration order (a later rule masks after an earlier one: where the grammar allows only what
-the guard refuses, the grammar wins), and it is what the engine calls: continuous batching
-(`tinytool.llm.continuous`), the padded fallback and the server's stream (both through `logits_processor`).
+A request carries its decoding rules as one bag, ``Request.rules``: a rule's name → what the request asks of that
+rule (its options: the tools' grammar, `tinytool.llm.constrain`, takes a ``Constraint``; the value guard,
+`tinytool.llm.guard`, a ``ValueGuard``). Each rule is a `RowRule` that its own module registers here under its name
+(`register`); this module imports none of them. A rule keeps a state per row of one decoding run. A row starts
+under what its request asks (`RowRule.start`); at every step the rule masks the tokens the row may not take next
+(`RowRule.mask`), then advances with the token the row took (`RowRule.advance`) and may end the row there
+(`RowRule.ends`); once the row's text is decoded the rule may finish it (`RowRule.finish`). `Rules` is the
+registered rules a run's requests ask for, over its rows, in their `RowRule.order` (a later rule masks after an
+earlier one: the grammar masks before the guard, so where the grammar allows only what the guard refuses, the
+grammar wins), and it is what the engine calls: continuous batching (`tinytool.llm.continuous`), the padded fallback
+and the server's stream (both through `logits_processor`).
 
-Adding a rule touches the rule and one registration (`register`), not the engine.
+Adding a rule touches its own module and its registration (`register`), not the engine: the decoders apply
+whatever rules a request names.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 #: what a request asks of the registered rules: a rule's name → what the request asks of it (rules it asks nothing
-#: of are left out)
+#: of are left out); a request's ``rules`` is one
 Asked = dict[str, Any]
 
 
@@ -26,16 +29,33 @@ class RowRule:
     """One rule over the rows of one decoding run (a padded batch's rows, or continuous batching's slots): a state
     per row (None: the row is free of this rule), made by `begin` from what the row's request asks."""
 
-    #: the `tinytool.llm.base.Request` field (and `Asked` key) that says what a request asks of this rule
+    #: the key of ``Request.rules`` (and of `Asked`) under which a request says what it asks of this rule
     name: ClassVar[str] = ""
+    #: where this rule masks among the rules a run applies: lower first, equal ones in registration order (the
+    #: grammar, 0, masks before the value guard, 10: where they disagree the grammar wins)
+    order: ClassVar[int] = 100
+    #: the field of `tinytool.llm.switches.RuleSwitches` (a flag of ``eval`` and ``serve``) that asks this rule of
+    #: every request of a run ("": none, requests name the rule themselves)
+    switch: ClassVar[str] = ""
+    #: whether the switch asks this rule of single-turn requests only (not of a multi-turn dialogue's steps)
+    single_turn: ClassVar[bool] = False
+    #: the key under which a switched run records why a request went without this rule (`for_conversation`)
+    note: ClassVar[str] = ""
     #: whether `pick` may stand for `mask` then choosing (the rule can check a chosen token after the fact); the
     #: engine uses it where this rule is the only one and nothing needs the masked distribution itself
     lazy: ClassVar[bool] = False
 
     @classmethod
-    def asked(cls, request: Any) -> Any:
-        """What ``request`` asks of this rule (None: nothing)."""
-        return getattr(request, cls.name, None)
+    def check_run(cls, fmt: Any) -> None:
+        """Called where a run or a server that switches this rule on starts, before a model loads: raise a
+        `tinytool.errors.UserInputError` when the rule cannot serve prompt format ``fmt``."""
+
+    @classmethod
+    def for_conversation(cls, conv: Any, fmt: Any, prefix: str = "") -> tuple[Any, str | None]:
+        """What a run that switches this rule on asks of it for ``conv``'s next answer in ``fmt`` (starting with
+        ``prefix``, already in the prompt): ``(spec, None)``, or ``(None, why)`` when the request goes without it
+        (``why`` None: nothing worth recording)."""
+        return None, None
 
     @classmethod
     def prepare(cls, client: Any, spec: Any) -> None:
@@ -89,18 +109,16 @@ _RULES: list[type[RowRule]] = []
 
 
 def registered() -> tuple[type[RowRule], ...]:
-    """The rules, in the order their masks apply: the tools' grammar, the value guard, then any registered."""
-    if not _RULES:
-        from tinytool.llm.constrain import RowMasks
-        from tinytool.llm.guard import GuardRows
-
-        _RULES.extend([RowMasks, GuardRows])
-    return tuple(_RULES)
+    """The registered rules, in the order their masks apply (`RowRule.order`, then registration)."""
+    return tuple(sorted(_RULES, key=lambda rule: rule.order))
 
 
 def register(rule: type[RowRule]) -> type[RowRule]:
-    """Add ``rule`` after the rules there are (usable as a class decorator); its `RowRule.name` must be new."""
-    if any(r.name == rule.name for r in registered()):
+    """Add ``rule`` to the rules the decoders apply (a class decorator, in the rule's own module); its
+    `RowRule.name` must be new."""
+    if not rule.name:
+        raise ValueError(f"{rule.__name__}: a decoding rule needs a name (the key of Request.rules it reads)")
+    if any(r.name == rule.name for r in _RULES):
         raise ValueError(f"a decoding rule named {rule.name!r} is registered already")
     _RULES.append(rule)
     return rule
@@ -112,12 +130,13 @@ def unregister(rule: type[RowRule]) -> None:
 
 
 def asked(request: Any) -> Asked:
-    """What ``request`` asks of the registered rules."""
-    out = {}
-    for rule in registered():
-        spec = rule.asked(request)
-        if spec is not None:
-            out[rule.name] = spec
+    """What ``request`` asks of the registered rules: its ``rules`` less those set to None; a name no rule is
+    registered under is a `ValueError` (the rule's module was never imported, or the name is misspelt)."""
+    out = {name: spec for name, spec in (getattr(request, "rules", None) or {}).items() if spec is not None}
+    unknown = set(out) - {rule.name for rule in _RULES}
+    if unknown:
+        raise ValueError(f"Request.rules names {', '.join(sorted(map(repr, unknown)))}, which no decoding rule is "
+                         f"registered under (registered: {', '.join(r.name for r in registered()) or 'none'})")
     return out
 
 

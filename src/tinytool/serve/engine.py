@@ -114,8 +114,8 @@ class Job:
     #: the prompt's tokens; None where the server has no tokenizer: then the client's count, once it has answered
     prompt_tokens: int | None
     future: Future = field(default_factory=Future)
-    constraint: Any = None  #: the grammar the answer keeps to (`tinytool.llm.constrain`), None: free
-    guard: Any = None  #: the answer's value guard (`tinytool.llm.guard`), None: unguarded
+    #: the decoding rules the answer keeps to, by name (`tinytool.llm.rules`): its grammar, its value guard
+    rules: dict[str, Any] = field(default_factory=dict)
     ids: list[int] = field(default_factory=list)  #: the prompt's token ids
     #: a streamed job's tokens as they are decoded, then None (live decoding only)
     tokens: queue.Queue[int | None] | None = None
@@ -128,8 +128,7 @@ class Job:
     def request(self) -> Request:
         """The job as an `tinytool.llm.LLMClient` takes it: the prompt (a local backend's), the chat messages (an
         endpoint's), its grammar and guard."""
-        return Request(self.messages, self.tools, prompt=self.prompt, constraint=self.constraint, guard=self.guard,
-                       call_format=self.fmt)
+        return Request(self.messages, self.tools, prompt=self.prompt, rules=self.rules, call_format=self.fmt)
 
     def key(self) -> tuple[Any, ...]:
         g = self.gen
@@ -238,7 +237,8 @@ class Engine:
             from tinytool.llm.guard import conversation_guard
 
             guard = conversation_guard(conv, self.fmt, prefix)
-        return Job(prompt, prefix, gen, mode != "none", tokens, constraint=constraint, guard=guard, ids=ids,
+        rules = {k: v for k, v in (("constraint", constraint), ("guard", guard)) if v is not None}
+        return Job(prompt, prefix, gen, mode != "none", tokens, rules=rules, ids=ids,
                    messages=chat.messages, tools=chat.tools, fmt=self.fmt)
 
     def constraint(self, req: ChatRequest, tools: list[Any], mode: str, name: str | None, prefix: str) -> Any:
