@@ -4,6 +4,7 @@ tokenizer, existing output, interrupted writes leave nothing)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from tinytool.export.template import (
     probe_conversations,
     tinytool_renderings,
 )
-from tinytool.formats import FORMATS, HermesFormat, ToolRLFormat, get_format
+from tinytool.formats import FORMATS, CallSyntax, HermesFormat, Tags, ToolRLFormat, get_format
 from tinytool.schema import Conversation, read_jsonl
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -111,17 +112,43 @@ def test_the_template_is_the_formats_own_and_differs_between_formats(exported_te
 
 def test_a_format_the_template_does_not_match_is_refused_naming_it(tok):
     class Shouting(HermesFormat):
-        def render_tool_result(self, message):
-            return f"<tool_response>\n{(message.content or '').upper()}\n</tool_response>"
+        def render_assistant(self, message):
+            return super().render_assistant(dataclasses.replace(message, reasoning=(message.reasoning or "").upper()))
 
     with pytest.raises(TemplateUnsupported, match=r"format hermes: the chat template renders \d+ of \d+ probe"):
         chat_template(Shouting(), tok)
 
+    class ShoutingResults(HermesFormat):
+        def render_tool_result(self, message):
+            return f"<tool_response>\n{(message.content or '').upper()}\n</tool_response>"
+
+    with pytest.raises(TemplateUnsupported, match="format hermes: its tool results have a shape"):
+        chat_template(ShoutingResults(), tok)
+
     class Unknown(ToolRLFormat):
         name = "xml-calls"
+        syntax = CallSyntax()
 
     with pytest.raises(TemplateUnsupported, match="format xml-calls: tinytool has no chat template writer"):
         chat_template(Unknown(), tok)
+
+
+def test_the_writer_follows_the_call_syntax_not_the_name(tok):
+    """A format is written by what its call syntax says: ToolRL under another name gets ToolRL's template, and
+    Hermes with call tags of its own gets a template with those tags (each checked against the format's own
+    rendering)."""
+
+    class Renamed(ToolRLFormat):
+        name = "toolrl-copy"
+
+    assert chat_template(Renamed(), tok) == chat_template(ToolRLFormat(), tok)
+
+    class FunctionTags(HermesFormat):
+        call_tags = Tags("<function_call>", "</function_call>", "\n")
+
+    template = chat_template(FunctionTags(think=False), tok)
+    assert "<function_call>" in template and "<tool_call>" not in template
+    assert "<function_call>" in go_template(FunctionTags(), None)
 
 
 def test_markup_other_than_chatml_is_refused(tiny):

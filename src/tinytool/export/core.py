@@ -114,8 +114,8 @@ def export_model(model: str, to: str, out: Path, kind: str = "f16", fmt: PromptF
     template = chat_template(fmt, tok)
     gguf_name = f"{out.name}.gguf"
     recipe = modelfile(gguf_name, fmt, tok, default_system(tok), shape.context, model) if to == "ollama" else None
-    if note is not None and fmt.name == "python":
-        note("python: the chat template writes Python's string escapes for control, separator and format "
+    if note is not None and fmt.syntax.layout == "list":  # calls written as Python literals
+        note(f"{fmt.name}: the chat template writes Python's string escapes for control, separator and format "
              "characters; other characters Python's repr escapes (unassigned or private-use code points) are "
              "written as they are")
     t0 = time.perf_counter()

@@ -23,12 +23,13 @@ form) are written as given.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from typing import Any
 
 from tinytool.errors import TinytoolError
-from tinytool.formats import PromptFormat, template_supports_tools
+from tinytool.formats import CallSyntax, PromptFormat, formats_with, template_supports_tools
 from tinytool.formats.base import chatml, compact_json, tool_lines
 from tinytool.schema import Conversation, Message, Tool, ToolCall
 
@@ -171,11 +172,46 @@ def hermes_texts(fmt: PromptFormat) -> tuple[str, str, str]:
     return default, before[1:], after
 
 
-def _hermes(fmt: PromptFormat) -> str:
-    """Hermes and Hermes without thinking: the conversation's system text (or the format's default), then the
-    tool block; ``<think>`` (or not), text and ``<tool_call>`` blocks joined by blank lines."""
+def result_texts(fmt: PromptFormat) -> tuple[str, str]:
+    """(text before, text after) a tool result's content as the format writes it, read off the format itself;
+    `TemplateUnsupported` for a format whose tool results hold more than their content (the tool's name)."""
+    sentinel = "tinytool_result_probe"
+    text = fmt.render_tool_result(Message(role="tool", name=PROBE_TOOL.name, content=sentinel))
+    if text.count(sentinel) != 1 or PROBE_TOOL.name in text:
+        raise TemplateUnsupported(f"format {fmt.name}: its tool results have a shape the template does not know")
+    before, after = text.split(sentinel)
+    return before, after
+
+
+def _tool_result(fmt: PromptFormat) -> str:
+    before, after = result_texts(fmt)
+    return fill(r"""
+{%- macro tool_result(m) -%}
+{{- @@BEFORE@@ ~ text(m.content) ~ @@AFTER@@ -}}
+{%- endmacro -%}
+""", BEFORE=lit(before), AFTER=lit(after))
+
+
+def _call(syntax: CallSyntax, args: str) -> str:
+    """A Jinja expression of one call object ``f`` as the format's JSON writes it (``args``: its arguments)."""
+    return (f"{lit('{' + json.dumps(syntax.name_key) + ': ')} ~ f.name|tojson ~ "
+            f"{lit(', ' + json.dumps(syntax.args_key) + ': ')} ~ {args} ~ '}}'")
+
+
+def _blocks(fmt: PromptFormat) -> str:
+    """Each call its own block (the ``blocks`` layout: Hermes, with or without thinking): the conversation's
+    system text (or the format's default), then the tool block; the reasoning (in every turn when the format
+    always thinks, else when a turn has some), text and call blocks, joined as the call syntax says."""
+    s = fmt.syntax
     default, before, after = hermes_texts(fmt)
-    think = getattr(fmt, "think", False)
+    think = ""
+    if s.think is not None:
+        t = s.think
+        when = "true" if s.always_think else "reasoning(m)"
+        think = fill(r"""
+{%- if @@WHEN@@ -%}{{- @@OPEN@@ ~ reasoning(m) ~ @@CLOSE@@ -}}{%- set ns2.sep = @@THINK_SEP@@ -%}{%- endif -%}
+""", WHEN=when, OPEN=lit(t.open + t.pad), CLOSE=lit(t.pad + t.close), THINK_SEP=lit(s.think_sep))
+    c = s.call
     return fill(r"""
 {%- macro system_prompt(offered, system) -%}
 {{- system|trim if system and system|trim else @@DEFAULT@@ -}}
@@ -183,20 +219,18 @@ def _hermes(fmt: PromptFormat) -> str:
 {%- endmacro -%}
 {%- macro assistant(m) -%}
 {%- set content = text(m.content)|trim -%}
-{%- set ns2 = namespace(sep=@@THINK_SEP@@) -%}
-{%- if @@THINK@@ -%}{{- '<think>\n' ~ reasoning(m) ~ '\n</think>' -}}{%- endif -%}
-{%- if content -%}{{- ns2.sep ~ content -}}{%- set ns2.sep = '\n\n' -%}{%- endif -%}
+{%- set ns2 = namespace(sep='') -%}
+@@THINK@@
+{%- if content -%}{{- ns2.sep ~ content -}}{%- set ns2.sep = @@SEP@@ -%}{%- endif -%}
 {%- for c in (m.tool_calls or []) -%}
 {%- set f = c.function if c.function is defined else c -%}
-{{- ns2.sep ~ '<tool_call>\n{"name": ' ~ f.name|tojson ~ ', "arguments": ' ~ args(f.arguments) ~ '}\n</tool_call>' -}}
-{%- set ns2.sep = '\n\n' -%}
+{{- ns2.sep ~ @@OPEN@@ ~ @@CALL@@ ~ @@CLOSE@@ -}}
+{%- set ns2.sep = @@SEP@@ -%}
 {%- endfor -%}
 {%- endmacro -%}
-{%- macro tool_result(m) -%}
-{{- '<tool_response>\n' ~ text(m.content) ~ '\n</tool_response>' -}}
-{%- endmacro -%}
-""", DEFAULT=lit(default), BEFORE=lit(before), AFTER=lit(after), THINK_SEP=lit("\n\n" if think else ""),
-                THINK="true" if think else "false")
+""", DEFAULT=lit(default), BEFORE=lit(before), AFTER=lit(after), THINK=think.strip("\n"), SEP=lit(s.sep),
+                OPEN=lit(c.open + c.pad), CLOSE=lit(c.pad + c.close), CALL=_call(s, "args(f.arguments)")) \
+        + _tool_result(fmt)
 
 
 def prefixed_texts(fmt: PromptFormat, listing: str, empty: str) -> tuple[str, str, str]:
@@ -221,32 +255,36 @@ _PREFIXED_SYSTEM = r"""
 """
 
 
-def _toolrl(fmt: PromptFormat) -> str:
-    """ToolRL: ``<think> … </think>``, the calls as JSON lines with ``"parameters"`` inside one ``<tool_call>``,
-    ``<response> … </response>``; tool results as ``<obs> … </obs>``."""
+def _lines(fmt: PromptFormat) -> str:
+    """One block of calls, one JSON call a line (the ``lines`` layout: ToolRL): reasoning in every turn, the
+    calls' block, a text answer inside the reply tags, each part on its own line; the reasoning and the answer
+    set off from their tags by a space. The system prompt is the conversation's system text before a body that
+    lists the tools (``(none)`` without them)."""
+    s = fmt.syntax
     before, after, sep = prefixed_texts(fmt, tool_lines([PROBE_TOOL]), "(none)")
     listing = ("{%- if offered -%}{%- for t in offered -%}{{- '\\n' if not loop.first -}}{{- fn(t) -}}{%- endfor -%}"
                "{%- else -%}{{- '(none)' -}}{%- endif -%}")
     system = fill(_PREFIXED_SYSTEM, LISTING=listing, BEFORE=lit(before), AFTER=lit(after), SEP=lit(sep))
-    return system + r"""
+    t, c, r = s.think, s.call, s.reply
+    return system + fill(r"""
 {%- macro assistant(m) -%}
-{{- '<think> ' ~ reasoning(m) ~ ' </think>' -}}
+{{- @@THINK_OPEN@@ ~ reasoning(m) ~ @@THINK_CLOSE@@ -}}
 {%- if m.tool_calls -%}
-{{- '\n<tool_call>\n' -}}
+{{- @@PART_SEP@@ ~ @@OPEN@@ -}}
 {%- for c in m.tool_calls -%}
 {%- set f = c.function if c.function is defined else c -%}
-{{- '\n' if not loop.first -}}
-{{- '{"name": ' ~ f.name|tojson ~ ', "parameters": ' ~ args(f.arguments if f.arguments is defined else f.parameters) ~ '}' -}}
+{{- @@SEP@@ if not loop.first -}}
+{{- @@CALL@@ -}}
 {%- endfor -%}
-{{- '\n</tool_call>' -}}
+{{- @@CLOSE@@ -}}
 {%- endif -%}
 {%- set content = text(m.content)|trim -%}
-{%- if content -%}{{- '\n<response> ' ~ content ~ ' </response>' -}}{%- endif -%}
+{%- if content -%}{{- @@PART_SEP@@ ~ @@REPLY_OPEN@@ ~ content ~ @@REPLY_CLOSE@@ -}}{%- endif -%}
 {%- endmacro -%}
-{%- macro tool_result(m) -%}
-{{- '<obs> ' ~ text(m.content) ~ ' </obs>' -}}
-{%- endmacro -%}
-"""
+""", THINK_OPEN=lit(t.open + " "), THINK_CLOSE=lit(" " + t.close), PART_SEP=lit(s.think_sep),
+                         OPEN=lit(c.open + c.pad), CLOSE=lit(c.pad + c.close), SEP=lit(s.sep),
+                         CALL=_call(s, "args(f.arguments if f.arguments is defined else f.parameters)"),
+                         REPLY_OPEN=lit(r.open + " "), REPLY_CLOSE=lit(" " + r.close)) + _tool_result(fmt)
 
 
 def _escapes() -> list[tuple[str, str]]:
@@ -262,8 +300,8 @@ def _escapes() -> list[tuple[str, str]]:
     return found
 
 
-def _python(fmt: PromptFormat) -> str:
-    """Python calls: ``[name(key=literal, …)]`` with Python's literal spelling (``True``, ``None``, quotes and
+def _list(fmt: PromptFormat) -> str:
+    """A list of Python calls (the ``list`` layout): ``[name(key=literal, …)]`` with Python's literal spelling (``True``, ``None``, quotes and
     escapes as ``repr`` writes them), reasoning in ``<think>`` when a turn has it, tool results as ``Result of
     NAME: …``."""
     before, after, sep = prefixed_texts(fmt, compact_json([PROBE_TOOL.function_dict()]), "[]")
@@ -307,8 +345,13 @@ def _python(fmt: PromptFormat) -> str:
 """, CHAIN=chain)
 
 
-#: the formats tinytool can write as a chat template, by name
-WRITERS = {"hermes": _hermes, "hermes-nothink": _hermes, "toolrl": _toolrl, "python": _python}
+#: the chat template writer of each call layout (`CallSyntax.layout`): what a format's template is built by
+WRITERS = {"blocks": _blocks, "lines": _lines, "list": _list}
+
+
+def writes_template(fmt: PromptFormat) -> bool:
+    """Whether tinytool has a chat template writer for ``fmt``'s call syntax."""
+    return fmt.syntax.layout in WRITERS
 
 
 def probe_conversations() -> list[Conversation]:
@@ -395,10 +438,11 @@ def mismatches(template: str, fmt: PromptFormat, convs: list[Conversation], toke
 def chat_template(fmt: PromptFormat, tokenizer: Any) -> str:
     """The Jinja chat template that renders ``messages`` and ``tools`` as ``fmt`` does inside ``tokenizer``'s
     markup, checked against tinytool's own rendering of `probe_conversations`."""
-    writer = WRITERS.get(fmt.name)
+    writer = WRITERS.get(fmt.syntax.layout)
     if writer is None:
-        raise TemplateUnsupported(f"format {fmt.name}: tinytool has no chat template writer for it, so a GGUF "
-                                  "cannot carry it", fix=f"export with --format one of {', '.join(WRITERS)}")
+        raise TemplateUnsupported(f"format {fmt.name}: tinytool has no chat template writer for its calls (layout "
+                                  f"{fmt.syntax.layout}), so a GGUF cannot carry it",
+                                  fix=f"export with --format one of {', '.join(formats_with(writes_template))}")
     fallback = default_system(tokenizer)
     template = _COMMON + writer(fmt) + fill(_MAIN, DEFAULT_SYSTEM=lit(fallback) if fallback else "none")
     template = "\n".join(line for line in template.split("\n") if line.strip())
@@ -411,4 +455,4 @@ def chat_template(fmt: PromptFormat, tokenizer: Any) -> str:
 
 
 __all__ = ["WRITERS", "TemplateUnsupported", "chat_template", "default_system", "mismatches", "openai_messages",
-           "probe_conversations", "render_with", "tinytool_renderings"]
+           "probe_conversations", "render_with", "result_texts", "tinytool_renderings", "writes_template"]

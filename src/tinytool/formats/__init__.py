@@ -5,6 +5,8 @@
     p = fmt.parse(model_text)                   # p.reasoning, p.calls, p.response, p.errors
 """
 
+from collections.abc import Callable
+
 from tinytool.formats.base import CallSyntax, Parsed, PromptFormat, Rendered, Tags, template_supports_tools
 from tinytool.formats.hermes import HermesFormat
 from tinytool.formats.pythonic import PythonFormat
@@ -42,10 +44,18 @@ def get_format(name: str | PromptFormat, strict: bool = False) -> PromptFormat:
     return fmt
 
 
-def formats_with(feature: str) -> list[str]:
-    """The names of the formats whose call syntax allows ``feature`` (``"grammar"``, ``"guard"``, ``"stream"``: a
-    `CallSyntax` property), in the order `FORMATS` lists them."""
+def formats_with(feature: str | Callable[[PromptFormat], bool]) -> list[str]:
+    """The names of the formats whose call syntax allows ``feature`` (``"grammar"``, ``"guard"``, ``"stream"``,
+    ``"json_calls"``: a `CallSyntax` property), or for which ``feature(format)`` holds, in the order `FORMATS` lists
+    them: what an error's fix offers instead of a list of names kept by hand."""
+    if callable(feature):
+        return [name for name in FORMATS if feature(get_format(name))]
     return [name for name in FORMATS if getattr(get_format(name).syntax, feature)]
+
+
+def default_format() -> PromptFormat:
+    """The format every verb uses unless told otherwise (`DEFAULT_FORMAT`), for a library call given none."""
+    return get_format(DEFAULT_FORMAT)
 
 
 def resolve_format(name: str | PromptFormat) -> PromptFormat:
@@ -71,6 +81,7 @@ __all__ = [
     "Rendered",
     "Tags",
     "ToolRLFormat",
+    "default_format",
     "formats_with",
     "get_format",
     "resolve_format",

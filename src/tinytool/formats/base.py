@@ -117,6 +117,12 @@ class CallSyntax:
         return self.layout == "blocks" and self.call is not None
 
     @property
+    def json_calls(self) -> bool:
+        """Whether each call is a JSON object ``{name_key: …, args_key: {…}}`` inside the call tags: what a client
+        that reads calls back as JSON objects after a tag (Ollama) can follow."""
+        return self.layout in ("blocks", "lines") and self.call is not None
+
+    @property
     def tags(self) -> tuple[str, ...]:
         """Every tag written around the parts of a turn: reasoning, call block, reply, in that order."""
         return tuple(t for part in (self.think, self.call, self.reply) if part is not None
