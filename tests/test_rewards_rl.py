@@ -142,7 +142,7 @@ def test_toolrl_no_call_truth_is_the_middle_of_every_scale():
 def test_toolrl_other_prompt_formats_are_read_by_their_parser():
     # a Hermes completion (with "arguments", as Hermes writes it) is read by the Hermes parser
     r = score_row("toolrl", {"completion": hermes(("get_weather", {"city": "Paris"})), "ground_truth": PARIS},
-                  fmt="hermes")
+                  fmt=get_format("hermes"))
     assert r.parts["correct"] == 3.0
 
 

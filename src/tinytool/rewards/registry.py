@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinytool.errors import UserInputError
-from tinytool.formats import PromptFormat, ToolRLFormat, get_format
+from tinytool.formats import HermesFormat, PromptFormat, ToolRLFormat
 from tinytool.rewards.astra import astra_f1, astra_f1_from_text
 from tinytool.rewards.base import RewardResult
 from tinytool.rewards.exact import exact_match
@@ -42,6 +42,7 @@ from tinytool.rewards.toolrl import (
     NO_CALL,
     SCALES,
     ToolRLScale,
+    reads_released,
     toolrl,
 )
 from tinytool.schema import SchemaError
@@ -111,7 +112,7 @@ def _toolrl(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
     truth = read_ground_truth(_need(row, "ground_truth"), fmt)
     read_tool_signatures(row.get("tools"))  # checked only: ToolRL's reward does not read the tool list
     # the released reading is of ToolRL's text; a completion in another format is read by that format
-    completion = text if isinstance(fmt, ToolRLFormat) and not o.lenient else fmt.parse(text)
+    completion = text if reads_released(fmt) and not o.lenient else fmt.parse(text)
     return toolrl(
         completion,
         truth,
@@ -166,12 +167,13 @@ def _astra(row: dict, fmt: PromptFormat, o: RewardOptions) -> RewardResult:
 
 @dataclass(frozen=True, slots=True)
 class RewardSpec:
-    """A reward by name. ``columns`` lists the sets of dataset columns it can score from (any one
+    """A reward by name. ``default_format``: the format it is defined in, which reads completions unless a
+    caller gives another. ``columns`` lists the sets of dataset columns it can score from (any one
     set, complete, will do): what training data must carry besides the completions."""
 
     name: str
     score_row: Callable[[dict, PromptFormat, RewardOptions], RewardResult]
-    default_format: str
+    default_format: PromptFormat
     bounds: Callable[[RewardOptions], tuple[float, float]]
     doc: str
     columns: tuple[tuple[str, ...], ...] = ()
@@ -193,22 +195,25 @@ def _toolrl_bounds(o: RewardOptions) -> tuple[float, float]:
     return min(lows), max(highs)
 
 
+#: the formats the rewards are defined in: Hermes with reasoning (STAR, MENTOR, ASTRA) and ToolRL's own
+_HERMES, _TOOLRL = HermesFormat(think=True), ToolRLFormat()
+
 REWARDS: dict[str, RewardSpec] = {
     # Sim-RL's format rules 4-5 (STAR §3.2.1) check each call against the offered tools: without them a
     # call to a tool that was never offered would pass, so training data must carry the tool list
-    "simrl": RewardSpec("simrl", _simrl, "hermes", lambda o: (-1.0, 1.0), "STAR Sim-RL, [-1, 1]",
+    "simrl": RewardSpec("simrl", _simrl, _HERMES, lambda o: (-1.0, 1.0), "STAR Sim-RL, [-1, 1]",
                         (("ground_truth", "tools"),)),
-    "toolrl": RewardSpec("toolrl", _toolrl, "toolrl", _toolrl_bounds, "ToolRL format + correctness, [-3, 4]",
+    "toolrl": RewardSpec("toolrl", _toolrl, _TOOLRL, _toolrl_bounds, "ToolRL format + correctness, [-3, 4]",
                          (("ground_truth",),)),
     "mentor": RewardSpec(
-        "mentor", _mentor, "hermes",
+        "mentor", _mentor, _HERMES,
         lambda o: (0.0, o.weights.correct + o.weights.align + o.weights.valid),
         "MENTOR w_c R_c + w_a R_a + w_v R_v",
         (("teacher",), ("teacher_trajectory",)),
     ),
-    "astra-f1": RewardSpec("astra-f1", _astra, "hermes", lambda o: (0.0, 1.0), "ASTRA sub-task F1, [0, 1]",
+    "astra-f1": RewardSpec("astra-f1", _astra, _HERMES, lambda o: (0.0, 1.0), "ASTRA sub-task F1, [0, 1]",
                            (("sub_answers",), ("meta",), ("n_solved", "n_subtasks", "n_calls"))),
-    "exact": RewardSpec("exact", _exact, "hermes", lambda o: (0.0, 1.0), "multiset exact match, {0, 1}",
+    "exact": RewardSpec("exact", _exact, _HERMES, lambda o: (0.0, 1.0), "multiset exact match, {0, 1}",
                         (("ground_truth",),)),
 }
 
@@ -286,11 +291,12 @@ def check_columns(name: str, column_names: Any) -> None:
 
 
 def score_row(
-    name: str, row: Any, fmt: PromptFormat | str | None = None, options: RewardOptions = RewardOptions()
+    name: str, row: Any, fmt: PromptFormat | None = None, options: RewardOptions = RewardOptions()
 ) -> RewardResult:
-    """Score one row; never raises. An unreadable row gets the floor and an ``error``."""
+    """Score one row, its completion read in ``fmt`` (default: the reward's own format); never raises. An
+    unreadable row gets the floor and an ``error``."""
     spec = get_reward(name)
-    fmt_obj = get_format(fmt or spec.default_format)
+    fmt_obj = fmt or spec.default_format
     if not isinstance(row, dict):
         return RewardResult(spec.bounds(options)[0], error=f"row is a {type(row).__name__}, not an object")
     try:
@@ -301,7 +307,7 @@ def score_row(
         return RewardResult(spec.bounds(options)[0], error=f"internal error {type(e).__name__}: {e}")
 
 
-def trl_reward(name: str, fmt: PromptFormat | str | None = None, **options: Any) -> Callable[..., list[float]]:
+def trl_reward(name: str, fmt: PromptFormat | None = None, **options: Any) -> Callable[..., list[float]]:
     """A TRL reward function ``f(completions, **dataset_columns) -> list[float]``.
 
     Dataset columns arrive as lists aligned with ``completions``; TRL's ``trainer_state`` gives the
@@ -312,7 +318,7 @@ def trl_reward(name: str, fmt: PromptFormat | str | None = None, **options: Any)
     """
     spec = get_reward(name)
     opts = RewardOptions(**options)
-    fmt_obj = get_format(fmt or spec.default_format)
+    fmt_obj = fmt or spec.default_format
 
     def reward(completions: list[Any], **kwargs: Any) -> list[float]:
         n = len(completions)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from tinytool.formats import Parsed, PromptFormat, ToolRLFormat
+from tinytool.formats import Parsed, PromptFormat
 from tinytool.rewards.base import RewardResult, is_number
 from tinytool.rewards.inputs import Answer
 from tinytool.rewards.rouge import string_similarity
@@ -38,12 +38,10 @@ def _signatures(tools: list[Tool] | ToolSignatures | None) -> ToolSignatures | N
 
 def requires_think(fmt: PromptFormat) -> bool:
     """Whether rule 1 (exactly one ``<think>`` pair) applies to completions in ``fmt``: those whose
-    turns carry reasoning: Hermes with reasoning, ToolRL (its rule 1: "always write the <think>
-    part"); not ``hermes-nothink`` nor the Python-call format, whose completions would all fail it."""
-    think = getattr(fmt, "think", None)
-    if think is not None:
-        return bool(think)
-    return isinstance(fmt, ToolRLFormat)
+    call syntax writes reasoning in every turn (`CallSyntax.always_think`): Hermes with reasoning, ToolRL (its
+    rule 1: "always write the <think> part"); not ``hermes-nothink`` nor the Python-call format, whose
+    completions would all fail it."""
+    return fmt.syntax.always_think
 
 
 def format_violations(

@@ -52,7 +52,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tinytool.formats import Parsed, get_format
+from tinytool.formats import Parsed, PromptFormat, ToolRLFormat
 from tinytool.formats.base import strip_end_markers
 from tinytool.rewards.base import RewardResult, same_calls
 from tinytool.rewards.inputs import Answer
@@ -85,7 +85,15 @@ EXTRA_CALLS_HELP = ("ToolRL on calls beyond those asked: 'free' (as released: to
 LENIENT_HELP = ("ToolRL: parse completions leniently (any layout, repaired JSON; a departure from the released "
                 "reward's exact layout).")
 
-_TOOLRL = get_format("toolrl")
+#: the format whose text the released reward reads: a completion written with its call syntax
+#: (`reads_released`) is read as released, text handed over as such is read leniently by its parser
+_TOOLRL = ToolRLFormat()
+
+
+def reads_released(fmt: PromptFormat) -> bool:
+    """Whether completions in ``fmt`` are ToolRL's text, which the released reward reads (module docstring): the
+    format writes calls with ToolRL's call syntax; any other is read by its own parser."""
+    return fmt.syntax == _TOOLRL.syntax
 
 
 @dataclass(frozen=True, slots=True)
