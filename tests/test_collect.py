@@ -364,9 +364,10 @@ def test_the_student_can_be_reached_through_tinytool_serve(loop_env):
     """The deployed-student path: `tinytool serve` started on a free loopback port, answering tinytool's HTTP
     backend, and stopped afterwards."""
     from tinytool.collect.loop import served
+    from tinytool.formats import get_format
     from tinytool.llm import GenerationConfig, Request, get_client
 
-    with served(loop_env["student"], "hermes-nothink") as spec:
+    with served(loop_env["student"], get_format("hermes-nothink")) as spec:
         assert spec.startswith("http://127.0.0.1:") and spec.endswith("/v1@student")
         client = get_client(spec)
         ((c,),) = client.generate([Request(messages=[{"role": "user", "content": "hi"}])],

@@ -52,7 +52,7 @@ from tinytool.collect.filters import (
 from tinytool.collect.queries import seed_task, teacher_variants
 from tinytool.collect.replay import ReplayStore
 from tinytool.errors import MissingInputError, UserInputError
-from tinytool.formats import DEFAULT_FORMAT
+from tinytool.formats import DEFAULT_FORMAT, PromptFormat
 from tinytool.io import Step, read_json, read_jsonl_rows, write_json, write_jsonl
 from tinytool.llm.base import Completion, GenerationConfig, LLMClient, Request
 from tinytool.schema import Conversation
@@ -99,7 +99,7 @@ class CollectConfig:
 
     def __post_init__(self) -> None:
         from tinytool.envs import ENVS
-        from tinytool.formats import get_format
+        from tinytool.formats import resolve_format
 
         if not Path(self.seeds).is_file():
             raise MissingInputError(f"{self.seeds}: no such seed file")
@@ -108,10 +108,7 @@ class CollectConfig:
         if self.env not in ENVS or self.env == "bfcl":
             raise UserInputError(f"--env: {self.env!r} is not an environment to collect in",
                                  fix=f"choose from {', '.join(e for e in ENVS if e != 'bfcl')}")
-        try:
-            get_format(self.format)
-        except ValueError as e:
-            raise UserInputError(str(e)) from None
+        self.prompt_format = resolve_format(self.format)  # resolved once: the loop takes the format itself
         checks = [
             (self.iterations >= 1, f"--iterations must be ≥ 1, got {self.iterations}"),
             (self.queries is None or self.queries >= 1, f"--queries must be ≥ 1, got {self.queries}"),
@@ -195,7 +192,7 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(model: str, fmt: str, timeout_s: float = 300.0, log_file: str | os.PathLike | None = None
+def served(model: str, fmt: PromptFormat, timeout_s: float = 300.0, log_file: str | os.PathLike | None = None
            ) -> Iterator[str]:
     """``tinytool serve`` for ``model`` on a free loopback port, its output in ``log_file`` (default: a
     temporary file); yields its client spec, stops it after."""
@@ -207,7 +204,7 @@ def served(model: str, fmt: str, timeout_s: float = 300.0, log_file: str | os.Pa
     log_path = Path(log_file) if log_file else Path(tempfile.mkstemp(prefix="tinytool-serve-", suffix=".log")[1])
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "tinytool.cli", "serve", "-m", model, "-f", fmt, "--port",
+        proc = subprocess.Popen([sys.executable, "-m", "tinytool.cli", "serve", "-m", model, "-f", fmt.name, "--port",
                                  str(port), "--name", "student"], stdout=sink, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout_s
@@ -233,12 +230,11 @@ def served(model: str, fmt: str, timeout_s: float = 300.0, log_file: str | os.Pa
 
 class Loop:
     def __init__(self, cfg: CollectConfig, progress: bool = True):
-        from tinytool.formats import get_format
         from tinytool.io import open_run_dir, run_settings
 
         self.cfg, self.progress = cfg, progress
         self.out = Path(cfg.out)
-        self.fmt = get_format(cfg.format)
+        self.fmt = cfg.prompt_format
         self.run_dir = open_run_dir(self.out, "collect", run_settings(cfg), overwrite=cfg.overwrite)
         self.store = ReplayStore(self.out / "store.jsonl", cfg.dedup_threshold)
         self.seeds, self.skipped_seeds = self._runnable([seed_task(c) for c in _convs(Path(cfg.seeds))])
@@ -356,7 +352,7 @@ class Loop:
         done = {r["id"] for r in rows}
         todo = [t for t in tasks if t.meta["id"] not in done]
         env_cls = ENVS[self.cfg.env]
-        ctx = served(spec, self.cfg.format, log_file=folder / "serve.log") if self.cfg.serve and who == "student" \
+        ctx = served(spec, self.fmt, log_file=folder / "serve.log") if self.cfg.serve and who == "student" \
             else contextlib.nullcontext(spec)
         with ctx as target, ProgressBar(f"{who} episodes", len(todo), unit="task", enabled=self.progress) as bar:
             client = self.client(who, target)
@@ -450,7 +446,7 @@ class Loop:
         if not summary_path.is_file():
             client = get_client(model)
             try:
-                run_demo_eval(model, self.cfg.gate_data, folder, client, fmt=self.cfg.format, limit=self.cfg.gate_limit,
+                run_demo_eval(model, self.cfg.gate_data, folder, client, fmt=self.fmt, limit=self.cfg.gate_limit,
                               batch_size=self.cfg.batch_size, progress=self.progress)
             finally:
                 client.close()
