@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tinytool.formats import DEFAULT_FORMAT, PromptFormat
+from tinytool.formats import PromptFormat, default_format
 from tinytool.schema import Conversation, iter_jsonl
 
 
@@ -60,18 +60,17 @@ def _conversations(source: str | os.PathLike | Iterable[Conversation | dict]) ->
 def dataset_stats(
     path_or_convs: str | os.PathLike | Iterable[Conversation | dict],
     tokenizer: Any = None,
-    fmt: str | PromptFormat = DEFAULT_FORMAT,
+    fmt: PromptFormat | None = None,
 ) -> dict[str, Any]:
     """Statistics of a dataset (a Conversation JSONL path, or conversations/dicts) as a plain dict.
 
     Keys: ``n``; ``categories`` and ``sources`` (counts, most common first); ``calls_per_sample``
     (``"0"``, ``"1"``, ``"2"``, ``"3+"`` and ``mean``); ``tools_per_sample`` and
     ``messages_per_sample`` (mean/min/max); ``chars`` and ``length`` (mean/min/median/p95/max of
-    the rendered sample; ``length["unit"]`` is ``"tokens"`` with a tokenizer, else ``"words"``).
+    the sample rendered in ``fmt`` (default: `default_format`); ``length["unit"]`` is ``"tokens"`` with a
+    tokenizer, else ``"words"``).
     """
-    from tinytool.formats import get_format
-
-    prompt_format = get_format(fmt)
+    prompt_format = fmt or default_format()
     unit, length_of = _lengths_in(tokenizer)
     categories: Counter = Counter()
     sources: Counter = Counter()

@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from tinytool.data.convert.base import Converter, call_category, json_field, need, nested, register
-from tinytool.formats import get_format
+from tinytool.formats import HermesFormat
 from tinytool.formats.base import find_blocks
 from tinytool.formats.calls import decode_call_objects, object_to_call
 from tinytool.schema import Conversation, Message, SchemaError, Tool, ToolCall
@@ -62,8 +62,12 @@ def tools_from_block(system: str, path: str) -> list[Tool] | None:
     return [nested(lambda t=t: Tool.from_dict(t), f"{path}.tools[{i}]") for i, t in enumerate(raw)]
 
 
+#: ShareGPT tool data writes calls in Hermes' <tool_call> blocks (reasoning, when there is some, is read too)
+_TURNS = HermesFormat(think=False)
+
+
 def _assistant(value: str, path: str) -> Message:
-    parsed = get_format("hermes-nothink").parse(value)
+    parsed = _TURNS.parse(value)
     bad = [e for e in parsed.errors if e not in _RECOVERABLE]
     if bad:
         raise SchemaError(f"unreadable tool call: {'; '.join(bad)}", path)

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from tinytool.data.convert.base import Converter, call_category, need, nested, register
-from tinytool.formats import get_format
+from tinytool.formats import PythonFormat
 from tinytool.schema import Conversation, Message, SchemaError, Tool, ToolCall
 
 _MARKER = re.compile(r"list of functions in JSON format[^\n\[]*", re.IGNORECASE)
@@ -41,6 +41,10 @@ def tools_from_system(system: str, path: str = "system") -> list[Tool]:
     return [nested(lambda t=t: Tool.from_dict(t), f"{path}.functions[{i}]") for i, t in enumerate(raw)]
 
 
+#: ToolACE's assistant turns are a Python list of calls, read as the Python-call format reads them
+_CALLS = PythonFormat()
+
+
 def parse_python_calls(text: str, tool_names: list[str], path: str) -> list[ToolCall] | None:
     """Calls in a ``[f(a=1), g(b=2)]`` turn, or None when the turn is a plain reply.
 
@@ -54,7 +58,7 @@ def parse_python_calls(text: str, tool_names: list[str], path: str) -> list[Tool
         new_body = re.sub(re.escape(name) + r"\s*\(", ph + "(", body)
         if new_body != body:
             placeholders[ph], body = name, new_body
-    parsed = get_format("python").parse(body)
+    parsed = _CALLS.parse(body)
     if parsed.errors:
         raise SchemaError(f"not a valid call list: {'; '.join(parsed.errors)}", path)
     if not parsed.calls:
