@@ -90,7 +90,7 @@ def test_format_filter_drops_and_counts_by_reason(tmp_path):
     # without <think> required (hermes-nothink) the think-less sample passes format; the format does
     # not render reasoning, so it trains as the same turn as sample 0: a duplicate
     stats = run(scripted(lambda _: samples), [data], tmp_path / "nothink.jsonl", n=len(samples),
-                fmt="hermes-nothink")
+                fmt=get_format("hermes-nothink"))
     assert stats["kept"] == 1 and stats["dropped"]["format"] == 3 and stats["dropped"]["duplicate"] == 1
     assert stats["dropped"]["empty"] == 1
 

@@ -51,7 +51,7 @@ import torch
 
 from tinytool.distill.lm_parts import decoder_and_head, head_logits, head_topk
 from tinytool.errors import TinytoolError
-from tinytool.formats import DEFAULT_FORMAT, PromptFormat, resolve_format
+from tinytool.formats import PromptFormat, default_format
 from tinytool.io import (
     RunDir,
     RunDirError,
@@ -547,7 +547,7 @@ def build_cache(
     data: list[str],
     out: str | os.PathLike,
     *,
-    fmt: PromptFormat | str = DEFAULT_FORMAT,
+    fmt: PromptFormat | None = None,
     k: int = 100,
     temperature: float = 1.0,
     batch_size: int = 4,
@@ -566,7 +566,7 @@ def build_cache(
 
     ``teacher`` is a model spec (hub id, checkpoint dir, .gguf, alias) or a loaded ``(model, tokenizer)``
     pair (named ``teacher_id`` in the manifest). Examples are `token_examples` of the conversations in
-    ``data`` rendered in ``fmt``; examples over ``max_length`` tokens are dropped and counted. Every
+    ``data`` rendered in ``fmt`` (default: `default_format`); examples over ``max_length`` tokens are dropped and counted. Every
     completion position keeps the teacher's top-``k`` token ids and full-softmax log-probabilities at
     ``temperature`` (STAR §3.1 top-k distillation; App. A.2: k = 100).
 
@@ -589,7 +589,7 @@ def build_cache(
     files = [Path(p) for p in data]
     check_data_files(files)
     check_not_input(out, *files)
-    fmt = resolve_format(fmt)  # a name from a script; the command line passes the format itself
+    fmt = fmt or default_format()
     convs = read_conversations([str(p) for p in files])  # a malformed row is named before any model loads
     tok, name = _teacher_tokenizer(teacher, teacher_id, backend)
     examples, dropped = token_examples(convs, fmt, tok, max_length)

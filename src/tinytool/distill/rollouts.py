@@ -64,7 +64,7 @@ from typing import Any
 
 from tinytool import __version__
 from tinytool.errors import OutputExistsError, TinytoolError, UserInputError
-from tinytool.formats import PromptFormat, get_format
+from tinytool.formats import PromptFormat, default_format
 from tinytool.io import (
     RunDir,
     append_jsonl,
@@ -409,6 +409,7 @@ class RolloutJob:
     both."""
 
     config: RolloutConfig
+    fmt: PromptFormat  # the format ``config.format`` names, given to `create`
     prompts: list[Prompt]
     skipped: int
     paths: dict[str, Path]
@@ -418,14 +419,14 @@ class RolloutJob:
 
     @classmethod
     def create(cls, data: Sequence[str | os.PathLike | Conversation], out: str | os.PathLike, *,
-               teacher_id: str, fmt: str | PromptFormat = "hermes", n: int = DEFAULT_N,
+               teacher_id: str, fmt: PromptFormat | None = None, n: int = DEFAULT_N,
                gen: GenerationConfig | None = None, min_similarity: float | None = None, unique: bool = True,
                max_per_prompt: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
                require_think: bool | None = None, keep_truncated: bool = False,
                overwrite: bool = False, limit: int | None = None) -> RolloutJob:
         """A run with the same settings resumes by itself; ``overwrite`` starts the run again, discarding what ``out`` holds. ``limit`` keeps a seeded random
         subset of that many prompts (in their original order; the seed is the sampling seed, else 0)."""
-        pf = get_format(fmt)
+        pf = fmt or default_format()
         if isinstance(data, (str, os.PathLike, Conversation)):  # one file or conversation, not a list
             data = [data]
         if gen is None:
@@ -463,7 +464,7 @@ class RolloutJob:
                                  f"({', '.join(files) or 'the conversations given'})",
                                  fix="give conversations with at least one assistant turn (tinytool data stats "
                                      "FILE shows what a file holds)")
-        job = cls(cfg, prompts, skipped, paths, batch_size, files)
+        job = cls(cfg, pf, prompts, skipped, paths, batch_size, files)
         job.open(overwrite)
         return job
 
@@ -523,7 +524,7 @@ class RolloutJob:
         """Sample, filter and write every prompt not done yet; returns the stats of the whole run
         (also written to ``stats.json`` in the run directory)."""
         done, stats = self._open(client)
-        fmt = get_format(self.config.format)
+        fmt = self.fmt
         tokenizer = getattr(client, "tokenizer", None)
         gen = self.config.generation()
         p = self.paths
@@ -584,7 +585,7 @@ def _append(path: Path, lines: list[str]) -> None:
 
 
 def rollout(client: LLMClient, data: Sequence[str | os.PathLike | Conversation], out: str | os.PathLike, *,
-            fmt: str | PromptFormat = "hermes", n: int = DEFAULT_N, gen: GenerationConfig | None = None,
+            fmt: PromptFormat | None = None, n: int = DEFAULT_N, gen: GenerationConfig | None = None,
             min_similarity: float | None = None, unique: bool = True, max_per_prompt: int | None = None,
             batch_size: int = DEFAULT_BATCH_SIZE, teacher_id: str | None = None,
             require_think: bool | None = None, keep_truncated: bool = False, progress: bool = True,
