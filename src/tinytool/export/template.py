@@ -37,7 +37,7 @@ from tinytool.schema import Conversation, Message, Tool, ToolCall
 class TemplateUnsupported(TinytoolError):
     """A prompt format, or a tokenizer's chat markup, that tinytool cannot write as a chat template."""
 
-    fix = "export a model trained in hermes, hermes-nothink, toolrl or python whose tokenizer writes ChatML"
+    fix = "export a model trained in one of the --format choices (tinytool export --help) whose tokenizer writes ChatML"
 
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
