@@ -368,7 +368,8 @@ def test_what_needs_token_level_decoding_is_a_400_naming_the_backend(generated, 
     assert ok.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
 
 
-@pytest.mark.parametrize("option, flag", [({"strict": True}, "--strict"), ({"value_guard": True}, "--value-guard"),
+@pytest.mark.parametrize("option, flag", [({"constrained": True}, "--constrained (--strict)"),
+                                          ({"value_guard": True}, "--value-guard"),
                                           ({"context": 100}, "--context 100")])
 def test_server_options_a_generate_only_client_cannot_honour_are_refused(option, flag):
     from tinytool.errors import UserInputError
@@ -448,7 +449,7 @@ def test_serve_over_an_endpoint_reaches_it_first_and_refuses_what_it_cannot_deco
 
     _, upstream, _ = scripted
     for model, extra, words in [(f"http://127.0.0.1:{_port()}/v1@m", [], "cannot connect"),
-                                (f"{upstream}@demo-model", ["--strict"], "--strict: ")]:
+                                (f"{upstream}@demo-model", ["--strict"], "--constrained (--strict): ")]:
         res = CliRunner().invoke(app, ["serve", "-m", model, "--port", str(_port()), *extra])
         out = res.output if "error:" in res.output else res.stderr
         assert res.exit_code == 2, out

@@ -49,7 +49,7 @@ def servers():
     tok = load_tokenizer("smollm2-135m-instruct")
     client = HFClient(tiny_model(tok, layers=1, seed=3), tok, batch_size=4)
     plain = Engine(client, get_format("hermes-nothink"), "tiny", max_tokens=200)
-    strict = Engine(client, get_format("hermes-nothink"), "tiny", max_tokens=200, strict=True)
+    strict = Engine(client, get_format("hermes-nothink"), "tiny", max_tokens=200, constrained=True)
     running = [_serve(plain), _serve(strict)]
     yield tuple(openai.OpenAI(base_url=url, api_key="none") for _, url in running)
     for (server, _), engine in zip(running, (plain, strict), strict=True):
@@ -139,7 +139,7 @@ def test_which_requests_are_constrained_and_how():
 
     tok = load_tokenizer("smollm2-135m-instruct")
     plain = Engine(Scripted(tok), get_format("hermes-nothink"), "m")
-    strict = Engine(Scripted(tok), get_format("hermes-nothink"), "m", strict=True)
+    strict = Engine(Scripted(tok), get_format("hermes-nothink"), "m", constrained=True)
     try:
         def job(engine, **body):
             return engine.job(ChatRequest.model_validate({"messages": ASK, **body}))

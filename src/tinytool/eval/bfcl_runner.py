@@ -74,6 +74,7 @@ from tinytool.io import (
 )
 from tinytool.io.rundir import discard_start, read_manifest
 from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
+from tinytool.llm.switches import SWITCHES, RuleSwitches
 from tinytool.progress import ProgressBar
 from tinytool.schema import Conversation, Message, Tool
 
@@ -86,19 +87,16 @@ GROUP_WEIGHTS = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 30
 #: terminal's help column cuts longer ones)
 MODEL_HELP = ("Model: hub id, local dir, .gguf, smollm2-135m-instruct, vllm:SPEC, llamacpp:FILE.gguf (llama.cpp on the "
               "CPU), or an OpenAI-compatible endpoint as URL@MODEL (URL: http://host:port/v1).")
-CONSTRAINED_HELP = ("Decode under the tools' grammar (local models): text, or calls that name an offered function and "
-                    "fit its schema. The run is marked constrained in the summary and report.")
-GUARD_HELP = ("Local models, hermes formats, single-turn items: a call stays open while the request states a value no "
-              "call holds that an unwritten parameter takes, and a repeated call ends the answer. The run is marked "
-              "guarded in the summary and report. An experiment, off by default: two of its rules were set while "
-              "reading BFCL answers, and on the held-out demo dev split it changed nothing.")
+
 
 
 @dataclass
-class BFCLRunConfig:
+class BFCLRunConfig(RuleSwitches):
     """A BFCL run: its fields define it (recorded in ``run.json``; a resumed run must match them), except ``FREE``
     ones, which a resumed run may change (categories are added to those already run). Each field but ``format``
-    (the shared ``--format``) is an option of ``tinytool eval bfcl``, declared here with its help."""
+    (the shared ``--format``) is an option of ``tinytool eval bfcl``, declared here with its help; the decoding
+    rules' switches (``--constrained``, ``--value-guard``: the value guard applies to single-turn items) are the
+    ones ``eval demo`` and ``serve`` take (`RuleSwitches`)."""
 
     #: what a resumed run may change: which categories, how many sequences at once, what else it records
     FREE: ClassVar[frozenset[str]] = frozenset({"categories", "batch_size", "entropy", "label"})
@@ -125,16 +123,9 @@ class BFCLRunConfig:
     seed: int = setting(0, "Seed of the --limit subset and of sampling (--temperature > 0).")
     entropy: bool = setting(False, "Also record mean token entropy (local models).")
     label: str | None = setting(None, "Short name of this run in reports.")
-    #: decode under the ``auto`` grammar of each item's tools (`tinytool.llm.constrain`)
-    constrained: bool = setting(False, CONSTRAINED_HELP)
-    #: single-turn items decode under a value guard (`tinytool.llm.guard`)
-    value_guard: bool = setting(False, GUARD_HELP)
 
     def __post_init__(self) -> None:
-        if self.value_guard:  # the one check of the guard's format: where a run is set up, before a model loads
-            from tinytool.llm.guard import check_format
-
-            check_format(self.format)
+        self.check(self.format)  # the rules switched on check the format: where a run is set up, before a model loads
 
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
@@ -150,20 +141,16 @@ def item_conversation(item: BFCLItem, turn: int = 0) -> Conversation:
     return Conversation(messages=messages, tools=tools, meta={"id": item.id, "category": item.category})
 
 
-def item_request(item: BFCLItem, fmt: PromptFormat, constrained: bool = False,
-                 guarded: bool = False) -> tuple[Request, str | None]:
-    """The request of a single-turn item: its conversation in ``fmt``; with ``constrained``, decoded under the
-    ``auto`` grammar of its tools. An item whose schemas cannot be compiled (a few live BFCL functions ask for the
-    impossible, e.g. an integer whose enum holds strings) is decoded free; the second value says why. With
-    ``guarded``, decoded under the value guard of its last user message and tools (`tinytool.llm.guard`)."""
-    from tinytool.llm.constrain import auto_constraint
-    from tinytool.llm.guard import conversation_guard
-
+def item_request(item: BFCLItem, fmt: PromptFormat,
+                 switches: RuleSwitches | None = None) -> tuple[Request, dict[str, str]]:
+    """The request of a single-turn item: its conversation in ``fmt``, decoded under the rules ``switches`` turns
+    on (`RuleSwitches.request_rules`: with ``constrained`` the ``auto`` grammar of its tools, with ``value_guard``
+    the value guard of its last user message and tools), and why a rule switched on was left off (an item whose
+    schemas cannot be compiled, as a few live BFCL functions ask for the impossible, e.g. an integer whose enum
+    holds strings, is decoded free: ``unconstrained``)."""
     conv = item_conversation(item)
-    constraint, why = auto_constraint(conv.tools, fmt) if constrained else (None, None)
-    guard = conversation_guard(conv, fmt) if guarded else None
-    rules = {k: v for k, v in (("constraint", constraint), ("guard", guard)) if v is not None}
-    return Request(messages=fmt.to_chat(conv), rules=rules, call_format=fmt), why
+    rules, notes = switches.request_rules(conv, fmt) if switches is not None else ({}, {})
+    return Request(messages=fmt.to_chat(conv), rules=rules, call_format=fmt), notes
 
 
 def decode(fmt: PromptFormat, text: str) -> tuple[list[dict] | None, list[str]]:
@@ -233,12 +220,12 @@ def _read_run(out: Path) -> dict[str, Any]:
 
 # ---- generation ---------------------------------------------------------------------------------------
 def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
-                     gen: GenerationConfig, constrained: bool = False, guarded: bool = False) -> Iterator[list[dict]]:
+                     gen: GenerationConfig, switches: RuleSwitches | None = None) -> Iterator[list[dict]]:
     """Generate a batch of single-turn items (under the ``auto`` grammar of each item's tools when
-    ``constrained``, under its value guard when ``guarded``): the rows of the items finished since the last step,
+    ``switches``' ``constrained``, under its value guard with ``value_guard``): the rows of the items finished since the last step,
     as the client hands them over (`LLMClient.generate_finished`), each charged an equal share of the time since
     the last step."""
-    made = [item_request(it, fmt, constrained, guarded) for it in items]
+    made = [item_request(it, fmt, switches) for it in items]
     last = time.perf_counter()
     for finished in client.generate_finished([r for r, _ in made], gen):
         now = time.perf_counter()
@@ -250,7 +237,7 @@ def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat
             "entropy": [c.entropy for c in comps],
             "finish": [c.finish_reason for c in comps],
             "seconds": share,
-            **({"unconstrained": made[i][1]} if made[i][1] else {}),
+            **made[i][1],
         } for i, comps in sorted(finished.items())]
 
 
@@ -274,7 +261,7 @@ def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFo
                 status(f"{sample}step {steps}, {finished}/{total} dialogues done")
 
         per_sample.append(run_multi_turn(items, client, fmt, gen, step_limit=cfg.step_limit, progress=progress,
-                                         constrained=cfg.constrained))
+                                         switches=cfg.switches()))
     share = (time.perf_counter() - t0) / max(len(items), 1)
     rows = []
     for k, it in enumerate(items):
@@ -336,7 +323,7 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
                             batch, client, fmt, cfg,
                             status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))]
                     else:
-                        parts = _generate_single(batch, client, fmt, gen, cfg.constrained, cfg.value_guard)
+                        parts = _generate_single(batch, client, fmt, gen, cfg.switches())
                     for rows in parts:
                         append_jsonl(gen_path, rows)
                         saved += len(rows)
@@ -469,8 +456,7 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
     summary = {
         "model": run["model"], "format": run["format"], "bfcl_version": run.get("bfcl_version", BFCL_VERSION),
         "decoding": "strict",
-        "constrained": bool(run.get("constrained", False)),
-        "value_guard": bool(run.get("value_guard", False)),
+        **{switch: bool(run.get(switch, False)) for switch in SWITCHES},
         #: items of a constrained run decoded free: their schemas could not be compiled
         "unconstrained": sorted(r["id"] for r in results if gens[r["id"]].get("unconstrained")),
         "categories": per_cat,

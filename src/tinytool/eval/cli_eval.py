@@ -20,7 +20,7 @@ from tinytool.formats import PromptFormat
 from tinytool.formats.option import format_option
 from tinytool.io import check_not_input
 from tinytool.llm import is_remote, open_client
-from tinytool.llm.guard import check_format
+from tinytool.llm.switches import SWITCHES, RuleSwitches
 
 eval_app = make_app(help="Score models: BFCL v4, the demo dev split, an LLM judge.")
 
@@ -38,14 +38,17 @@ def _check_dtype(dtype: str, model: str) -> None:
         fail(f"--dtype {dtype} applies to local models; {model} decodes on its server")
 
 
-def _check_local(model: str, constrained: bool, value_guard: bool) -> None:
-    """Refuse ``--constrained``/``--value-guard`` for a model that decodes on a server, before anything is loaded,
-    printed or written: only the local engine applies them."""
-    flags = [f for f, on in (("--constrained", constrained), ("--value-guard", value_guard)) if on]
+def _check_local(model: str, values: dict[str, Any]) -> RuleSwitches:
+    """The decoding rules' switches of ``values`` (`RuleSwitches`); those switched on (``--constrained``,
+    ``--value-guard``) are refused for a model that decodes on a server, before anything is loaded, printed or
+    written: only the local engine applies them."""
+    switches = RuleSwitches(**{k: values[k] for k in SWITCHES})
+    flags = switches.flags()
     if flags and is_remote(model):
         fail(f"{' and '.join(flags)}: applied by the local engine only; {model} decodes on its server",
              fix=f"leave {' and '.join(flags)} out, or evaluate a local model (a directory, hub id or the bundled "
                  "alias)")
+    return switches
 
 
 def _format(fmt: PromptFormat | None, model: str) -> PromptFormat:
@@ -106,7 +109,7 @@ def bfcl(
         model = values["model"]
         check_not_input(out, model)
         _check_dtype(dtype, model)
-        _check_local(model, values["constrained"], values["value_guard"])
+        _check_local(model, values)
         fmt = _format(fmt, model)
         if values["samples"] > 1 and values["temperature"] == 0:
             fail("--samples > 1 needs --temperature > 0")
@@ -141,10 +144,9 @@ def demo(
     model = values["model"]
     check_not_input(out, model, values["data"])
     _check_dtype(dtype, model)
-    _check_local(model, values["constrained"], values["value_guard"])
+    switches = _check_local(model, values)
     fmt = _format(fmt, model)
-    if values["value_guard"]:  # before the model loads
-        check_format(fmt)
+    switches.check(fmt)  # before the model loads
     with on_interrupt(f"the answers finished so far are kept in {out}; the same command resumes there"):
         summary = run_demo_eval(out=out, fmt=fmt, batch_size=batch_size, client=open_client(model, batch_size, dtype),
                                 label=label, overwrite=overwrite, **config_values(DemoRun, values))

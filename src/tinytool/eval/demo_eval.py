@@ -19,13 +19,7 @@ from typing import Any, ClassVar
 from tinytool import __version__
 from tinytool.clikit import setting
 from tinytool.errors import UserInputError
-from tinytool.eval.bfcl_runner import (
-    CONSTRAINED_HELP,
-    GUARD_HELP,
-    MODEL_HELP,
-    is_generation,
-    read_generations,
-)
+from tinytool.eval.bfcl_runner import MODEL_HELP, is_generation, read_generations
 from tinytool.eval.metrics import TaskRecord, four_t
 from tinytool.formats import DEFAULT_FORMAT, PromptFormat, get_format
 from tinytool.io import (
@@ -39,6 +33,7 @@ from tinytool.io import (
     write_jsonl,
 )
 from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
+from tinytool.llm.switches import RuleSwitches
 from tinytool.progress import ProgressBar
 from tinytool.rewards.registry import RewardOptions, score_row
 from tinytool.schema import Conversation, SchemaError
@@ -87,10 +82,10 @@ def load_tasks(data: str | os.PathLike, limit: int | None = None) -> list[tuple[
 
 
 @dataclass
-class DemoRun:
+class DemoRun(RuleSwitches):
     """What defines a demo run directory: a resumed run must agree on every field (the data file by path and
     content, so another file, or the same file rewritten, is never mixed in). The fields with help are options of
-    ``tinytool eval demo``."""
+    ``tinytool eval demo`` (the decoding rules' switches those of ``eval bfcl`` and ``serve``: `RuleSwitches`)."""
 
     model: str = setting(..., MODEL_HELP, "-m")
     format: str
@@ -99,10 +94,6 @@ class DemoRun:
     max_new_tokens: int = setting(256, "Longest answer in tokens.", min=1)
     temperature: float = 0.0
     samples: int = 1
-    #: decoded under the ``auto`` grammar of each task's tools
-    constrained: bool = setting(False, CONSTRAINED_HELP)
-    #: decoded under each task's value guard (`tinytool.llm.guard`)
-    value_guard: bool = setting(False, GUARD_HELP)
 
     PATHS: ClassVar[tuple[str, ...]] = ("data",)
 
@@ -114,24 +105,22 @@ class DemoRun:
 def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
                   fmt: PromptFormat | str = DEFAULT_FORMAT, limit: int | None = None, max_new_tokens: int = 256,
                   batch_size: int = 16, label: str | None = None, progress: bool = True,
-                  overwrite: bool = False, constrained: bool = False, value_guard: bool = False) -> dict:
+                  overwrite: bool = False, **switches: bool) -> dict:
     """Generate (resuming) and score the demo dev split; returns the summary.
 
     ``out`` is a run directory (`tinytool.io.open_run_dir`): a rerun with the same settings resumes,
     one with other settings (another model, format, data file, ...) raises `RunDirError` naming
-    them, and ``overwrite`` starts again. ``constrained``: every task decodes under the ``auto`` grammar of its
-    tools (`tinytool.llm.constrain`), ``value_guard`` under its value guard (`tinytool.llm.guard`); the summary says
-    so."""
-    from tinytool.llm.constrain import auto_constraint
-    from tinytool.llm.guard import check_format, conversation_guard
+    them, and ``overwrite`` starts again. ``switches``: the decoding rules every task decodes under
+    (`tinytool.llm.switches.RuleSwitches`: ``constrained``, the ``auto`` grammar of its tools; ``value_guard``, its
+    value guard); the summary says which."""
+    rules = RuleSwitches(**switches)
 
     out = Path(out)
     pf = get_format(fmt)  # a name from a script; the command line passes the format itself
-    if value_guard:
-        check_format(pf)
+    rules.check(pf)
     tasks = load_tasks(data, limit)
     run = open_run_dir(out, "demo", DemoRun(model, pf.name, str(data), limit, max_new_tokens,
-                                               constrained=constrained, value_guard=value_guard).settings(),
+                                               **rules.marks()).settings(),
                        overwrite=overwrite)
     run.update(label=label or run.info.get("label"), batch_size=batch_size, client=client.describe(),
                tinytool_version=__version__)
@@ -145,9 +134,7 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
             batch = todo[start:start + batch_size * CALL_BATCHES]
             bar.update(description=f"demo {start + 1}-{start + len(batch)}/{len(todo)}: generating")
             t0 = time.perf_counter()
-            outs = client.generate([Request(messages=pf.to_chat(p), rules={
-                "constraint": auto_constraint(p.tools, pf)[0] if constrained else None,
-                "guard": conversation_guard(p, pf) if value_guard else None}, call_format=pf)
+            outs = client.generate([Request(messages=pf.to_chat(p), rules=rules.request_rules(p, pf)[0], call_format=pf)
                                     for _, p, _ in batch], gen)
             share = (time.perf_counter() - t0) / len(batch)
             append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}
@@ -192,7 +179,7 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     n = max(len(results), 1)
     secs = sum(r["seconds"] or 0.0 for r in results)
     summary = {
-        "model": model, "format": pf.name, "constrained": constrained, "value_guard": value_guard,
+        "model": model, "format": pf.name, **rules.marks(),
         "categories": categories,
         "groups": {"overall": sum(r["valid"] for r in results) / n},
         "metrics": {"simrl": sum(r["simrl"] for r in results) / n, **four_t(records).as_dict()},

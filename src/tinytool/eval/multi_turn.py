@@ -37,6 +37,7 @@ from tinytool.envs.bfcl import BFCLEnv
 from tinytool.eval.ast_checker import Verdict
 from tinytool.formats import PromptFormat, get_format
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
+from tinytool.llm.switches import RuleSwitches
 from tinytool.schema import Conversation, Message, Tool, ToolCall
 
 # error types, as BFCL names them
@@ -294,7 +295,7 @@ class _Dialogue:
 def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: str | PromptFormat,
                    config: GenerationConfig | None = None, step_limit: int = STEP_LIMIT,
                    progress: Callable[[int, int], None] | None = None,
-                   system: str | None = None, constrained: bool = False) -> list[dict[str, Any]]:
+                   system: str | None = None, switches: RuleSwitches | None = None) -> list[dict[str, Any]]:
     """Play multi-turn BFCL items against a model, all in lockstep (one batched generate per step).
 
     Returns one record per item, in order: ``id``, ``category``, ``raw`` (per turn, the text of each
@@ -302,12 +303,11 @@ def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: str | PromptFor
     none), ``force_quit`` (a turn went over ``step_limit`` steps with calls; later turns were not
     played, as in BFCL), ``n_steps`` (generations) and ``n_tokens`` (generated tokens). Score a
     record with `check_record`. ``progress(finished, total)`` is called after every step; ``system``
-    is an optional system text the format's tool prompt is built around. ``constrained``: every step decodes
-    under the ``auto`` grammar of the dialogue's tools (`tinytool.llm.constrain.auto_constraint`: free where
-    their schemas cannot be compiled).
+    is an optional system text the format's tool prompt is built around. ``switches`` (a
+    `tinytool.llm.switches.RuleSwitches`): the decoding rules every step decodes under, those that serve a
+    dialogue's steps (``constrained``: the ``auto`` grammar of the dialogue's tools, free where their schemas
+    cannot be compiled; not the value guard, a single-turn rule).
     """
-    from tinytool.llm.constrain import auto_constraint
-
     config = config or GenerationConfig()
     if config.n != 1:
         raise ValueError(f"run_multi_turn plays one completion per step; got n={config.n}")
@@ -323,7 +323,7 @@ def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: str | PromptFor
         if not active:
             break
         requests = [Request(messages=fmt.to_chat(d.conv),
-                            rules={"constraint": auto_constraint(d.conv.tools, fmt)[0] if constrained else None},
+                            rules=switches.request_rules(d.conv, fmt, single_turn=False)[0] if switches is not None else {},
                             call_format=fmt)
                     for d in active]
         outputs = client.generate(requests, config)

@@ -10,19 +10,21 @@ from typing import Any
 
 from tinytool.clikit import setting
 from tinytool.eval.bfcl_runner import MODEL_HELP
+from tinytool.llm.switches import RuleSwitches
 
 #: retrieval methods a server runs without an LLM (cosine-max and rrf refine the request with one first)
 PLAIN_RETRIEVAL = ("cosine", "bm25", "weighted", "cascade")
 
 
 @dataclass(kw_only=True)
-class ServeConfig:
+class ServeConfig(RuleSwitches):
     """A server: the model and its name, where it listens, how it batches and bounds answers, the catalog it
-    retrieves tools from for requests that bring none, and the decoding rules every request gets."""
+    retrieves tools from for requests that bring none, and the decoding rules every request gets (the switches
+    ``eval`` takes too, `RuleSwitches`: ``--constrained``/``--strict``, ``--value-guard``)."""
 
     model: str = setting(..., f"{MODEL_HELP} Only the local engine (dir, hub id, .gguf, the alias) streams tokens as they "
-                         "come and decodes tool_choice required or named, \"strict\" tools, --strict and "
-                         "--value-guard; vllm:, llamacpp: and endpoints send an answer as one chunk and refuse those "
+                         "come and decodes tool_choice required or named, \"strict\" tools, --constrained "
+                         "(--strict) and --value-guard; vllm:, llamacpp: and endpoints send an answer as one chunk and refuse those "
                          "with a 400.", "-m")
     host: str = setting("127.0.0.1", "Address to listen on (0.0.0.0: every interface).")
     port: int = setting(8000, "Port to listen on (a busy one is an error before the model loads).", "-p", min=1,
@@ -40,13 +42,6 @@ class ServeConfig:
     top_k: int = setting(5, "With --catalog: tools offered.", min=1)
     retrieval: str = setting("weighted", f"With --catalog: {', '.join(PLAIN_RETRIEVAL[:-1])} or "
                              f"{PLAIN_RETRIEVAL[-1]}.")
-    strict: bool = setting(False, "Every request strict: with tool_choice auto a call, once opened, must name an "
-                           "offered tool and fit its schema (as a request's \"strict\": true functions do; required "
-                           "and named choices are always constrained).")
-    value_guard: bool = setting(False, "A call stays open while the user's last message states a value no call holds "
-                                "that an unwritten parameter takes, and a repeated call ends the answer (hermes "
-                                "formats). An experiment, off by default: two of its rules were set while reading "
-                                "BFCL answers, and on held-out demo dev it changed nothing.")
 
     @property
     def served_name(self) -> str:
@@ -59,8 +54,7 @@ class ServeConfig:
     def engine_options(self) -> dict[str, Any]:
         """The `tinytool.serve.engine.Engine` keyword arguments this config sets (the retriever aside)."""
         return {"batch_size": self.batch_size, "max_tokens": self.max_tokens, "top_k": self.top_k,
-                "method": self.retrieval, "context": self.context, "strict": self.strict,
-                "value_guard": self.value_guard}
+                "method": self.retrieval, "context": self.context, **self.marks()}
 
 
 __all__ = ["PLAIN_RETRIEVAL", "ServeConfig"]

@@ -60,6 +60,7 @@ from typing import Any
 from tinytool.errors import UserInputError
 from tinytool.formats.base import PromptFormat
 from tinytool.llm.base import Completion, GenerationConfig, Request, chat_request
+from tinytool.llm.switches import RuleSwitches
 from tinytool.serve.protocol import ChatRequest, ServeError, conversation
 
 log = logging.getLogger(__name__)
@@ -137,26 +138,23 @@ class Job:
 
 class Engine:
     """A loaded model (any `tinytool.llm.LLMClient`) answering chat requests in ``fmt``, batched across callers.
-    ``strict``, ``value_guard`` and a ``context`` the prompts cannot be counted against (no tokenizer) are a
-    `UserInputError` for a client that does not decode locally (`decodes_locally`)."""
+    ``switches`` (`tinytool.llm.switches.RuleSwitches`: ``constrained``, every request strict; ``value_guard``) are
+    the decoding rules every request gets; those and a ``context`` the prompts cannot be counted against (no
+    tokenizer) are a `UserInputError` for a client that does not decode locally (`decodes_locally`)."""
 
     def __init__(self, client: Any, fmt: PromptFormat, name: str, *, batch_size: int = 8, window_s: float = 0.01,
                  max_tokens: int = 512, retriever: Any = None, top_k: int = 5, method: str = "weighted",
-                 context: int | None = None, strict: bool = False, value_guard: bool = False):
+                 context: int | None = None, **switches: bool):
         self.client, self.fmt, self.name = client, fmt, name
         #: the client decodes here token by token (see `decodes_locally`); else it is served through ``generate``
         self.local = decodes_locally(client)
         self.backend = backend_name(client)
         self.tokenizer = getattr(client, "tokenizer", None)  # None: prompts are not counted here
-        self._check_backend(strict=strict, value_guard=value_guard, context=context)
-        #: every request strict: tool_choice auto decodes under the auto grammar of all its tools
-        self.strict = strict
-        #: every request that offers tools decodes under its value guard (`tinytool.llm.guard`)
-        self.value_guard = value_guard
-        if value_guard:
-            from tinytool.llm.guard import check_format
-
-            check_format(fmt)
+        #: the decoding rules every request gets (``constrained``: tool_choice auto decodes under the auto grammar
+        #: of all its tools; ``value_guard``: a request that offers tools decodes under its value guard)
+        self.switches = RuleSwitches(**switches)
+        self._check_backend(context=context)
+        self.switches.check(fmt)
         #: prompt and completion tokens together at most (None: the model's, `model_context`; unknown: unchecked)
         self.context = context or model_context(client)
         #: with a retriever (a `tinytool.retrieval.ToolRetriever` over a large catalog), a request that brings no
@@ -174,15 +172,14 @@ class Engine:
                                        name="tinytool-batcher", daemon=True)
         self.worker.start()
 
-    def _check_backend(self, *, strict: bool, value_guard: bool, context: int | None) -> None:
+    def _check_backend(self, *, context: int | None) -> None:
         """Refuse what a client that does not decode locally cannot honour, before anything is served."""
         if self.local:
             return
-        for flag, on in (("--strict", strict), ("--value-guard", value_guard)):
-            if on:
-                raise UserInputError(f"{flag}: applied while decoding token by token, which only the local engine "
-                                     f"does; {self.backend} generates whole answers",
-                                     fix=f"leave {flag} out, or {_LOCAL_FIX}")
+        for flag in self.switches.flags():
+            raise UserInputError(f"{flag}: applied while decoding token by token, which only the local engine "
+                                 f"does; {self.backend} generates whole answers",
+                                 fix=f"leave {flag} out, or {_LOCAL_FIX}")
         if context is not None and self.tokenizer is None:
             raise UserInputError(f"--context {context}: {self.backend} has no tokenizer here to count prompts with "
                                  "(its server checks its own context)", fix="leave --context out")
@@ -232,12 +229,13 @@ class Engine:
             limit = min(limit, self.context - tokens)  # capped, not refused: the answer ends with "length"
         gen = GenerationConfig(max_new_tokens=limit, temperature=req.temperature, top_p=req.top_p, n=1,
                                seed=req.seed if req.seed is not None else 0, stop=req.stops())
-        guard = None
-        if self.value_guard and mode != "none":
-            from tinytool.llm.guard import conversation_guard
+        rules: dict[str, Any] = {}
+        if mode != "none":  # the rules switched on, but the grammar: the request's tool_choice and tools decide it
+            from tinytool.llm.constrain import RowMasks
 
-            guard = conversation_guard(conv, self.fmt, prefix)
-        rules = {k: v for k, v in (("constraint", constraint), ("guard", guard)) if v is not None}
+            rules, _ = self.switches.request_rules(conv, self.fmt, prefix, skip=(RowMasks.name,))
+        if constraint is not None:
+            rules[RowMasks.name] = constraint
         return Job(prompt, prefix, gen, mode != "none", tokens, rules=rules, ids=ids,
                    messages=chat.messages, tools=chat.tools, fmt=self.fmt)
 
@@ -255,7 +253,7 @@ class Engine:
             constraint = tool_constraint(tools, self.fmt, mode, name if mode == "named" else None, prefix=prefix,
                                          parallel=parallel, max_calls=CALLS_PER_TOOL * len(tools))
         else:
-            strict = {t.name for t in tools} if self.strict else req.strict_tools()
+            strict = {t.name for t in tools} if self.switches.constrained else req.strict_tools()
             if not strict:
                 return None
             loose = {"type": "object"}  # a tool that is not strict: any JSON object as its arguments
