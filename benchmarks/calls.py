@@ -150,9 +150,27 @@ def setting_key(run: dict) -> str:
     return json.dumps([quality.device_tag(run), run["settings"]["recipe"], variables], sort_keys=True)
 
 
-def across_seeds(runs: Mapping[str, dict]) -> list[dict]:
+def pooled(members: list[dict], kept: set[str] | None) -> dict:
+    """Each comparison over the items of every seed at once (an item of each seed one pair; the bootstrap of the AST
+    average stratified by category as within a seed, McNemar's test on strict irrelevance's fixed and broken
+    items), over ``kept`` ids where given: the effect's test across seeds, where each seed's alone has few items."""
+    out = {}
+    for name, (b, a) in comparisons_of(tuple({arm for r in members for arm in r["arms"]})).items():
+        before, after = {}, {}
+        for r in members:
+            if a in r["arms"] and b in r["arms"] and "verdicts" in r["arms"][a] and "verdicts" in r["arms"][b]:
+                for side, arm in ((before, b), (after, a)):
+                    side.update({f"{i}@{r['seed']}": v for i, v in unpack_verdicts(r["arms"][arm]["verdicts"]).items()
+                                 if kept is None or i in kept})
+        if before and after:
+            out[name] = compare(before, after)
+    return out
+
+
+def across_seeds(runs: Mapping[str, dict], kept: set[str] | None = None, tests: bool = True) -> list[dict]:
     """For each group of runs of one device and setting (`setting_key`): the spread over its seeds of every
-    comparison's change of every figure, and of every arm's figures."""
+    comparison's change of every figure, and of every arm's figures; with ``tests``, each comparison's paired tests
+    over all its seeds' items at once (`pooled`)."""
     groups: dict[str, list[dict]] = {}
     for run in runs.values():
         groups.setdefault(setting_key(run), []).append(run)
@@ -169,6 +187,8 @@ def across_seeds(runs: Mapping[str, dict]) -> list[dict]:
         for arm in sorted({a for r in members for a in r["arms"]}):
             done = [r["arms"][arm]["held_out"] for r in members if arm in r["arms"]]
             rec["arms"][arm] = {f: spread(v) for f in FIGURES if (v := [t[f] for t in done if f in t])}
+        if tests:
+            rec["pooled"] = pooled(members, kept)
         out.append(rec)
     return out
 
@@ -335,19 +355,98 @@ def protocol(recipe: Path) -> str:
     return " ".join(x for x in lines if x)
 
 
-def write(out: Path, runs: Mapping[str, dict], held: dict | None, protocols: Mapping[str, str] | None = None) -> dict:
-    """``calls_vs_control`` of ``out`` with ``runs`` added (a run of the same seed, device and recipe replaced) and
-    the recipes' ``protocols`` (name → text), the file's other keys kept."""
+def untrained_record(run: Path, tuning: set[str]) -> dict:
+    """The untrained model's BFCL run (``eval bfcl`` of the bundled model on the held-out items): its held-out table,
+    its verdicts, where it ran."""
+    every = bfcl_items(run)
+    manifest = _json(run / "run.json") or {}
+    return {"held_out": arm_table(held_out(every, tuning)), "verdicts": pack_verdicts(every),
+            "settings": manifest.get("settings", manifest), "device": quality._device()}
+
+
+def write(out: Path, runs: Mapping[str, dict], held: dict | None, protocols: Mapping[str, str] | None = None,
+          untrained: dict | None = None, tests: bool = True) -> dict:
+    """``calls_vs_control`` of ``out`` with ``runs`` added (a run of the same seed, device and recipe replaced), the
+    recipes' ``protocols`` (name → text) and the ``untrained`` model's record, the file's other keys kept; the
+    headline (`two_hour`) made again from them."""
     result = json.loads(out.read_text()) if out.is_file() else {}
     entry = result.setdefault(KEY, {})
+    if untrained is not None:
+        entry["untrained"] = untrained
     entry["protocols"] = {**entry.get("protocols", {}), **(protocols or {})}
     if held is not None:
         entry["held_out"] = held
     entry["runs"] = {**entry.get("runs", {}), **runs}
-    entry["across_seeds"] = across_seeds(entry["runs"])
+    kept = set(unpack_verdicts(entry["held_out"]["ids"])) if entry.get("held_out", {}).get("ids") else None
+    entry["across_seeds"] = across_seeds(entry["runs"], kept, tests)
+    headline = two_hour(entry)
+    if headline is not None:
+        result["two_hour"] = headline
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     return entry
+
+
+# ---- the two-hour headline -----------------------------------------------------------------------------------------
+
+#: the headline's recipe and its stages (data, SFT, RL) in calls-rl.yaml's names
+HEADLINE_RECIPE = "experiments/calls-rl.yaml"
+HEADLINE_STAGES = {"data": "data", "sft": "base", "rl": "rl"}
+#: the CPU rows the headline's CPU budget is read from: the SFT row trained on these two cores at sft-shared3's
+#: token budget, sft-shared3's own row (its tokens), and the RL arm the rl stage ships (rl.json's sweep)
+CPU_SFT_ROW, SHARED3_ROW, RL_ROW = "sft-v6 (full)", "sft-shared3 (full)", "g-xp-g4-seln50"
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _figures(tables: list[dict]) -> dict:
+    """Each figure's mean, lowest and highest over ``tables`` (one per seed)."""
+    out = {}
+    for f in FIGURES:
+        values = [t[f] for t in tables if f in t]
+        if values:
+            out[f] = {"mean": round(statistics.fmean(values), 4), "min": min(values), "max": max(values)}
+    return out
+
+
+def cpu_budget(rl_steps: int) -> dict:
+    """The headline's training time on the 2-core CPU, from measured rows: SFT at the tokens/s of the SFT row trained
+    there at the same token budget, and RL at the seconds per step and the prompt selection of the shipped arm's
+    two CPU runs (each beside another arm, one thread each)."""
+    quality_rows = json.loads((RESULTS / "quality.json").read_text())["table"]
+    cpu, shared3 = quality_rows[CPU_SFT_ROW], quality_rows[SHARED3_ROW]
+    arms = [r for r in json.loads((RESULTS / "rl.json").read_text())["rl_sweep"] if r.get("row") == RL_ROW]
+    sft = shared3["train_tokens"] / cpu["train_tokens_per_s"]
+    rl = [a["selection_seconds"] + rl_steps * (a["seconds"] - a["selection_seconds"]) / a["steps"] for a in arms]
+    return {"sft_seconds": round(sft), "rl_seconds": round(max(rl)), "total_seconds": round(sft) + round(max(rl)),
+            "how": f"SFT: {shared3['train_tokens']} tokens (sft-shared3) at the {cpu['train_tokens_per_s']} tokens/s "
+                   f"{CPU_SFT_ROW} trained at on this CPU; RL: the slower of {RL_ROW}'s two CPU runs' prompt "
+                   f"selection plus {rl_steps} of its steps (quality.json, rl.json)"}
+
+
+def two_hour(entry: Mapping) -> dict | None:
+    """The headline: untrained model, never-call, SFT and SFT + RL of the headline recipe's runs (each figure's
+    mean and range over seeds, on the held-out items), each stage's seconds per run, and the CPU budget."""
+    runs = [r for r in entry["runs"].values() if r["settings"]["recipe"] == HEADLINE_RECIPE
+            and {"base", "rl"} <= r["arms"].keys()]
+    if not runs:
+        return None
+    rows: dict = {}
+    if entry.get("untrained"):
+        rows["untrained"] = _figures([entry["untrained"]["held_out"]])
+    rows["never_call"] = _figures([r["never_call"] for r in runs if r.get("never_call")])
+    rows["sft"] = _figures([r["arms"]["base"]["held_out"] for r in runs])
+    rows["sft_rl"] = _figures([r["arms"]["rl"]["held_out"] for r in runs])
+    steps = {r["settings"]["steps"].get("rl") for r in runs}
+    return {
+        "recipe": f"{HEADLINE_RECIPE}: stages data, base (SFT) and rl, the two-hour recipe",
+        "items": runs[0]["arms"]["base"]["held_out"]["n_per_category"],
+        "seeds": sorted(r["seed"] for r in runs),
+        "device": sorted({r["device"] for r in runs}),
+        "rows": rows,
+        "stage_seconds": {key: {run_key(r): r["settings"]["stage_seconds"].get(stage) for r in runs}
+                          for key, stage in HEADLINE_STAGES.items()},
+        "cpu_budget": cpu_budget(max(steps)),
+    }
 
 
 def run_key(rec: dict) -> str:
@@ -388,6 +487,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--merge", type=Path, action="append", default=[], metavar="FILE",
                     help="add the runs of another machine's result file (its --out) to --out; repeatable")
+    ap.add_argument("--untrained", type=Path, metavar="RUN",
+                    help="record the untrained model's BFCL run (tinytool eval bfcl -m smollm2-135m-instruct "
+                         "--held-out 100 --limit N on the runs' items) beside the arms, for the headline")
     args = ap.parse_args()
     if not args.recipe.is_file():
         ap.error(f"--recipe {args.recipe}: no such file")
@@ -409,7 +511,12 @@ def main() -> None:
         runs = {key: {**rec, "comparisons": comparisons(rec["arms"], tuning)} for key, rec in other["runs"].items()}
         write(args.out, runs, other.get("held_out"))
         print(f"merged {', '.join(runs)} from {path} (paired tests computed here)")
-    if args.merge and args.work is None:
+    if args.untrained is not None:
+        if not (args.untrained / "results.jsonl").is_file():
+            ap.error(f"--untrained {args.untrained}: no results.jsonl (an eval bfcl run directory)")
+        write(args.out, {}, None, untrained=untrained_record(args.untrained, tuning_ids(args.tuning_limit)))
+        print(f"recorded the untrained model's run {args.untrained}")
+    if (args.merge or args.untrained) and args.work is None:
         return
     if args.work is None:
         ap.error("--work is needed to run the recipe (where the seeds' runs go)")
@@ -440,7 +547,7 @@ def main() -> None:
                              for name, vs in rec["comparisons"].items() if name.endswith("_vs_control")}}),
               flush=True)
     entry = write(args.out, runs, held_out_record(tuning, args.tuning_limit),
-                  {args.recipe.stem: protocol(args.recipe)})
+                  {args.recipe.stem: protocol(args.recipe)}, tests=not args.no_tests)
     print(f"wrote {args.out} ({KEY}: {len(entry['runs'])} runs)")
     if failed:
         raise SystemExit("\n".join(failed))

@@ -174,3 +174,37 @@ def test_the_never_call_baseline_fails_every_call_and_passes_every_irrelevance_i
     table = calls.arm_table(nothing)
     assert table["non_live_ast_avg"] == 0.0 and table["irrelevance_strict"] == 1.0 and table["overall"] == 0.5
     assert table["n_per_category"]["simple_python"] == 400 and table["n_per_category"]["irrelevance"] == 240
+
+
+def test_pooled_tests_pair_each_seed_s_items_and_the_headline_reads_the_rl_recipe_s_runs(calls, tmp_path):
+    from _paired import pack_verdicts
+
+    def rl_run(seed: int, base: dict, rl: dict) -> dict:
+        arms = {name: {"held_out": calls.arm_table(v), "verdicts": pack_verdicts(v)}
+                for name, v in (("base", base), ("rl", rl))}
+        return {"seed": seed, "device": "cuda: NVIDIA H200", "arms": arms,
+                "never_call": calls.arm_table({i: (c, c == "irrelevance") for i, (c, _) in base.items()}),
+                "comparisons": {}, "settings": {"recipe": calls.HEADLINE_RECIPE, "vars": {"seed": seed},
+                                                "steps": {"base": 7, "rl": 10},
+                                                "stage_seconds": {"data": 1.0, "base": 2.0, "rl": 3.0}}}
+
+    base = verdicts({"simple_python": 5, "multiple": 5, "parallel": 5, "parallel_multiple": 5, "irrelevance": 6})
+    rl = verdicts({"simple_python": 5, "multiple": 5, "parallel": 5, "parallel_multiple": 5, "irrelevance": 10})
+    runs = {f"calls-rl-s{s}-h200": rl_run(s, base, rl) for s in (10, 11, 12)}
+    group = calls.across_seeds(runs)[0]
+    pooled = group["pooled"]["rl_vs_base"]
+    # four irrelevance items fixed in each of three seeds: twelve pairs, none broken
+    assert pooled["items"] == 150 and (pooled["irrelevance_fixed"], pooled["irrelevance_broken"]) == (12, 0)
+    assert pooled["p_irrelevance"] == pytest.approx(2 * 0.5 ** 12) and pooled["ast_avg_change"] == 0.0
+    assert "pooled" not in calls.across_seeds(runs, tests=False)[0]
+    out = tmp_path / "calls.json"
+    (tmp_path / "results").mkdir()
+    entry = calls.write(out, runs, None)
+    headline = json.loads(out.read_text())["two_hour"]
+    assert headline["seeds"] == [10, 11, 12] and entry["runs"].keys() == runs.keys()
+    assert headline["rows"]["sft"]["irrelevance_strict"] == {"mean": 0.6, "min": 0.6, "max": 0.6}
+    assert headline["rows"]["sft_rl"]["irrelevance_strict"]["mean"] == 1.0
+    assert headline["rows"]["never_call"]["overall"]["mean"] == 0.5
+    assert headline["stage_seconds"]["rl"] == {k: 3.0 for k in runs}
+    budget = headline["cpu_budget"]  # read from the committed CPU rows
+    assert budget["total_seconds"] == budget["sft_seconds"] + budget["rl_seconds"] < 2 * 3600
