@@ -213,12 +213,14 @@ _PATH_KEYS = ("exists", "file_okay", "dir_okay")
 
 
 def setting(default: Any, help: str, *aliases: str, **meta: Any) -> Any:
-    """A field of a config dataclass that is also a command-line option (`config_options`): its ``default`` (``...``:
-    required; ``factory=`` in ``meta`` for a default made by a function), its ``help`` for ``--help``, short
-    ``aliases`` of its flag (``--name-with-dashes``). ``meta`` may also hold the option's bounds (``min``, ``max``),
-    the ``panel`` of ``--help`` it is listed in, ``exists``/``file_okay``/``dir_okay`` for a path, and for a value
-    given as text its ``parse`` (text → value; a ``metavar`` to show, a ``flag_default`` text where the flag's
-    default is not the field's)."""
+    """A field of a config dataclass that is also a command-line option: the one way a verb's option is declared,
+    for a Typer command (`config_options`) and for a training config's parser (`tinytool.train.config.parse_config`)
+    alike, and a key of the verb's ``--config`` YAML. Its ``default`` (``...``: required; ``factory=`` in ``meta``
+    for a default made by a function), its ``help`` for ``--help``, short ``aliases`` of its flag
+    (``--name-with-dashes``). ``meta`` may also hold the option's bounds (``min``, ``max``) and ``choices`` (checked
+    when the config is built), the ``panel`` of ``--help`` it is listed in, ``exists``/``file_okay``/``dir_okay`` for
+    a path, for a value given as text its ``parse`` (text → value; a ``metavar`` to show, a ``flag_default`` text
+    where the flag's default is not the field's), and for a training config's flag an argparse ``action``."""
     factory = meta.pop("factory", None)
     metadata = {"help": help, "aliases": list(aliases), **meta}
     if factory is not None:
@@ -307,6 +309,36 @@ def config_values(cls: type, values: dict[str, Any], ctx: typer.Context | None =
     return out
 
 
+def flag_name(f: dataclasses.Field) -> str:
+    """The flag a user types for config field ``f``: its first long alias (``--out``), else ``--`` and its name with
+    - for _."""
+    return next((a for a in f.metadata.get("aliases", ()) if a.startswith("--")), "--" + f.name.replace("_", "-"))
+
+
+def check_settings(cfg: Any) -> None:
+    """Every field of the config ``cfg`` that declares ``choices`` or bounds (``min``, ``max``) in its metadata
+    (`setting`; a library's own fields too) holds a value they allow (each item of a list), checked when the config
+    is built: a config file's values and the Python API's never meet the flag parser, and a bad one would otherwise
+    fail only once the work has begun. The error names the flag."""
+    for f in dataclasses.fields(cfg):
+        meta = f.metadata
+        if not f.init or not {"choices", "min", "max"} & set(meta):
+            continue
+        value = getattr(cfg, f.name)
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            v = getattr(v, "value", v)  # an enum as its value
+            choices, lo, hi = meta.get("choices"), meta.get("min"), meta.get("max")
+            if v is None:
+                continue
+            if choices is not None and v not in choices:
+                raise UserInputError(f"{flag_name(f)} must be one of {', '.join(map(str, choices))}, got {v!r}")
+            number = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if number and ((lo is not None and v < lo) or (hi is not None and v > hi)):
+                bounds = f"in [{lo}, {hi}]" if lo is not None and hi is not None else (
+                    f">= {lo}" if lo is not None else f"<= {hi}")
+                raise UserInputError(f"{flag_name(f)} must be {bounds}, got {v!r}")
+
+
 def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> NoReturn:
     """Print ``error: MSG`` and its fix (see `print_error`) to stderr and exit (prefer raising a `TinytoolError`)."""
     print_error(msg if isinstance(msg, TinytoolError) else str(msg), fix=fix)
@@ -314,5 +346,5 @@ def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> No
 
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "Interrupted", "TinytoolCommand", "TinytoolGroup",
-           "TinytoolTyper", "check_args", "config_options", "config_values", "err", "fail", "make_app", "on_interrupt",
+           "TinytoolTyper", "check_args", "check_settings", "config_options", "config_values", "err", "fail", "flag_name", "make_app", "on_interrupt",
            "option_of", "passthrough", "print_error", "setting"]

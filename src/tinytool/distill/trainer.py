@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +21,7 @@ import torch
 from transformers import Trainer, TrainingArguments
 from transformers.trainer_utils import SchedulerType
 
+from tinytool.clikit import setting
 from tinytool.distill.examples import TokenExample, token_examples
 from tinytool.distill.lm_parts import causal_lm, decoder_and_head, head_logits, head_topk, hidden_at
 from tinytool.distill.losses import (
@@ -36,7 +37,7 @@ from tinytool.errors import MissingInputError, UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
 from tinytool.io import check_data_files
 from tinytool.train.callbacks import WholeRunLog, rank_digests, train_seconds, whole_run_loss
-from tinytool.train.config import RunOptions, listed, option, save_config
+from tinytool.train.config import RunOptions, listed, save_config
 from tinytool.train.examples import read_conversations, sft_examples
 from tinytool.train.run import finish_training, open_training_run, save_final
 from tinytool.train.tree_pack import SharedPrefixOptions, for_model, prepare_model
@@ -57,28 +58,27 @@ class DistillConfig(RunOptions, SharedPrefixOptions, TrainingArguments):
 
     FULL_LR: ClassVar[float] = KD_LR
 
-    student: str = field(metadata={"help": "Student model: hub id (org/name), checkpoint directory, .gguf, alias.",
-                                   "aliases": ["-s"]})
-    cache: str | None = option(None, "Teacher top-k cache (tinytool teacher cache).")
-    teacher: str | None = option(None, "Online teacher held in memory (instead of a cache; needs --data). With "
-                                 "--loss gkd: TRL's on-policy teacher.", "-t")
+    student: str = setting(..., "Student model: hub id (org/name), checkpoint directory, .gguf, alias.", "-s")
+    cache: str | None = setting(None, "Teacher top-k cache (tinytool teacher cache).")
+    teacher: str | None = setting(None, "Online teacher held in memory (instead of a cache; needs --data). With "
+                                  "--loss gkd: TRL's on-policy teacher.", "-t")
     data: list[str] = listed("Conversations JSONL (online teacher, gkd, or ce without a cache).", "-d")
-    format: str = option(DEFAULT_FORMAT, f"{FORMAT_HELP} (of --data).", "-f")
-    loss: str = option("ckd", f"Loss: {', '.join(ALL_LOSSES)} (STAR Eq. 3: ckd = top-k FKL + λ·tail).")
-    k: int = option(DEFAULT_K, "Teacher top-k (STAR App. A.2: 100).")
-    m: int = option(DEFAULT_M, "Student top-m scanned by the tail term (STAR App. A.2: 100).")
-    lambda_tail: float = option(DEFAULT_LAMBDA_TAIL, "λ_tail of CKD and the stabilized losses (STAR App. A.2: 10).")
-    temperature: float | None = option(None, "Distillation temperature [default: the cache's; a different one is "
-                                       "refused: cached log-probs are at that temperature].")
-    gkd_beta: float = option(0.5, "gkd: TRL's β (0 forward KL, 0.5 JSD, 1 reverse KL).")
-    gkd_max_new_tokens: int = option(256, "gkd: tokens the student generates per on-policy completion.")
-    chunk_size: int = option(1024, "Completion positions per chunk of the fused loss.")
-    fused: bool = option(True, "Compute the loss from hidden states chunk by chunk (off: materialise logits at "
-                         "completion positions).")
-    max_length: int = option(2048, "Longest example in tokens (data without a cache); longer ones are dropped.")
-    lr_scheduler_type: SchedulerType | str = option("constant", "Learning-rate schedule: constant (STAR App. A.2), "
-                                                    "linear, cosine, …", "--scheduler")
-    remove_unused_columns: bool = option(False, "Keep every dataset column (the collator needs the teacher's).")
+    format: str = setting(DEFAULT_FORMAT, f"{FORMAT_HELP} (of --data).", "-f")
+    loss: str = setting("ckd", f"Loss: {', '.join(ALL_LOSSES)} (STAR Eq. 3: ckd = top-k FKL + λ·tail).")
+    k: int = setting(DEFAULT_K, "Teacher top-k (STAR App. A.2: 100).")
+    m: int = setting(DEFAULT_M, "Student top-m scanned by the tail term (STAR App. A.2: 100).")
+    lambda_tail: float = setting(DEFAULT_LAMBDA_TAIL, "λ_tail of CKD and the stabilized losses (STAR App. A.2: 10).")
+    temperature: float | None = setting(None, "Distillation temperature [default: the cache's; a different one is "
+                                        "refused: cached log-probs are at that temperature].")
+    gkd_beta: float = setting(0.5, "gkd: TRL's β (0 forward KL, 0.5 JSD, 1 reverse KL).")
+    gkd_max_new_tokens: int = setting(256, "gkd: tokens the student generates per on-policy completion.")
+    chunk_size: int = setting(1024, "Completion positions per chunk of the fused loss.")
+    fused: bool = setting(True, "Compute the loss from hidden states chunk by chunk (off: materialise logits at "
+                          "completion positions).")
+    max_length: int = setting(2048, "Longest example in tokens (data without a cache); longer ones are dropped.")
+    lr_scheduler_type: SchedulerType | str = setting("constant", "Learning-rate schedule: constant (STAR App. A.2), "
+                                                     "linear, cosine, …", "--scheduler")
+    remove_unused_columns: bool = setting(False, "Keep every dataset column (the collator needs the teacher's).")
     def __post_init__(self) -> None:
         self.data = [str(p) for p in ([self.data] if isinstance(self.data, (str, Path)) else self.data)]
         self.student = str(self.student)

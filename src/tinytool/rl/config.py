@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from transformers.trainer_utils import SchedulerType
 from trl import GRPOConfig
 
+from tinytool.clikit import setting
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
 from tinytool.rewards.toolrl import (
@@ -41,7 +42,7 @@ from tinytool.rewards.toolrl import (
     NO_CALL_HELP,
     SCALES,
 )
-from tinytool.train.config import RunOptions, check_inputs, listed, option
+from tinytool.train.config import RunOptions, check_inputs, listed
 
 log = logging.getLogger(__name__)
 
@@ -94,68 +95,68 @@ class RLRunConfig(RunOptions, GRPOConfig):
 
     FULL_LR: ClassVar[float] = FULL_LR
 
-    model: str = field(metadata={"help": "Policy to start from: hub id, checkpoint directory (e.g. an SFT run), "
-                                         ".gguf file, or smollm2-135m-instruct.", "aliases": ["-m"]})
+    model: str = setting(..., "Policy to start from: hub id, checkpoint directory (e.g. an SFT run), "
+                              ".gguf file, or smollm2-135m-instruct.", "-m")
     data: list[str] = listed("Training JSONL file(s) of conversations: each gives one prompt, at its first "
                              "assistant turn, scored against that turn.", "-d", required=True)
-    format: str | None = option(None, f"{FORMAT_HELP} [default: the format the model was trained in (its run's "
-                                f"config.yaml), else {DEFAULT_FORMAT}].", "-f")
-    reward: str = option("toolrl", "Reward, or a weighted mix: simrl, toolrl, mentor, astra-f1, exact; "
-                         "e.g. 'simrl=1,toolrl=0.5'.", "-r")
-    require_think: bool | None = option(None, "Sim-RL rule 1: the completion must hold a <think> block "
-                                        "[default: on for formats that think, off for hermes-nothink and python].")
-    toolrl_granularity: str = option("original", "ToolRL reward granularity (§5.3): original, finegrained, "
-                                     "intermediate, coarse.", choices=GRANULARITIES)
-    toolrl_scale: str = option("original", "ToolRL reward scale (§5.2): original, equal_max, two_stage, dynamic "
-                               "(fed the training progress).", choices=SCALES)
-    no_call: str = option("symmetric", NO_CALL_HELP, choices=NO_CALL)
-    extra_calls: str = option("penalized", EXTRA_CALLS_HELP, choices=EXTRA_CALLS)
-    lenient: bool = option(False, LENIENT_HELP)
-    group_filter: str = option("fill", "Groups whose rewards do not vary: 'fill' (ASTRA adaptive batch filling: "
-                               "sample more until the batch is full of informative groups, keep the surplus), "
-                               "'drop' (STAR: leave them out of the step), 'off'.", choices=GROUP_FILTERS)
-    group_delta: float = option(0.0, "A group is informative when its reward's standard deviation exceeds this "
-                                "(ASTRA Eq. 32's δ).")
-    fill_rounds: int = option(4, "With --group-filter fill: extra generation rounds at most per step.")
-    rollouts: str = option("tinytool", "How rollouts are sampled: 'tinytool' (each group's prompt prefilled once, "
-                           "its completions decoded from that cache) or 'trl' (TRL's generation; vLLM with "
-                           "--use-vllm).", choices=ROLLOUTS)
-    env: str | None = option(None, "Multi-turn: run each prompt's task in this environment ('demo': the demo "
-                             "catalog's tools on the task's seeded world); observations are masked out of the loss.")
-    max_turns: int = option(4, "With --env: assistant turns per rollout at most.")
-    no_call_share: float | None = option(None, "The share of prompts whose label makes no call (near-miss requests "
-                                         "to decline), reached by leaving prompts out, never repeating one, "
-                                         f"after --select-prompts [default: {MEASURED_NO_CALL_SHARE} with "
-                                         "--select-prompts (the measured setting), else the data as it is].")
-    select_prompts: bool | None = option(None, "Before training, sample each prompt's group once and keep only "
-                                         "prompts whose rewards vary (prompt selection by difficulty). Its seconds "
-                                         "count against --max-seconds; the rows kept are saved in the output "
-                                         "directory, and a resumed run reads them back [default: on for single-turn "
-                                         "runs with the toolrl reward alone (the measured setting), off with --env "
-                                         "or another reward]; --no-select-prompts trains on the data as it is.")
-    select_only: str = option(MEASURED_SELECT_ONLY, "With --select-prompts: the prompts it samples: 'all', 'no-call' "
-                              "(those whose label declines: the near misses the model sometimes calls on are the "
-                              "ones that teach declining) or 'call'; the others are kept as they are.",
-                              choices=SELECT_ONLY)
-    select_limit: int | None = option(MEASURED_SELECT_LIMIT, "With --select-prompts: sample at most this many of the "
-                                      "prompts --select-only names (a seeded draw); those not drawn are left out "
-                                      "(none: all of them).")
+    format: str | None = setting(None, f"{FORMAT_HELP} [default: the format the model was trained in (its run's "
+                                 f"config.yaml), else {DEFAULT_FORMAT}].", "-f")
+    reward: str = setting("toolrl", "Reward, or a weighted mix: simrl, toolrl, mentor, astra-f1, exact; "
+                          "e.g. 'simrl=1,toolrl=0.5'.", "-r")
+    require_think: bool | None = setting(None, "Sim-RL rule 1: the completion must hold a <think> block "
+                                         "[default: on for formats that think, off for hermes-nothink and python].")
+    toolrl_granularity: str = setting("original", "ToolRL reward granularity (§5.3): original, finegrained, "
+                                      "intermediate, coarse.", choices=GRANULARITIES)
+    toolrl_scale: str = setting("original", "ToolRL reward scale (§5.2): original, equal_max, two_stage, dynamic "
+                                "(fed the training progress).", choices=SCALES)
+    no_call: str = setting("symmetric", NO_CALL_HELP, choices=NO_CALL)
+    extra_calls: str = setting("penalized", EXTRA_CALLS_HELP, choices=EXTRA_CALLS)
+    lenient: bool = setting(False, LENIENT_HELP)
+    group_filter: str = setting("fill", "Groups whose rewards do not vary: 'fill' (ASTRA adaptive batch filling: "
+                                "sample more until the batch is full of informative groups, keep the surplus), "
+                                "'drop' (STAR: leave them out of the step), 'off'.", choices=GROUP_FILTERS)
+    group_delta: float = setting(0.0, "A group is informative when its reward's standard deviation exceeds this "
+                                 "(ASTRA Eq. 32's δ).")
+    fill_rounds: int = setting(4, "With --group-filter fill: extra generation rounds at most per step.")
+    rollouts: str = setting("tinytool", "How rollouts are sampled: 'tinytool' (each group's prompt prefilled once, "
+                            "its completions decoded from that cache) or 'trl' (TRL's generation; vLLM with "
+                            "--use-vllm).", choices=ROLLOUTS)
+    env: str | None = setting(None, "Multi-turn: run each prompt's task in this environment ('demo': the demo "
+                              "catalog's tools on the task's seeded world); observations are masked out of the loss.")
+    max_turns: int = setting(4, "With --env: assistant turns per rollout at most.")
+    no_call_share: float | None = setting(None, "The share of prompts whose label makes no call (near-miss requests "
+                                          "to decline), reached by leaving prompts out, never repeating one, "
+                                          f"after --select-prompts [default: {MEASURED_NO_CALL_SHARE} with "
+                                          "--select-prompts (the measured setting), else the data as it is].")
+    select_prompts: bool | None = setting(None, "Before training, sample each prompt's group once and keep only "
+                                          "prompts whose rewards vary (prompt selection by difficulty). Its seconds "
+                                          "count against --max-seconds; the rows kept are saved in the output "
+                                          "directory, and a resumed run reads them back [default: on for single-turn "
+                                          "runs with the toolrl reward alone (the measured setting), off with --env "
+                                          "or another reward]; --no-select-prompts trains on the data as it is.")
+    select_only: str = setting(MEASURED_SELECT_ONLY, "With --select-prompts: the prompts it samples: 'all', 'no-call' "
+                               "(those whose label declines: the near misses the model sometimes calls on are the "
+                               "ones that teach declining) or 'call'; the others are kept as they are.",
+                               choices=SELECT_ONLY)
+    select_limit: int | None = setting(MEASURED_SELECT_LIMIT, "With --select-prompts: sample at most this many of the "
+                                       "prompts --select-only names (a seeded draw); those not drawn are left out "
+                                       "(none: all of them).")
 
     # --- GRPOConfig fields, with the papers' defaults and their help shown ---
-    num_generations: int | None = option(4, "Rollouts per prompt (the group size G; ToolRL's 4, STAR's 8).", "-G")
-    max_completion_length: int | None = option(224, "Longest completion in tokens (the measured 224 holds a "
-                                               "four-call answer).")
-    temperature: float = option(1.0, "Sampling temperature of the rollouts.")
-    beta: float = option(0.0, "KL coefficient (0: no KL term and no reference model, ToolRL/ASTRA; STAR uses "
-                         "0.001).")
-    epsilon: float = option(0.2, "Clip range ε of the importance ratio.")
-    epsilon_high: float | None = option(0.28, "Upper clip bound ε_high (DAPO's clip-higher; none: ε).")
-    lr_scheduler_type: SchedulerType | str = option("constant", "Learning-rate schedule: constant (the measured "
-                                                    "setting: a --max-seconds budget decides the length), linear, "
-                                                    "cosine, …")
-    loss_type: str = option("dapo", "Loss normalisation: dapo (token mean over the batch, ASTRA Eq. 32), grpo "
-                            "(mean per sequence, then over sequences, STAR Eq. 11), dr_grpo, bnpo.",
-                            choices=LOSS_TYPES)
+    num_generations: int | None = setting(4, "Rollouts per prompt (the group size G; ToolRL's 4, STAR's 8).", "-G")
+    max_completion_length: int | None = setting(224, "Longest completion in tokens (the measured 224 holds a "
+                                                "four-call answer).")
+    temperature: float = setting(1.0, "Sampling temperature of the rollouts.")
+    beta: float = setting(0.0, "KL coefficient (0: no KL term and no reference model, ToolRL/ASTRA; STAR uses "
+                          "0.001).")
+    epsilon: float = setting(0.2, "Clip range ε of the importance ratio.")
+    epsilon_high: float | None = setting(0.28, "Upper clip bound ε_high (DAPO's clip-higher; none: ε).")
+    lr_scheduler_type: SchedulerType | str = setting("constant", "Learning-rate schedule: constant (the measured "
+                                                     "setting: a --max-seconds budget decides the length), linear, "
+                                                     "cosine, …")
+    loss_type: str = setting("dapo", "Loss normalisation: dapo (token mean over the batch, ASTRA Eq. 32), grpo "
+                             "(mean per sequence, then over sequences, STAR Eq. 11), dr_grpo, bnpo.",
+                             choices=LOSS_TYPES)
 
     def __post_init__(self) -> None:
         fmt = check_inputs(self)

@@ -3,7 +3,9 @@
 A trainer's config is a dataclass that extends TRL's config for that trainer (`SFTRunConfig` extends
 `trl.SFTConfig`; `DistillConfig` extends `transformers.TrainingArguments`), with `RunOptions` mixed in:
 the options every tinytool training verb shares, and tinytool's defaults and short flags for the
-`TrainingArguments` fields a user sets most. Each option is declared once, as a documented field; the command
+`TrainingArguments` fields a user sets most. Each option is declared once, as a documented field
+(`tinytool.clikit.setting`, the declaration every verb's options share; choices and bounds are checked when the
+config is built, `tinytool.clikit.check_settings`); the command
 line (`--name value`, plus the short aliases in the field's metadata), the YAML file (``--config run.yaml``,
 flags override it) and the Python API (`load_config`) are all derived from the dataclass.
 
@@ -21,10 +23,11 @@ import dataclasses
 import functools
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from tinytool.clikit import check_settings, setting
 from tinytool.errors import UserInputError
 from tinytool.io.rundir import path_value
 
@@ -51,20 +54,8 @@ class Repeatable(argparse.Action):
 
 
 def listed(help: str, *aliases: str, required: bool = False) -> Any:
-    """A list-of-paths field whose flag may repeat (see `Repeatable`)."""
-    meta: dict[str, Any] = {"help": help, "action": Repeatable}
-    if aliases:
-        meta["aliases"] = list(aliases)
-    return field(metadata=meta) if required else field(default_factory=list, metadata=meta)
-
-
-def option(default: Any, help: str, *aliases: str, **extra: Any) -> Any:
-    """A documented config field: ``help`` for ``--help`` (argparse formats it, so ``%`` is escaped here) and
-    short flags as ``aliases``."""
-    meta: dict[str, Any] = {"help": help.replace("%", "%%"), **extra}
-    if aliases:
-        meta["aliases"] = list(aliases)
-    return field(default=default, metadata=meta)
+    """A list-of-paths field (a `tinytool.clikit.setting`) whose flag may repeat (see `Repeatable`)."""
+    return setting(..., help, *aliases, action=Repeatable, **({} if required else {"factory": list}))
 
 
 @dataclass(kw_only=True)
@@ -80,53 +71,53 @@ class RunOptions:
     WARMUP: ClassVar[float] = 0.0
 
     # --- tinytool's own ---
-    lora: str | None = option(None, "LoRA adapters instead of full fine-tuning: 'r=16,alpha=32,dropout=0.05,"
+    lora: str | None = setting(None, "LoRA adapters instead of full fine-tuning: 'r=16,alpha=32,dropout=0.05,"
                             "targets=q_proj+v_proj' (every key optional; 'default' takes all defaults).")
-    merge_lora: bool = option(False, "With --lora: save the base model with the adapter merged in (the adapter is "
+    merge_lora: bool = setting(False, "With --lora: save the base model with the adapter merged in (the adapter is "
                             "kept in OUT/adapter).", "--merge")
-    overwrite: bool = option(False, "Delete an earlier run in --out and start again (otherwise a run with the same "
+    overwrite: bool = setting(False, "Delete an earlier run in --out and start again (otherwise a run with the same "
                            "settings resumes, and one with other settings is refused).")
 
     # --- TrainingArguments fields, with tinytool's defaults and short flags ---
-    output_dir: str | None = option(None, "Output directory: checkpoints (checkpoint-N), the final model, the run "
+    output_dir: str | None = setting(None, "Output directory: checkpoints (checkpoint-N), the final model, the run "
                                   "summary, config.yaml and run.json.", "--out", "-o")
-    num_train_epochs: float | None = option(None, "Passes over the data (ignored when --max-steps > 0) [default: "
+    num_train_epochs: float | None = setting(None, "Passes over the data (ignored when --max-steps > 0) [default: "
                                           "the trainer's, 2 for SFT, 1 for the others].", "--epochs")
-    max_steps: int = option(-1, "Optimizer steps to stop at (-1: run --epochs).")
-    max_seconds: float | None = option(None, "A wall-time budget for the run's training, in seconds (a resumed run "
-                                       "holds what its earlier invocations left), held as "
-                                       "a ceiling: the run ends after the last step that, at its mean pace, "
-                                       "fits in it, as if complete (a "
-                                       "checkpoint a rerun with a larger --max-seconds continues from, final model "
-                                       "and summary). The learning-rate schedule spans --max-steps or --epochs; when "
-                                       "the budget decides the length, run it over the budget's seconds "
-                                       "(--time-schedule) or use a constant one.")
-    time_schedule: bool = option(False, "With --max-seconds: run the learning-rate schedule (--lr-scheduler-type "
-                                 "constant, constant_with_warmup, linear or cosine; --warmup as a share of the "
-                                 "budget) over the budget's seconds instead of the steps, so a decay ends where the "
-                                 "budget does on a fast or a slow machine alike.")
-    learning_rate: float | None = option(None, "Peak learning rate [default: the trainer's full fine-tuning rate, "
+    max_steps: int = setting(-1, "Optimizer steps to stop at (-1: run --epochs).")
+    max_seconds: float | None = setting(None, "A wall-time budget for the run's training, in seconds (a resumed run "
+                                        "holds what its earlier invocations left), held as "
+                                        "a ceiling: the run ends after the last step that, at its mean pace, "
+                                        "fits in it, as if complete (a "
+                                        "checkpoint a rerun with a larger --max-seconds continues from, final model "
+                                        "and summary). The learning-rate schedule spans --max-steps or --epochs; when "
+                                        "the budget decides the length, run it over the budget's seconds "
+                                        "(--time-schedule) or use a constant one.")
+    time_schedule: bool = setting(False, "With --max-seconds: run the learning-rate schedule (--lr-scheduler-type "
+                                  "constant, constant_with_warmup, linear or cosine; --warmup as a share of the "
+                                  "budget) over the budget's seconds instead of the steps, so a decay ends where the "
+                                  "budget does on a fast or a slow machine alike.")
+    learning_rate: float | None = setting(None, "Peak learning rate [default: the trainer's full fine-tuning rate, "
                                        "2e-4 with LoRA].", "--lr")
-    warmup_steps: float | None = option(None, "Warm-up: steps (≥ 1) or a fraction of all steps (< 1) [default: "
+    warmup_steps: float | None = setting(None, "Warm-up: steps (≥ 1) or a fraction of all steps (< 1) [default: "
                                       "the trainer's, 3 % of the steps for SFT, none for the others].", "--warmup")
-    per_device_train_batch_size: int | None = option(
+    per_device_train_batch_size: int | None = setting(
         None, "Examples per device per forward pass [default: 1 on a CPU, where unpadded single sequences train "
         "fastest and gradient accumulation makes the batch; 4 on a GPU].", "--batch-size")
-    gradient_accumulation_steps: int | None = option(
+    gradient_accumulation_steps: int | None = setting(
         None, "Forward passes per optimizer step (effective batch = batch size × grad accum × devices) [default: 4 "
         "when the batch size is left at its CPU default of 1, else 1].", "--grad-accum")
-    bf16: bool | None = option(None, "bf16 mixed precision (autocast, fp32 master weights) [default: on with CUDA "
+    bf16: bool | None = setting(None, "bf16 mixed precision (autocast, fp32 master weights) [default: on with CUDA "
                              "bf16, or a CPU with native bf16]; --no-bf16 turns it off.")
-    save_steps: float = option(200, "Checkpoint every N optimizer steps (0: only the final save).")
-    save_total_limit: int | None = option(2, "Checkpoints kept, oldest deleted first (none: keep all).")
-    logging_steps: float = option(10, "Log the loss every N steps.")
-    logging_first_step: bool = option(True, "Log the first step too.")
-    report_to: None | str | list[str] = option("none", "Experiment trackers (none, tensorboard, trackio, …).")
-    activation_checkpointing: bool | None = option(None, "Recompute activations in the backward pass (less memory, "
+    save_steps: float = setting(200, "Checkpoint every N optimizer steps (0: only the final save).")
+    save_total_limit: int | None = setting(2, "Checkpoints kept, oldest deleted first (none: keep all).")
+    logging_steps: float = setting(10, "Log the loss every N steps.")
+    logging_first_step: bool = setting(True, "Log the first step too.")
+    report_to: None | str | list[str] = setting("none", "Experiment trackers (none, tensorboard, trackio, …).")
+    activation_checkpointing: bool | None = setting(None, "Recompute activations in the backward pass (less memory, "
                                                  "some speed) [default: on on a CPU, off on a GPU].")
     #: TRL's SFTConfig turns this deprecated alias on by default; off unless asked
-    gradient_checkpointing: bool | None = option(None, "Older name of --activation-checkpointing.")
-    seed: int = option(0, "Random seed (model init, data order, dropout).")
+    gradient_checkpointing: bool | None = setting(None, "Older name of --activation-checkpointing.")
+    seed: int = setting(0, "Random seed (model init, data order, dropout).")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Each subclass's ``__post_init__`` first records the values as given (see `_record_given`)."""
@@ -164,7 +155,7 @@ class RunOptions:
         self.output_dir = str(self.output_dir)
         if self.lora is not None:
             self.lora = _lora_text(self.lora)
-        check_choices(self)
+        check_settings(self)
         checks = [
             (self.num_train_epochs > 0, f"epochs must be positive, got {self.num_train_epochs}"),
             (self.max_steps == -1 or self.max_steps > 0, f"max_steps must be positive (or -1), got {self.max_steps}"),
@@ -261,26 +252,6 @@ def schedule_name(kind: Any) -> str:
 def paths(value: Any) -> list[str]:
     """One path or several, as a list of strings."""
     return [str(p) for p in ([value] if isinstance(value, (str, Path)) else value or [])]
-
-
-def flag_name(f: dataclasses.Field) -> str:
-    """The flag a user types for config field ``f``: its first long alias (``--out``), else ``--`` and its name with
-    - for _."""
-    return next((a for a in f.metadata.get("aliases", ()) if a.startswith("--")), "--" + f.name.replace("_", "-"))
-
-
-def check_choices(cfg: Any) -> None:
-    """Every field that declares ``choices`` in its metadata (tinytool's and TRL's or transformers' own) holds one
-    of them, checked when the config is built: a config file's values and the Python API's never meet the flag
-    parser, and a bad one would otherwise fail only once the model is loaded, or in the middle of training."""
-    for f in dataclasses.fields(cfg):
-        choices = f.metadata.get("choices")
-        if not f.init or choices is None:
-            continue
-        value = getattr(cfg, f.name)
-        for v in value if isinstance(value, (list, tuple)) else [value]:
-            if v is not None and _plain(v) not in choices:
-                raise UserInputError(f"{flag_name(f)} must be one of {', '.join(map(str, choices))}, got {v!r}")
 
 
 def check_format(cfg: Any) -> None:
@@ -500,14 +471,16 @@ def _parser_class() -> type:
             verb's (`tinytool.train.cli_common`)."""
 
             def __init__(self, cls: type, prog: str) -> None:
+                from tinytool.io.rundir import declared_fields
+
+                self.config_cls, self.own = cls, set(declared_fields(cls))  # read while the flags are added
                 super().__init__(cls, prog=prog, add_help=False)
-                self.config_cls = cls
                 hints = typing.get_type_hints(cls)
                 taken = set(self._option_string_actions)
                 declared = {f.name: f.metadata.get("choices") for f in dataclasses.fields(cls) if f.init}
                 for action in list(self._actions):
                     if declared.get(action.dest) is not None:
-                        # checked when the config is built (`check_choices`): one message for a flag, a config
+                        # checked when the config is built (`check_settings`): one message for a flag, a config
                         # file and the Python API alike
                         action.choices = None
                     if hints.get(action.dest) == bool | None and action.nargs is None:
@@ -518,6 +491,17 @@ def _parser_class() -> type:
                     negations = [f"--no{sep}{n}" for n in names for sep in "-_" if f"--no{sep}{n}" not in taken]
                     if negations:
                         self.add_argument(*negations, action="store_false", dest=action.dest, help=argparse.SUPPRESS)
+
+            def _parse_dataclass_field(self, parser: Any, f: dataclasses.Field) -> None:  # type: ignore[override]
+                """A field tinytool declares (`tinytool.clikit.setting`) becomes a flag with what argparse takes of
+                its metadata (its help escaped for argparse, its aliases, choices and action); bounds and the other
+                keys are checked when the config is built (`check_settings`). A library's field is TRL's flag."""
+                if f.name in self.own:
+                    meta = {k: v for k, v in f.metadata.items() if k in _ARGPARSE_KEYS}
+                    meta["help"] = meta.get("help", "").replace("%", "%%")
+                    f = copy.copy(f)
+                    f.metadata = meta
+                super()._parse_dataclass_field(parser, f)
 
             def error(self, message: str):  # type: ignore[override]
                 raise UserInputError(f"{self.prog}: {message}", fix=f"see {self.prog} --help")
@@ -559,6 +543,8 @@ def _parser_class() -> type:
 
 
 _PARSER: type | None = None
+#: what argparse takes of a `tinytool.clikit.setting`'s metadata (the rest is the Typer commands' or a check's)
+_ARGPARSE_KEYS = ("help", "aliases", "choices", "action", "metavar")
 
 
 def check_config_values(cls: type, values: dict[str, Any], prog: str) -> None:
@@ -586,7 +572,6 @@ __all__ = [
     "describe_config",
     "listed",
     "load_config",
-    "option",
     "parse_config",
     "save_config",
     "saved_config",

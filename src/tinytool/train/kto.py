@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from trl import KTOConfig
 
+from tinytool.clikit import setting
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
 from tinytool.formats.base import PromptFormat
-from tinytool.train.config import RunOptions, check_inputs, listed, option
+from tinytool.train.config import RunOptions, check_inputs, listed
 from tinytool.train.examples import turn_pairs
 from tinytool.train.run import finish_training, open_training_run, save_final, start_training
 
@@ -53,12 +54,12 @@ class KTORunConfig(RunOptions, KTOConfig):
     LIBRARY_SETTINGS: ClassVar[tuple[str, ...]] = (*RunOptions.LIBRARY_SETTINGS, "beta", "desirable_weight",
                                                     "undesirable_weight", "loss_type")
 
-    model: str = field(metadata={"help": "Policy to start from (usually an SFT run): hub id, checkpoint directory, "
-                                         ".gguf file, or smollm2-135m-instruct.", "aliases": ["-m"]})
+    model: str = setting(..., "Policy to start from (usually an SFT run): hub id, checkpoint directory, "
+                              ".gguf file, or smollm2-135m-instruct.", "-m")
     data: list[str] = listed("Labelled conversation JSONL file(s): meta.label true (desirable) or false.", "-d",
                              required=True)
-    format: str = option(DEFAULT_FORMAT, f"{FORMAT_HELP}.", "-f")
-    max_length: int | None = option(2048, "Longest example (prompt + completion) in tokens; longer ones are "
+    format: str = setting(DEFAULT_FORMAT, f"{FORMAT_HELP}.", "-f")
+    max_length: int | None = setting(2048, "Longest example (prompt + completion) in tokens; longer ones are "
                                   "dropped and counted, never truncated.")
 
     def __post_init__(self) -> None:

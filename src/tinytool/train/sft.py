@@ -34,10 +34,11 @@ from typing import Any, ClassVar
 
 from trl import SFTConfig
 
+from tinytool.clikit import setting
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, FORMAT_HELP
 from tinytool.formats.base import PromptFormat
-from tinytool.train.config import RunOptions, check_inputs, listed, option, paths
+from tinytool.train.config import RunOptions, check_inputs, listed, paths
 from tinytool.train.examples import TrainText, located_conversations, whole_conversations
 from tinytool.train.run import finish_training, open_training_run, save_final, start_training
 from tinytool.train.tree_pack import SharedPrefixOptions
@@ -65,19 +66,19 @@ class SFTRunConfig(RunOptions, SharedPrefixOptions, SFTConfig):
     WARMUP: ClassVar[float] = WARMUP
     EPOCHS: ClassVar[float] = EPOCHS
 
-    model: str = field(metadata={"help": "Model: hub id (org/name), checkpoint directory, .gguf file, or "
-                                         "smollm2-135m-instruct.", "aliases": ["-m"]})
+    model: str = setting(..., "Model: hub id (org/name), checkpoint directory, .gguf file, or "
+                              "smollm2-135m-instruct.", "-m")
     data: list[str] = listed("Training JSONL file(s) of conversations.", "-d", required=True)
-    format: str = option(DEFAULT_FORMAT, f"{FORMAT_HELP}.", "-f")
+    format: str = setting(DEFAULT_FORMAT, f"{FORMAT_HELP}.", "-f")
     eval_data: list[str] = listed("Dev JSONL file(s): eval loss every --eval-steps and at the end.")
-    compact_loss: bool = option(True, "Off GPU, send only completion positions through the LM head "
+    compact_loss: bool = setting(True, "Off GPU, send only completion positions through the LM head "
                               "(CompletionSFTTrainer).")
-    max_length: int | None = option(2048, "Longest training sequence in tokens; a longer conversation is split "
+    max_length: int | None = setting(2048, "Longest training sequence in tokens; a longer conversation is split "
                                   "into its turns, a longer turn dropped and counted, never truncated.")
-    train_sampling_strategy: str = option("group_by_length", "Batch order: group_by_length (examples of similar "
+    train_sampling_strategy: str = setting("group_by_length", "Batch order: group_by_length (examples of similar "
                                         "length together: less padding) or random.")
-    completion_only_loss: bool | None = option(True, "Loss on completion (assistant) tokens only.")
-    eval_steps: float | None = option(None, "Eval every N steps when --eval-data is given [default: 5 × "
+    completion_only_loss: bool | None = setting(True, "Loss on completion (assistant) tokens only.")
+    eval_steps: float | None = setting(None, "Eval every N steps when --eval-data is given [default: 5 × "
                                     "--logging-steps].")
     def __post_init__(self) -> None:
         self.eval_data = paths(self.eval_data)

@@ -27,10 +27,10 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tinytool.clikit import setting
 from tinytool.errors import UserInputError
 from tinytool.train.branch_attention import NAME as BRANCH_ATTENTION
 from tinytool.train.branch_attention import use_branch_attention
-from tinytool.train.config import option
 from tinytool.train.tree_rows import tree_layout, tree_mask
 
 #: attention implementations that take a dense 4-D mask as it is given, or (flex attention) as a block mask, or
@@ -42,12 +42,12 @@ MASKED_ATTENTION = ("sdpa", "eager", "flex_attention", BRANCH_ATTENTION)
 class SharedPrefixOptions:
     """The options of a trainer that tree-packs: on or off, and how many branches a row may carry."""
 
-    shared_prefix: bool = option(False, "Tree-pack sequences that share a prompt prefix (system prompt and tool "
-                                 "listing): the prefix once, then each sequence after it, attending to the prefix "
-                                 "and itself only (same loss and gradients as separate sequences; needs SDPA or "
-                                 "eager attention).")
-    branches: int = option(4, "With --shared-prefix, how many sequences one row may carry after its prefix "
-                           "(memory: the attention mask is [T, T], T ≤ --max-length).")
+    shared_prefix: bool = setting(False, "Tree-pack sequences that share a prompt prefix (system prompt and tool "
+                                  "listing): the prefix once, then each sequence after it, attending to the prefix "
+                                  "and itself only (same loss and gradients as separate sequences; needs SDPA or "
+                                  "eager attention).")
+    branches: int = setting(4, "With --shared-prefix, how many sequences one row may carry after its prefix "
+                            "(memory: the attention mask is [T, T], T ≤ --max-length).")
 
 
 @dataclass
