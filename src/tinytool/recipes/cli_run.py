@@ -39,21 +39,37 @@ def _overrides(sets: list[str]) -> dict[str, str]:
 def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], force: list[str],
          summary_file: str, until: str | None = None) -> None:
     from tinytool.io import write_json
+    from tinytool.recipes.matrix import COMPARE_FILE, matrix_of, narrow, run_matrix
     from tinytool.recipes.recipe import find_recipe, load_recipe
-    from tinytool.recipes.runner import run_recipe
+    from tinytool.recipes.runner import plan, run_recipe
     from tinytool.recipes.summary import print_run_summary, run_summary
 
-    r = load_recipe(find_recipe(spec), overrides)
+    path = find_recipe(spec)
+    r = load_recipe(path, overrides)
     for name in [*force, *([until] if until else [])]:
         r.stage(name)
     run_dir = run_dir or Path("runs") / r.name
+    matrix = narrow(matrix_of(path), overrides)
+
+    def run_cell(recipe: Any, folder: Path) -> dict[str, Any]:
+        if matrix.axes:
+            err.print(f"── {folder.name} ──")
+        state = run_recipe(recipe, folder, force=tuple(force), until=until,
+                           echo=lambda s: err.print(s, markup=False, highlight=False))
+        summary = run_summary(state, folder)
+        write_json(folder / summary_file, summary)
+        err.print()
+        print_run_summary(summary, err)
+        err.print(f"summary: {folder / summary_file}")
+        return state
+
     with on_interrupt(f"rerun the same command to resume {run_dir}"):
-        state = run_recipe(r, run_dir, force=tuple(force), until=until, echo=lambda s: err.print(s, markup=False, highlight=False))
-    summary = run_summary(state, run_dir)
-    write_json(run_dir / summary_file, summary)
-    err.print()
-    print_run_summary(summary, err)
-    err.print(f"summary: {run_dir / summary_file}")
+        if not matrix.axes and not matrix.compare:
+            run_cell(r, run_dir)
+            return
+        run_matrix(path, matrix, run_dir, overrides, run_cell, load_recipe, plan)
+    if matrix.compare and until is None:
+        err.print(f"comparisons: {run_dir / COMPARE_FILE}")
 
 
 def run_command(

@@ -27,15 +27,16 @@ from typing import Any
 
 from tinytool.errors import UserInputError
 
-#: verbs a stage may run: whether their options come from a training config (a YAML file is written for them)
-#: or from typer flags, and where those options are declared (the config class or the command function).
+#: verbs a stage may run: whether their options are the fields of a config dataclass (a YAML file is written for
+#: them, the verb reads it with ``--config``) or typer flags, and where those options are declared (the config class
+#: or the command function).
 #: Verbs that are not stages: serve, mcp serve and sandbox run (servers and a single program, not steps of a
 #: method), run and demo (recipes themselves), collect (a loop of its own).
 VERB_SOURCES = {
     "data demo": ("flags", "tinytool.data.cli_demo:demo"),
     "data convert": ("flags", "tinytool.data.cli_convert:convert_cmd"),
     "data mix-irrelevant": ("flags", "tinytool.data.cli_mix:mix_irrelevant_cmd"),
-    "data select": ("flags", "tinytool.data.cli_select:select_cmd"),
+    "data select": ("config", "tinytool.data.cli_select:SelectConfig"),
     "student": ("flags", "tinytool.distill.cli_student:student"),
     "sft": ("config", "tinytool.train.sft:SFTRunConfig"),
     "kto": ("config", "tinytool.train.kto:KTORunConfig"),
@@ -136,6 +137,20 @@ def check_stage_args(recipe: Recipe) -> None:
                                  fix=f"see tinytool {stage.run} --help for its options")
 
 
+def positional_args(verb: str, positional: list[Any]) -> dict[str, Any]:
+    """A config verb's positional arguments as its options: the fields the command takes as arguments
+    (``argument`` in their `tinytool.clikit.setting`), in their order; more than it takes is an error."""
+    import dataclasses
+
+    if VERBS[verb] != "config" or not positional:
+        return {}
+    names = [f.name for f in dataclasses.fields(verb_target(verb)) if f.metadata.get("argument")]
+    if len(positional) > len(names):
+        raise UserInputError(f"{verb} takes {len(names)} positional argument{'s' * (len(names) != 1)}, "
+                             f"got {len(positional)}", fix=f"give the options by name in args (tinytool {verb} --help)")
+    return dict(zip(names, positional))
+
+
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
@@ -171,9 +186,11 @@ def check_stage_values(recipe: Recipe, index: int, args: dict[str, Any], positio
     prog, target = f"tinytool {stage.run}", verb_target(stage.run)
     try:
         if stage.kind == "config":
-            from tinytool.train.config import check_config_values
+            from tinytool.clikit import check_file_values
+            from tinytool.train.config import RunOptions, check_config_values
 
-            check_config_values(target, args, prog)
+            check = check_config_values if issubclass(target, RunOptions) else check_file_values
+            check(target, {**args, **positional_args(stage.run, positional)}, prog)
         else:
             from tinytool.clikit import check_args
 
@@ -248,7 +265,7 @@ def load_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> Re
     data = read_yaml(path, "recipe file")
     if not isinstance(data, dict):
         raise UserInputError(f"{path}: a recipe is a mapping with 'stages' (and optionally 'name', 'vars')")
-    unknown = set(data) - {"name", "vars", "stages", "description"}
+    unknown = set(data) - {"name", "vars", "stages", "description", "matrix", "compare"}  # the last two: recipes.matrix
     if unknown:
         raise _fail(path, "top level", f"unknown key(s) {', '.join(sorted(unknown))}")
     variables = dict(data.get("vars") or {})
@@ -283,7 +300,11 @@ def load_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> Re
         positional = s.get("positional") or []
         if not isinstance(positional, list):
             raise _fail(path, f"{where}.positional", "expected a list")
-        stage = Stage(name, run, dict(args), list(positional))
+        try:  # a config verb's positional arguments are options of its config file
+            stage = Stage(name, run, {**dict(args), **positional_args(run, positional)},
+                          [] if VERBS[run] == "config" else list(positional))
+        except UserInputError as e:
+            raise _fail(path, f"{where}.positional", str(e)) from None
         known = set(variables) | {st.name for st in stages} | {"out", "run"}
         for ref in _refs([stage.args, stage.positional]):
             if ref not in known:
@@ -323,5 +344,5 @@ def upstream(stage: Stage, recipe: Recipe) -> list[str]:
 
 
 __all__ = ["SHIPPED", "VERBS", "VERB_SOURCES", "Recipe", "Stage", "bare_flags", "check_stage_args", "check_stage_values",
-           "find_recipe", "load_recipe", "resolve", "shipped_recipes", "stage_flags", "upstream", "verb_options",
+           "find_recipe", "load_recipe", "positional_args", "resolve", "shipped_recipes", "stage_flags", "upstream", "verb_options",
            "verb_target"]

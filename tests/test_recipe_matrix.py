@@ -1,0 +1,128 @@
+"""A recipe as an experiment: a matrix of settings runs the stages once per cell in its own folder, and declared
+comparisons of two evaluation stages are made per cell, across the cells and over the cells' items pooled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tinytool.errors import UserInputError
+from tinytool.recipes.matrix import Matrix, cell_name, commit, compare_cells, narrow, read_matrix
+
+STAGES = ["data", "base-bfcl", "rl-bfcl"]
+EVALS = ["base-bfcl", "rl-bfcl"]
+
+
+def _matrix(data: dict) -> Matrix:
+    return read_matrix(data, Path("r.yaml"), {"seed": 0, "lr": 1e-5}, STAGES, EVALS)
+
+
+def test_cells_are_every_combination_in_order_and_a_set_narrows_an_axis():
+    m = _matrix({"matrix": {"seed": [10, 11], "lr": [1e-5, 2e-5]}, "compare": [{"before": "base-bfcl",
+                                                                               "after": "rl-bfcl"}]})
+    assert m.compare == [("base-bfcl", "rl-bfcl")]
+    assert m.cells() == [{"seed": 10, "lr": 1e-5}, {"seed": 10, "lr": 2e-5}, {"seed": 11, "lr": 1e-5},
+                         {"seed": 11, "lr": 2e-5}]
+    assert cell_name({"seed": 10, "lr": 2e-5}) == "lr-2e-05_seed-10" and cell_name({}) == "run"
+    one = narrow(m, {"seed": "10"})
+    assert one.axes == {"lr": [1e-5, 2e-5]} and one.compare == m.compare
+    assert _matrix({}).cells() == [{}]  # no matrix: the recipe once
+
+
+@pytest.mark.parametrize(("data", "words"), [
+    ({"matrix": {"sed": [1]}}, "matrix.sed: not a variable"),
+    ({"matrix": {"seed": []}}, "matrix.seed: expected a non-empty list"),
+    ({"matrix": [1, 2]}, "matrix: expected a mapping"),
+    ({"compare": [{"before": "base-bfcl"}]}, r"compare\[0\]: expected \{before"),
+    ({"compare": [{"before": "base-bfcl", "after": "rl"}]}, r"compare\[0\].after: no stage named 'rl'"),
+    ({"compare": [{"before": "data", "after": "rl-bfcl"}]}, r"compare\[0\].before: stage 'data' is no evaluation"),
+])
+def test_a_malformed_matrix_or_comparison_names_the_file_and_the_key(data, words):
+    with pytest.raises(UserInputError, match=f"r.yaml: {words}"):
+        _matrix(data)
+
+
+def _eval_run(folder: Path, right: dict[str, int], n: int = 10) -> Path:
+    """A scored ``eval bfcl`` run directory: ``n`` items per category, the first ``right[c]`` right."""
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"kind": "bfcl", "settings": {"model": "m",
+                                                                                "format": "hermes-nothink"}}))
+    rows = [{"id": f"{c}_{k}", "category": c, "valid": k < right[c], **({"valid_strict": k < right[c]}
+                                                                         if c == "irrelevance" else {})}
+            for c in right for k in range(n)]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_comparisons_per_cell_across_cells_and_pooled(tmp_path):
+    ast = {"simple_python": 5, "multiple": 5, "parallel": 5, "parallel_multiple": 5}
+    outs = {}
+    for cell, fixed in (("seed-10", 2), ("seed-11", 4)):
+        outs[cell] = {"base-bfcl": _eval_run(tmp_path / cell / "base", {**ast, "irrelevance": 4}),
+                      "rl-bfcl": _eval_run(tmp_path / cell / "rl", {**ast, "irrelevance": 4 + fixed})}
+    outs["seed-12"] = {"base-bfcl": tmp_path / "none", "rl-bfcl": tmp_path / "none"}  # not scored yet
+    result = compare_cells(outs, [("base-bfcl", "rl-bfcl")])["rl-bfcl_vs_base-bfcl"]
+    assert result["missing"] == ["seed-12"] and list(result["cells"]) == ["seed-10", "seed-11"]
+    cell = result["cells"]["seed-10"]
+    assert cell["categories"]["irrelevance"]["fixed"] == 2 and cell["headline"]["irrelevance_strict"]["change"] == 0.2
+    across = result["across"]["irrelevance_strict"]
+    assert (across["mean"], across["values"]) == (pytest.approx(0.3), [0.2, 0.4])
+    assert result["across"]["non_live_ast_avg"]["values"] == [0.0, 0.0]
+    pooled = result["pooled"]  # six fixed of 20 pairs: McNemar's p = 2 / 2**6
+    assert pooled["items"] == 100 and pooled["categories"]["irrelevance"]["fixed"] == 6
+    assert pooled["headline"]["irrelevance_strict"]["p"] == pytest.approx(2 / 2 ** 6)
+
+
+def test_the_commit_a_run_ran_is_read_from_the_checkout():
+    rec = commit()
+    assert rec["version"] and (rec["commit"] is None or len(rec["commit"]) == 40)
+
+
+MATRIX_RECIPE = """
+name: tiny-matrix
+vars: {model: MODEL, seed: 0}
+matrix: {seed: [0, 1]}
+compare:
+  - {before: first, after: second}
+stages:
+  - name: first
+    run: eval bfcl
+    args: {model: "{model}", format: hermes-nothink, categories: "simple_python,irrelevance", limit: 2, seed: "{seed}",
+           max_new_tokens: 4, label: first, out: "{out}"}
+  - name: second
+    run: eval bfcl
+    args: {model: "{model}", format: hermes-nothink, categories: "simple_python,irrelevance", limit: 2, seed: "{seed}",
+           max_new_tokens: 6, label: second, out: "{out}"}
+"""
+
+
+@pytest.mark.slow(60)
+def test_run_runs_each_cell_in_its_folder_then_the_comparisons(tmp_path):
+    pytest.importorskip("torch")
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+    from tinytool.models.students import save_tiny_model
+
+    model = save_tiny_model("smollm2-135m-instruct", tmp_path / "m", layers=1)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(MATRIX_RECIPE.replace("MODEL", str(model)))
+    run = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(run)])
+    assert r.exit_code == 0, r.output
+    assert (run / "seed-0" / "summary.json").is_file() and (run / "seed-1" / "01-first" / "out").is_dir()
+    record = json.loads((run / "matrix.json").read_text())
+    assert record["axes"] == {"seed": [0, 1]} and record["cells"]["seed-1"]["stages"] == {"first": "done",
+                                                                                          "second": "done"}
+    assert "commit" in record
+    comparison = json.loads((run / "compare.json").read_text())["comparisons"]["second_vs_first"]
+    assert list(comparison["cells"]) == ["seed-0", "seed-1"] and comparison["missing"] == []
+    assert comparison["pooled"]["items"] == sum(c["items"] for c in comparison["cells"].values())
+    # a --set of the matrix variable runs that one cell in the run directory itself
+    one = tmp_path / "one"
+    r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(one), "--set", "seed=1"])
+    assert r.exit_code == 0, r.output
+    assert (one / "01-first" / "out").is_dir() and not (one / "seed-1").exists()
+    assert list(json.loads((one / "compare.json").read_text())["comparisons"]["second_vs_first"]["cells"]) == ["run"]
