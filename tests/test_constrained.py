@@ -300,8 +300,8 @@ def test_eval_bfcl_and_demo_constrained_are_marked_so(tmp_path, client):
         assert load_run(tmp_path / "bfcl").label.endswith("(constrained)")
         write_demo(12, 3, tmp_path / "demo", dev_fraction=0.5)
         seen.clear()
-        d = run_demo_eval("tiny", tmp_path / "demo" / "dev.jsonl", tmp_path / "demo-run", client, fmt="hermes-nothink",
-                          limit=3, max_new_tokens=16, progress=False, constrained=True)
+        d = run_demo_eval("tiny", tmp_path / "demo" / "dev.jsonl", tmp_path / "demo-run", client,
+                          fmt=get_format("hermes-nothink"), limit=3, max_new_tokens=16, progress=False, constrained=True)
         assert d["constrained"] is True and len(seen) == 3
         assert all(r.rules["constraint"] is not None for r in seen)
     finally:

@@ -16,7 +16,7 @@ FORMAT_CLASSES = {"HermesFormat", "ToolRLFormat", "PythonFormat"}
 FORMAT_FIELDS = {"think", "call_tags"}
 #: switches left in packages being reworked elsewhere: (file, expression); each must still be there (remove an
 #: entry once its switch is gone)
-PENDING = {("tinytool/eval/demo_eval.py", "getattr(pf, 'think', True)")}
+PENDING: set[tuple[str, str]] = set()
 #: where a name is allowed to decide: the formats package itself
 OWN = SRC / "formats"
 

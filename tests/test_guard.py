@@ -221,7 +221,7 @@ def test_eval_bfcl_and_demo_under_the_guard_are_marked_so(tmp_path):
     assert load_run(tmp_path / "bfcl").label.endswith("(value guard)")
     write_demo(12, 3, tmp_path / "demo", dev_fraction=0.5)
     seen.clear()
-    d = run_demo_eval("tiny", tmp_path / "demo" / "dev.jsonl", tmp_path / "demo-run", client, fmt="hermes-nothink",
+    d = run_demo_eval("tiny", tmp_path / "demo" / "dev.jsonl", tmp_path / "demo-run", client, fmt=HERMES,
                       limit=3, max_new_tokens=8, progress=False, value_guard=True)
     assert d["value_guard"] is True and len(seen) == 3 and all(r.rules["guard"] is not None for r in seen)
     with pytest.raises(ConstraintError, match="local engine only"):

@@ -21,7 +21,7 @@ from tinytool.clikit import setting
 from tinytool.errors import UserInputError
 from tinytool.eval.bfcl_runner import MODEL_HELP, is_generation, read_generations
 from tinytool.eval.metrics import TaskRecord, four_t
-from tinytool.formats import DEFAULT_FORMAT, PromptFormat, get_format
+from tinytool.formats import PromptFormat, default_format
 from tinytool.io import (
     append_jsonl,
     iter_jsonl_rows,
@@ -36,6 +36,7 @@ from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
 from tinytool.llm.switches import RuleSwitches
 from tinytool.progress import ProgressBar
 from tinytool.rewards.registry import RewardOptions, score_row
+from tinytool.rewards.simrl import requires_think
 from tinytool.schema import Conversation, SchemaError
 
 
@@ -103,20 +104,21 @@ class DemoRun(RuleSwitches):
 
 
 def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
-                  fmt: PromptFormat | str = DEFAULT_FORMAT, limit: int | None = None, max_new_tokens: int = 256,
+                  fmt: PromptFormat | None = None, limit: int | None = None, max_new_tokens: int = 256,
                   batch_size: int = 16, label: str | None = None, progress: bool = True,
                   overwrite: bool = False, **switches: bool) -> dict:
     """Generate (resuming) and score the demo dev split; returns the summary.
 
     ``out`` is a run directory (`tinytool.io.open_run_dir`): a rerun with the same settings resumes,
     one with other settings (another model, format, data file, ...) raises `RunDirError` naming
-    them, and ``overwrite`` starts again. ``switches``: the decoding rules every task decodes under
-    (`tinytool.llm.switches.RuleSwitches`: ``constrained``, the ``auto`` grammar of its tools; ``value_guard``, its
-    value guard); the summary says which."""
+    them, and ``overwrite`` starts again. ``fmt``: the format prompts are written and answers read in (the
+    manifest records its name; `tinytool.formats.default_format` when None). ``switches``: the decoding rules every
+    task decodes under (`tinytool.llm.switches.RuleSwitches`: ``constrained``, the ``auto`` grammar of its tools;
+    ``value_guard``, its value guard); the summary says which."""
     rules = RuleSwitches(**switches)
 
     out = Path(out)
-    pf = get_format(fmt)  # a name from a script; the command line passes the format itself
+    pf = fmt or default_format()
     rules.check(pf)
     tasks = load_tasks(data, limit)
     run = open_run_dir(out, "demo", DemoRun(model, pf.name, str(data), limit, max_new_tokens,
@@ -141,7 +143,7 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
                                     for (tid, _, _), c in zip(batch, outs, strict=True)])
             bar.advance(len(batch))
     gens = read_generations(gen_path)
-    options = RewardOptions(require_think=getattr(pf, "think", True))
+    options = RewardOptions(require_think=requires_think(pf))
     results, records = [], []
     for tid, prompt, target in tasks:
         text = gens[tid]["raw"][0]
