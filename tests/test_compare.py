@@ -308,3 +308,21 @@ def test_demo_runs_over_different_data_are_refused_and_the_same_data_compares(tm
     notes = compare_runs(load_eval_run(tmp_path / "a"), load_eval_run(tmp_path / "b"), resamples=20)["notes"]
     assert notes == [(f"{tmp_path / 'b'} records no sha256 of its data: the runs may have scored different tasks "
                       "under one id")]
+
+
+def test_a_run_made_in_a_format_unknown_here_is_compared_with_a_note_and_not_scored(runs, tmp_path):
+    import shutil
+
+    from tinytool.eval.bfcl_runner import score
+    from tinytool.io import RunDirError
+
+    root, _, _, _ = runs
+    shutil.copytree(root / "a", tmp_path / "a")
+    manifest = json.loads((tmp_path / "a" / "run.json").read_text())
+    manifest["settings"]["format"] = "gone"
+    (tmp_path / "a" / "run.json").write_text(json.dumps(manifest))
+    notes = compare_runs(load_eval_run(tmp_path / "a"), load_eval_run(root / "b"), resamples=20)["notes"]
+    assert f"{tmp_path / 'a'}: format 'gone' unknown here; failure classes read with hermes" in notes
+    with pytest.raises(RunDirError, match="format 'gone'") as e:
+        score(tmp_path / "a")
+    assert e.value.fix

@@ -116,7 +116,7 @@ def test_the_value_guard_reads_a_format_it_was_not_written_for():
     assert row.refused(closers) == (False, [])  # another format's tags are not this format's calls
     with pytest.raises(Exception, match="value guard"):
         check_format(get_format("toolrl"))
-    assert value_guard([LOOKUP], "7", "python")[0] is None
+    assert value_guard([LOOKUP], "7", get_format("python"))[0] is None
     assert json.loads(guard.tidy('<call>{"name": "lookup", "arguments": {}}</call>')[6:-7])["name"] == "lookup"
 
 

@@ -31,6 +31,7 @@ from tinytool.eval.multi_turn import (
     check_record,
     run_multi_turn,
 )
+from tinytool.formats import get_format
 from tinytool.llm.base import GenerationConfig, ScriptedClient
 from tinytool.schema import ToolCall
 
@@ -321,7 +322,7 @@ def test_run_multi_turn_replaying_ground_truth_is_valid(data):
         + data.items("multi_turn_miss_param")[20:22] + data.items("multi_turn_long_context")[30:31]
     client = _replay_client(items)
     seen = []
-    records = run_multi_turn(items, client, "hermes", GenerationConfig(max_new_tokens=64),
+    records = run_multi_turn(items, client, get_format("hermes"), GenerationConfig(max_new_tokens=64),
                              progress=lambda done, total: seen.append((done, total)))
     assert [r["id"] for r in records] == [it.id for it in items]
     assert len(client.calls[0]) == len(items)  # lockstep: the first step batches every item
@@ -353,7 +354,7 @@ def test_run_multi_turn_replaying_ground_truth_is_valid(data):
 def test_a_model_that_never_calls_fails_on_the_first_turn(data):
     items = _items(data, "multi_turn_base", 3)
     client = ScriptedClient(lambda req, i: "<think>hmm</think>\nI cannot help with that.")
-    records = run_multi_turn(items, client, "hermes")
+    records = run_multi_turn(items, client, get_format("hermes"))
     for item, record in zip(items, records, strict=True):
         assert record["decoded"] == [[[]] for _ in item.turns]
         assert record["n_steps"] == len(item.turns)
@@ -366,7 +367,7 @@ def test_step_limit_forces_quit(data):
     items = _items(data, "multi_turn_base", 2)
     assert all("GorillaFileSystem" in it.involved_classes for it in items)
     client = ScriptedClient(lambda req, i: '<tool_call>\n{"name": "ls", "arguments": {}}\n</tool_call>')
-    records = run_multi_turn(items, client, "hermes-nothink", step_limit=3)
+    records = run_multi_turn(items, client, get_format("hermes-nothink"), step_limit=3)
     for item, record in zip(items, records, strict=True):
         assert record["force_quit"]
         assert record["n_steps"] == 4  # BFCL quits after the step that goes over the limit
@@ -387,7 +388,7 @@ def test_tool_results_reach_the_model(data):
         prompts.append(req.messages)
         return next(texts, "<think>ok</think>\nDone.")
 
-    records = run_multi_turn([item], ScriptedClient(respond), "hermes")
+    records = run_multi_turn([item], ScriptedClient(respond), get_format("hermes"))
     second = prompts[1]
     assert second[-1]["role"] == "user"
     assert '{"current_working_directory": "document"}' in second[-1]["content"]
@@ -397,7 +398,7 @@ def test_tool_results_reach_the_model(data):
 
 def test_run_multi_turn_rejects_several_completions(data):
     with pytest.raises(ValueError):
-        run_multi_turn(_items(data, "multi_turn_base", 1), ScriptedClient(lambda r, i: ""), "hermes",
+        run_multi_turn(_items(data, "multi_turn_base", 1), ScriptedClient(lambda r, i: ""), get_format("hermes"),
                        GenerationConfig(n=2, temperature=1.0))
 
 

@@ -71,7 +71,6 @@ def reward(
 
     Example: tinytool reward simrl --input rows.jsonl --output scores.jsonl
     """
-    from tinytool.formats import get_format
     from tinytool.io import atomic_file, check_not_input, check_output_file, iter_jsonl_rows
     from tinytool.progress import ProgressBar
     from tinytool.rewards import RewardOptions, get_reward, score_row
@@ -79,7 +78,7 @@ def reward(
 
     try:
         spec = get_reward(name)
-        fmt = format or get_format(spec.default_format)
+        fmt = format or spec.default_format
     except ValueError as e:
         raise UserInputError(str(e)) from None
     # checked before any file is touched (`RewardOptions` names the flag and its choices)

@@ -60,7 +60,7 @@ from tinytool.bfcl import (
 from tinytool.clikit import setting
 from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
 from tinytool.eval.failures import failure_table, over_call_table
-from tinytool.formats import PromptFormat, get_format
+from tinytool.formats import PromptFormat, get_format, resolve_format
 from tinytool.io import (
     RunDir,
     RunDirError,
@@ -125,7 +125,9 @@ class BFCLRunConfig(RuleSwitches):
     label: str | None = setting(None, "Short name of this run in reports.")
 
     def __post_init__(self) -> None:
-        self.check(self.format)  # the rules switched on check the format: where a run is set up, before a model loads
+        #: ``format`` resolved once, where a run is set up (the manifest records the name); the run takes the format
+        self.prompt_format = resolve_format(self.format)
+        self.check(self.prompt_format)  # the rules switched on check the format, before a model loads
 
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
@@ -218,6 +220,16 @@ def _read_run(out: Path) -> dict[str, Any]:
     return {**manifest, **settings}
 
 
+def recorded_format(name: Any, where: str | os.PathLike) -> PromptFormat:
+    """The format a run was made in, by the name its manifest (at ``where``) records (a name: run directories resume
+    across versions): `RunDirError` for a name no format here has."""
+    try:
+        return get_format(str(name))
+    except ValueError:
+        raise RunDirError(f"{where}: the run was made in format {name!r}, which this tinytool does not have",
+                          fix="read the run with the tinytool version that made it") from None
+
+
 # ---- generation ---------------------------------------------------------------------------------------
 def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
                      gen: GenerationConfig, switches: RuleSwitches | None = None) -> Iterator[list[dict]]:
@@ -295,7 +307,7 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
     batch by batch (multi-turn). A start that fails before any item is saved (a model or endpoint that refuses the
     requests, Ctrl-C) removes what opening the run wrote."""
     data = data or bfcl_data()
-    fmt = get_format(cfg.format)
+    fmt = cfg.prompt_format
     _open_run(cfg, out, client, overwrite)
     saved = 0
     try:
@@ -409,7 +421,7 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
     out = Path(out)
     data = data or bfcl_data()
     run = _read_run(out)
-    fmt = get_format(run["format"])
+    fmt = recorded_format(run["format"], out / "run.json")
     gens = read_generations(out / "generations.jsonl")
     run_items = {c: data.items(c, limit=run.get("limit"), seed=run.get("seed", 0), held_out=run.get("held_out"))
                  for c in run["categories"]}

@@ -237,15 +237,16 @@ def _verdict(row: Mapping[str, Any]) -> tuple[bool, float]:
 
 
 def _bfcl_classifier(settings: Mapping[str, Any], run: EvalRun) -> Callable[[Mapping[str, Any]], str | None]:
+    from tinytool.eval.bfcl_runner import recorded_format
     from tinytool.eval.failures import failure_class
-    from tinytool.formats import DEFAULT_FORMAT, get_format
+    from tinytool.formats import DEFAULT_FORMAT, default_format
 
     try:
-        fmt = get_format(str(settings.get("format") or DEFAULT_FORMAT))
+        fmt = recorded_format(settings.get("format") or DEFAULT_FORMAT, run.path)
     except TinytoolError:
+        fmt = default_format()
         run.notes.append(f"{run.path}: format {settings.get('format')!r} unknown here; failure classes read with "
-                         f"{DEFAULT_FORMAT}")
-        fmt = get_format(DEFAULT_FORMAT)
+                         f"{fmt.name}")
     limit = settings.get("max_new_tokens")
     return lambda row: failure_class(row, fmt, limit if isinstance(limit, int) else None)
 

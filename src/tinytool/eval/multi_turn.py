@@ -35,7 +35,7 @@ from typing import Any
 
 from tinytool.envs.bfcl import BFCLEnv
 from tinytool.eval.ast_checker import Verdict
-from tinytool.formats import PromptFormat, get_format
+from tinytool.formats import PromptFormat
 from tinytool.llm.base import GenerationConfig, LLMClient, Request
 from tinytool.llm.switches import RuleSwitches
 from tinytool.schema import Conversation, Message, Tool, ToolCall
@@ -292,7 +292,7 @@ class _Dialogue:
         }
 
 
-def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: str | PromptFormat,
+def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: PromptFormat,
                    config: GenerationConfig | None = None, step_limit: int = STEP_LIMIT,
                    progress: Callable[[int, int], None] | None = None,
                    system: str | None = None, switches: RuleSwitches | None = None) -> list[dict[str, Any]]:
@@ -313,7 +313,6 @@ def run_multi_turn(items: Sequence[Any], client: LLMClient, fmt: str | PromptFor
         raise ValueError(f"run_multi_turn plays one completion per step; got n={config.n}")
     if step_limit < 0:
         raise ValueError(f"step_limit must be >= 0, got {step_limit}")
-    fmt = get_format(fmt)
     dialogues = [_Dialogue(item, system) for item in items]
     for d in dialogues:
         d.next_turn()

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tinytool.errors import UserInputError
-from tinytool.formats import CallSyntax, formats_with, get_format
+from tinytool.formats import CallSyntax, PromptFormat, formats_with
 from tinytool.llm.rules import RowRule, register
 from tinytool.schema import Conversation, Tool
 
@@ -325,39 +325,29 @@ class GuardRows(RowRule):
         return state is not None and state.repeated()
 
 
-def _syntax(fmt: Any) -> CallSyntax | None:
-    """The call syntax of ``fmt`` (a format, or a registered format's name); None for a name no format has."""
-    if isinstance(fmt, str):
-        try:
-            fmt = get_format(fmt)
-        except ValueError:
-            return None
-    return getattr(fmt, "syntax", None)
-
-
-def _unguarded(fmt: Any) -> UserInputError:
+def _unguarded(fmt: PromptFormat) -> UserInputError:
     """The error of asking for a guard in a format whose calls it cannot read."""
-    name = getattr(fmt, "name", str(fmt))
+    name = fmt.name
     known = formats_with("guard")
     other = f" (or {', '.join(reversed(known[:-1]))})" if len(known) > 1 else ""
     return UserInputError(f"--value-guard: the value guard reads calls written in {' or '.join(known)}, and the "
                           f"format is {name}", fix=f"use -f {known[-1]}{other}, or leave --value-guard out")
 
 
-def check_format(fmt: Any) -> None:
+def check_format(fmt: PromptFormat) -> None:
     """Raise `UserInputError` when ``fmt`` writes calls a guard cannot read (asked for a guard, nothing would be
     guarded). Checked once where a run or a server starts; `value_guard` only asks the format."""
-    syntax = _syntax(fmt)
-    if syntax is None or not syntax.guard:
+    if not fmt.syntax.guard:
         raise _unguarded(fmt)
 
 
-def value_guard(tools: list[Tool], request: str, fmt: Any, prefix: str = "") -> tuple[ValueGuard | None, str | None]:
+def value_guard(tools: list[Tool], request: str, fmt: PromptFormat,
+                prefix: str = "") -> tuple[ValueGuard | None, str | None]:
     """The guard of one request (``request``: the user's text) offered ``tools`` in ``fmt``, whose answer starts
     with ``prefix`` (in the prompt already): ``(guard, None)``, or ``(None, why)`` when the format writes calls
     another way or no tool is offered."""
-    syntax = _syntax(fmt)
-    if syntax is None or not syntax.guard:
+    syntax = fmt.syntax
+    if not syntax.guard:
         return None, str(_unguarded(fmt))
     if not tools:
         return None, "no tools offered"
@@ -366,7 +356,7 @@ def value_guard(tools: list[Tool], request: str, fmt: Any, prefix: str = "") -> 
     return ValueGuard(tuple(numbers), tuple(strings), params, syntax, prefix), None
 
 
-def conversation_guard(conv: Conversation, fmt: Any, prefix: str = "") -> ValueGuard | None:
+def conversation_guard(conv: Conversation, fmt: PromptFormat, prefix: str = "") -> ValueGuard | None:
     """The guard of a conversation's next answer (starting with ``prefix``): its last user message and its tools
     (None where `value_guard` gives none)."""
     asked = next((m.content for m in reversed(conv.messages) if m.role == "user"), None)
