@@ -331,7 +331,9 @@ def _exit(status: int) -> str:
 
 
 def _write_run(run_dir: Path, recipe: Recipe, states: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
-    state = {"recipe": recipe.name, "recipe_file": str(recipe.path), "vars": recipe.vars,
+    from tinytool.recipes.matrix import commit
+
+    state = {"recipe": recipe.name, "recipe_file": str(recipe.path), "vars": recipe.vars, **commit(),
              "wall_seconds": round(seconds, 1), "stages": states}
     write_json(run_dir / RUN_FILE, state)
     return state
