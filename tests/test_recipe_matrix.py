@@ -26,6 +26,7 @@ def test_cells_are_every_combination_in_order_and_a_set_narrows_an_axis():
     assert m.cells() == [{"seed": 10, "lr": 1e-5}, {"seed": 10, "lr": 2e-5}, {"seed": 11, "lr": 1e-5},
                          {"seed": 11, "lr": 2e-5}]
     assert cell_name({"seed": 10, "lr": 2e-5}) == "lr-2e-05_seed-10" and cell_name({}) == "run"
+    assert cell_name({"model": "runs/a b/out"}) == "model-runs_a_b_out"
     one = narrow(m, {"seed": "10"})
     assert one.axes == {"lr": [1e-5, 2e-5]} and one.compare == m.compare
     assert _matrix({}).cells() == [{}]  # no matrix: the recipe once

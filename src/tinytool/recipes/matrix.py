@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 import statistics
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -87,8 +88,9 @@ def narrow(matrix: Matrix, overrides: Mapping[str, Any]) -> Matrix:
 
 
 def cell_name(cell: Mapping[str, Any]) -> str:
-    """A cell's folder name: its settings as ``name-value`` joined by ``_`` in name order (``seed-10``)."""
-    return "_".join(f"{k}-{v}" for k, v in sorted(cell.items())) or "run"
+    """A cell's folder name: its settings as ``name-value`` joined by ``_`` in name order (``seed-10``), a value's
+    characters other than letters, digits, ``.``, ``+`` and ``-`` written as ``_`` (a model's path is one folder)."""
+    return "_".join(f"{k}-{re.sub(r'[^0-9A-Za-z.+-]+', '_', str(v))}" for k, v in sorted(cell.items())) or "run"
 
 
 def commit(where: Path | None = None) -> dict[str, Any]:
