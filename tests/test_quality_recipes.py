@@ -69,7 +69,7 @@ def test_the_realistic_dev_split_is_the_same_for_every_row(quality):
     for row in quality.ROWS:
         recipe = quality.load_row(row)
         split = recipe.stage("real-split")
-        source = recipe.stage(re.match(r"\{([a-z-]+)\}", split.positional[0]).group(1))
+        source = recipe.stage(re.match(r"\{([a-z-]+)\}", split.args["data"]).group(1))  # data select's DATA
         sources.add(json.dumps({k: recipe.vars.get(v.strip("{}"), v) if isinstance(v, str) else v
                                 for k, v in source.args.items() if k != "out"}, sort_keys=True))
     assert sources == {json.dumps({"n": 2600})}

@@ -303,7 +303,9 @@ def test_where_a_stage_writes_is_known_without_running_it(tmp_path):
     path.write_text(DATA_ONLY)
     (data, folder, args, _), (_, _, real_args, positional) = plan(load_recipe(path, {"n": "50"}), tmp_path)[:2]
     assert (data.name, folder, args) == ("data", tmp_path / "01-data", {"n": 50, "out": str(tmp_path / "01-data/out")})
-    assert positional == [str(tmp_path / "01-data/out/dev.jsonl")] and real_args["out"] == str(tmp_path / "02-real/out.jsonl")
+    # a config verb's positional argument is its option (data select's DATA: ``data``) in the config file written
+    assert positional == [] and real_args["data"] == str(tmp_path / "01-data/out/dev.jsonl")
+    assert real_args["out"] == str(tmp_path / "02-real/out.jsonl")
 
 
 def test_false_for_a_flag_without_a_no_form_leaves_the_flag_out():

@@ -15,13 +15,9 @@ RECIPES = sorted((Path(__file__).resolve().parents[1] / "recipes").glob("*.yaml"
 
 
 def _config_fields(verb: str) -> set[str]:
-    if verb == "sft":
-        from tinytool.train.sft import SFTRunConfig as cls
-    elif verb == "rl":
-        from tinytool.rl.config import RLRunConfig as cls
-    else:
-        from tinytool.distill.trainer import DistillConfig as cls
-    return {f.name for f in dataclasses.fields(cls)}
+    from tinytool.recipes.recipe import verb_target
+
+    return {f.name for f in dataclasses.fields(verb_target(verb))}
 
 
 def _flag_options(verb: str) -> set[str]:

@@ -175,6 +175,13 @@ def check_args(command: Any, args: list[str], prog: str) -> None:
     a missing one or a value its option refuses (``--limit abc``, ``--limit 0`` where the least is 1) is a
     `UserInputError` with click's message. A path need not exist yet (an earlier step may write it); whether it is
     a file or a folder is checked where it exists."""
+    _parse_unchecked(list(inspect.signature(command, eval_str=True).parameters.values()), args, prog)
+
+
+def _parse_unchecked(params: list[inspect.Parameter], args: list[str], prog: str,
+                     defaults: dict[str, Any] | None = None) -> None:
+    """Parse ``args`` (over ``defaults``, as a config file's values) as a Typer command of ``params`` would, paths
+    not required to exist (see `check_args`)."""
     import copy
 
     def unchecked(info: Any) -> Any:  # a copy of a parameter's declaration that lets a missing path pass
@@ -184,22 +191,22 @@ def check_args(command: Any, args: list[str], prog: str) -> None:
         info.exists = False
         return info
 
-    params = []
-    for p in inspect.signature(command, eval_str=True).parameters.values():
+    loose = []
+    for p in params:
         annotation = p.annotation
         if typing.get_origin(annotation) is typing.Annotated:
             base, *meta = typing.get_args(annotation)
             annotation = typing.Annotated[(base, *map(unchecked, meta))]
-        params.append(p.replace(default=unchecked(p.default), annotation=annotation))
+        loose.append(p.replace(default=unchecked(p.default), annotation=annotation))
 
     def stand_in(*args, **kwargs):  # typer reads its parameters from the signature below, never these names
         """The command's parameters, without its work."""
 
-    stand_in.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    stand_in.__signature__ = inspect.Signature(loose)  # type: ignore[attr-defined]
     app = typer.Typer(add_completion=False)
     app.command()(stand_in)
     try:
-        typer.main.get_command(app).make_context(prog, list(args))
+        typer.main.get_command(app).make_context(prog, list(args), default_map=defaults)
     except _USAGE_ERRORS as e:
         raise UserInputError(f"{prog}: {e.format_message()}", fix=f"see {prog} --help") from None
 
@@ -220,7 +227,8 @@ def setting(default: Any, help: str, *aliases: str, **meta: Any) -> Any:
     (``--name-with-dashes``). ``meta`` may also hold the option's bounds (``min``, ``max``) and ``choices`` (checked
     when the config is built), the ``panel`` of ``--help`` it is listed in, ``exists``/``file_okay``/``dir_okay`` for
     a path, for a value given as text its ``parse`` (text → value; a ``metavar`` to show, a ``flag_default`` text
-    where the flag's default is not the field's), and for a training config's flag an argparse ``action``."""
+    where the flag's default is not the field's), ``argument=True`` for a positional argument of the command, and for
+    a training config's flag an argparse ``action``."""
     factory = meta.pop("factory", None)
     metadata = {"help": help, "aliases": list(aliases), **meta}
     if factory is not None:
@@ -258,7 +266,10 @@ def _option(cls: type, f: dataclasses.Field) -> inspect.Parameter:
     else:
         default = ...
     options = {key: meta[name] for name, key in _OPTION_KEYS.items() if name in meta}
-    info = typer.Option(default, "--" + f.name.replace("_", "-"), *meta.get("aliases", ()), **options)
+    if meta.get("argument"):
+        info = typer.Argument(default, **options)
+    else:
+        info = typer.Option(default, "--" + f.name.replace("_", "-"), *meta.get("aliases", ()), **options)
     hint = typing.get_type_hints(cls)[f.name]
     return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info,
                              annotation=_option_type(hint, meta, default))
@@ -291,6 +302,63 @@ def config_options(cls: type, *, skip: Iterable[str] = (), after: str | None = N
             [*required, *own[:cut], *(p for p in fields if p not in required), *own[cut:]])
         return command
     return wrap
+
+
+def config_file(cls: type) -> Any:
+    """The ``--config FILE`` option of a `config_options` command whose every option is a field of ``cls``: the
+    file's values (a YAML mapping of field: value, `file_values`) are read before the flags (eager) and are the
+    options' defaults, so each is converted and checked as its flag is, and a flag given beside the file overrides
+    it."""
+    def read(ctx: typer.Context, path: Path | None) -> Path | None:
+        if path is not None:
+            ctx.default_map = {**(ctx.default_map or {}), **file_values(cls, _read_yaml(path), str(path))}
+        return path
+
+    return typer.Option(None, "--config", exists=True, dir_okay=False, is_eager=True, callback=read,
+                        help="YAML file of option: value (a key is a flag without -- and with _ for -); the flags "
+                             "given beside it override it.")
+
+
+def _read_yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise UserInputError(f"{path}: not a YAML file: {' '.join(str(e).split())}",
+                             fix="write a mapping of option: value, one a line") from None
+
+
+def file_values(cls: type, data: Any, source: str) -> dict[str, Any]:
+    """A config file's content ``data`` as the values of ``cls``'s options: a mapping whose every key is a field
+    (an unknown one is a `UserInputError` naming the closest field), a single value of a list field as a list of
+    one. ``source`` names the file in errors."""
+    import difflib
+
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UserInputError(f"{source}: a config file holds a mapping of option: value")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for key, value in data.items():
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), fields, 1)
+            raise UserInputError(f"{source}: unknown option {key!r}" + (f" (did you mean {close[0]!r}?)" if close
+                                                                        else ""), fix=f"the options: {', '.join(fields)}")
+        hint = hints[key]
+        listed = list in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
+        out[key] = [value] if listed and value is not None and not isinstance(value, list) else value
+    return out
+
+
+def check_file_values(cls: type, values: dict[str, Any], prog: str) -> None:
+    """Would a ``--config`` file holding ``values`` parse as the options of ``cls`` (`config_file`)? Every key a
+    field, every value one its option takes, the required ones given; a `UserInputError` names the option
+    otherwise. The config is not built and paths need not exist yet (an earlier step may write them)."""
+    params = [_option(cls, f) for f in dataclasses.fields(cls) if f.init]
+    _parse_unchecked(params, [], prog, file_values(cls, values, prog))
 
 
 def config_values(cls: type, values: dict[str, Any], ctx: typer.Context | None = None) -> dict[str, Any]:
@@ -346,5 +414,5 @@ def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> No
 
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "Interrupted", "TinytoolCommand", "TinytoolGroup",
-           "TinytoolTyper", "check_args", "check_settings", "config_options", "config_values", "err", "fail", "flag_name", "make_app", "on_interrupt",
+           "TinytoolTyper", "check_args", "check_file_values", "check_settings", "config_file", "config_options", "config_values", "err", "fail", "file_values", "flag_name", "make_app", "on_interrupt",
            "option_of", "passthrough", "print_error", "setting"]

@@ -1,16 +1,34 @@
 """``tinytool data select``: the conversations of some categories of a file, as they are, or a seeded random subset
-of them."""
+of them. The verb's options are the fields of `SelectConfig` (flags and ``--config`` YAML alike); `run` does the
+work."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
-import typer
-
-from tinytool.clikit import err, make_app, on_interrupt
+from tinytool.clikit import config_file, config_options, config_values, err, make_app, on_interrupt, setting
+from tinytool.data.file_job import FileJob
 
 select_app = make_app(help="Select conversations by category.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelectConfig(FileJob):
+    """What ``tinytool data select`` writes (`FileJob`: ``data`` → ``out``): the categories kept, and a subset."""
+
+    category: list[str] = setting(None, "Keep the conversations whose meta.category matches this (shell-style: "
+                                  "real_*; repeatable) [default: every category].", factory=lambda: ["*"])
+    limit: int | None = setting(None, "At most N of them: a seeded random subset (the --seed), in the file's order.",
+                                min=1)
+    seed: int = setting(0, "Seed of the --limit subset.")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "category", [self.category] if isinstance(self.category, str) else
+                           list(self.category))
+        super().__post_init__()
 
 
 def select_lines(data: Path, patterns: list[str], limit: int | None = None, seed: int = 0) -> tuple[list[str], int]:
@@ -34,31 +52,30 @@ def select_lines(data: Path, patterns: list[str], limit: int | None = None, seed
     return kept, len(rows)
 
 
+def run(cfg: SelectConfig) -> dict[str, Any]:
+    """Write the selected conversations to ``cfg.out`` (replaced whole, or left as it was when interrupted); the
+    summary: how many were kept of how many, and where."""
+    from tinytool.errors import UserInputError
+    from tinytool.io import atomic_file
+
+    kept, total = select_lines(cfg.data, cfg.category, cfg.limit, cfg.seed)
+    if not kept:
+        raise UserInputError(f"{cfg.data}: none of its {total} conversations has a category matching "
+                             f"{', '.join(cfg.category)}", fix="see the categories with tinytool data stats")
+    out = cfg.out
+    with on_interrupt(f"{out} unchanged" if out.exists() else f"nothing written to {out}"), atomic_file(out) as fh:
+        fh.write("\n".join(kept) + "\n")
+    return {"kept": len(kept), "total": total, "out": str(out)}
+
+
 @select_app.command("select")
-def select_cmd(
-    data: Path = typer.Argument(..., exists=True, dir_okay=False, help="Conversation JSONL."),
-    out: Path = typer.Option(..., "--out", "-o", dir_okay=False, help="Conversation JSONL to write."),
-    category: list[str] = typer.Option(["*"], "--category", help="Keep the conversations whose meta.category "
-                                       "matches this (shell-style: real_*; repeatable) [default: every category]."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="At most N of them: a seeded random subset (the "
-                                     "--seed), in the file's order."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the --limit subset."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing non-empty output file."),
-) -> None:
+@config_options(SelectConfig)
+def select_cmd(config: Path | None = config_file(SelectConfig), **values: Any) -> None:
     """Write the conversations of the given categories, unchanged and in order: a part of a data set to score or
     train on by itself; with --limit, a seeded random subset of them.
 
     Example: tinytool data select data/demo/dev.jsonl --category 'real_*' -o data/demo/real-dev.jsonl
     """
-    from tinytool.errors import UserInputError
-    from tinytool.io import atomic_file, check_not_input, check_output_file
-
-    check_not_input(out, data)
-    check_output_file(out, overwrite)
-    kept, total = select_lines(data, category, limit, seed)
-    if not kept:
-        raise UserInputError(f"{data}: none of its {total} conversations has a category matching "
-                             f"{', '.join(category)}", fix="see the categories with tinytool data stats")
-    with on_interrupt(f"{out} unchanged" if out.exists() else f"nothing written to {out}"), atomic_file(out) as fh:
-        fh.write("\n".join(kept) + "\n")
-    err.print(f"{len(kept)} of {total} conversations ({', '.join(category)}) -> {out}", highlight=False)
+    cfg = SelectConfig(**config_values(SelectConfig, values))
+    s = run(cfg)
+    err.print(f"{s['kept']} of {s['total']} conversations ({', '.join(cfg.category)}) -> {s['out']}", highlight=False)

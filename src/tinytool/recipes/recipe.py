@@ -35,7 +35,7 @@ from tinytool.errors import UserInputError
 VERB_SOURCES = {
     "data demo": ("flags", "tinytool.data.cli_demo:demo"),
     "data convert": ("flags", "tinytool.data.cli_convert:convert_cmd"),
-    "data mix-irrelevant": ("flags", "tinytool.data.cli_mix:mix_irrelevant_cmd"),
+    "data mix-irrelevant": ("config", "tinytool.data.cli_mix:MixConfig"),
     "data select": ("config", "tinytool.data.cli_select:SelectConfig"),
     "student": ("flags", "tinytool.distill.cli_student:student"),
     "sft": ("config", "tinytool.train.sft:SFTRunConfig"),
