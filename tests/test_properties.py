@@ -271,8 +271,9 @@ OPTIONS = [
 
 
 def check_scores(row, fmt_name=None, options=RewardOptions()):
+    fmt = get_format(fmt_name) if fmt_name else None  # score_row reads the format object (None: the reward's own)
     for name, spec in REWARDS.items():
-        r = score_row(name, row, fmt_name, options)
+        r = score_row(name, row, fmt, options)
         lo, hi = spec.bounds(options)
         assert isinstance(r.score, float), (name, r)
         assert lo <= r.score <= hi, (name, r, row)

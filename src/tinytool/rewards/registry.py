@@ -293,9 +293,11 @@ def check_columns(name: str, column_names: Any) -> None:
 def score_row(
     name: str, row: Any, fmt: PromptFormat | None = None, options: RewardOptions = RewardOptions()
 ) -> RewardResult:
-    """Score one row, its completion read in ``fmt`` (default: the reward's own format); never raises. An
-    unreadable row gets the floor and an ``error``."""
+    """Score one row, its completion read in ``fmt`` (default: the reward's own format); never raises on a row: an
+    unreadable one gets the floor and an ``error`` (a format given by name is a caller's mistake, a TypeError)."""
     spec = get_reward(name)
+    if isinstance(fmt, str):  # a caller's mistake, not a row's: said plainly instead of a floor score per row
+        raise TypeError(f"score_row takes a format object, not the name {fmt!r}: pass get_format({fmt!r})")
     fmt_obj = fmt or spec.default_format
     if not isinstance(row, dict):
         return RewardResult(spec.bounds(options)[0], error=f"row is a {type(row).__name__}, not an object")
@@ -318,6 +320,8 @@ def trl_reward(name: str, fmt: PromptFormat | None = None, **options: Any) -> Ca
     """
     spec = get_reward(name)
     opts = RewardOptions(**options)
+    if isinstance(fmt, str):
+        raise TypeError(f"trl_reward takes a format object, not the name {fmt!r}: pass get_format({fmt!r})")
     fmt_obj = fmt or spec.default_format
 
     def reward(completions: list[Any], **kwargs: Any) -> list[float]:
