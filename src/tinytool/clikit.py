@@ -215,7 +215,8 @@ def _parse_unchecked(params: list[inspect.Parameter], args: list[str], prog: str
 
 #: what a field's metadata may say of its option, and the ``typer.Option`` keyword each is passed as
 _OPTION_KEYS = {"help": "help", "min": "min", "max": "max", "metavar": "metavar", "panel": "rich_help_panel",
-                "exists": "exists", "file_okay": "file_okay", "dir_okay": "dir_okay"}
+                "exists": "exists", "file_okay": "file_okay", "dir_okay": "dir_okay", "parser": "parser",
+                "show_default": "show_default"}
 _PATH_KEYS = ("exists", "file_okay", "dir_okay")
 
 
@@ -227,8 +228,10 @@ def setting(default: Any, help: str, *aliases: str, **meta: Any) -> Any:
     (``--name-with-dashes``). ``meta`` may also hold the option's bounds (``min``, ``max``) and ``choices`` (checked
     when the config is built), the ``panel`` of ``--help`` it is listed in, ``exists``/``file_okay``/``dir_okay`` for
     a path, for a value given as text its ``parse`` (text → value; a ``metavar`` to show, a ``flag_default`` text
-    where the flag's default is not the field's), ``argument=True`` for a positional argument of the command, and for
-    a training config's flag an argparse ``action``."""
+    where the flag's default is not the field's), ``argument=True`` for a positional argument of the command,
+    ``negatable=True`` for a boolean that also takes ``--no-NAME``, for a Typer command a click ``parser`` (text →
+    value, a file's values too; an error of it names the flag) and ``show_default``, and for a training config's
+    flag an argparse ``action``."""
     factory = meta.pop("factory", None)
     metadata = {"help": help, "aliases": list(aliases), **meta}
     if factory is not None:
@@ -269,7 +272,10 @@ def _option(cls: type, f: dataclasses.Field) -> inspect.Parameter:
     if meta.get("argument"):
         info = typer.Argument(default, **options)
     else:
-        info = typer.Option(default, "--" + f.name.replace("_", "-"), *meta.get("aliases", ()), **options)
+        flag = "--" + f.name.replace("_", "-")
+        if meta.get("negatable"):
+            flag += "/--no-" + f.name.replace("_", "-")
+        info = typer.Option(default, flag, *meta.get("aliases", ()), **options)
     hint = typing.get_type_hints(cls)[f.name]
     return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info,
                              annotation=_option_type(hint, meta, default))

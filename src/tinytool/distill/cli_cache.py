@@ -1,62 +1,84 @@
 """``tinytool teacher cache``: build the top-k teacher cache (`cache_command`, registered on the
-``teacher`` command group)."""
+``teacher`` command group). The verb's options are the fields of `CacheConfig` (flags and ``--config`` YAML
+alike); `run` does the work."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import typer
-
-from tinytool.clikit import err, fail
-from tinytool.formats import DEFAULT_FORMAT, PromptFormat
-from tinytool.formats.option import format_option
+from tinytool.clikit import check_settings, config_file, config_options, config_values, err, setting
+from tinytool.formats.option import format_setting
 
 
-def cache_command(
-    teacher: str = typer.Option(..., "--teacher", "-t", help="Teacher model: hub id, checkpoint dir, .gguf, "
-                                "or smollm2-135m-instruct."),
-    data: list[Path] = typer.Option(..., "--data", "-d", help="JSONL of conversations, e.g. teacher rollouts "
-                                    "D_T (repeatable)."),
-    out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Cache directory (shards + run.json)."),
-    k: int = typer.Option(100, "--k", "-k", help="Teacher tokens kept per position (STAR App. A.2: 100)."),
-    format: PromptFormat = format_option(DEFAULT_FORMAT),
-    temperature: float = typer.Option(1.0, "--temperature", help="Softmax temperature of the cached log-probs."),
-    backend: str = typer.Option("hf", "--backend", help="hf (one forward pass per batch) or vllm "
-                                "(prompt_logprobs; needs a GPU)."),
-    batch_size: int = typer.Option(4, "--batch-size", help="Examples per forward pass (hf) or per generate "
-                                    "call (vllm: use tens)."),
-    max_length: int = typer.Option(2048, "--max-length", help="Longest example in tokens; longer ones are dropped."),
-    examples_per_shard: int = typer.Option(256, "--examples-per-shard", help="Examples per shard file."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Delete the cache in OUT and build it again."),
-    bf16: bool | None = typer.Option(None, "--bf16/--no-bf16", help="bf16 teacher compute [default: on with "
-                                     "CUDA or a CPU with native bf16]."),
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class CacheConfig:
+    """What ``tinytool teacher cache`` builds, checked when made: the settings within their bounds, the data
+    files exist, and the cache directory is none of the inputs."""
+
+    teacher: str = setting(..., "Teacher model: hub id, checkpoint dir, .gguf, or smollm2-135m-instruct.", "-t")
+    data: list[Path] = setting(..., "JSONL of conversations, e.g. teacher rollouts D_T (repeatable).", "-d")
+    out: Path = setting(..., "Cache directory (shards + run.json).", "-o", file_okay=False)
+    k: int = setting(100, "Teacher tokens kept per position (STAR App. A.2: 100).", "-k")
+    format: str = format_setting()
+    temperature: float = setting(1.0, "Softmax temperature of the cached log-probs.")
+    backend: str = setting("hf", "hf (one forward pass per batch) or vllm (prompt_logprobs; needs a GPU).")
+    batch_size: int = setting(4, "Examples per forward pass (hf) or per generate call (vllm: use tens).")
+    max_length: int = setting(2048, "Longest example in tokens; longer ones are dropped.")
+    examples_per_shard: int = setting(256, "Examples per shard file.")
+    overwrite: bool = setting(False, "Delete the cache in OUT and build it again.")
+    bf16: bool | None = setting(None, "bf16 teacher compute [default: on with CUDA or a CPU with native bf16].",
+                                negatable=True)
+
+    def __post_init__(self) -> None:
+        from tinytool.formats import resolve_format
+        from tinytool.io import check_data_files, check_not_input
+
+        object.__setattr__(self, "data", [Path(p) for p in ([self.data] if isinstance(self.data, (str, Path))
+                                                            else self.data)])
+        object.__setattr__(self, "out", Path(self.out))
+        object.__setattr__(self, "format", resolve_format(self.format).name)
+        check_settings(self)
+        check_data_files(self.data)
+        check_not_input(self.out, self.teacher, *self.data)
+
+
+def run(cfg: CacheConfig) -> dict[str, Any]:
+    """Build (or finish) the cache of ``cfg``: one forward pass per example (STAR §3.1 top-k distillation). The
+    summary: the cache's manifest (`tinytool.distill.cache.build_cache`) with its size in bytes, bytes per completion
+    token and where it is."""
+    from tinytool.distill.cache import build_cache
+    from tinytool.errors import TinytoolError, UserInputError
+    from tinytool.formats import resolve_format
+
+    try:
+        manifest = build_cache(
+            cfg.teacher, [str(p) for p in cfg.data], cfg.out, fmt=resolve_format(cfg.format), k=cfg.k,
+            temperature=cfg.temperature, batch_size=cfg.batch_size, max_length=cfg.max_length,
+            examples_per_shard=cfg.examples_per_shard, overwrite=cfg.overwrite, backend=cfg.backend, bf16=cfg.bf16,
+            progress=True,
+        )
+    except TinytoolError:
+        raise  # a malformed data row, a corrupt cache, a missing model: one line and a fix, printed by the CLI
+    except (FileNotFoundError, ImportError) as e:
+        raise UserInputError(str(e)) from None
+    total = sum(s["bytes"] for s in manifest["shards"])
+    return {**manifest, "bytes": total, "bytes_per_token": total / max(1, manifest["n_completion_tokens"]),
+            "out": str(cfg.out)}
+
+
+@config_options(CacheConfig)
+def cache_command(config: Path | None = config_file(CacheConfig), **values: Any) -> None:
     """Cache the teacher's top-k token ids and log-probabilities at every completion position of DATA.
 
     One forward pass per example, no generation (STAR §3.1 top-k distillation). Shards are written
     atomically; rerunning a killed build with the same settings continues it. Prints a summary, including bytes per
     completion token.
     """
-    from tinytool.distill.cache import build_cache
-    from tinytool.errors import TinytoolError
-    from tinytool.io import check_data_files, check_not_input
-
-    check_data_files(data)
-    check_not_input(out, teacher, *data)
-    try:
-        manifest = build_cache(
-            teacher, [str(p) for p in data], out, fmt=format, k=k, temperature=temperature,
-            batch_size=batch_size, max_length=max_length, examples_per_shard=examples_per_shard,
-            overwrite=overwrite, backend=backend, bf16=bf16, progress=True,
-        )
-    except TinytoolError:
-        raise  # a malformed data row, a corrupt cache, a missing model: one line and a fix, printed by the CLI
-    except (FileNotFoundError, ImportError) as e:
-        fail(e)
-    total = sum(s["bytes"] for s in manifest["shards"])
-    per_token = total / max(1, manifest["n_completion_tokens"])
+    s = run(CacheConfig(**config_values(CacheConfig, values)))
     err.print(
-        f"cached {manifest['n_examples']} examples ({manifest['n_dropped']} dropped), "
-        f"{manifest['n_completion_tokens']} completion tokens, k={manifest['k']}, "
-        f"{len(manifest['shards'])} shards, {total / 1e6:.1f} MB ({per_token:.0f} bytes per completion token) "
-        f"-> {out}", highlight=False)
+        f"cached {s['n_examples']} examples ({s['n_dropped']} dropped), "
+        f"{s['n_completion_tokens']} completion tokens, k={s['k']}, "
+        f"{len(s['shards'])} shards, {s['bytes'] / 1e6:.1f} MB ({s['bytes_per_token']:.0f} bytes per completion "
+        f"token) -> {s['out']}", highlight=False)

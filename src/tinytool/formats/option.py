@@ -16,16 +16,30 @@ def format_option(default: str | None = None, default_help: str | None = None, *
     ``trained`` (the format the model was trained in, else the default) or as ``default_help`` says."""
     if trained:
         default_help = f"default: the format the model was trained in, else {DEFAULT_FORMAT}"
-
-    def parse(value: Any) -> Any:
-        try:
-            return resolve_format(value)
-        except TinytoolError as e:
-            raise typer.BadParameter(str(e).removeprefix("--format: ")) from None
-
     shown = default_help or f"default: {default or DEFAULT_FORMAT}"
-    return typer.Option(default, "--format", "-f", parser=parse, metavar="<str>", show_default=False,
+    return typer.Option(default, "--format", "-f", parser=_parse, metavar="<str>", show_default=False,
                         help=f"{FORMAT_HELP} [{shown}].")
 
 
-__all__ = ["format_option"]
+def _parse(value: Any) -> Any:
+    try:
+        return resolve_format(value)
+    except TinytoolError as e:
+        raise typer.BadParameter(str(e).removeprefix("--format: ")) from None
+
+
+def _name(value: Any) -> str:
+    return _parse(value).name
+
+
+def format_setting(default: str = DEFAULT_FORMAT) -> Any:
+    """`format_option` as a field of a verb's config (`tinytool.clikit.setting`): the same flag, help and message
+    for an unknown name, from the command line or the ``--config`` file alike; the field holds the format's name
+    (`resolve_format` gives the format)."""
+    from tinytool.clikit import setting
+
+    return setting(default, f"{FORMAT_HELP} [default: {default}].", "-f", parser=_name, metavar="<str>",
+                   show_default=False)
+
+
+__all__ = ["format_option", "format_setting"]

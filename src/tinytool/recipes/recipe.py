@@ -43,7 +43,7 @@ VERB_SOURCES = {
     "rl": ("config", "tinytool.rl.config:RLRunConfig"),
     "distill": ("config", "tinytool.distill.trainer:DistillConfig"),
     "teacher rollout": ("flags", "tinytool.distill.cli_rollout:rollout_command"),
-    "teacher cache": ("flags", "tinytool.distill.cli_cache:cache_command"),
+    "teacher cache": ("config", "tinytool.distill.cli_cache:CacheConfig"),
     "eval bfcl": ("flags", "tinytool.eval.cli_eval:bfcl"),
     "eval demo": ("flags", "tinytool.eval.cli_eval:demo"),
     "report": ("flags", "tinytool.eval.cli_eval:report"),
