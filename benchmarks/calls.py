@@ -167,6 +167,18 @@ def pooled(members: list[dict], kept: set[str] | None) -> dict:
     return out
 
 
+def failures_summed(members: list[dict]) -> dict:
+    """Each arm's failure classes (``eval bfcl``'s table, per category) summed over the seeds that recorded them."""
+    out: dict = {}
+    for r in members:
+        for arm, rec in r["arms"].items():
+            for category, classes in (rec.get("failures") or {}).items():
+                for name, n in classes.items():
+                    cell = out.setdefault(arm, {}).setdefault(category, {})
+                    cell[name] = cell.get(name, 0) + n
+    return out
+
+
 def across_seeds(runs: Mapping[str, dict], kept: set[str] | None = None, tests: bool = True) -> list[dict]:
     """For each group of runs of one device and setting (`setting_key`): the spread over its seeds of every
     comparison's change of every figure, and of every arm's figures; with ``tests``, each comparison's paired tests
@@ -189,6 +201,7 @@ def across_seeds(runs: Mapping[str, dict], kept: set[str] | None = None, tests: 
             rec["arms"][arm] = {f: spread(v) for f in FIGURES if (v := [t[f] for t in done if f in t])}
         if tests:
             rec["pooled"] = pooled(members, kept)
+        rec["failures"] = failures_summed(members)
         out.append(rec)
     return out
 
@@ -261,6 +274,11 @@ def scored(out: Path) -> tuple[dict[str, tuple[str, bool]], bool] | None:
     return (items, (out / "summary.json").is_file()) if items else None
 
 
+def seed_recipe(recipe: Path) -> str:
+    """How a run records its recipe: the path from the repository root."""
+    return str(recipe.resolve().relative_to(ROOT)) if recipe.resolve().is_relative_to(ROOT) else str(recipe)
+
+
 def seed_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tuning: set[str],
                 tests: bool = True) -> dict:
     """What the seed's run holds so far: each scored arm (one stopped part way counts the items it scored, marked
@@ -280,14 +298,15 @@ def seed_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tu
         if got is None:
             continue
         every, finished = got
+        summary = json.loads((out / "summary.json").read_text()) if finished else {}
         arms[arm] = {"held_out": arm_table(held_out(every, tuning)), "finished": finished,
-                     **({"full": bfcl_table(json.loads((out / "summary.json").read_text()))} if finished else {}),
+                     **({"full": bfcl_table(summary), "failures": summary.get("failures")} if finished else {}),
                      "verdicts": pack_verdicts(every)}
     scored_ids = set().union(*(unpack_verdicts(a["verdicts"]) for a in arms.values())) if arms else set()
     nothing = never_call(tuning)
     base = {i: v for i, v in nothing.items() if i in scored_ids}
     settings: dict = {
-        "recipe": str(recipe.resolve().relative_to(ROOT)) if recipe.resolve().is_relative_to(ROOT) else str(recipe),
+        "recipe": seed_recipe(recipe),
         "vars": load_recipe(recipe, recipe_sets(seed, sets)).vars,
         "args": {name: args for name, (_, args, verb) in folders.items() if verb not in ("eval bfcl", "data demo")},
         "steps": {name: t.get("global_step") for name, t in trained.items()},
@@ -487,6 +506,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--merge", type=Path, action="append", default=[], metavar="FILE",
                     help="add the runs of another machine's result file (its --out) to --out; repeatable")
+    ap.add_argument("--read", action="store_true",
+                    help="record what --work holds (each seed's finished stages) without running the recipe: a work "
+                         "folder brought back from another machine")
     ap.add_argument("--untrained", type=Path, metavar="RUN",
                     help="record the untrained model's BFCL run (tinytool eval bfcl -m smollm2-135m-instruct "
                          "--held-out 100 --limit N on the runs' items) beside the arms, for the headline")
@@ -532,14 +554,20 @@ def main() -> None:
 
     failed: list[str] = []
     try:
-        with ThreadPoolExecutor(len(seeds) if args.parallel else 1) as pool:
-            failed = [f for f in pool.map(job, seeds) if f]
+        if not args.read:
+            with ThreadPoolExecutor(len(seeds) if args.parallel else 1) as pool:
+                failed = [f for f in pool.map(job, seeds) if f]
     except KeyboardInterrupt:
         failed = ["stopped: the figures below hold what finished; the same command resumes"]
     tuning = tuning_ids(args.tuning_limit)
+    # a work folder from another machine: each seed's device and machine as that machine's calls.json recorded them
+    there = {r["seed"]: r for r in ((_json(args.work / "calls.json") or {}).get(KEY, {}).get("runs", {})).values()
+             if r["settings"]["recipe"] == seed_recipe(args.recipe)} if args.read else {}
     runs = {}
     for seed in seeds:
         rec = seed_record(args.recipe, args.work, seed, sets, tuning, not args.no_tests)
+        if seed in there:
+            rec |= {k: there[seed][k] for k in ("device", "machine", "versions")}
         runs[run_key(rec)] = rec
         print(json.dumps({"seed": seed, "arms": {a: r["held_out"].get("overall") for a, r in rec["arms"].items()},
                           "steps": rec["settings"]["steps"],

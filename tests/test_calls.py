@@ -231,3 +231,10 @@ def test_the_readme_headline_is_the_two_hour_result_s_figures(calls):
                 low, high = map(float, re.search(r"\[([\d.]+)–([\d.]+)\]", cell).groups())
                 assert (low, high) == (pytest.approx(100 * fig["min"], abs=0.051),
                                        pytest.approx(100 * fig["max"], abs=0.051)), (key, column, cell)
+
+
+def test_failure_classes_are_summed_over_the_seeds_that_recorded_them(calls):
+    runs = [{"arms": {"base": {"failures": {"parallel": {"wrong value": 3, "no call": 1}}}, "rl": {}}},
+            {"arms": {"base": {"failures": {"parallel": {"wrong value": 2}, "irrelevance": {"call made": 4}}}}}]
+    assert calls.failures_summed(runs) == {"base": {"parallel": {"wrong value": 5, "no call": 1},
+                                                    "irrelevance": {"call made": 4}}}
