@@ -1,28 +1,36 @@
-"""Does rejection-sampling fine-tuning (RFT) teach a small model calls that plain SFT on the same prompts does not?
-Runs ``experiments/calls-rft.yaml`` once per seed and writes ``calls_vs_control`` into
-``benchmarks/results/calls.json`` (other parts of the file are kept).
+"""Do the calls experiments (``experiments/calls-*.yaml``) teach a small model calls that plain SFT on the same
+prompts does not? Runs a calls recipe once per seed (``--recipe``; default ``calls-rft.yaml``) and writes
+``calls_vs_control`` into ``benchmarks/results/calls.json`` (other parts of the file are kept), and the two-hour
+headline (``two_hour``) from ``calls-rl.yaml``'s runs.
 
-Per seed the recipe trains BASE (the SFT model of the quality row sft-shared3, under that seed), samples BASE on a
-seeded pool of its own training conversations and keeps a turn's sample only when it is a perfect answer (Sim-RL
-1.0), then trains two arms from BASE with the same continued-SFT flags: RFT on the kept samples, and the control on
-the pool's conversations as the data has them, for as many optimizer steps as RFT made (this script runs the
-recipe up to RFT, reads its steps, then runs the rest with ``control_steps`` set). BASE, RFT and the control are
-scored with strict decoding on the BFCL items outside the tuning subset (``eval bfcl --held-out``; all of them, or
-a seeded ``bfcl_limit`` of each category); every figure here counts only those, the items outside the tuning subset (the seeded 100 per category that ``eval bfcl --limit 100`` takes, which earlier sweeps chose their
-settings on). Settings were fixed before any of these items were looked at.
+Each recipe trains BASE (the SFT model of the quality row sft-shared3, under the seed), an arm from BASE and a
+data-matched control (continued SFT with gold answers), and scores each with strict decoding on the BFCL items
+outside the tuning subset (``eval bfcl --held-out``; all of them, or a seeded ``bfcl_limit`` of each category).
+Its arms are its ``ARM-bfcl`` stages. ``calls-rft.yaml``: BASE samples a seeded pool of its own training
+conversations, keeps a turn's sample only when it is a perfect answer (Sim-RL 1.0), and RFT trains on the kept
+samples; the control trains on the pool for as many optimizer steps as RFT made (this script runs the recipe up to
+RFT, reads its steps, then runs the rest with ``control_steps`` set). ``calls-rl.yaml``: the shipped RL stage
+against a control on a pool of the same no-call share. Every figure counts only the held-out items (the tuning
+subset is the seeded 100 per category that ``eval bfcl --limit 100`` takes, which earlier sweeps chose their
+settings on); settings were fixed before any of these items were looked at.
 
 Per seed: each arm's per-category table on the held-out items, its non-live AST average and strict irrelevance,
-and its packed per-item verdicts (`_paired.pack_verdicts`, every item scored); the paired comparisons RFT against
-the control, RFT against BASE and the control against BASE (a bootstrap over items stratified by category for the
-AST average and ``overall``, McNemar's exact test for strict irrelevance and per category); the settings (the
-recipe's variables, the stages' resolved arguments, each training stage's steps, the rollout's kept samples, each
-stage's seconds, the device). Across seeds: the mean, lowest, highest and standard deviation of each change, over
-the runs of one device and one setting.
+its failure classes and its packed per-item verdicts (`_paired.pack_verdicts`); the never-call baseline on the same
+items; the paired comparisons of each arm against the control and BASE, and of the control against BASE (a
+bootstrap over items stratified by category for the AST average and ``overall``, McNemar's exact test for strict
+irrelevance and per category); the settings (the recipe's variables, the stages' resolved arguments, each training
+stage's steps, a rollout's kept samples, each stage's seconds, the device). Across seeds, for the runs of one
+device, recipe and setting: the mean, lowest, highest and standard deviation of each change, the same tests over
+every seed's items at once, and the failure classes summed.
 
     .venv/bin/python benchmarks/calls.py --work W --seeds 10,11,12 --parallel --batch-size 64   # a GPU machine
+    .venv/bin/python benchmarks/calls.py --recipe experiments/calls-rl.yaml --work W --seeds 10,11,12 --parallel
     .venv/bin/python benchmarks/calls.py --work /tmp/toy --seeds 10 --out /tmp/toy/calls.json --tuning-limit 1 \\
         --set max_steps=3 --set rollout_prompts=8 --set bfcl_limit=2 --set n=300 --set min_similarity=0    # toy
     .venv/bin/python benchmarks/calls.py --merge W/calls.json       # another machine's runs into the results
+    .venv/bin/python benchmarks/calls.py --recipe experiments/calls-rl.yaml --work W --read --set bfcl_limit=40 \\
+        --batch-size 64                                             # its work folder, brought back, read here
+    .venv/bin/python benchmarks/calls.py --untrained RUN            # the untrained model's eval bfcl run
 
 A rerun with the same settings skips every finished stage (the recipe's own resumption); a run stopped (Ctrl-C, a
 time limit) still writes what its finished stages hold.
