@@ -49,7 +49,7 @@ from tinytool.eval.bfcl_runner import (
 from tinytool.eval.failures import failure_class
 from tinytool.formats import get_format
 from tinytool.llm.base import Completion, GenerationConfig, Request
-from tinytool.llm.constrain import tool_constraint
+from tinytool.llm.constrain import grammar_bank, tool_constraint
 from tinytool.llm.hf import HFClient, render_prompt
 from tinytool.models.loading import BUNDLED_ALIAS, load_model, load_tokenizer
 from tinytool.schema.types import value_problem
@@ -72,7 +72,8 @@ def _requests(convs: list, fmt, mode: str | None, tokenizer=None, prefix: str = 
     for conv in convs:
         constraint = tool_constraint(conv.tools, fmt, mode, prefix=prefix, parallel=parallel) if mode else None
         prompt = render_prompt(tokenizer, Request(fmt.to_chat(conv))) + prefix if prefix else None
-        out.append(Request(messages=fmt.to_chat(conv), prompt=prompt, constraint=constraint))
+        out.append(Request(messages=fmt.to_chat(conv), prompt=prompt,
+                           rules={"constraint": constraint} if constraint else {}))
     return out
 
 
@@ -88,7 +89,7 @@ def overhead(model, tokenizer, items: list, max_new_tokens: int, fmt_name: str, 
     held = _requests(items, fmt, "auto")
     t0 = time.perf_counter()
     for r in held:  # compile every tool set's grammar once (what a run pays before its first step)
-        client.grammars().matcher(r.constraint)
+        grammar_bank(client).matcher(r.rules["constraint"])
     compile_s = time.perf_counter() - t0
     free = _requests(items, fmt, None)
     client.generate(free[:2], GenerationConfig(max_new_tokens=4))  # warm-up: allocator, kernels
@@ -113,7 +114,7 @@ def overhead(model, tokenizer, items: list, max_new_tokens: int, fmt_name: str, 
     return {"items": len(items), "slots": 16, "format": fmt_name, "max_new_tokens": max_new_tokens,
             "masked": "every constrained row, every step" if entropy else "only rows whose choice is refused",
             "prefill_seconds": round(prefill_s, 3), "grammar_compile_seconds": round(compile_s, 3),
-            "tool_sets": len({r.constraint.key() for r in held}),
+            "tool_sets": len({r.rules["constraint"].key() for r in held}),
             "runs": sides, "best": best, "overhead_per_token": round(ratio - 1, 4)}
 
 
