@@ -229,9 +229,9 @@ def setting(default: Any, help: str, *aliases: str, **meta: Any) -> Any:
     when the config is built), the ``panel`` of ``--help`` it is listed in, ``exists``/``file_okay``/``dir_okay`` for
     a path, for a value given as text its ``parse`` (text → value; a ``metavar`` to show, a ``flag_default`` text
     where the flag's default is not the field's), ``argument=True`` for a positional argument of the command,
-    ``negatable=True`` for a boolean that also takes ``--no-NAME``, for a Typer command a click ``parser`` (text →
-    value, a file's values too; an error of it names the flag) and ``show_default``, and for a training config's
-    flag an argparse ``action``."""
+    ``negatable=True`` for a boolean that also takes ``--no-NAME`` (or the flag given: ``"--keep-duplicates"``),
+    for a Typer command a click ``parser`` (text → value, a file's values too; an error of it names the flag) and
+    ``show_default``, and for a training config's flag an argparse ``action``."""
     factory = meta.pop("factory", None)
     metadata = {"help": help, "aliases": list(aliases), **meta}
     if factory is not None:
@@ -273,8 +273,9 @@ def _option(cls: type, f: dataclasses.Field) -> inspect.Parameter:
         info = typer.Argument(default, **options)
     else:
         flag = "--" + f.name.replace("_", "-")
-        if meta.get("negatable"):
-            flag += "/--no-" + f.name.replace("_", "-")
+        negation = meta.get("negatable")
+        if negation:
+            flag += "/" + (negation if isinstance(negation, str) else "--no-" + f.name.replace("_", "-"))
         info = typer.Option(default, flag, *meta.get("aliases", ()), **options)
     hint = typing.get_type_hints(cls)[f.name]
     return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info,

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinytool.clikit import check_settings, config_file, config_options, config_values, err, setting
+from tinytool.clikit import config_file, config_options, config_values, err, setting
+from tinytool.distill.teacher_job import TeacherJob
 from tinytool.formats.option import format_setting
 
 
 @dataclass(frozen=True, kw_only=True)
-class CacheConfig:
-    """What ``tinytool teacher cache`` builds, checked when made: the settings within their bounds, the data
-    files exist, and the cache directory is none of the inputs."""
+class CacheConfig(TeacherJob):
+    """What ``tinytool teacher cache`` builds (checked when made: `TeacherJob`)."""
 
     teacher: str = setting(..., "Teacher model: hub id, checkpoint dir, .gguf, or smollm2-135m-instruct.", "-t")
     data: list[Path] = setting(..., "JSONL of conversations, e.g. teacher rollouts D_T (repeatable).", "-d")
@@ -30,18 +30,6 @@ class CacheConfig:
     overwrite: bool = setting(False, "Delete the cache in OUT and build it again.")
     bf16: bool | None = setting(None, "bf16 teacher compute [default: on with CUDA or a CPU with native bf16].",
                                 negatable=True)
-
-    def __post_init__(self) -> None:
-        from tinytool.formats import resolve_format
-        from tinytool.io import check_data_files, check_not_input
-
-        object.__setattr__(self, "data", [Path(p) for p in ([self.data] if isinstance(self.data, (str, Path))
-                                                            else self.data)])
-        object.__setattr__(self, "out", Path(self.out))
-        object.__setattr__(self, "format", resolve_format(self.format).name)
-        check_settings(self)
-        check_data_files(self.data)
-        check_not_input(self.out, self.teacher, *self.data)
 
 
 def run(cfg: CacheConfig) -> dict[str, Any]:

@@ -42,7 +42,7 @@ VERB_SOURCES = {
     "kto": ("config", "tinytool.train.kto:KTORunConfig"),
     "rl": ("config", "tinytool.rl.config:RLRunConfig"),
     "distill": ("config", "tinytool.distill.trainer:DistillConfig"),
-    "teacher rollout": ("flags", "tinytool.distill.cli_rollout:rollout_command"),
+    "teacher rollout": ("config", "tinytool.distill.cli_rollout:RolloutConfig"),
     "teacher cache": ("config", "tinytool.distill.cli_cache:CacheConfig"),
     "eval bfcl": ("flags", "tinytool.eval.cli_eval:bfcl"),
     "eval demo": ("flags", "tinytool.eval.cli_eval:demo"),
