@@ -127,3 +127,31 @@ def test_run_runs_each_cell_in_its_folder_then_the_comparisons(tmp_path):
     assert r.exit_code == 0, r.output
     assert (one / "01-first" / "out").is_dir() and not (one / "seed-1").exists()
     assert list(json.loads((one / "compare.json").read_text())["comparisons"]["second_vs_first"]["cells"]) == ["run"]
+
+
+CHEAP = """
+name: cheap
+vars: {seed: 0}
+matrix: {seed: [1, abc]}
+stages:
+  - name: data
+    run: data demo
+    args: {n: 20, seed: "{seed}", out: "{out}"}
+"""
+
+
+def test_every_cell_is_checked_before_the_first_runs(tmp_path):
+    from tinytool.recipes.matrix import matrix_of, run_matrix
+    from tinytool.recipes.recipe import load_recipe
+    from tinytool.recipes.runner import check_recipe
+
+    path = tmp_path / "r.yaml"
+    path.write_text(CHEAP)
+    ran = []
+    with pytest.raises(UserInputError, match="seed"):
+        run_matrix(path, matrix_of(path), tmp_path / "run", {}, lambda r, f: ran.append(f) or {}, load_recipe,
+                   check_recipe)
+    assert ran == [] and not (tmp_path / "run").exists()  # the bad second cell stopped it before the first ran
+    path.write_text(CHEAP.replace("[1, abc]", "[a/b, a_b]"))
+    with pytest.raises(UserInputError, match="cells seed-a_b would share a folder"):
+        run_matrix(path, matrix_of(path), tmp_path / "run", {}, lambda r, f: {}, load_recipe, check_recipe)

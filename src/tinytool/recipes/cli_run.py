@@ -41,7 +41,7 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
     from tinytool.io import write_json
     from tinytool.recipes.matrix import COMPARE_FILE, matrix_of, narrow, run_matrix
     from tinytool.recipes.recipe import find_recipe, load_recipe
-    from tinytool.recipes.runner import plan, run_recipe
+    from tinytool.recipes.runner import check_recipe, run_recipe
     from tinytool.recipes.summary import print_run_summary, run_summary
 
     path = find_recipe(spec)
@@ -67,7 +67,8 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
         if not matrix.axes and not matrix.compare:
             run_cell(r, run_dir)
             return
-        run_matrix(path, matrix, run_dir, overrides, run_cell, load_recipe, plan)
+        run_matrix(path, matrix, run_dir, overrides, run_cell, load_recipe,
+                   lambda recipe, folder: check_recipe(recipe, folder, until))
     if matrix.compare and until is None:
         err.print(f"comparisons: {run_dir / COMPARE_FILE}")
 

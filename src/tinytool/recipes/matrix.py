@@ -99,7 +99,9 @@ def commit(where: Path | None = None) -> dict[str, Any]:
     from tinytool import __version__
 
     here = where or Path(__file__).resolve().parent
-    try:
+    try:  # only a checkout that tracks this module is tinytool's own (a wheel in a project's .venv is not)
+        subprocess.run(["git", "-C", str(here), "ls-files", "--error-unmatch", str(Path(__file__).resolve())],
+                       capture_output=True, timeout=10, check=True)
         head = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
@@ -151,8 +153,8 @@ def compare_cells(outs: Mapping[str, Mapping[str, Path]], pairs: Sequence[tuple[
     for before, after in pairs:
         runs, missing = {}, []
         for cell, stage_outs in outs.items():
-            a, b = stage_outs[before], stage_outs[after]
-            if (a / "results.jsonl").is_file() and (b / "results.jsonl").is_file():
+            a, b = stage_outs.get(before), stage_outs.get(after)  # a run stopped early (--until) plans fewer stages
+            if a is not None and b is not None and (a / "results.jsonl").is_file() and (b / "results.jsonl").is_file():
                 runs[cell] = (load_eval_run(a), load_eval_run(b))
             else:
                 missing.append(cell)
@@ -172,24 +174,33 @@ def compare_cells(outs: Mapping[str, Mapping[str, Path]], pairs: Sequence[tuple[
 
 def run_matrix(path: Path, matrix: Matrix, run_dir: Path, overrides: Mapping[str, Any],
                run_cell: Callable[[Any, Path], dict[str, Any]], load: Callable[[Path, dict[str, Any]], Any],
-               plan: Callable[[Any, Path], list[tuple[Any, Path, dict[str, Any], list[Any]]]]) -> dict[str, Any]:
+               check: Callable[[Any, Path], list[tuple[Any, Path, dict[str, Any], list[Any]]]]) -> dict[str, Any]:
     """Every cell of ``matrix`` in turn (``load`` reads the recipe with the cell's settings over ``overrides``,
     ``run_cell`` runs it in its folder and returns its state), then the comparisons into ``compare.json``; the
-    cells, their stage statuses and the commit into ``matrix.json``. A cell that fails stops the run (a rerun
-    resumes it and skips the finished ones)."""
+    cells, their stage statuses and the commit into ``matrix.json``. Every cell is checked (``check``: each
+    stage's resolved arguments parse, its inputs exist; it returns the stages and their folders) before the first
+    runs, so a bad value of the last cell is found before hours of the first. A cell that fails stops the run (a
+    rerun resumes it and skips the finished ones)."""
     cells = matrix.cells()
+    names = [cell_name(cell) for cell in cells]
+    twins = sorted({n for n in names if names.count(n) > 1})
+    if twins:
+        raise UserInputError(f"{path}: matrix: cells {', '.join(twins)} would share a folder (values that differ "
+                             "only in characters a folder name drops)", fix="give the matrix distinct values")
+    planned = {}
+    for cell, name in zip(cells, names, strict=True):
+        recipe = load(path, {**overrides, **cell})
+        folder = run_dir / name if matrix.axes else run_dir
+        planned[name] = (cell, recipe, folder, check(recipe, folder))
     record: dict[str, Any] = {"recipe_file": str(path), "axes": matrix.axes, "overrides": dict(overrides),
                               "cells": {}, **commit()}
     outs: dict[str, dict[str, Path]] = {}
-    for cell in cells:
-        name = cell_name(cell)
-        recipe = load(path, {**overrides, **cell})
-        folder = run_dir / name if matrix.axes else run_dir
+    for name, (cell, recipe, folder, stages) in planned.items():
         state = run_cell(recipe, folder)
         record["cells"][name] = {"settings": cell,
                                  "stages": {s["name"]: s.get("status") for s in state.get("stages", [])}}
         write_json(run_dir / MATRIX_FILE, record)
-        outs[name] = {st.name: stage_folder / "out" for st, stage_folder, _, _ in plan(recipe, folder)}
+        outs[name] = {st.name: stage_folder / "out" for st, stage_folder, _, _ in stages}
     if matrix.compare:
         write_json(run_dir / COMPARE_FILE, {"commit": record.get("commit"),
                                             "comparisons": compare_cells(outs, matrix.compare)})

@@ -185,6 +185,21 @@ def _check_inputs(recipe: Recipe, index: int, args: dict[str, Any], run_dir: Pat
                                  "folder", fix=f"correct the path in the recipe, or the --set that gives {key}")
 
 
+def check_recipe(recipe: Recipe, run_dir: Path, until: str | None = None
+                 ) -> list[tuple[Stage, Path, dict[str, Any], list[Any]]]:
+    """The stages a run of ``recipe`` in ``run_dir`` would run (up to ``until``), each one's resolved arguments
+    parsed as its verb's options and its input paths found; raises `UserInputError` on the first that is not.
+    Nothing is written."""
+    check_stage_args(recipe)
+    stages = plan(recipe, run_dir)
+    if until is not None:
+        stages = stages[:[s.name for s in recipe.stages].index(recipe.stage(until).name) + 1]
+    for i, (_, _, args, positional) in enumerate(stages):
+        check_stage_values(recipe, i, args, positional)
+        _check_inputs(recipe, i, args, run_dir)
+    return stages
+
+
 def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (), until: str | None = None,
                echo: Callable[[str], None] = print, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
@@ -192,14 +207,8 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
     later ones are left as they are, and out of ``recipe.json``). Every stage's arguments, resolved, are parsed
     as its verb's options before the first stage starts. A stage that runs again sets its earlier folder aside
     until the new run has started work (`_settle`)."""
-    check_stage_args(recipe)
     run_dir = Path(run_dir)
-    stages = plan(recipe, run_dir)
-    if until is not None:
-        stages = stages[:[s.name for s in recipe.stages].index(recipe.stage(until).name) + 1]
-    for i, (_, _, args, positional) in enumerate(stages):
-        check_stage_values(recipe, i, args, positional)
-        _check_inputs(recipe, i, args, run_dir)
+    stages = check_recipe(recipe, run_dir, until)
     run_dir.mkdir(parents=True, exist_ok=True)
     prints: dict[str, str] = {}
     states: list[dict[str, Any]] = []
@@ -339,5 +348,5 @@ def _write_run(run_dir: Path, recipe: Recipe, states: list[dict[str, Any]], seco
     return state
 
 
-__all__ = ["FAILED_LOG", "PREVIOUS", "RUN_FILE", "StageEcho", "StageFailed", "fingerprint", "plan", "run_recipe",
-           "stage_command"]
+__all__ = ["FAILED_LOG", "PREVIOUS", "RUN_FILE", "StageEcho", "StageFailed", "check_recipe", "fingerprint", "plan",
+           "run_recipe", "stage_command"]
