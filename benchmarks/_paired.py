@@ -41,8 +41,8 @@ def bfcl_table(summary: dict) -> dict:
 
 
 def bfcl_items(run_dir: Path) -> dict[str, tuple[str, bool]]:
-    """Each scored item of a `tinytool eval bfcl` run directory: id → (category, strict verdict). A record torn by
-    a run's stop (its last line cut) is left out."""
+    """Each scored item of a `tinytool eval bfcl` run directory: id → (category, strict verdict). A line that is not
+    a whole record (the last one, cut by a run's stop) is left out."""
     items = {}
     for line in (Path(run_dir) / "results.jsonl").read_text().splitlines():
         try:

@@ -14,9 +14,6 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tinytool"
 FORMAT_CLASSES = {"HermesFormat", "ToolRLFormat", "PythonFormat"}
 #: fields of one format class, which code outside the formats reads instead of the call syntax
 FORMAT_FIELDS = {"think", "call_tags"}
-#: switches left in packages being reworked elsewhere: (file, expression); each must still be there (remove an
-#: entry once its switch is gone)
-PENDING: set[tuple[str, str]] = set()
 #: where a name is allowed to decide: the formats package itself
 OWN = SRC / "formats"
 
@@ -71,9 +68,6 @@ def name_switches(path: Path, root: Path = SRC.parent) -> list[str]:
 
 def test_no_module_outside_formats_switches_on_a_format_name():
     found = [hit for path in sorted(SRC.rglob("*.py")) if OWN not in path.parents for hit in name_switches(path)]
-    pending = {hit for hit in found if (hit.split(":", 1)[0], hit.split(": ", 1)[1]) in PENDING}
-    assert len(pending) == len(PENDING), "a pending switch is gone: remove it from PENDING"
-    found = [hit for hit in found if hit not in pending]
     assert not found, "decide by the format's CallSyntax (or another property it declares), not its name:\n" + \
         "\n".join(found)
 

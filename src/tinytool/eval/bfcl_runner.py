@@ -83,11 +83,10 @@ from tinytool.schema import Conversation, Message, Tool
 GROUP_WEIGHTS = {"non_live": 10, "live": 10, "irrelevance": 10, "multi_turn": 30}
 
 
-#: the help of the options ``eval bfcl`` and ``eval demo`` share (no word longer than about 20 characters: a narrow
-#: terminal's help column cuts longer ones)
+#: the help of ``--model``, which ``eval bfcl`` and ``eval demo`` share (no word longer than about 20 characters: a
+#: narrow terminal's help column cuts longer ones)
 MODEL_HELP = ("Model: hub id, local dir, .gguf, smollm2-135m-instruct, vllm:SPEC, llamacpp:FILE.gguf (llama.cpp on the "
               "CPU), or an OpenAI-compatible endpoint as URL@MODEL (URL: http://host:port/v1).")
-
 
 
 @dataclass

@@ -15,13 +15,13 @@ from tinytool.clikit import setting
 from tinytool.llm import constrain, guard  # noqa: F401  (importing them registers the grammar and the value guard)
 from tinytool.llm.rules import Asked, RowRule, registered
 
-CONSTRAINED_HELP = ("Decode under the tools' grammar (local models): text, or calls that name an offered function and "
-                    "fit its schema (a server: every request's functions strict; tool_choice required or named "
-                    "always is). A run is marked constrained in its summary and report.")
-GUARD_HELP = ("Local models, hermes formats, single-turn requests: a call stays open while the request states a value "
-              "no call holds that an unwritten parameter takes, and a repeated call ends the answer. A run is marked "
-              "guarded in its summary and report. An experiment, off by default: two of its rules were set while "
-              "reading BFCL answers, and on the held-out demo dev split it changed nothing.")
+CONSTRAINED_HELP = ("Decode every request under its tools' grammar (local models): text, or calls that name an offered "
+                    "function and fit its schema. eval: the run is marked constrained in its summary and report; "
+                    "serve: every request as if its functions were strict (tool_choice required or named always is).")
+GUARD_HELP = ("Local models, hermes formats: a call stays open while the user's last message states a value no call "
+              "holds that an unwritten parameter takes, and a repeated call ends the answer (eval: single-turn items, "
+              "the run marked guarded in its summary and report). An experiment, off by default: two of its rules "
+              "were set while reading BFCL answers, and on the held-out demo dev split it changed nothing.")
 
 
 @dataclass(kw_only=True)

@@ -52,8 +52,9 @@ class StageFailed(TinytoolError):
 
 
 def stage_command(stage: Stage, args: dict[str, Any], positional: list[Any], folder: Path) -> list[str]:
-    """The ``tinytool`` arguments that run ``stage``: a training verb reads a config YAML written beside it,
-    other verbs get flags (`tinytool.recipes.recipe.stage_flags`)."""
+    """The ``tinytool`` arguments that run ``stage``: a verb whose options are a config (`VERB_SOURCES` kind
+    "config") reads a config YAML written beside it, other verbs get flags
+    (`tinytool.recipes.recipe.stage_flags`)."""
     words = stage.run.split()
     if stage.kind == "config":
         import yaml

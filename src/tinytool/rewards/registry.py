@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinytool.errors import UserInputError
-from tinytool.formats import HermesFormat, PromptFormat, ToolRLFormat
+from tinytool.formats import HermesFormat, PromptFormat
 from tinytool.rewards.astra import astra_f1, astra_f1_from_text
 from tinytool.rewards.base import RewardResult
 from tinytool.rewards.exact import exact_match
@@ -40,6 +40,7 @@ from tinytool.rewards.toolrl import (
     GRANULARITIES,
     MAX_EXTRA_CALLS_PENALIZED,
     NO_CALL,
+    RELEASED_FORMAT,
     SCALES,
     ToolRLScale,
     reads_released,
@@ -196,14 +197,14 @@ def _toolrl_bounds(o: RewardOptions) -> tuple[float, float]:
 
 
 #: the formats the rewards are defined in: Hermes with reasoning (STAR, MENTOR, ASTRA) and ToolRL's own
-_HERMES, _TOOLRL = HermesFormat(think=True), ToolRLFormat()
+_HERMES = HermesFormat(think=True)
 
 REWARDS: dict[str, RewardSpec] = {
     # Sim-RL's format rules 4-5 (STAR §3.2.1) check each call against the offered tools: without them a
     # call to a tool that was never offered would pass, so training data must carry the tool list
     "simrl": RewardSpec("simrl", _simrl, _HERMES, lambda o: (-1.0, 1.0), "STAR Sim-RL, [-1, 1]",
                         (("ground_truth", "tools"),)),
-    "toolrl": RewardSpec("toolrl", _toolrl, _TOOLRL, _toolrl_bounds, "ToolRL format + correctness, [-3, 4]",
+    "toolrl": RewardSpec("toolrl", _toolrl, RELEASED_FORMAT, _toolrl_bounds, "ToolRL format + correctness, [-3, 4]",
                          (("ground_truth",),)),
     "mentor": RewardSpec(
         "mentor", _mentor, _HERMES,

@@ -87,13 +87,13 @@ LENIENT_HELP = ("ToolRL: parse completions leniently (any layout, repaired JSON;
 
 #: the format whose text the released reward reads: a completion written with its call syntax
 #: (`reads_released`) is read as released, text handed over as such is read leniently by its parser
-_TOOLRL = ToolRLFormat()
+RELEASED_FORMAT = ToolRLFormat()
 
 
 def reads_released(fmt: PromptFormat) -> bool:
     """Whether completions in ``fmt`` are ToolRL's text, which the released reward reads (module docstring): the
     format writes calls with ToolRL's call syntax; any other is read by its own parser."""
-    return fmt.syntax == _TOOLRL.syntax
+    return fmt.syntax == RELEASED_FORMAT.syntax
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +279,7 @@ def toolrl(
     (f_lo, f_hi), (c_lo, c_hi) = scale.ranges(step, total_steps)
     reason = None
     if lenient or isinstance(completion, Parsed):
-        parsed = completion if isinstance(completion, Parsed) else _TOOLRL.parse(completion)
+        parsed = completion if isinstance(completion, Parsed) else RELEASED_FORMAT.parse(completion)
         fmt = format_reward(parsed, truth)
         pred: list[ToolCall] | None = parsed.calls
         called = bool(parsed.calls) or "tool_call" in parsed.sections
