@@ -229,9 +229,10 @@ def setting(default: Any, help: str, *aliases: str, **meta: Any) -> Any:
     when the config is built), the ``panel`` of ``--help`` it is listed in, ``exists``/``file_okay``/``dir_okay`` for
     a path, for a value given as text its ``parse`` (text → value; a ``metavar`` to show, a ``flag_default`` text
     where the flag's default is not the field's), ``argument=True`` for a positional argument of the command,
-    ``negatable=True`` for a boolean that also takes ``--no-NAME`` (or the flag given: ``"--keep-duplicates"``),
-    for a Typer command a click ``parser`` (text → value, a file's values too; an error of it names the flag) and
-    ``show_default``, and for a training config's flag an argparse ``action``."""
+    ``key`` for an option named otherwise than its field (``key="from"``: ``--from``, and ``from:`` in a file; see
+    `option_key`), ``negatable=True`` for a boolean that also takes ``--no-NAME`` (or the flag given:
+    ``"--keep-duplicates"``), for a Typer command a click ``parser`` (text → value, a file's values too; an error of
+    it names the flag) and ``show_default``, and for a training config's flag an argparse ``action``."""
     factory = meta.pop("factory", None)
     metadata = {"help": help, "aliases": list(aliases), **meta}
     if factory is not None:
@@ -272,7 +273,7 @@ def _option(cls: type, f: dataclasses.Field) -> inspect.Parameter:
     if meta.get("argument"):
         info = typer.Argument(default, **options)
     else:
-        flag = "--" + f.name.replace("_", "-")
+        flag = "--" + option_key(f).replace("_", "-")
         negation = meta.get("negatable")
         if negation:
             flag += "/" + (negation if isinstance(negation, str) else "--no-" + f.name.replace("_", "-"))
@@ -346,7 +347,7 @@ def file_values(cls: type, data: Any, source: str) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise UserInputError(f"{source}: a config file holds a mapping of option: value")
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    fields = {option_key(f): f for f in dataclasses.fields(cls) if f.init}
     hints = typing.get_type_hints(cls)
     out = {}
     for key, value in data.items():
@@ -354,10 +355,16 @@ def file_values(cls: type, data: Any, source: str) -> dict[str, Any]:
             close = difflib.get_close_matches(str(key), fields, 1)
             raise UserInputError(f"{source}: unknown option {key!r}" + (f" (did you mean {close[0]!r}?)" if close
                                                                         else ""), fix=f"the options: {', '.join(fields)}")
-        hint = hints[key]
-        listed = list in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
-        out[key] = [value] if listed and value is not None and not isinstance(value, list) else value
+        name = fields[key].name
+        listed = list in (typing.get_origin(hints[name]), *map(typing.get_origin, typing.get_args(hints[name])))
+        out[name] = [value] if listed and value is not None and not isinstance(value, list) else value
     return out
+
+
+def option_key(f: dataclasses.Field) -> str:
+    """The name of config field ``f``'s option, in a ``--config`` file and (with - for _) as its flag: the field's
+    name, or the ``key`` its `setting` gives where the name cannot be a Python name (``from``)."""
+    return f.metadata.get("key", f.name)
 
 
 def check_file_values(cls: type, values: dict[str, Any], prog: str) -> None:
@@ -387,7 +394,7 @@ def config_values(cls: type, values: dict[str, Any], ctx: typer.Context | None =
 def flag_name(f: dataclasses.Field) -> str:
     """The flag a user types for config field ``f``: its first long alias (``--out``), else ``--`` and its name with
     - for _."""
-    return next((a for a in f.metadata.get("aliases", ()) if a.startswith("--")), "--" + f.name.replace("_", "-"))
+    return next((a for a in f.metadata.get("aliases", ()) if a.startswith("--")), "--" + option_key(f).replace("_", "-"))
 
 
 def check_settings(cfg: Any) -> None:
@@ -422,4 +429,4 @@ def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> No
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "Interrupted", "TinytoolCommand", "TinytoolGroup",
            "TinytoolTyper", "check_args", "check_file_values", "check_settings", "config_file", "config_options", "config_values", "err", "fail", "file_values", "flag_name", "make_app", "on_interrupt",
-           "option_of", "passthrough", "print_error", "setting"]
+           "option_key", "option_of", "passthrough", "print_error", "setting"]

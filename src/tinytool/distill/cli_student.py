@@ -1,14 +1,23 @@
 """``tinytool student``: a depth-pruned student of a teacher (`tinytool.models.build_student`), registered by
-`tinytool.cli` and a recipe stage."""
+`tinytool.cli` and a recipe stage. The verb's options are the fields of `StudentConfig` (flags and ``--config``
+YAML alike); `run` does the work."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import typer
-
-from tinytool.clikit import err, on_interrupt
+from tinytool.clikit import (
+    check_settings,
+    config_file,
+    config_options,
+    config_values,
+    err,
+    on_interrupt,
+    setting,
+)
 from tinytool.errors import OutputExistsError, TinytoolError, UserInputError
 
 #: conversations of a JSONL ``--samples`` file whose text the layer importance is measured on (the first ones)
@@ -62,38 +71,61 @@ def _check_student_out(out: Path, overwrite: bool) -> None:
                                 "replace it", fix="choose another --out directory, or empty this one")
 
 
-def student(
-    teacher: str = typer.Option(..., "--from", help="Teacher spec: hub id, directory, .gguf, or smollm2-135m-instruct."),
-    keep_layers: int = typer.Option(..., "--keep-layers", help="How many decoder layers the student keeps."),
-    out: Path = typer.Option(..., "--out", "-o", file_okay=False, help="Directory for the student checkpoint."),
-    method: str = typer.Option("even", help="even (evenly spaced) or importance (drop layers that change least)."),
-    samples: Path | None = typer.Option(None, exists=True, dir_okay=False,
-                                        help="For --method importance: a text file, one sample per line, or "
-                                             f"conversation JSONL (the first {JSONL_SAMPLES} conversations' text)."),
-    overwrite: bool = typer.Option(False, "--overwrite",
-                                   help="Replace a model checkpoint already at --out (never another kind of folder)."),
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class StudentConfig:
+    """What ``tinytool student`` builds, checked when made: the output is not the teacher's folder, and is empty or
+    a model checkpoint that ``overwrite`` replaces (`_check_student_out`); the samples file exists."""
+
+    teacher: str = setting(..., "Teacher spec: hub id, directory, .gguf, or smollm2-135m-instruct.", key="from")
+    keep_layers: int = setting(..., "How many decoder layers the student keeps.")
+    out: Path = setting(..., "Directory for the student checkpoint.", "-o", file_okay=False)
+    method: str = setting("even", "even (evenly spaced) or importance (drop layers that change least).")
+    samples: Path | None = setting(None, "For --method importance: a text file, one sample per line, or conversation "
+                                   f"JSONL (the first {JSONL_SAMPLES} conversations' text).", exists=True,
+                                   dir_okay=False)
+    overwrite: bool = setting(False, "Replace a model checkpoint already at --out (never another kind of folder).")
+
+    def __post_init__(self) -> None:
+        from tinytool.io import check_data_files, check_not_input
+
+        object.__setattr__(self, "out", Path(self.out))
+        if self.samples is not None:
+            object.__setattr__(self, "samples", Path(self.samples))
+            check_data_files([self.samples], "--samples")
+        check_settings(self)
+        if Path(self.teacher).exists():
+            check_not_input(self.out, self.teacher)
+        _check_student_out(self.out, self.overwrite)
+
+
+def run(cfg: StudentConfig) -> dict[str, Any]:
+    """Build the student of ``cfg`` into ``cfg.out``, written as a whole (an interrupted or failed build leaves it as
+    it was). The summary: `tinytool.models.build_student`'s (also ``OUT/tinytool_student.json``) and where it is."""
+    from tinytool.io import atomic_dir, write_json
+    from tinytool.models import build_student
+
+    out = cfg.out
+    texts = read_samples(cfg.samples) if cfg.samples else None
+    existed = out.exists()
+    with on_interrupt(f"{out} unchanged" if existed else f"nothing written to {out}"), atomic_dir(out) as tmp:
+        try:
+            info = build_student(cfg.teacher, cfg.keep_layers, tmp, method=cfg.method, samples=texts)
+        except ValueError as e:
+            if isinstance(e, TinytoolError):
+                raise
+            raise UserInputError(str(e)) from None
+        write_json(tmp / "tinytool_student.json", info)
+    return {**info, "out": str(out)}
+
+
+@config_options(StudentConfig)
+def student(config: Path | None = config_file(StudentConfig), **values: Any) -> None:
     """Build a depth-pruned student of a teacher (same tokenizer), saved as an HF checkpoint.
 
     ``--out`` is written as a whole: an interrupted or failed build leaves it as it was.
 
     Example: tinytool student --from smollm2-135m-instruct --keep-layers 20 --method importance --samples s.txt -o students/smol20
     """
-    from tinytool.io import atomic_dir, check_not_input, write_json
-    from tinytool.models import build_student
-
-    if Path(teacher).exists():
-        check_not_input(out, teacher)
-    _check_student_out(out, overwrite)
-    texts = read_samples(samples) if samples else None
-    existed = out.exists()
-    with on_interrupt(f"{out} unchanged" if existed else f"nothing written to {out}"), atomic_dir(out) as tmp:
-        try:
-            info = build_student(teacher, keep_layers, tmp, method=method, samples=texts)
-        except ValueError as e:
-            if isinstance(e, TinytoolError):
-                raise
-            raise UserInputError(str(e)) from None
-        write_json(tmp / "tinytool_student.json", info)
-    err.print(f"student: kept layers {info['kept']} of {info['teacher_layers']} "
-              f"({info['parameters'] / 1e6:.1f}M parameters) -> {out}")
+    s = run(StudentConfig(**config_values(StudentConfig, values)))
+    err.print(f"student: kept layers {s['kept']} of {s['teacher_layers']} "
+              f"({s['parameters'] / 1e6:.1f}M parameters) -> {s['out']}")

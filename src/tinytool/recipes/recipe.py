@@ -37,7 +37,7 @@ VERB_SOURCES = {
     "data convert": ("flags", "tinytool.data.cli_convert:convert_cmd"),
     "data mix-irrelevant": ("config", "tinytool.data.cli_mix:MixConfig"),
     "data select": ("config", "tinytool.data.cli_select:SelectConfig"),
-    "student": ("flags", "tinytool.distill.cli_student:student"),
+    "student": ("config", "tinytool.distill.cli_student:StudentConfig"),
     "sft": ("config", "tinytool.train.sft:SFTRunConfig"),
     "kto": ("config", "tinytool.train.kto:KTORunConfig"),
     "rl": ("config", "tinytool.rl.config:RLRunConfig"),
@@ -94,9 +94,11 @@ def verb_options(verb: str) -> set[str]:
     command (``--max-new-tokens`` → ``max_new_tokens``; a boolean's ``--no-`` form is derived from its name)."""
     import dataclasses
 
+    from tinytool.clikit import option_key
+
     target = verb_target(verb)
     if dataclasses.is_dataclass(target):
-        return {f.name for f in dataclasses.fields(target)}
+        return {option_key(f) for f in dataclasses.fields(target)}
     names: set[str] = set()
     for name, decls, _ in _typer_params(verb):
         longs = [part.strip()[2:] for d in decls for part in d.split("/") if part.strip().startswith("--")]
@@ -144,7 +146,9 @@ def positional_args(verb: str, positional: list[Any]) -> dict[str, Any]:
 
     if VERBS[verb] != "config" or not positional:
         return {}
-    names = [f.name for f in dataclasses.fields(verb_target(verb)) if f.metadata.get("argument")]
+    from tinytool.clikit import option_key
+
+    names = [option_key(f) for f in dataclasses.fields(verb_target(verb)) if f.metadata.get("argument")]
     if len(positional) > len(names):
         raise UserInputError(f"{verb} takes {len(names)} positional argument{'s' * (len(names) != 1)}, "
                              f"got {len(positional)}", fix=f"give the options by name in args (tinytool {verb} --help)")
