@@ -33,7 +33,7 @@ from tinytool.errors import UserInputError
 #: Verbs that are not stages: serve, mcp serve and sandbox run (servers and a single program, not steps of a
 #: method), run and demo (recipes themselves), collect (a loop of its own).
 VERB_SOURCES = {
-    "data demo": ("flags", "tinytool.data.cli_demo:demo"),
+    "data demo": ("config", "tinytool.data.cli_demo:DemoJob"),
     "data convert": ("flags", "tinytool.data.cli_convert:convert_cmd"),
     "data mix-irrelevant": ("config", "tinytool.data.cli_mix:MixConfig"),
     "data select": ("config", "tinytool.data.cli_select:SelectConfig"),

@@ -177,7 +177,7 @@ class DemoConfig:
         "instead of naming it.")
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
+        for f in dataclasses.fields(DemoConfig):  # a subclass's own fields (a verb's output) are its to check
             problem = check_value(f, getattr(self, f.name))
             if problem:
                 raise UserInputError(f"{f.name}: {problem}", fix=f"see --{f.name.replace('_', '-')} in tinytool "
