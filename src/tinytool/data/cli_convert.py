@@ -1,8 +1,10 @@
-"""``tinytool data convert`` and ``tinytool data stats`` (a sub-app the main CLI mounts under ``data``)."""
+"""``tinytool data convert`` and ``tinytool data stats`` (a sub-app the main CLI mounts under ``data``). ``data convert``'s
+options are the fields of `ConvertConfig` (flags and ``--config`` YAML alike); its `run` does the work."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +12,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tinytool.clikit import make_app, on_interrupt
+from tinytool.clikit import (
+    check_settings,
+    config_file,
+    config_options,
+    config_values,
+    make_app,
+    on_interrupt,
+    setting,
+)
 from tinytool.errors import UserInputError
 from tinytool.formats import DEFAULT_FORMAT, PromptFormat
 from tinytool.formats.option import format_option
@@ -27,27 +37,76 @@ def _format_help() -> str:
     return "Source format: " + ", ".join(CONVERTERS) + "."
 
 
+@dataclass(frozen=True, kw_only=True)
+class ConvertConfig:
+    """What ``tinytool data convert`` writes, checked when made: the source format and its options (an unknown one
+    is said before any file is touched), the inputs exist and none is the output, which is new, empty or
+    ``overwrite``."""
+
+    input: Path = setting(..., "Source file: JSONL, JSON array or Parquet.", argument=True, exists=True,
+                          dir_okay=False)
+    source: str = setting(..., _format_help(), key="from")
+    out: Path = setting(..., "Conversation JSONL to write.", "-o", dir_okay=False)
+    skip_bad: bool = setting(False, "Drop bad records and report why, instead of stopping.")
+    answers: Path | None = setting(None, "bfcl: the possible-answer file for the question file.", exists=True,
+                                   dir_okay=False)
+    mask_prob: float | None = setting(None, "Hammer function masking: share of samples whose function and parameter "
+                                      "names are randomized (hammer: 1.0, others: 0).", min=0.0, max=1.0)
+    seed: int | None = setting(None, "Seed for masking (default 0).")
+    check_calls: bool | None = setting(None, "Reject calls that do not fit the offered tools: unknown tool or "
+                                       "parameter, missing required parameter, a value against the parameter's JSON "
+                                       "Schema (default on, off for bfcl).", negatable=True)
+    overwrite: bool = setting(False, "Replace an existing non-empty output file.")
+
+    def options(self) -> dict[str, Any]:
+        """The source format's options (`tinytool.data.convert.get_converter`)."""
+        return {"answers": self.answers, "mask_prob": self.mask_prob, "seed": self.seed,
+                "check_calls": self.check_calls}
+
+    def __post_init__(self) -> None:
+        from tinytool.data.convert import get_converter
+        from tinytool.io import check_data_files, check_not_input, check_output_file
+
+        for name in ("input", "out", "answers"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, Path(getattr(self, name)))
+        check_settings(self)
+        get_converter(self.source, **self.options())  # unknown format or option: said before any file is touched
+        check_data_files([self.input], "INPUT")
+        check_data_files([self.answers] if self.answers else [], "--answers")
+        check_not_input(self.out, self.input, self.answers)
+        check_output_file(self.out, self.overwrite)
+
+
+def run(cfg: ConvertConfig) -> dict[str, Any]:
+    """Convert ``cfg.input`` into Conversation JSONL at ``cfg.out`` (replaced whole, or left as it was when
+    interrupted). The summary: the conversion's report (`tinytool.data.convert.convert`) as its text and counts,
+    and where it went."""
+    from tinytool.data.convert import convert
+    from tinytool.progress import ProgressBar
+
+    out = cfg.out
+    left = f"{out} unchanged" if out.exists() else f"nothing written to {out}"
+    with on_interrupt(left), ProgressBar(f"converting {cfg.input.name}", unit="record") as bar:
+
+        def tick(report: Any) -> None:
+            if report.n_in % 100 == 0:
+                bar.update(completed=report.n_in)
+
+        try:
+            report = convert(cfg.source, cfg.input, out, skip_bad=cfg.skip_bad, progress=tick, allow_empty=False,
+                             **cfg.options())
+        except SchemaError as e:
+            if not cfg.skip_bad:
+                e.fix = "fix the record, or rerun with --skip-bad to drop bad records and continue"
+            raise
+        bar.update(completed=report.n_in)
+    return {"summary": report.summary(), "records": report.n_in, "conversations": report.n_out, "out": str(out)}
+
+
 @convert_app.command("convert")
-def convert_cmd(
-    input: Annotated[Path, typer.Argument(exists=True, dir_okay=False,
-                                          help="Source file: JSONL, JSON array or Parquet.")],
-    from_: Annotated[str, typer.Option("--from", help=_format_help())],
-    out: Annotated[Path, typer.Option("--out", "-o", dir_okay=False, help="Conversation JSONL to write.")],
-    skip_bad: Annotated[bool, typer.Option("--skip-bad",
-                                           help="Drop bad records and report why, instead of stopping.")] = False,
-    answers: Annotated[Path | None, typer.Option("--answers", exists=True, dir_okay=False,
-                                                 help="bfcl: the possible-answer file for the question file.")] = None,
-    mask_prob: Annotated[float | None, typer.Option(
-        "--mask-prob", min=0.0, max=1.0,
-        help="Hammer function masking: share of samples whose function and parameter names are randomized "
-             "(hammer: 1.0, others: 0).")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed for masking (default 0).")] = None,
-    check_calls: Annotated[bool | None, typer.Option(
-        "--check-calls/--no-check-calls",
-        help="Reject calls that do not fit the offered tools: unknown tool or parameter, missing required "
-             "parameter, a value against the parameter's JSON Schema (default on, off for bfcl).")] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing non-empty output file.")] = False,
-) -> None:
+@config_options(ConvertConfig)
+def convert_cmd(config: Path | None = config_file(ConvertConfig), **values: Any) -> None:
     """Convert a published dataset into unified Conversation JSONL.
 
     A bad record stops the conversion with FILE:LINE: FIELD: REASON (exit code 2); with --skip-bad
@@ -56,30 +115,9 @@ def convert_cmd(
 
     Example: tinytool data convert xlam60k.json --from xlam --out xlam.jsonl --skip-bad
     """
-    from tinytool.data.convert import convert, get_converter
-    from tinytool.io import check_not_input, check_output_file
-    from tinytool.progress import ProgressBar
-
-    opts: dict[str, Any] = {"answers": answers, "mask_prob": mask_prob, "seed": seed, "check_calls": check_calls}
-    get_converter(from_, **opts)  # unknown format or option: said before any file is touched
-    check_not_input(out, input, answers)
-    check_output_file(out, overwrite)
-    left = f"{out} unchanged" if out.exists() else f"nothing written to {out}"
-    with on_interrupt(left), ProgressBar(f"converting {input.name}", unit="record") as bar:
-
-        def tick(report: Any) -> None:
-            if report.n_in % 100 == 0:
-                bar.update(completed=report.n_in)
-
-        try:
-            report = convert(from_, input, out, skip_bad=skip_bad, progress=tick, allow_empty=False, **opts)
-        except SchemaError as e:
-            if not skip_bad:
-                e.fix = "fix the record, or rerun with --skip-bad to drop bad records and continue"
-            raise
-        bar.update(completed=report.n_in)
-    err_console.print(report.summary(), highlight=False, markup=False)
-    out_console.print(f"wrote {report.n_out} conversations to {out}", highlight=False, markup=False)
+    s = run(ConvertConfig(**config_values(ConvertConfig, values)))
+    err_console.print(s["summary"], highlight=False, markup=False)
+    out_console.print(f"wrote {s['conversations']} conversations to {s['out']}", highlight=False, markup=False)
 
 
 def _load_tokenizer(spec: str) -> Any:

@@ -34,7 +34,7 @@ from tinytool.errors import UserInputError
 #: method), run and demo (recipes themselves), collect (a loop of its own).
 VERB_SOURCES = {
     "data demo": ("config", "tinytool.data.cli_demo:DemoJob"),
-    "data convert": ("flags", "tinytool.data.cli_convert:convert_cmd"),
+    "data convert": ("config", "tinytool.data.cli_convert:ConvertConfig"),
     "data mix-irrelevant": ("config", "tinytool.data.cli_mix:MixConfig"),
     "data select": ("config", "tinytool.data.cli_select:SelectConfig"),
     "student": ("config", "tinytool.distill.cli_student:StudentConfig"),
