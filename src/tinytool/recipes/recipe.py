@@ -47,7 +47,7 @@ VERB_SOURCES = {
     "eval bfcl": ("flags", "tinytool.eval.cli_eval:bfcl"),
     "eval demo": ("flags", "tinytool.eval.cli_eval:demo"),
     "report": ("flags", "tinytool.eval.cli_eval:report"),
-    "retrieve": ("flags", "tinytool.retrieval.cli_retrieve:retrieve_command"),
+    "retrieve": ("config", "tinytool.retrieval.cli_retrieve:RetrieveConfig"),
     "synth tools": ("flags", "tinytool.synth.cli_synth:tools_cmd"),
     "synth chains": ("flags", "tinytool.synth.cli_synth:chains_cmd"),
     "synth tasks": ("flags", "tinytool.synth.cli_synth:tasks_cmd"),
