@@ -92,3 +92,15 @@ def test_a_tool_in_two_bands_of_two_offered_tools_is_added_once():
         (mixed, _), _ = mix_irrelevant([task, others], k=2, embed=embed, seed=seed)
         names = [t.name for t in mixed.tools]
         assert len(names) == len(set(names)), names
+
+
+def test_mix_irrelevant_takes_one_pool_file_by_itself_and_names_its_flag(tmp_path):
+    from tinytool.data.cli_mix import MixConfig
+    from tinytool.errors import MissingInputError
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("")
+    assert MixConfig(data=data, out=tmp_path / "o.jsonl", pool=str(data)).pool == [data]
+    with pytest.raises(MissingInputError) as e:
+        MixConfig(data=data, out=tmp_path / "o.jsonl", pool=str(tmp_path / "nope.jsonl"))
+    assert "--pool" in e.value.fix

@@ -321,3 +321,24 @@ def test_false_for_a_flag_without_a_no_form_leaves_the_flag_out():
     assert stage_flags(args, [])[4:6] == ["--no-value-guard", "--constrained"]  # without the verb's word
     # options declared in Annotated[...] are options too
     assert {"from", "out", "skip_bad", "answers"} <= verb_options("data convert")
+
+
+def test_a_config_verb_s_positional_arguments_keep_the_fingerprint_they_had_as_flags(tmp_path):
+    """``data select``'s DATA, given as ``positional:``, is its config's ``data`` option; the fingerprint still reads
+    it as a positional argument, as when the verb took flags, so a finished stage of an existing run stays done."""
+    from tinytool.recipes.recipe import Stage
+    from tinytool.recipes.runner import fingerprint, plan
+
+    path = tmp_path / "d.yaml"
+    path.write_text(DATA_ONLY)
+    recipe = load_recipe(path, {"n": "50"})
+    (_, _, _, _), (stage, _, args, positional) = plan(recipe, tmp_path)[:2]
+    assert stage.from_positional == ("data",) and positional == [] and "data" in args
+    flags_era = Stage(stage.name, stage.run, {k: v for k, v in stage.args.items() if k != "data"},
+                      [stage.args["data"]])
+    era_args = {k: v for k, v in args.items() if k != "data"}
+    assert fingerprint(stage, args, positional, {"data": "x"}, tmp_path) == \
+        fingerprint(flags_era, era_args, [args["data"]], {"data": "x"}, tmp_path)
+    assert fingerprint(stage, {**args, "limit": 3}, positional, {"data": "x"}, tmp_path) != \
+        fingerprint(stage, args, positional, {"data": "x"}, tmp_path)
+

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tinytool.clikit import config_file, config_options, config_values, err, make_app, on_interrupt, setting
 from tinytool.data.file_job import FileJob
@@ -23,8 +23,11 @@ class MixConfig(FileJob):
                                dir_okay=False, factory=list)
     seed: int = setting(0, "Seed of the tools drawn.")
 
+    INPUTS_FLAG: ClassVar[str] = "--pool"
+
     def inputs(self) -> list[Path]:
-        return [Path(p) for p in self.pool]
+        pool = [self.pool] if isinstance(self.pool, (str, Path)) else self.pool  # one file given by itself
+        return [Path(p) for p in pool]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pool", self.inputs())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from tinytool.clikit import check_settings, setting
 
@@ -18,6 +19,9 @@ class FileJob:
     out: Path = setting(..., "Conversation JSONL to write.", "-o", dir_okay=False)
     overwrite: bool = setting(False, "Replace an existing non-empty output file.")
 
+    #: the flag of the files `inputs` names, for its errors
+    INPUTS_FLAG: ClassVar[str] = "--data"
+
     def inputs(self) -> list[Path]:
         """The files the verb reads besides ``data``."""
         return []
@@ -29,7 +33,7 @@ class FileJob:
         object.__setattr__(self, "out", Path(self.out))
         check_settings(self)
         check_data_files([self.data], "DATA")
-        check_data_files(self.inputs())
+        check_data_files(self.inputs(), self.INPUTS_FLAG)
         check_not_input(self.out, self.data, *self.inputs())
         check_output_file(self.out, self.overwrite)
 

@@ -217,6 +217,9 @@ class Stage:
     run: str
     args: dict[str, Any] = field(default_factory=dict)
     positional: list[Any] = field(default_factory=list)
+    #: the options of ``args`` the recipe gave as positional arguments of a config verb, in their order (a run's
+    #: fingerprint reads them as written: `tinytool.recipes.runner.fingerprint`)
+    from_positional: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -305,10 +308,11 @@ def load_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> Re
         if not isinstance(positional, list):
             raise _fail(path, f"{where}.positional", "expected a list")
         try:  # a config verb's positional arguments are options of its config file
-            stage = Stage(name, run, {**dict(args), **positional_args(run, positional)},
-                          [] if VERBS[run] == "config" else list(positional))
+            folded = positional_args(run, positional)
         except UserInputError as e:
-            raise _fail(path, f"{where}.positional", str(e)) from None
+            raise UserInputError(f"{path}: {where}.positional: {e}", fix=e.fix) from None
+        stage = Stage(name, run, {**dict(args), **folded}, [] if VERBS[run] == "config" else list(positional),
+                      tuple(folded))
         known = set(variables) | {st.name for st in stages} | {"out", "run"}
         for ref in _refs([stage.args, stage.positional]):
             if ref not in known:

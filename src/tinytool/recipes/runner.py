@@ -78,7 +78,12 @@ def _hash_path(path: Path, h: Any) -> None:
 
 def fingerprint(stage: Stage, args: Any, positional: Any, upstream_prints: dict[str, str], run_dir: Path) -> str:
     """The fingerprint of a stage's inputs (see the module docstring). Paths inside the run directory are
-    covered by the fingerprints of the stages that wrote them."""
+    covered by the fingerprints of the stages that wrote them. Options the recipe gave as positional arguments
+    count as positional (as written), so a verb whose options became a config keeps its stages' fingerprints and an
+    existing run directory its finished stages."""
+    if stage.from_positional:
+        positional = [args[k] for k in stage.from_positional]
+        args = {k: v for k, v in args.items() if k not in stage.from_positional}
     h = hashlib.sha256()
     h.update(json.dumps([stage.run, args, positional, upstream_prints], sort_keys=True, default=str).encode())
     run_dir = run_dir.resolve()
