@@ -27,6 +27,16 @@ def run_cli(cmd: list[str], threads: int | None = None, log: Path | None = None)
         subprocess.run(cmd, check=True, env=env, stdout=fh, stderr=subprocess.STDOUT)
 
 
+def run_verb(verb: str, args: dict, config: Path) -> None:
+    """Run the tinytool ``verb`` (``"data demo"``) with the options ``args``, written as its ``--config`` YAML to
+    ``config`` (as a recipe's stage runs it)."""
+    import yaml
+
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(yaml.safe_dump(args, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    run_cli([TINYTOOL, *verb.split(), "--config", str(config)])
+
+
 def machine() -> dict:
     cpu = ""
     try:

@@ -228,7 +228,7 @@ def recipe_sets(seed: int, sets: Mapping[str, str]) -> dict[str, str]:
 def stage_folders(recipe: Path, work: Path, seed: int, sets: Mapping[str, str]) -> dict[str, tuple[Path, dict, str]]:
     """Each stage of the seed's run: its folder (``NN-name``), its resolved arguments and the verb it runs."""
     r = load_recipe(recipe, recipe_sets(seed, sets))
-    return {st.name: (folder, args, st.run) for st, folder, args, _ in plan(r, run_dir(work, seed))}
+    return {st.name: (folder, args, st.run) for st, folder, args in plan(r, run_dir(work, seed))}
 
 
 def steps_from_rft(recipe: Path, sets: Mapping[str, str]) -> bool:

@@ -33,11 +33,11 @@ import json
 import re
 from pathlib import Path
 
-from _common import ROOT, TINYTOOL, machine, run_cli, versions
+from _common import ROOT, TINYTOOL, machine, run_cli, run_verb, versions
 from _paired import AST, bfcl_items, bfcl_table, pack_verdicts
 
 from tinytool.io.files import sha256_file
-from tinytool.recipes.recipe import Recipe, load_recipe, stage_flags
+from tinytool.recipes.recipe import Recipe, load_recipe
 from tinytool.recipes.runner import plan
 
 CATEGORIES = (*AST, "irrelevance")
@@ -83,7 +83,7 @@ def stages(work: Path, row: str, seed: int = 0, sets: dict[str, str] | None = No
     """Each stage of ``row``'s run under ``seed``: its verb, its output (``NN-name/out``) and its resolved
     arguments."""
     r = load_row(row, sets or settings(row, seed))
-    return {st.name: (st.run, folder / "out", args) for st, folder, args, _ in plan(r, run_dir(work, row, seed))}
+    return {st.name: (st.run, folder / "out", args) for st, folder, args in plan(r, run_dir(work, row, seed))}
 
 
 def run(work: Path, row: str, seed: int = 0, sets: dict[str, str] | None = None, until: str | None = None) -> None:
@@ -161,10 +161,10 @@ def _real_dev(work: Path) -> Path:
         data = work / "real-dev-data"
         if not (data / "dev.jsonl").is_file():
             args = {k: v for k, v in r.stage("real-data").args.items() if k != "out"}
-            run_cli([TINYTOOL, "data", "demo", *stage_flags(args, []), "--out", str(data)])
+            run_verb("data demo", {**args, "out": str(data)}, work / "real-dev-data.yaml")
         patterns = r.stage("real-split").args["category"]
-        run_cli([TINYTOOL, "data", "select", str(data / "dev.jsonl"), *stage_flags({"category": patterns}, []),
-                 "-o", str(path)])
+        run_verb("data select", {"data": str(data / "dev.jsonl"), "category": patterns, "out": str(path)},
+                 work / "real-dev.yaml")
     return path
 
 
@@ -220,7 +220,8 @@ def row_record(work: Path, row: str, seed: int = 0, sets: dict[str, str] | None 
         "n_per_category": {c: cats[c]["n"] for c in CATEGORIES},
         "lenient": {c: round(cats[c]["accuracy_lenient"], 4) for c in CATEGORIES},
         "demo_dev": round(demo["groups"]["overall"], 4),
-        "demo_dev_data": "data demo " + " ".join(stage_flags(data_args, [])),  # the row's data, whose dev split it is
+        # the row's data, whose dev split it is
+        "demo_dev_data": "data demo " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in data_args.items()),
         "demo_dev_categories": {c: round(v["accuracy"], 4) for c, v in demo["categories"].items()},
         "failures": bfcl.get("failures"),
         # what the "more calls than asked" answers are, per category (`tinytool.eval.failures.OVER_CALL_SHAPES`)

@@ -143,8 +143,8 @@ def test_a_config_file_under_flags_records_only_what_was_given(data, tmp_path):
 
 
 @pytest.mark.parametrize("verb, module, config, skip", [
-    (["eval", "bfcl"], "tinytool.eval.bfcl_runner", "BFCLRunConfig", {"format"}),
-    (["eval", "demo"], "tinytool.eval.demo_eval", "DemoRun", {"format", "temperature", "samples"}),
+    (["eval", "bfcl"], "tinytool.eval.cli_eval", "BFCLEvalConfig", set()),
+    (["eval", "demo"], "tinytool.eval.cli_eval", "DemoEvalConfig", {"temperature", "samples"}),
     (["serve"], "tinytool.serve.config", "ServeConfig", set()),
 ])
 def test_eval_and_serve_take_their_configs_fields_as_options(verb, module, config, skip):
@@ -168,4 +168,4 @@ def test_eval_and_serve_take_their_configs_fields_as_options(verb, module, confi
         default = f.metadata.get("flag_default", f.default if f.default is not dataclasses.MISSING else None)
         assert p.required == (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
         assert p.required or p.default == default, f.name
-    assert not set(params) & skip  # a field left out is no option (the shared --format is the command's ``fmt``)
+    assert not set(params) & skip  # a field left out is no option (eval demo decodes greedily, one answer a task)

@@ -49,9 +49,9 @@ def test_every_quality_recipe_loads_and_its_stages_parse(quality, path, tmp_path
         assert recipe.name == row
         check_stage_args(recipe)
         stages = plan(recipe, tmp_path / "run")
-        for i, (_, _, args, positional) in enumerate(stages):
-            check_stage_values(recipe, i, args, positional)
-        by_name = {stage.name: (stage.run, args) for stage, _, args, _ in stages}
+        for i, (_, _, args) in enumerate(stages):
+            check_stage_values(recipe, i, args)
+        by_name = {stage.name: (stage.run, args) for stage, _, args in stages}
         assert {"data", "real-split", "bfcl", "demo-dev", "real-dev"} <= set(by_name), row
         bfcl = by_name["bfcl"][1]
         assert bfcl["format"] == quality.FORMAT and bfcl["categories"] == ",".join(quality.CATEGORIES)

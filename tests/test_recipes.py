@@ -301,44 +301,52 @@ def test_where_a_stage_writes_is_known_without_running_it(tmp_path):
 
     path = tmp_path / "d.yaml"
     path.write_text(DATA_ONLY)
-    (data, folder, args, _), (_, _, real_args, positional) = plan(load_recipe(path, {"n": "50"}), tmp_path)[:2]
+    (data, folder, args), (_, _, real_args) = plan(load_recipe(path, {"n": "50"}), tmp_path)[:2]
     assert (data.name, folder, args) == ("data", tmp_path / "01-data", {"n": 50, "out": str(tmp_path / "01-data/out")})
     # a config verb's positional argument is its option (data select's DATA: ``data``) in the config file written
-    assert positional == [] and real_args["data"] == str(tmp_path / "01-data/out/dev.jsonl")
+    assert real_args["data"] == str(tmp_path / "01-data/out/dev.jsonl")
     assert real_args["out"] == str(tmp_path / "02-real/out.jsonl")
 
 
-def test_false_for_a_flag_without_a_no_form_leaves_the_flag_out():
-    from tinytool.clikit import check_args
-    from tinytool.recipes.recipe import bare_flags, stage_flags, verb_options, verb_target
+def test_every_stage_verb_reads_a_config_file_and_no_stage_reads_a_command_signature():
+    """Each verb a stage may run is declared by a config dataclass (its options are the fields, ``--config`` reads
+    them); a stage's options are that config's option keys (``data convert``'s ``from``)."""
+    import dataclasses
 
-    assert {"value_guard", "constrained", "overwrite"} <= bare_flags("eval bfcl")
-    assert "value_guard" not in bare_flags("sft")  # a training config takes false as it is
-    args = {"model": "m", "out": "o", "value_guard": False, "constrained": True}
-    flags = stage_flags(args, [], bare_flags("eval bfcl"))
-    assert flags == ["--model", "m", "--out", "o", "--constrained"]
-    check_args(verb_target("eval bfcl"), flags, "tinytool eval bfcl")
-    assert stage_flags(args, [])[4:6] == ["--no-value-guard", "--constrained"]  # without the verb's word
-    # options declared in Annotated[...] are options too
+    from tinytool.recipes.recipe import VERB_SOURCES, verb_options, verb_target
+
+    for verb in VERB_SOURCES:
+        assert dataclasses.is_dataclass(verb_target(verb)), verb
     assert {"from", "out", "skip_bad", "answers"} <= verb_options("data convert")
+    assert {"model", "out", "value_guard", "constrained", "dtype", "rescore"} <= verb_options("eval bfcl")
+    assert {"runs", "training", "worst"} <= verb_options("report")
 
 
 def test_a_config_verb_s_positional_arguments_keep_the_fingerprint_they_had_as_flags(tmp_path):
-    """``data select``'s DATA, given as ``positional:``, is its config's ``data`` option; the fingerprint still reads
-    it as a positional argument, as when the verb took flags, so a finished stage of an existing run stays done."""
-    from tinytool.recipes.recipe import Stage
+    """``data select``'s DATA, given as ``positional:``, is its config's ``data`` option, and ``report``'s run
+    directories its ``runs`` (a list that takes every positional argument); the fingerprint reads them as the
+    positional arguments they are written as (the formula a run directory of an earlier version recorded), so a
+    finished stage of an existing run stays done."""
+    import hashlib
+    import json
+
     from tinytool.recipes.runner import fingerprint, plan
 
-    path = tmp_path / "d.yaml"
-    path.write_text(DATA_ONLY)
-    recipe = load_recipe(path, {"n": "50"})
-    (_, _, _, _), (stage, _, args, positional) = plan(recipe, tmp_path)[:2]
-    assert stage.from_positional == ("data",) and positional == [] and "data" in args
-    flags_era = Stage(stage.name, stage.run, {k: v for k, v in stage.args.items() if k != "data"},
-                      [stage.args["data"]])
-    era_args = {k: v for k, v in args.items() if k != "data"}
-    assert fingerprint(stage, args, positional, {"data": "x"}, tmp_path) == \
-        fingerprint(flags_era, era_args, [args["data"]], {"data": "x"}, tmp_path)
-    assert fingerprint(stage, {**args, "limit": 3}, positional, {"data": "x"}, tmp_path) != \
-        fingerprint(stage, args, positional, {"data": "x"}, tmp_path)
+    def as_written(run, named, positional, upstream):
+        return hashlib.sha256(json.dumps([run, named, positional, upstream], sort_keys=True,
+                                         default=str).encode()).hexdigest()[:16]
 
+    path = tmp_path / "d.yaml"
+    path.write_text(DATA_ONLY + '  - {name: report, run: report, positional: ["{data}", "{real}", "{more}"], '
+                                'args: {out: "{out}"}}\n')
+    recipe = load_recipe(path, {"n": "50"})
+    (_, _, _), (stage, _, args), _, (rep, _, rep_args) = plan(recipe, tmp_path)
+    assert stage.from_positional == ("data",) and "data" in args
+    named = {k: v for k, v in args.items() if k != "data"}
+    assert fingerprint(stage, args, {"data": "x"}, tmp_path) == as_written("data select", named, [args["data"]],
+                                                                            {"data": "x"})
+    assert fingerprint(stage, {**args, "limit": 3}, {"data": "x"}, tmp_path) != \
+        fingerprint(stage, args, {"data": "x"}, tmp_path)
+    assert rep.from_positional == ("runs",) and len(rep_args["runs"]) == 3
+    assert fingerprint(rep, rep_args, {}, tmp_path) == as_written("report", {"out": rep_args["out"]},
+                                                                   rep_args["runs"], {})

@@ -175,7 +175,7 @@ def test_the_star_recipe_s_rl_stages_are_the_measured_arm(rl_gain, tmp_path, mon
     runs = [r for r in json.loads((Path(rl_gain.OUT)).read_text())["rl_sweep"] if r["row"] == SHIPPED_ARM]
     measured_steps = [r["steps"] for r in runs]
     assert measured_steps and all(r["seconds_budget"] == rl_gain.ROWS[SHIPPED_ARM]["seconds"] for r in runs)
-    stages = [(s, args) for s, _, args, _ in plan(load_recipe(find_recipe("star")), tmp_path / "run") if s.run == "rl"]
+    stages = [(s, args) for s, _, args in plan(load_recipe(find_recipe("star")), tmp_path / "run") if s.run == "rl"]
     assert [s.name for s, _ in stages] == ["teacher-rl", "student-rl"]
     for stage, args in stages:
         check_config_values(RLRunConfig, args, "tinytool rl")

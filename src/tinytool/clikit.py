@@ -303,7 +303,7 @@ def config_options(cls: type, *, skip: Iterable[str] = (), after: str | None = N
             raise TypeError(f"{command.__name__}: skip names no field of {cls.__name__}: {sorted(left_out)}")
         if after is not None and after not in [p.name for p in own]:
             raise TypeError(f"{command.__name__}: after={after!r} names none of its parameters")
-        fields = [_option(cls, f) for f in dataclasses.fields(cls) if f.name not in left_out]
+        fields = [_option(cls, f) for f in dataclasses.fields(cls) if f.name not in left_out and f.init]
         required = [p for p in fields if p.default.default is ...]
         cut = next((i + 1 for i, p in enumerate(own) if p.name == after), 0)
         command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
@@ -340,7 +340,8 @@ def _read_yaml(path: Path) -> Any:
 def file_values(cls: type, data: Any, source: str) -> dict[str, Any]:
     """A config file's content ``data`` as the values of ``cls``'s options: a mapping whose every key is a field
     (an unknown one is a `UserInputError` naming the closest field), a single value of a list field as a list of
-    one. ``source`` names the file in errors."""
+    one, a list for a field read from text (``parse``) as its items joined by commas. ``source`` names the file in
+    errors."""
     import difflib
 
     if data is None:
@@ -356,6 +357,9 @@ def file_values(cls: type, data: Any, source: str) -> dict[str, Any]:
             raise UserInputError(f"{source}: unknown option {key!r}" + (f" (did you mean {close[0]!r}?)" if close
                                                                         else ""), fix=f"the options: {', '.join(fields)}")
         name = fields[key].name
+        if "parse" in fields[key].metadata:  # read from text, as its flag is: a list is its items joined by commas
+            out[name] = ",".join(map(str, value)) if isinstance(value, list) else value
+            continue
         listed = list in (typing.get_origin(hints[name]), *map(typing.get_origin, typing.get_args(hints[name])))
         out[name] = [value] if listed and value is not None and not isinstance(value, list) else value
     return out

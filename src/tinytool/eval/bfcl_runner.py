@@ -33,6 +33,7 @@ A start that fails before any item is generated leaves no run directory behind.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -89,7 +90,7 @@ MODEL_HELP = ("Model: hub id, local dir, .gguf, smollm2-135m-instruct, vllm:SPEC
               "CPU), or an OpenAI-compatible endpoint as URL@MODEL (URL: http://host:port/v1).")
 
 
-@dataclass
+@dataclass(frozen=True)
 class BFCLRunConfig(RuleSwitches):
     """A BFCL run: its fields define it (recorded in ``run.json``; a resumed run must match them), except ``FREE``
     ones, which a resumed run may change (categories are added to those already run). Each field but ``format``
@@ -125,7 +126,7 @@ class BFCLRunConfig(RuleSwitches):
 
     def __post_init__(self) -> None:
         #: ``format`` resolved once, where a run is set up (the manifest records the name); the run takes the format
-        self.prompt_format = resolve_format(self.format)
+        object.__setattr__(self, "prompt_format", resolve_format(self.format))
         self.check(self.prompt_format)  # the rules switched on check the format, before a model loads
 
     def generation(self) -> GenerationConfig:
@@ -592,6 +593,6 @@ def run_bfcl(cfg: BFCLRunConfig, out: str | os.PathLike, client: LLMClient, data
              overwrite: bool = False, progress: bool = True) -> dict:
     """Generate (resuming) and score one BFCL run; returns the summary."""
     out = Path(out)
-    cfg.categories = expand_categories(cfg.categories)
+    cfg = dataclasses.replace(cfg, categories=expand_categories(cfg.categories))
     generate(cfg, out, client, data=data, overwrite=overwrite, progress=progress)
     return score(out, data=data, categories=cfg.categories)

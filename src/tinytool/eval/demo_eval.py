@@ -82,7 +82,7 @@ def load_tasks(data: str | os.PathLike, limit: int | None = None) -> list[tuple[
     return tasks[:limit] if limit is not None else tasks
 
 
-@dataclass
+@dataclass(frozen=True)
 class DemoRun(RuleSwitches):
     """What defines a demo run directory: a resumed run must agree on every field (the data file by path and
     content, so another file, or the same file rewritten, is never mixed in). The fields with help are options of

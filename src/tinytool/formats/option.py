@@ -32,14 +32,16 @@ def _name(value: Any) -> str:
     return _parse(value).name
 
 
-def format_setting(default: str = DEFAULT_FORMAT) -> Any:
+def format_setting(default: str = DEFAULT_FORMAT, *, trained: bool = False) -> Any:
     """`format_option` as a field of a verb's config (`tinytool.clikit.setting`): the same flag, help and message
     for an unknown name, from the command line or the ``--config`` file alike; the field holds the format's name
-    (`resolve_format` gives the format)."""
+    (`resolve_format` gives the format). ``trained``: the field is None unless given, and the verb reads the format
+    the model was trained in."""
     from tinytool.clikit import setting
 
-    return setting(default, f"{FORMAT_HELP} [default: {default}].", "-f", parser=_name, metavar="<str>",
-                   show_default=False)
+    shown = f"the format the model was trained in, else {DEFAULT_FORMAT}" if trained else default
+    return setting(None if trained else default, f"{FORMAT_HELP} [default: {shown}].", "-f", parser=_name,
+                   metavar="<str>", show_default=False)
 
 
 __all__ = ["format_option", "format_setting"]

@@ -24,7 +24,7 @@ GUARD_HELP = ("Local models, hermes formats: a call stays open while the user's 
               "were set while reading BFCL answers, and on the held-out demo dev split it changed nothing.")
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class RuleSwitches:
     """Which decoding rules every request of a run (or every request a server answers) decodes under; the base of
     the configs of ``eval bfcl``, ``eval demo`` and ``serve``. A field is a rule's `RowRule.switch`."""

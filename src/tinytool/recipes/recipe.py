@@ -20,106 +20,56 @@ A value that is exactly one reference keeps the referenced value's type (a numbe
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tinytool.errors import UserInputError
 
-#: verbs a stage may run: whether their options are the fields of a config dataclass (a YAML file is written for
-#: them, the verb reads it with ``--config``) or typer flags, and where those options are declared (the config class
-#: or the command function).
+#: verbs a stage may run and the config class that declares each one's options (`tinytool.clikit.setting`): a stage
+#: writes its arguments as that config's YAML and the verb reads it with ``--config``.
 #: Verbs that are not stages: serve, mcp serve and sandbox run (servers and a single program, not steps of a
 #: method), run and demo (recipes themselves), collect (a loop of its own).
 VERB_SOURCES = {
-    "data demo": ("config", "tinytool.data.cli_demo:DemoJob"),
-    "data convert": ("config", "tinytool.data.cli_convert:ConvertConfig"),
-    "data mix-irrelevant": ("config", "tinytool.data.cli_mix:MixConfig"),
-    "data select": ("config", "tinytool.data.cli_select:SelectConfig"),
-    "student": ("config", "tinytool.distill.cli_student:StudentConfig"),
-    "sft": ("config", "tinytool.train.sft:SFTRunConfig"),
-    "kto": ("config", "tinytool.train.kto:KTORunConfig"),
-    "rl": ("config", "tinytool.rl.config:RLRunConfig"),
-    "distill": ("config", "tinytool.distill.trainer:DistillConfig"),
-    "teacher rollout": ("config", "tinytool.distill.cli_rollout:RolloutConfig"),
-    "teacher cache": ("config", "tinytool.distill.cli_cache:CacheConfig"),
-    "eval bfcl": ("flags", "tinytool.eval.cli_eval:bfcl"),
-    "eval demo": ("flags", "tinytool.eval.cli_eval:demo"),
-    "report": ("flags", "tinytool.eval.cli_eval:report"),
-    "retrieve": ("config", "tinytool.retrieval.cli_retrieve:RetrieveConfig"),
-    "synth tools": ("flags", "tinytool.synth.cli_synth:tools_cmd"),
-    "synth chains": ("flags", "tinytool.synth.cli_synth:chains_cmd"),
-    "synth tasks": ("flags", "tinytool.synth.cli_synth:tasks_cmd"),
-    "synth trajectories": ("flags", "tinytool.synth.cli_synth:trajectories_cmd"),
-    "synth envs": ("flags", "tinytool.synth.cli_synth:envs_cmd"),
+    "data demo": "tinytool.data.cli_demo:DemoJob",
+    "data convert": "tinytool.data.cli_convert:ConvertConfig",
+    "data mix-irrelevant": "tinytool.data.cli_mix:MixConfig",
+    "data select": "tinytool.data.cli_select:SelectConfig",
+    "student": "tinytool.distill.cli_student:StudentConfig",
+    "sft": "tinytool.train.sft:SFTRunConfig",
+    "kto": "tinytool.train.kto:KTORunConfig",
+    "rl": "tinytool.rl.config:RLRunConfig",
+    "distill": "tinytool.distill.trainer:DistillConfig",
+    "teacher rollout": "tinytool.distill.cli_rollout:RolloutConfig",
+    "teacher cache": "tinytool.distill.cli_cache:CacheConfig",
+    "eval bfcl": "tinytool.eval.cli_eval:BFCLEvalConfig",
+    "eval demo": "tinytool.eval.cli_eval:DemoEvalConfig",
+    "report": "tinytool.eval.cli_eval:ReportConfig",
+    "retrieve": "tinytool.retrieval.cli_retrieve:RetrieveConfig",
+    "synth tools": "tinytool.synth.cli_synth:SynthToolsConfig",
+    "synth chains": "tinytool.synth.cli_synth:ChainsConfig",
+    "synth tasks": "tinytool.synth.cli_synth:TasksConfig",
+    "synth trajectories": "tinytool.synth.cli_synth:TrajectoriesConfig",
+    "synth envs": "tinytool.synth.cli_synth:EnvsConfig",
 }
-VERBS = {verb: kind for verb, (kind, _) in VERB_SOURCES.items()}
+VERBS = tuple(VERB_SOURCES)
 
 
 def verb_target(verb: str) -> Any:
-    """Where ``verb``'s options are declared: its config class or its command function (`VERB_SOURCES`)."""
+    """The config class that declares ``verb``'s options (`VERB_SOURCES`)."""
     import importlib
 
-    module, _, name = VERB_SOURCES[verb][1].partition(":")
+    module, _, name = VERB_SOURCES[verb].partition(":")
     return getattr(importlib.import_module(module), name)
 
 
-def _typer_params(verb: str) -> list[tuple[str, Any, Any]]:
-    """``(name, flag names, default)`` of each option and argument of a verb whose options are typer flags,
-    declared by a ``typer.Option``/``typer.Argument`` given as the parameter's default or in ``Annotated``."""
-    import inspect
-    import typing
-
-    out = []
-    for param in inspect.signature(verb_target(verb), eval_str=True).parameters.values():
-        infos = [param.default]
-        if typing.get_origin(param.annotation) is typing.Annotated:
-            infos += typing.get_args(param.annotation)[1:]
-        info = next((i for i in infos if hasattr(i, "param_decls")), None)
-        if info is None:
-            continue
-        decls = tuple(info.param_decls or ())
-        if info is param.default:
-            default = info.default
-        else:  # in Annotated, typer reads the declaration's first argument as a flag name, not a default
-            default = param.default
-            decls = (info.default, *decls) if isinstance(info.default, str) else decls
-        out.append((param.name, decls, default))
-    return out
-
-
 def verb_options(verb: str) -> set[str]:
-    """The argument names a stage running ``verb`` may give: a training config's fields, or the long flags of a
-    command (``--max-new-tokens`` → ``max_new_tokens``; a boolean's ``--no-`` form is derived from its name)."""
+    """The argument names a stage running ``verb`` may give: its config's options (`tinytool.clikit.option_key`)."""
     import dataclasses
 
     from tinytool.clikit import option_key
 
-    target = verb_target(verb)
-    if dataclasses.is_dataclass(target):
-        return {option_key(f) for f in dataclasses.fields(target)}
-    names: set[str] = set()
-    for name, decls, _ in _typer_params(verb):
-        longs = [part.strip()[2:] for d in decls for part in d.split("/") if part.strip().startswith("--")]
-        names.update(n.replace("-", "_") for n in longs or [name])
-    return names
-
-
-def bare_flags(verb: str) -> set[str]:
-    """The boolean flags of ``verb`` that are off unless given and have no ``--no-`` form (``--value-guard``):
-    a stage's ``false`` for one of them is the flag left out (`stage_flags`), so that a recipe variable can switch
-    it either way."""
-    import dataclasses
-
-    if dataclasses.is_dataclass(verb_target(verb)):
-        return set()
-    out = set()
-    for _, decls, default in _typer_params(verb):
-        longs = [d for d in decls if d.startswith("--")]
-        if default is False and longs and not any("/" in d for d in decls):
-            out.add(longs[0][2:].replace("-", "_"))
-    return out
+    return {option_key(f) for f in dataclasses.fields(verb_target(verb)) if f.init}
 
 
 def check_stage_args(recipe: Recipe) -> None:
@@ -141,45 +91,31 @@ def check_stage_args(recipe: Recipe) -> None:
 
 def positional_args(verb: str, positional: list[Any]) -> dict[str, Any]:
     """A config verb's positional arguments as its options: the fields the command takes as arguments
-    (``argument`` in their `tinytool.clikit.setting`), in their order; more than it takes is an error."""
+    (``argument`` in their `tinytool.clikit.setting`), in their order, a last one that takes a list taking all that
+    are left; more than it takes is an error."""
     import dataclasses
+    import typing
 
-    if VERBS[verb] != "config" or not positional:
+    if not positional:
         return {}
     from tinytool.clikit import option_key
 
-    names = [option_key(f) for f in dataclasses.fields(verb_target(verb)) if f.metadata.get("argument")]
+    target = verb_target(verb)
+    fields = [f for f in dataclasses.fields(target) if f.metadata.get("argument")]
+    names = [option_key(f) for f in fields]
+    hints = typing.get_type_hints(target)
+    last = hints[fields[-1].name] if fields else None
+    if last is not None and list in (typing.get_origin(last), *map(typing.get_origin, typing.get_args(last))):
+        # the last argument takes a list: it takes what the others leave, as the command line does
+        head = dict(zip(names[:-1], positional))
+        return {**head, names[-1]: list(positional[len(head):])} if len(positional) >= len(names) else head
     if len(positional) > len(names):
         raise UserInputError(f"{verb} takes {len(names)} positional argument{'s' * (len(names) != 1)}, "
                              f"got {len(positional)}", fix=f"give the options by name in args (tinytool {verb} --help)")
     return dict(zip(names, positional))
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def stage_flags(args: dict[str, Any], positional: list[Any], bare: Collection[str] = ()) -> list[str]:
-    """The command line of a stage whose verb takes flags, after the verb: the positional arguments, then each
-    argument as a flag (``True`` → ``--name``, ``False`` → ``--no-name``, or left out for a flag of ``bare``
-    (`bare_flags`), a list → the flag repeated, None → left out)."""
-    out = [str(p) for p in positional]
-    for key, value in args.items():
-        if value is None or (value is False and key in bare):
-            continue
-        if value is True:
-            out.append(_flag(key))
-        elif value is False:
-            out.append("--no-" + key.replace("_", "-"))
-        elif isinstance(value, list):
-            for v in value:
-                out += [_flag(key), str(v)]
-        else:
-            out += [_flag(key), str(value)]
-    return out
-
-
-def check_stage_values(recipe: Recipe, index: int, args: dict[str, Any], positional: list[Any]) -> None:
+def check_stage_values(recipe: Recipe, index: int, args: dict[str, Any]) -> None:
     """Stage ``index``'s resolved arguments parse as its verb's options (a number where the verb takes one, a value
     in range, the required options given): checked for every stage before the first one starts, so that a bad value
     (``--set steps=abc``) changes nothing. Paths need not exist yet (an earlier stage writes them). The error names
@@ -189,16 +125,11 @@ def check_stage_values(recipe: Recipe, index: int, args: dict[str, Any], positio
     stage = recipe.stages[index]
     prog, target = f"tinytool {stage.run}", verb_target(stage.run)
     try:
-        if stage.kind == "config":
-            from tinytool.clikit import check_file_values
-            from tinytool.train.config import RunOptions, check_config_values
+        from tinytool.clikit import check_file_values
+        from tinytool.train.config import RunOptions, check_config_values
 
-            check = check_config_values if issubclass(target, RunOptions) else check_file_values
-            check(target, {**args, **positional_args(stage.run, positional)}, prog)
-        else:
-            from tinytool.clikit import check_args
-
-            check_args(target, stage_flags(args, positional, bare_flags(stage.run)), prog)
+        check = check_config_values if issubclass(target, RunOptions) else check_file_values
+        check(target, args, prog)
     except TinytoolError as e:
         raise UserInputError(f"{recipe.path}: stages[{index}] ({stage.name}): {e}",
                              fix="correct the value in the recipe, or the --set that gives it "
@@ -216,14 +147,9 @@ class Stage:
     name: str
     run: str
     args: dict[str, Any] = field(default_factory=dict)
-    positional: list[Any] = field(default_factory=list)
     #: the options of ``args`` the recipe gave as positional arguments of a config verb, in their order (a run's
     #: fingerprint reads them as written: `tinytool.recipes.runner.fingerprint`)
     from_positional: tuple[str, ...] = ()
-
-    @property
-    def kind(self) -> str:
-        return VERBS[self.run]
 
 
 @dataclass
@@ -311,10 +237,9 @@ def load_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> Re
             folded = positional_args(run, positional)
         except UserInputError as e:
             raise UserInputError(f"{path}: {where}.positional: {e}", fix=e.fix) from None
-        stage = Stage(name, run, {**dict(args), **folded}, [] if VERBS[run] == "config" else list(positional),
-                      tuple(folded))
+        stage = Stage(name, run, {**dict(args), **folded}, tuple(folded))
         known = set(variables) | {st.name for st in stages} | {"out", "run"}
-        for ref in _refs([stage.args, stage.positional]):
+        for ref in _refs(stage.args):
             if ref not in known:
                 raise _fail(path, where, f"{{{ref}}} names no variable or earlier stage")
         stages.append(stage)
@@ -348,9 +273,9 @@ def resolve(value: Any, context: dict[str, Any]) -> Any:
 def upstream(stage: Stage, recipe: Recipe) -> list[str]:
     """The earlier stages whose outputs ``stage`` reads."""
     names = {s.name for s in recipe.stages}
-    return sorted(r for r in _refs([stage.args, stage.positional]) if r in names)
+    return sorted(r for r in _refs(stage.args) if r in names)
 
 
-__all__ = ["SHIPPED", "VERBS", "VERB_SOURCES", "Recipe", "Stage", "bare_flags", "check_stage_args", "check_stage_values",
-           "find_recipe", "load_recipe", "positional_args", "resolve", "shipped_recipes", "stage_flags", "upstream", "verb_options",
+__all__ = ["SHIPPED", "VERBS", "VERB_SOURCES", "Recipe", "Stage", "check_stage_args", "check_stage_values",
+           "find_recipe", "load_recipe", "positional_args", "resolve", "shipped_recipes", "upstream", "verb_options",
            "verb_target"]

@@ -36,11 +36,9 @@ from tinytool.io import Step, write_json
 from tinytool.recipes.recipe import (
     Recipe,
     Stage,
-    bare_flags,
     check_stage_args,
     check_stage_values,
     resolve,
-    stage_flags,
     upstream,
 )
 
@@ -51,18 +49,14 @@ class StageFailed(TinytoolError):
     """A stage's verb exited with an error."""
 
 
-def stage_command(stage: Stage, args: dict[str, Any], positional: list[Any], folder: Path) -> list[str]:
-    """The ``tinytool`` arguments that run ``stage``: a verb whose options are a config (`VERB_SOURCES` kind
-    "config") reads a config YAML written beside it, other verbs get flags
-    (`tinytool.recipes.recipe.stage_flags`)."""
-    words = stage.run.split()
-    if stage.kind == "config":
-        import yaml
+def stage_command(stage: Stage, args: dict[str, Any], folder: Path) -> list[str]:
+    """The ``tinytool`` arguments that run ``stage``: its verb reads its resolved arguments ``args`` from a config
+    YAML written beside it (``--config``)."""
+    import yaml
 
-        config = folder / "config.input.yaml"
-        config.write_text(yaml.safe_dump(args, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        return [*words, "--config", str(config)]
-    return [*words, *stage_flags(args, positional, bare_flags(stage.run))]
+    config = folder / "config.input.yaml"
+    config.write_text(yaml.safe_dump(args, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return [*stage.run.split(), "--config", str(config)]
 
 
 def _hash_path(path: Path, h: Any) -> None:
@@ -76,13 +70,16 @@ def _hash_path(path: Path, h: Any) -> None:
                 h.update(f"{p.relative_to(path)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
 
 
-def fingerprint(stage: Stage, args: Any, positional: Any, upstream_prints: dict[str, str], run_dir: Path) -> str:
+def fingerprint(stage: Stage, args: Any, upstream_prints: dict[str, str], run_dir: Path) -> str:
     """The fingerprint of a stage's inputs (see the module docstring). Paths inside the run directory are
     covered by the fingerprints of the stages that wrote them. Options the recipe gave as positional arguments
     count as positional (as written), so a verb whose options became a config keeps its stages' fingerprints and an
     existing run directory its finished stages."""
-    if stage.from_positional:
-        positional = [args[k] for k in stage.from_positional]
+    positional: list[Any] = []
+    if stage.from_positional:  # a last argument that took a list took the rest of the line
+        positional = [args[k] for k in stage.from_positional[:-1]]
+        rest = args[stage.from_positional[-1]]
+        positional += rest if isinstance(rest, list) else [rest]
         args = {k: v for k, v in args.items() if k not in stage.from_positional}
     h = hashlib.sha256()
     h.update(json.dumps([stage.run, args, positional, upstream_prints], sort_keys=True, default=str).encode())
@@ -134,17 +131,16 @@ PREVIOUS = ".previous"
 FAILED_LOG = "log.failed.txt"
 
 
-def plan(recipe: Recipe, run_dir: str | os.PathLike) -> list[tuple[Stage, Path, dict[str, Any], list[Any]]]:
-    """Each stage with its folder in ``run_dir`` (``NN-name``, whose ``out`` is what the stage writes), its resolved
-    arguments and its resolved positional arguments: where a run of the recipe puts everything, without running
-    it."""
+def plan(recipe: Recipe, run_dir: str | os.PathLike) -> list[tuple[Stage, Path, dict[str, Any]]]:
+    """Each stage with its folder in ``run_dir`` (``NN-name``, whose ``out`` is what the stage writes) and its
+    resolved arguments: where a run of the recipe puts everything, without running it."""
     run_dir = Path(run_dir)
     outs: dict[str, str] = {}
     out = []
     for i, stage in enumerate(recipe.stages):
         folder = run_dir / f"{i + 1:02d}-{stage.name}"
         context = {**recipe.vars, **outs, "out": str(folder / "out"), "run": str(run_dir)}
-        out.append((stage, folder, resolve(stage.args, context), resolve(stage.positional, context)))
+        out.append((stage, folder, resolve(stage.args, context)))
         outs[stage.name] = str(folder / "out")
     return out
 
@@ -200,8 +196,8 @@ def check_recipe(recipe: Recipe, run_dir: Path, until: str | None = None
     stages = plan(recipe, run_dir)
     if until is not None:
         stages = stages[:[s.name for s in recipe.stages].index(recipe.stage(until).name) + 1]
-    for i, (_, _, args, positional) in enumerate(stages):
-        check_stage_values(recipe, i, args, positional)
+    for i, (_, _, args) in enumerate(stages):
+        check_stage_values(recipe, i, args)
         _check_inputs(recipe, i, args, run_dir)
     return stages
 
@@ -220,11 +216,11 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
     states: list[dict[str, Any]] = []
     forced = False
     t_run = time.perf_counter()
-    for stage, folder, args, positional in stages:
+    for stage, folder, args in stages:
         previous = folder.with_name(folder.name + PREVIOUS)
         if previous.exists():  # an earlier run of the recipe was killed while this stage ran again
             _settle(folder, previous, done=Step(folder).record.get("status") == "done")
-        fp = fingerprint(stage, args, positional, {u: prints[u] for u in upstream(stage, recipe)}, run_dir)
+        fp = fingerprint(stage, args, {u: prints[u] for u in upstream(stage, recipe)}, run_dir)
         prints[stage.name] = fp
         forced = forced or stage.name in force
         step = Step(folder, fp)
@@ -237,7 +233,7 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
         if step.record and (step.record.get("fingerprint") != fp or forced) and folder.exists():
             folder.rename(previous)  # its inputs changed: what it wrote no longer holds, once the new run works
         folder.mkdir(parents=True, exist_ok=True)
-        cmd = stage_command(stage, args, positional, folder)
+        cmd = stage_command(stage, args, folder)
         (folder / "command.txt").write_text("tinytool " + " ".join(cmd) + "\n", encoding="utf-8")
         step.start(**state, command=cmd)
         echo(f"[{stage.name}] tinytool {' '.join(cmd)}")

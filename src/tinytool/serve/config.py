@@ -16,7 +16,7 @@ from tinytool.llm.switches import RuleSwitches
 PLAIN_RETRIEVAL = ("cosine", "bm25", "weighted", "cascade")
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ServeConfig(RuleSwitches):
     """A server: the model and its name, where it listens, how it batches and bounds answers, the catalog it
     retrieves tools from for requests that bring none, and the decoding rules every request gets (the switches
