@@ -170,18 +170,12 @@ passthrough = {
 }
 
 
-def check_args(command: Any, args: list[str], prog: str) -> None:
-    """Parse ``args`` as the Typer command function ``command`` parses them, without running it: an unknown option,
-    a missing one or a value its option refuses (``--limit abc``, ``--limit 0`` where the least is 1) is a
-    `UserInputError` with click's message. A path need not exist yet (an earlier step may write it); whether it is
-    a file or a folder is checked where it exists."""
-    _parse_unchecked(list(inspect.signature(command, eval_str=True).parameters.values()), args, prog)
-
-
 def _parse_unchecked(params: list[inspect.Parameter], args: list[str], prog: str,
                      defaults: dict[str, Any] | None = None) -> None:
-    """Parse ``args`` (over ``defaults``, as a config file's values) as a Typer command of ``params`` would, paths
-    not required to exist (see `check_args`)."""
+    """Parse ``args`` (over ``defaults``, as a config file's values) as a Typer command of ``params`` would, without
+    running it: an unknown option, a missing one or a value its option refuses (``--limit abc``, ``--limit 0``
+    where the least is 1) is a `UserInputError` with click's message. A path need not exist yet (an earlier step
+    may write it); whether it is a file or a folder is checked where it exists."""
     import copy
 
     def unchecked(info: Any) -> Any:  # a copy of a parameter's declaration that lets a missing path pass
@@ -432,5 +426,5 @@ def fail(msg: object, code: int = EXIT_USER_ERROR, fix: str | None = None) -> No
 
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "Interrupted", "TinytoolCommand", "TinytoolGroup",
-           "TinytoolTyper", "check_args", "check_file_values", "check_settings", "config_file", "config_options", "config_values", "err", "fail", "file_values", "flag_name", "make_app", "on_interrupt",
+           "TinytoolTyper", "check_file_values", "check_settings", "config_file", "config_options", "config_values", "err", "fail", "file_values", "flag_name", "make_app", "on_interrupt",
            "option_key", "option_of", "passthrough", "print_error", "setting"]
