@@ -1,11 +1,12 @@
 """How good a tool caller the pipeline makes: run quality rows and collect their figures into
 ``benchmarks/results/quality.json`` and the table of docs/QUALITY.md.
 
-A row is a recipe, ``recipes/quality/ROW.yaml``: the demo data it trains on, its training stages and the stages
+A row is a recipe, ``experiments/quality/ROW.yaml`` (or another row's recipe under its own name and variables: an
+alias of ``experiments/quality/rows.yaml``): the demo data it trains on, its training stages and the stages
 it is scored with (BFCL with strict decoding, the headline, the lenient figure kept beside it; the dev split of the
 row's data; the realistic dev split). This script runs each the way a user does,
 
-    tinytool run recipes/quality/ROW.yaml -o WORK/runs/RUN [--set seed=S] [--set bfcl_limit=N] ...
+    tinytool run experiments/quality/ROW.yaml -o WORK/runs/RUN [--set seed=S] [--set bfcl_limit=N] ...
 
 so an interrupted run continues where it stopped and a finished stage is not run again, then reads the stages'
 outputs. A row scores BFCL on its recipe's scope (``bfcl_limit``: a seeded subset of that many items per category,
@@ -36,6 +37,7 @@ from pathlib import Path
 from _common import ROOT, TINYTOOL, machine, run_cli, run_verb, versions
 from _paired import AST, bfcl_items, bfcl_table, pack_verdicts
 
+from tinytool.io import read_yaml
 from tinytool.io.files import sha256_file
 from tinytool.recipes.recipe import Recipe, load_recipe
 from tinytool.recipes.runner import plan
@@ -43,9 +45,11 @@ from tinytool.recipes.runner import plan
 CATEGORIES = (*AST, "irrelevance")
 MODEL = "smollm2-135m-instruct"
 FORMAT = "hermes-nothink"
-#: the rows: one recipe each
-RECIPES = ROOT / "recipes" / "quality"
-ROWS: dict[str, Path] = {p.stem: p for p in sorted(RECIPES.glob("*.yaml"))}
+#: the rows: a recipe each, or an alias of another row's recipe (`ALIASES`)
+RECIPES = ROOT / "experiments" / "quality"
+ALIASES: dict[str, dict] = read_yaml(RECIPES / "rows.yaml", "quality rows")
+ROWS: dict[str, Path] = {**{p.stem: p for p in sorted(RECIPES.glob("*.yaml")) if p.name != "rows.yaml"},
+                         **{row: RECIPES / f"{a['recipe']}.yaml" for row, a in ALIASES.items()}}
 #: the verbs of a row's training stages, and the summary each writes
 TRAINING = {"sft": "sft_summary.json", "distill": "distill_summary.json"}
 
@@ -71,8 +75,20 @@ def settings(row: str, seed: int = 0, limit: int | None = None, batch_size: int 
     return sets | ({"label": label} if label != row else {})
 
 
+def row_sets(row: str, sets: dict[str, str] | None = None) -> dict[str, str]:
+    """``sets`` over what the row's recipe needs to be the row: an alias's variables and its name as the label."""
+    alias = ALIASES.get(row)
+    if alias is None:
+        return dict(sets or {})
+    import yaml
+
+    own = {k: yaml.safe_dump(v, default_style=None).removesuffix("\n...\n").strip()
+           for k, v in (alias.get("set") or {}).items()}
+    return {**own, "label": row, **(sets or {})}
+
+
 def load_row(row: str, sets: dict[str, str] | None = None) -> Recipe:
-    return load_recipe(ROWS[row], sets)
+    return load_recipe(ROWS[row], row_sets(row, sets))
 
 
 def run_dir(work: Path, row: str, seed: int = 0) -> Path:
@@ -90,7 +106,7 @@ def run(work: Path, row: str, seed: int = 0, sets: dict[str, str] | None = None,
     """``tinytool run`` the row's recipe into its run directory (stages already done are skipped)."""
     sets = sets if sets is not None else settings(row, seed)
     run_cli([TINYTOOL, "run", str(ROWS[row]), "-o", str(run_dir(work, row, seed)),
-             *(a for k, v in sets.items() for a in ("--set", f"{k}={v}")), *(["--until", until] if until else [])])
+             *(a for k, v in row_sets(row, sets).items() for a in ("--set", f"{k}={v}")), *(["--until", until] if until else [])])
 
 
 def trained(row: str) -> bool:

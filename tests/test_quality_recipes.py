@@ -1,4 +1,5 @@
-"""The quality rows are recipes (``recipes/quality/ROW.yaml``, run by ``tinytool run``), and the quality benchmark
+"""The quality rows are recipes (``experiments/quality/ROW.yaml``, or an alias of one in ``rows.yaml``, run by
+``tinytool run``), and the quality benchmark
 (`benchmarks/quality.py`) runs them and collects their figures: every row has a recipe whose stages' arguments
 parse, one recipe runs end to end on a tiny model, runs of one recipe group together, the same models decoded under
 the value guard form a recipe of their own, and the over-call figure reads the failure table."""
@@ -12,11 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import benchmark_module
 
-from tinytool.recipes.recipe import check_stage_args, check_stage_values, find_recipe, load_recipe
+from tinytool.recipes.recipe import check_stage_args, check_stage_values, load_recipe
 from tinytool.recipes.runner import plan
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPES = sorted((ROOT / "recipes" / "quality").glob("*.yaml"))
+RECIPES = sorted(p for p in (ROOT / "experiments" / "quality").glob("*.yaml") if p.name != "rows.yaml")
 #: the rows of docs/QUALITY.md that benchmarks/quality.py trains and scores
 ROWS = ("base", "sft-catalog", "sft-new", "sft-v2", "sft-v2-n3000", "sft-v3", "sft-v4-mix", "ckd-s20",
         "sft-v4-mix-2ep", "sft-v5", "sft-v6", "sft-v6-100", "sft-real", "sft-real2", "sft-real-100", "sft-shared",
@@ -30,10 +31,14 @@ def quality():
 
 
 def test_every_row_has_a_recipe_and_every_row_of_the_results_is_one(quality):
-    assert set(quality.ROWS) == set(ROWS) == {p.stem for p in RECIPES}
-    assert find_recipe("quality/sft-v6").resolve() == (ROOT / "recipes" / "quality" / "sft-v6.yaml").resolve()
+    assert set(quality.ROWS) == set(ROWS) == {p.stem for p in RECIPES} | set(quality.ALIASES)
+    assert {quality.ROWS[row] for row in quality.ALIASES} <= set(RECIPES)  # an alias names a recipe of its own
     rerun = (ROOT / "docs" / "QUALITY.md").read_text().partition("## Rerunning a row")[2].partition("\n## ")[0]
-    assert {row for row in ROWS if f"tinytool run recipes/quality/{row}.yaml" not in rerun} == set()
+    commands = {row: f"tinytool run experiments/quality/{quality.ROWS[row].name} -o runs/{row}" for row in ROWS}
+    assert {row for row, cmd in commands.items() if cmd not in rerun} == set()
+    for row, alias in quality.ALIASES.items():  # an alias runs as its row: its variables and its name as label
+        recipe = quality.load_row(row)
+        assert recipe.vars["label"] == row and all(recipe.vars[k] == v for k, v in (alias.get("set") or {}).items())
     table = json.loads((ROOT / "benchmarks" / "results" / "quality.json").read_text())["table"]
     for key, row in table.items():  # `sft-real3-seed1 (full)`, `sft-real5+guard (full)`, `sft-real2-h200 (full)`
         name = row.get("recipe") or re.sub(r"(-seed\d+)?(\+guard)?(-h200|-cpu)?$", "", key.partition(" (")[0])

@@ -75,7 +75,7 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
 
 def run_command(
     recipe: str = typer.Argument(..., help="Recipe YAML, or the name of a shipped recipe: star, toolrl, mentor, "
-                                 "astra, or quality/ROW (a row of the quality benchmark, e.g. quality/sft-v6)."),
+                                 "astra."),
     out: Path = typer.Option(None, "--out", "-o", file_okay=False, help="Run directory [default: runs/<recipe name>]."),
     sets: list[str] = typer.Option([], "--set", help="Override a recipe variable: NAME=VALUE (repeatable)."),
     force: list[str] = typer.Option([], "--force", help="Run this stage (and those after it) again even if "
