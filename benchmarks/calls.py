@@ -50,6 +50,7 @@ import quality
 from _common import ROOT, TINYTOOL, machine, run_cli, versions
 from _paired import AST, ast_avg, bfcl_items, bfcl_table, compare, overall, pack_verdicts, unpack_verdicts
 
+from tinytool.recipes.matrix import spread
 from tinytool.recipes.recipe import load_recipe
 from tinytool.recipes.runner import plan
 
@@ -144,12 +145,6 @@ def comparisons(arms: Mapping[str, dict], tuning: set[str], tests: bool = True) 
     items = {arm: held_out(unpack_verdicts(rec["verdicts"]), tuning) for arm, rec in arms.items()}
     return {name: paired(items[b], items[a], tests) for name, (b, a) in comparisons_of(tuple(arms)).items()
             if a in items and b in items}
-
-
-def spread(values: list[float]) -> dict:
-    """Mean, lowest, highest and sample standard deviation of ``values`` (one per seed), and the values."""
-    return {"n": len(values), "mean": round(statistics.fmean(values), 4), "min": min(values), "max": max(values),
-            "std": round(statistics.stdev(values), 4) if len(values) > 1 else None, "values": values}
 
 
 def setting_key(run: dict) -> str:

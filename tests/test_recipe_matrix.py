@@ -141,7 +141,7 @@ stages:
 
 
 def test_every_cell_is_checked_before_the_first_runs(tmp_path):
-    from tinytool.recipes.matrix import matrix_of, run_matrix
+    from tinytool.recipes.matrix import run_matrix
     from tinytool.recipes.recipe import load_recipe
     from tinytool.recipes.runner import check_recipe
 
@@ -149,9 +149,9 @@ def test_every_cell_is_checked_before_the_first_runs(tmp_path):
     path.write_text(CHEAP)
     ran = []
     with pytest.raises(UserInputError, match="seed"):
-        run_matrix(path, matrix_of(path), tmp_path / "run", {}, lambda r, f: ran.append(f) or {}, load_recipe,
+        run_matrix(path, load_recipe(path).matrix, tmp_path / "run", {}, lambda r, f: ran.append(f) or {}, load_recipe,
                    check_recipe)
     assert ran == [] and not (tmp_path / "run").exists()  # the bad second cell stopped it before the first ran
     path.write_text(CHEAP.replace("[1, abc]", "[a/b, a_b]"))
     with pytest.raises(UserInputError, match="cells seed-a_b would share a folder"):
-        run_matrix(path, matrix_of(path), tmp_path / "run", {}, lambda r, f: {}, load_recipe, check_recipe)
+        run_matrix(path, load_recipe(path).matrix, tmp_path / "run", {}, lambda r, f: {}, load_recipe, check_recipe)

@@ -39,7 +39,7 @@ def _overrides(sets: list[str]) -> dict[str, str]:
 def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], force: list[str],
          summary_file: str, until: str | None = None) -> None:
     from tinytool.io import write_json
-    from tinytool.recipes.matrix import COMPARE_FILE, matrix_of, narrow, run_matrix
+    from tinytool.recipes.matrix import COMPARE_FILE, narrow, run_matrix
     from tinytool.recipes.recipe import find_recipe, load_recipe
     from tinytool.recipes.runner import check_recipe, run_recipe
     from tinytool.recipes.summary import print_run_summary, run_summary
@@ -49,7 +49,7 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
     for name in [*force, *([until] if until else [])]:
         r.stage(name)
     run_dir = run_dir or Path("runs") / r.name
-    matrix = narrow(matrix_of(path), overrides)
+    matrix = narrow(r.matrix, overrides)
 
     def run_cell(recipe: Any, folder: Path) -> dict[str, Any]:
         if matrix.axes:

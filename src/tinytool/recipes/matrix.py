@@ -21,6 +21,7 @@ directory's ``matrix.json`` records the cells, each cell's stage statuses and th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
 import statistics
@@ -93,9 +94,11 @@ def cell_name(cell: Mapping[str, Any]) -> str:
     return "_".join(f"{k}-{re.sub(r'[^0-9A-Za-z.+-]+', '_', str(v))}" for k, v in sorted(cell.items())) or "run"
 
 
+@functools.cache
 def commit(where: Path | None = None) -> dict[str, Any]:
     """The git commit of the source tree tinytool runs from (and whether files differ from it), or the installed
-    version where it is not a git checkout."""
+    version where it is not a git checkout: read once per process (a run records the code it started with, however
+    often it writes its record)."""
     from tinytool import __version__
 
     here = where or Path(__file__).resolve().parent
@@ -138,9 +141,11 @@ def _pooled(runs: Mapping[str, tuple[Any, Any]]) -> tuple[Any, Any]:
     return pooled[0], pooled[1]
 
 
-def _spread(values: list[float]) -> dict[str, Any]:
+def spread(values: list[float]) -> dict[str, Any]:
+    """Mean, lowest, highest and sample standard deviation of ``values`` (one per cell, a seed say), and the
+    values."""
     return {"n": len(values), "mean": round(statistics.fmean(values), 4), "min": min(values), "max": max(values),
-            "values": values}
+            "std": round(statistics.stdev(values), 4) if len(values) > 1 else None, "values": values}
 
 
 def compare_cells(outs: Mapping[str, Mapping[str, Path]], pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
@@ -161,7 +166,7 @@ def compare_cells(outs: Mapping[str, Mapping[str, Path]], pairs: Sequence[tuple[
         entry: dict[str, Any] = {"before": before, "after": after, "missing": missing,
                                  "cells": {cell: _headline(compare_runs(*pair)) for cell, pair in runs.items()}}
         figures = sorted({f for c in entry["cells"].values() for f in c["headline"]})
-        entry["across"] = {f: _spread([c["headline"][f]["change"] for c in entry["cells"].values()
+        entry["across"] = {f: spread([c["headline"][f]["change"] for c in entry["cells"].values()
                                        if f in c["headline"]]) for f in figures}
         if len(runs) > 1:
             entry["pooled"] = _headline(compare_runs(*_pooled(runs)))
@@ -200,24 +205,12 @@ def run_matrix(path: Path, matrix: Matrix, run_dir: Path, overrides: Mapping[str
         record["cells"][name] = {"settings": cell,
                                  "stages": {s["name"]: s.get("status") for s in state.get("stages", [])}}
         write_json(run_dir / MATRIX_FILE, record)
-        outs[name] = {st.name: stage_folder / "out" for st, stage_folder, _, _ in stages}
+        outs[name] = {st.name: stage_folder / "out" for st, stage_folder, _ in stages}
     if matrix.compare:
         write_json(run_dir / COMPARE_FILE, {"commit": record.get("commit"),
                                             "comparisons": compare_cells(outs, matrix.compare)})
     return record
 
 
-def matrix_of(path: Path) -> Matrix:
-    """The matrix and comparisons a recipe file declares (none: one cell, no comparison)."""
-    import yaml
-
-    from tinytool.recipes.recipe import load_recipe
-
-    recipe = load_recipe(path, {})
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    evaluations = [s.name for s in recipe.stages if s.run in ("eval bfcl", "eval demo")]
-    return read_matrix(data, Path(path), recipe.vars, [s.name for s in recipe.stages], evaluations)
-
-
-__all__ = ["COMPARE_FILE", "MATRIX_FILE", "Matrix", "cell_name", "commit", "compare_cells", "matrix_of", "narrow",
-           "read_matrix", "run_matrix"]
+__all__ = ["COMPARE_FILE", "MATRIX_FILE", "Matrix", "cell_name", "commit", "compare_cells", "narrow", "read_matrix",
+           "run_matrix", "spread"]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tinytool.errors import UserInputError
+from tinytool.recipes.matrix import Matrix, read_matrix
 
 #: verbs a stage may run and the config class that declares each one's options (`tinytool.clikit.setting`): a stage
 #: writes its arguments as that config's YAML and the verb reads it with ``--config``.
@@ -158,6 +159,8 @@ class Recipe:
     path: Path
     vars: dict[str, Any]
     stages: list[Stage]
+    #: the cells its stages run in and the comparisons after them (`tinytool.recipes.matrix`; none: one run)
+    matrix: Matrix = field(default_factory=lambda: Matrix({}, []))
 
     def stage(self, name: str) -> Stage:
         for s in self.stages:
@@ -243,7 +246,9 @@ def load_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> Re
             if ref not in known:
                 raise _fail(path, where, f"{{{ref}}} names no variable or earlier stage")
         stages.append(stage)
-    return Recipe(str(data.get("name") or path.stem), path, variables, stages)
+    evaluations = [s.name for s in stages if s.run in ("eval bfcl", "eval demo")]
+    matrix = read_matrix(data, path, variables, [s.name for s in stages], evaluations)
+    return Recipe(str(data.get("name") or path.stem), path, variables, stages, matrix)
 
 
 def _refs(value: Any) -> set[str]:
