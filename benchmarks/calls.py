@@ -409,6 +409,55 @@ def write(out: Path, runs: Mapping[str, dict], held: dict | None, protocols: Map
     return entry
 
 
+# ---- a tuning sweep ------------------------------------------------------------------------------------------------
+
+#: where a sweep's arms go (``--tuning``): scored on the tuning subset, to choose a setting on; never a claim
+SWEEP_KEY = "calls_arms_tuning"
+
+
+def failure_moves(arms: Mapping[str, dict]) -> dict:
+    """Which failure classes each arm moves: per class (summed over the categories), the arm's count less the
+    control's and less BASE's, over the items both scored (every arm of a sweep scores the same items)."""
+    def totals(rec: dict) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for classes in (rec.get("failures") or {}).values():
+            for name, n in classes.items():
+                out[name] = out.get(name, 0) + n
+        return out
+
+    counts = {arm: totals(rec) for arm, rec in arms.items() if rec.get("failures") is not None}
+    moves = {}
+    for arm, mine in counts.items():
+        if arm in FIXED_ARMS:
+            continue
+        moves[arm] = {f"vs_{ref}": {c: mine.get(c, 0) - counts[ref].get(c, 0)
+                                    for c in sorted(set(mine) | set(counts[ref])) if mine.get(c, 0) != counts[ref].get(c, 0)}
+                      for ref in FIXED_ARMS if ref in counts}
+    return {"counts": counts, "moves": moves}
+
+
+def sweep_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tests: bool = True) -> dict:
+    """A sweep's run under ``seed`` as `seed_record` reads it, every scored item counted (the tuning subset the
+    recipe scores: ``tuning``, not ``held_out``), with the failure classes each arm moves (`failure_moves`)."""
+    rec = seed_record(recipe, work, seed, sets, set(), tests)
+    for arm in rec["arms"].values():
+        arm["tuning"] = arm.pop("held_out")
+    rec["failure_moves"] = failure_moves(rec["arms"])
+    return rec
+
+
+def write_sweep(out: Path, recipe: Path, runs: Mapping[str, dict]) -> dict:
+    """`SWEEP_KEY` of ``out`` with ``runs`` added (the file's other keys kept)."""
+    result = json.loads(out.read_text()) if out.is_file() else {}
+    entry = result.setdefault(SWEEP_KEY, {})
+    entry["protocols"] = {**entry.get("protocols", {}), recipe.stem: protocol(recipe)}
+    entry["items"] = ("the tuning subset: the seeded bfcl_limit items per category that `eval bfcl --limit` scores, "
+                      f"inside the {TUNING_LIMIT} per category every held-out figure leaves out")
+    entry["runs"] = {**entry.get("runs", {}), **runs}
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    return entry
+
+
 # ---- the two-hour headline -----------------------------------------------------------------------------------------
 
 #: the headline's recipe and its stages (data, SFT, RL) in calls-rl.yaml's names
@@ -512,6 +561,9 @@ def main() -> None:
     ap.add_argument("--read", action="store_true",
                     help="record what --work holds (each seed's finished stages) without running the recipe: a work "
                          "folder brought back from another machine")
+    ap.add_argument("--tuning", action="store_true",
+                    help=f"a sweep scored on the tuning subset (a recipe without held_out, experiments/calls-arms.yaml): "
+                         f"every scored item counts, the figures go to {SWEEP_KEY}, never a claim")
     ap.add_argument("--untrained", type=Path, metavar="RUN",
                     help="record the untrained model's BFCL run (tinytool eval bfcl -m smollm2-135m-instruct "
                          "--held-out 100 --limit N on the runs' items) beside the arms, for the headline")
@@ -519,7 +571,8 @@ def main() -> None:
     if not args.recipe.is_file():
         ap.error(f"--recipe {args.recipe}: no such file")
     sets = _sets(args.recipe, args.sets, ap)
-    sets.setdefault("held_out", str(args.tuning_limit))  # the recipe scores only what the figures count
+    if not args.tuning:
+        sets.setdefault("held_out", str(args.tuning_limit))  # the recipe scores only what the figures count
     if args.batch_size is not None:
         sets["batch_size"] = str(args.batch_size)
     try:
@@ -562,6 +615,18 @@ def main() -> None:
                 failed = [f for f in pool.map(job, seeds) if f]
     except KeyboardInterrupt:
         failed = ["stopped: the figures below hold what finished; the same command resumes"]
+    if args.tuning:
+        runs = {}
+        for seed in seeds:
+            rec = sweep_record(args.recipe, args.work, seed, sets, not args.no_tests)
+            runs[run_key(rec)] = rec
+            print(json.dumps({"seed": seed, "arms": {a: r["tuning"].get("non_live_ast_avg") for a, r in rec["arms"].items()},
+                              "steps": rec["settings"]["steps"]}), flush=True)
+        entry = write_sweep(args.out, args.recipe, runs)
+        print(f"wrote {args.out} ({SWEEP_KEY}: {len(entry['runs'])} runs)")
+        if failed:
+            raise SystemExit("\n".join(failed))
+        return
     tuning = tuning_ids(args.tuning_limit)
     # a work folder from another machine: each seed's device and machine as that machine's calls.json recorded them
     there = {r["seed"]: r for r in ((_json(args.work / "calls.json") or {}).get(KEY, {}).get("runs", {})).values()
