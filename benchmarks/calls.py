@@ -415,34 +415,22 @@ def write(out: Path, runs: Mapping[str, dict], held: dict | None, protocols: Map
 SWEEP_KEY = "calls_arms_tuning"
 
 
-def failure_moves(arms: Mapping[str, dict]) -> dict:
-    """Which failure classes each arm moves: per class (summed over the categories), the arm's count less the
-    control's and less BASE's, over the items both scored (every arm of a sweep scores the same items)."""
-    def totals(rec: dict) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for classes in (rec.get("failures") or {}).values():
-            for name, n in classes.items():
-                out[name] = out.get(name, 0) + n
-        return out
-
-    counts = {arm: totals(rec) for arm, rec in arms.items() if rec.get("failures") is not None}
-    moves = {}
-    for arm, mine in counts.items():
-        if arm in FIXED_ARMS:
-            continue
-        moves[arm] = {f"vs_{ref}": {c: mine.get(c, 0) - counts[ref].get(c, 0)
-                                    for c in sorted(set(mine) | set(counts[ref])) if mine.get(c, 0) != counts[ref].get(c, 0)}
-                      for ref in FIXED_ARMS if ref in counts}
-    return {"counts": counts, "moves": moves}
-
-
 def sweep_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tests: bool = True) -> dict:
     """A sweep's run under ``seed`` as `seed_record` reads it, every scored item counted (the tuning subset the
-    recipe scores: ``tuning``, not ``held_out``), with the failure classes each arm moves (`failure_moves`)."""
+    recipe scores: ``tuning``, not ``held_out``), and the recipe's own comparisons (its ``compare:``, with ``eval
+    compare``'s statistics and the failure classes each moved: `tinytool.recipes.matrix.compare_cells`) of the
+    stages scored so far."""
+    from tinytool.recipes.matrix import compare_cells
+
     rec = seed_record(recipe, work, seed, sets, set(), tests)
     for arm in rec["arms"].values():
         arm["tuning"] = arm.pop("held_out")
-    rec["failure_moves"] = failure_moves(rec["arms"])
+    folders = stage_folders(recipe, work, seed, sets)
+    scored_stages = {name: folder / "out" for name, (folder, _, verb) in folders.items()
+                     if verb == "eval bfcl" and (folder / "out" / "summary.json").is_file()}
+    pairs = [p for p in load_recipe(recipe, recipe_sets(seed, sets)).matrix.compare if set(p) <= set(scored_stages)]
+    rec["compare"] = {name: {k: c["cells"]["run"][k] for k in ("headline", "failures_moved", "items")}
+                      for name, c in compare_cells({"run": scored_stages}, pairs).items()}
     return rec
 
 

@@ -239,19 +239,3 @@ def test_failure_classes_are_summed_over_the_seeds_that_recorded_them(calls):
     assert calls.failures_summed(runs) == {"base": {"parallel": {"wrong value": 5, "no call": 1},
                                                     "irrelevance": {"call made": 4}}}
 
-
-def test_a_sweep_names_the_failure_classes_each_arm_moves_against_the_control_and_base(calls):
-    arms = {
-        "base": {"failures": {"parallel": {"wrong value": 5, "fewer calls than asked": 2}, "irrelevance": {}}},
-        "control": {"failures": {"parallel": {"wrong value": 4}, "multiple": {"wrong value": 1}}},
-        "rl": {"failures": {"parallel": {"wrong value": 2, "more calls than asked": 1},
-                            "irrelevance": {"call made when none fits": 3}}},
-        "stopped": {},  # scored part way: no failure table, no moves
-    }
-    got = calls.failure_moves(arms)
-    assert got["counts"]["control"] == {"wrong value": 5}
-    assert got["moves"]["rl"]["vs_control"] == {"wrong value": -3, "more calls than asked": 1,
-                                                "call made when none fits": 3}
-    assert got["moves"]["rl"]["vs_base"] == {"wrong value": -3, "fewer calls than asked": -2,
-                                             "more calls than asked": 1, "call made when none fits": 3}
-    assert set(got["moves"]) == {"rl"}

@@ -121,6 +121,9 @@ def test_run_runs_each_cell_in_its_folder_then_the_comparisons(tmp_path):
     comparison = json.loads((run / "compare.json").read_text())["comparisons"]["second_vs_first"]
     assert list(comparison["cells"]) == ["seed-0", "seed-1"] and comparison["missing"] == []
     assert comparison["pooled"]["items"] == sum(c["items"] for c in comparison["cells"].values())
+    # each cell keeps the failure classes that moved (eval compare's), the spread across cells its deviation
+    assert all(isinstance(c["failures_moved"], dict) for c in comparison["cells"].values())
+    assert all("std" in spread for spread in comparison["across"].values())
     # a --set of the matrix variable runs that one cell in the run directory itself
     one = tmp_path / "one"
     r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(one), "--set", "seed=1"])

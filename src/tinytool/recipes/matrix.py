@@ -118,11 +118,12 @@ def commit(where: Path | None = None) -> dict[str, Any]:
 
 
 def _headline(report: Mapping[str, Any]) -> dict[str, Any]:
-    """What a comparison keeps of `compare_runs`'s report: items, the headline, and per category both accuracies,
-    the change, McNemar's p, fixed and broken counts."""
+    """What a comparison keeps of `compare_runs`'s report: items, the headline, per category both accuracies, the
+    change, McNemar's p, fixed and broken counts, and the failure classes that moved (over all categories)."""
     keep = ("n", "a", "b", "change", "p_mcnemar", "fixed", "broken")
     return {"items": report["items"], "headline": report["headline"],
-            "categories": {c: {k: v for k, v in row.items() if k in keep} for c, row in report["categories"].items()}}
+            "categories": {c: {k: v for k, v in row.items() if k in keep} for c, row in report["categories"].items()},
+            "failures_moved": (report.get("failures") or {}).get("moved", {})}
 
 
 def _pooled(runs: Mapping[str, tuple[Any, Any]]) -> tuple[Any, Any]:
