@@ -33,7 +33,6 @@ A start that fails before any item is generated leaves no run directory behind.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
@@ -127,6 +126,7 @@ class BFCLRunConfig(RuleSwitches):
     def __post_init__(self) -> None:
         #: ``format`` resolved once, where a run is set up (the manifest records the name); the run takes the format
         object.__setattr__(self, "prompt_format", resolve_format(self.format))
+        object.__setattr__(self, "categories", expand_categories(self.categories))
         self.check(self.prompt_format)  # the rules switched on check the format, before a model loads
 
     def generation(self) -> GenerationConfig:
@@ -593,6 +593,5 @@ def run_bfcl(cfg: BFCLRunConfig, out: str | os.PathLike, client: LLMClient, data
              overwrite: bool = False, progress: bool = True) -> dict:
     """Generate (resuming) and score one BFCL run; returns the summary."""
     out = Path(out)
-    cfg = dataclasses.replace(cfg, categories=expand_categories(cfg.categories))
     generate(cfg, out, client, data=data, overwrite=overwrite, progress=progress)
     return score(out, data=data, categories=cfg.categories)
