@@ -158,3 +158,50 @@ def test_every_cell_is_checked_before_the_first_runs(tmp_path):
     path.write_text(CHEAP.replace("[1, abc]", "[a/b, a_b]"))
     with pytest.raises(UserInputError, match="cells seed-a_b would share a folder"):
         run_matrix(path, load_recipe(path).matrix, tmp_path / "run", {}, lambda r, f: {}, load_recipe, check_recipe)
+
+
+SHARED = """
+name: shared
+vars: {seed: 0}
+matrix: {seed: [1, 2]}
+stages:
+  - name: data
+    run: data demo
+    args: {n: 12, seed: 0, out: "{out}"}
+  - name: pool
+    run: data select
+    positional: ["{data}/train.jsonl"]
+    args: {limit: 3, seed: "{seed}", out: "{out}.jsonl"}
+"""
+
+
+def test_a_stage_no_cell_changes_runs_once_and_the_other_cells_link_to_it(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(SHARED)
+    run = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(run)])
+    assert r.exit_code == 0, r.output
+    first, second = run / "seed-1", run / "seed-2"
+    # the data (seed 0 in both cells) was made once: the second cell's outputs are links to the first's
+    assert not (first / "01-data" / "out").is_symlink() and (second / "01-data" / "out").is_symlink()
+    assert (second / "01-data" / "out").resolve() == (first / "01-data" / "out").resolve()
+    step = json.loads((second / "01-data" / "step.json").read_text())
+    assert step["status"] == "done" and step["shared_from"] == str(Path("..") / "seed-1" / "01-data")
+    # the pool's seed differs per cell: made in each, from the one data
+    assert not (second / "02-pool" / "out.jsonl").is_symlink()
+    pools = [(c / "02-pool" / "out.jsonl").read_text() for c in (first, second)]
+    assert all(p.count("\n") == 3 for p in pools) and pools[0] != pools[1]
+    # a rerun skips every stage of both cells, the shared one included
+    r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(run)])
+    assert r.exit_code == 0, r.output
+    states = [s["status"] for c in (first, second) for s in json.loads((c / "recipe.json").read_text())["stages"]]
+    assert states == ["skipped (unchanged)"] * 4
+    # a cell's stage whose inputs differ from every other cell's runs there: a changed data size in one cell only
+    alone = tmp_path / "alone"
+    r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(alone), "--set", "seed=2"])
+    assert r.exit_code == 0, r.output
+    assert not (alone / "01-data" / "out").is_symlink()  # one cell: nothing to share with

@@ -51,11 +51,14 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
     run_dir = run_dir or Path("runs") / r.name
     matrix = narrow(r.matrix, overrides)
 
+    shared: dict[str, Path] = {}  # a stage no cell's settings change runs in the first cell, the others link to it
+
     def run_cell(recipe: Any, folder: Path) -> dict[str, Any]:
         if matrix.axes:
             err.print(f"── {folder.name} ──")
         state = run_recipe(recipe, folder, force=tuple(force), until=until,
-                           echo=lambda s: err.print(s, markup=False, highlight=False))
+                           echo=lambda s: err.print(s, markup=False, highlight=False),
+                           shared=shared if matrix.axes else None)
         summary = run_summary(state, folder)
         write_json(folder / summary_file, summary)
         err.print()

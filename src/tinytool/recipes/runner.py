@@ -70,11 +70,16 @@ def _hash_path(path: Path, h: Any) -> None:
                 h.update(f"{p.relative_to(path)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
 
 
-def fingerprint(stage: Stage, args: Any, upstream_prints: dict[str, str], run_dir: Path) -> str:
+def fingerprint(stage: Stage, args: Any, upstream_prints: dict[str, str], run_dir: Path,
+                portable: bool = False) -> str:
     """The fingerprint of a stage's inputs (see the module docstring). Paths inside the run directory are
     covered by the fingerprints of the stages that wrote them. Options the recipe gave as positional arguments
     count as positional (as written), so a verb whose options became a config keeps its stages' fingerprints and an
-    existing run directory its finished stages."""
+    existing run directory its finished stages. A ``portable`` fingerprint reads the run directory's own path in
+    the arguments as a placeholder: two runs of a stage in different folders (the cells of a matrix) with the same
+    inputs have the same portable fingerprint (``upstream_prints`` then the upstream stages' portable ones)."""
+    if portable:
+        args = _placeholder(args, str(run_dir))
     positional: list[Any] = []
     if stage.from_positional:  # a last argument that took a list took the rest of the line
         positional = [args[k] for k in stage.from_positional[:-1]]
@@ -94,12 +99,36 @@ def fingerprint(stage: Stage, args: Any, upstream_prints: dict[str, str], run_di
                 walk(x)
         elif isinstance(v, str) and ("/" in v or v.endswith((".jsonl", ".json", ".yaml"))):
             p = Path(v)
-            if p.exists() and run_dir not in p.resolve().parents and p.resolve() != run_dir:
+            written = Path(os.path.abspath(p))  # a link inside the run directory (a shared stage's) is inside it
+            if p.exists() and not any(run_dir == q or run_dir in q.parents for q in (p.resolve(), written)):
                 h.update(v.encode())
                 _hash_path(p, h)
 
     walk([args, positional])
     return h.hexdigest()[:16]
+
+
+def _placeholder(value: Any, prefix: str) -> Any:
+    """``value`` with each string that starts with the folder ``prefix`` written from ``{run}`` instead."""
+    if isinstance(value, dict):
+        return {k: _placeholder(v, prefix) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_placeholder(v, prefix) for v in value]
+    if isinstance(value, str) and (value == prefix or value.startswith(prefix + os.sep)):
+        return "{run}" + value[len(prefix):]
+    return value
+
+
+def _share(folder: Path, source: Path) -> None:
+    """``folder`` holds what the finished stage in ``source`` wrote: each of its outputs (``out``, ``out.jsonl``,
+    ``out.run``, …) as a link to the one there (relative, so the run directory can move as a whole)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(source.iterdir()):
+        if entry.name.startswith("out"):
+            link = folder / entry.name
+            if link.is_symlink() or link.exists():
+                shutil.rmtree(link) if link.is_dir() and not link.is_symlink() else link.unlink()
+            link.symlink_to(os.path.relpath(entry, folder), target_is_directory=entry.is_dir())
 
 
 def _figures(out: Path) -> dict[str, Any]:
@@ -203,16 +232,23 @@ def check_recipe(recipe: Recipe, run_dir: Path, until: str | None = None
 
 
 def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (), until: str | None = None,
-               echo: Callable[[str], None] = print, env: dict[str, str] | None = None) -> dict[str, Any]:
+               echo: Callable[[str], None] = print, env: dict[str, str] | None = None,
+               shared: dict[str, Path] | None = None) -> dict[str, Any]:
     """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
     to run again even when unchanged (and every stage after them); ``until`` names the last stage to run (the
     later ones are left as they are, and out of ``recipe.json``). Every stage's arguments, resolved, are parsed
     as its verb's options before the first stage starts. A stage that runs again sets its earlier folder aside
-    until the new run has started work (`_settle`)."""
+    until the new run has started work (`_settle`).
+
+    ``shared`` (portable fingerprint → a stage's folder, filled as stages finish) lets runs of one recipe in
+    several folders, the cells of a matrix, do a stage whose inputs do not differ between them once: a stage
+    another run finished with the same portable fingerprint is not run again, its folder links to that run's
+    outputs (a seed matrix trains a base every cell starts from once)."""
     run_dir = Path(run_dir)
     stages = check_recipe(recipe, run_dir, until)
     run_dir.mkdir(parents=True, exist_ok=True)
     prints: dict[str, str] = {}
+    portable: dict[str, str] = {}
     states: list[dict[str, Any]] = []
     forced = False
     t_run = time.perf_counter()
@@ -222,13 +258,30 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
             _settle(folder, previous, done=Step(folder).record.get("status") == "done")
         fp = fingerprint(stage, args, {u: prints[u] for u in upstream(stage, recipe)}, run_dir)
         prints[stage.name] = fp
+        portable[stage.name] = fingerprint(stage, args, {u: portable[u] for u in upstream(stage, recipe)}, run_dir,
+                                           portable=True)
         forced = forced or stage.name in force
         step = Step(folder, fp)
         state = {"name": stage.name, "run": stage.run, "folder": folder.name, "fingerprint": fp, "args": args}
         if (done := step.done) is not None and not forced:
             state.update(status="skipped (unchanged)", seconds=done.get("seconds"), figures=done.get("figures", {}))
             states.append(state)
+            if shared is not None and not done.get("shared_from"):
+                shared.setdefault(portable[stage.name], folder)
             echo(f"[{stage.name}] unchanged: skipped ({folder.name})")
+            continue
+        source = (shared or {}).get(portable[stage.name])
+        if source is not None and not forced and Step(source).record.get("status") == "done":
+            if folder.exists():
+                shutil.rmtree(folder)
+            _share(folder, source)
+            other = Step(source).record
+            state.update(status="done", seconds=0.0, figures=other.get("figures", {}),
+                         shared_from=os.path.relpath(source, run_dir))
+            step.finish({k: v for k, v in state.items() if k not in ("status", "fingerprint")})
+            states.append(state)
+            _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
+            echo(f"[{stage.name}] the same as {state['shared_from']}: its outputs linked, not run again")
             continue
         if step.record and (step.record.get("fingerprint") != fp or forced) and folder.exists():
             folder.rename(previous)  # its inputs changed: what it wrote no longer holds, once the new run works
@@ -260,6 +313,8 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
                               f"{log}" + (f"; {folder} holds the stage's earlier run, as it was" if kept else ""),
                               fix="fix the cause the stage names and rerun the same command: finished stages are "
                                   "skipped")
+        if shared is not None:
+            shared.setdefault(portable[stage.name], folder)
         echo(f"[{stage.name}] done in {seconds:.0f}s")
     return _write_run(run_dir, recipe, states, time.perf_counter() - t_run)
 
