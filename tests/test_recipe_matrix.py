@@ -205,3 +205,67 @@ def test_a_stage_no_cell_changes_runs_once_and_the_other_cells_link_to_it(tmp_pa
     r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(alone), "--set", "seed=2"])
     assert r.exit_code == 0, r.output
     assert not (alone / "01-data" / "out").is_symlink()  # one cell: nothing to share with
+
+
+def test_a_named_axis_gives_each_of_its_values_variables():
+    m = read_matrix({"matrix": {"seed": [0, 1], "row": {"a": {"lr": 2e-5}, "b": None}}}, Path("r.yaml"),
+                    {"seed": 0, "lr": 1e-5, "row": ""}, STAGES, EVALS)
+    assert m.axes == {"seed": [0, 1], "row": ["a", "b"]} and m.named == {"row": {"a": {"lr": 2e-5}, "b": {}}}
+    assert m.cells()[:2] == [{"seed": 0, "row": "a"}, {"seed": 0, "row": "b"}]
+    assert m.settings({"seed": 1, "row": "a"}) == {"lr": 2e-5} and m.settings({"seed": 1, "row": "b"}) == {}
+    # a --set of a named axis keeps its value (and what that sets); an unknown value names the ones there are
+    assert narrow(m, {"row": "b"}).axes == {"seed": [0, 1], "row": ["b"]}
+    with pytest.raises(UserInputError, match="--set row=c: not one of the matrix's row values") as e:
+        narrow(m, {"row": "c"})
+    assert "a, b" in e.value.fix
+
+
+@pytest.mark.parametrize(("matrix", "words"), [
+    ({"row": {"a": {"lrr": 1}}}, r"matrix.row.a.lrr: not a variable"),
+    ({"row": {"a": [1]}}, r"matrix.row.a: expected a mapping"),
+    ({"row": {"a": {"seed": 1}}, "seed": [0]}, r"matrix.row.a.seed: a matrix variable"),
+])
+def test_a_malformed_named_axis_names_the_file_and_the_key(matrix, words):
+    with pytest.raises(UserInputError, match=f"r.yaml: {words}"):
+        read_matrix({"matrix": matrix}, Path("r.yaml"), {"seed": 0, "lr": 1e-5, "row": ""}, STAGES, EVALS)
+
+
+NAMED = """
+name: named
+vars: {row: "", k: 1, n: 12}
+matrix:
+  row:
+    one: {k: 1}
+    two: {k: 2}
+stages:
+  - name: data
+    run: data demo
+    args: {n: "{n}", seed: 0, out: "{out}"}
+  - name: pool
+    run: data select
+    positional: ["{data}/train.jsonl"]
+    args: {limit: "{k}", out: "{out}.jsonl"}
+"""
+
+
+def test_the_cells_of_a_named_axis_run_with_their_variables_and_a_set_runs_one(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(NAMED)
+    run = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(run), "--set", "row=two"])
+    assert r.exit_code == 0, r.output
+    assert [p.name for p in run.iterdir() if p.is_dir()] == ["row-two"]
+    assert (run / "row-two" / "02-pool" / "out.jsonl").read_text().count("\n") == 2
+    # the whole matrix later, in the same folder: row-two is done, row-one runs and links to its data
+    r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(run)])
+    assert r.exit_code == 0, r.output
+    assert (run / "row-one" / "02-pool" / "out.jsonl").read_text().count("\n") == 1
+    assert (run / "row-one" / "01-data" / "out").is_symlink()
+    record = json.loads((run / "matrix.json").read_text())
+    assert record["named"] == {"row": {"one": {"k": 1}, "two": {"k": 2}}}
+    r = CliRunner().invoke(app, ["run", str(recipe), "-o", str(run), "--set", "row=three"])
+    assert r.exit_code != 0 and "not one of the matrix's row values" in r.output

@@ -4,6 +4,7 @@ work."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -23,12 +24,53 @@ class SelectConfig(FileJob):
                                   "real_*; repeatable) [default: every category].", factory=lambda: ["*"])
     limit: int | None = setting(None, "At most N of them: a seeded random subset (the --seed), in the file's order.",
                                 min=1)
-    seed: int = setting(0, "Seed of the --limit subset.")
+    seed: int = setting(0, "Seed of the --limit and --count subsets.")
+    count: list[str] = setting(None, "CATEGORY=N: at most N conversations of that category (shell-style), a seeded "
+                               "subset of each (repeatable: a draw by category, as an RL prompt mix; only the "
+                               "categories named are kept, --category is not taken with it).", factory=list)
 
     def __post_init__(self) -> None:
+        from tinytool.errors import UserInputError
+
         object.__setattr__(self, "category", [self.category] if isinstance(self.category, str) else
                            list(self.category))
+        object.__setattr__(self, "count", [self.count] if isinstance(self.count, str) else list(self.count or []))
+        self.counts()  # a malformed entry is refused before anything is read
+        if self.count and self.category != ["*"]:
+            raise UserInputError("--count names the categories it keeps: give --category or --count, not both")
         super().__post_init__()
+
+    def counts(self) -> dict[str, int]:
+        """``count`` as category pattern → N; an entry that is not ``CATEGORY=N`` (N ≥ 1) raises, naming it."""
+        from tinytool.errors import UserInputError
+
+        out: dict[str, int] = {}
+        for entry in self.count:
+            pattern, _, n = str(entry).rpartition("=")
+            if not pattern or not n.strip().isdigit() or int(n) < 1:
+                raise UserInputError(f"--count {entry!r}: expected CATEGORY=N with N a whole number ≥ 1 "
+                                     "(simple=160)")
+            if pattern.strip() in out:
+                raise UserInputError(f"--count {entry!r}: category {pattern.strip()!r} is named twice")
+            out[pattern.strip()] = int(n)
+        return out
+
+
+def _categories(data: Path) -> tuple[list[str], list[str]]:
+    """Each conversation line of ``data`` (conversation JSONL) unchanged, and its ``meta.category``."""
+    from tinytool.io import iter_jsonl_rows
+
+    rows = list(iter_jsonl_rows(data))  # a line that is not UTF-8 or not JSON is named here, by file:line
+    lines = data.read_text(encoding="utf-8-sig").split("\n")  # numbered as iter_jsonl_rows numbers them
+    return ([lines[lineno - 1] for lineno, _ in rows],
+            [str(((row.get("meta") if isinstance(row, dict) else None) or {}).get("category", "")) for _, row in rows])
+
+
+def _subset(indices: list[int], limit: int | None, seed: int) -> list[int]:
+    """A seeded random subset of ``limit`` of ``indices`` (all of them when fewer), in their order."""
+    if limit is None or limit >= len(indices):
+        return indices
+    return [indices[i] for i in sorted(random.Random(seed).sample(range(len(indices)), limit))]
 
 
 def select_lines(data: Path, patterns: list[str], limit: int | None = None, seed: int = 0) -> tuple[list[str], int]:
@@ -36,36 +78,47 @@ def select_lines(data: Path, patterns: list[str], limit: int | None = None, seed
     ``real_*``), unchanged and in order, and how many conversations the file holds. ``limit`` keeps a seeded random
     subset of that many of them, still in order (the rule of ``teacher rollout --limit`` and ``eval bfcl
     --limit``)."""
-    import random
+    lines, cats = _categories(data)
+    kept = [i for i, c in enumerate(cats) if any(fnmatchcase(c, p) for p in patterns)]
+    return [lines[i] for i in _subset(kept, limit, seed)], len(lines)
 
-    from tinytool.io import iter_jsonl_rows
 
-    rows = list(iter_jsonl_rows(data))  # a line that is not UTF-8 or not JSON is named here, by file:line
-    lines = data.read_text(encoding="utf-8-sig").split("\n")  # numbered as iter_jsonl_rows numbers them
-    kept = []
-    for lineno, row in rows:
-        category = str(((row.get("meta") if isinstance(row, dict) else None) or {}).get("category", ""))
-        if any(fnmatchcase(category, p) for p in patterns):
-            kept.append(lines[lineno - 1])
-    if limit is not None and limit < len(kept):
-        kept = [kept[i] for i in sorted(random.Random(seed).sample(range(len(kept)), limit))]
-    return kept, len(rows)
+def count_lines(data: Path, counts: dict[str, int], seed: int = 0) -> tuple[list[str], dict[str, int], int]:
+    """A draw by category: for each pattern of ``counts`` a seeded subset of at most its N lines of ``data`` whose
+    category matches it (each pattern drawn by itself, `select_lines`' rule), all in the file's order; with how many
+    each pattern kept, and how many conversations the file holds. A conversation two patterns match counts for the
+    first."""
+    lines, cats = _categories(data)
+    taken: set[int] = set()
+    per: dict[str, int] = {}
+    for pattern, n in counts.items():
+        drawn = _subset([i for i, c in enumerate(cats) if i not in taken and fnmatchcase(c, pattern)], n, seed)
+        taken.update(drawn)
+        per[pattern] = len(drawn)
+    return [lines[i] for i in sorted(taken)], per, len(lines)
 
 
 def run(cfg: SelectConfig) -> dict[str, Any]:
     """Write the selected conversations to ``cfg.out`` (replaced whole, or left as it was when interrupted); the
-    summary: how many were kept of how many, and where."""
+    summary: how many were kept of how many (with ``count``, of each category), and where."""
     from tinytool.errors import UserInputError
     from tinytool.io import atomic_file
 
-    kept, total = select_lines(cfg.data, cfg.category, cfg.limit, cfg.seed)
+    per: dict[str, int] = {}
+    if cfg.count:
+        kept, per, total = count_lines(cfg.data, cfg.counts(), cfg.seed)
+    else:
+        kept, total = select_lines(cfg.data, cfg.category, cfg.limit, cfg.seed)
     if not kept:
-        raise UserInputError(f"{cfg.data}: none of its {total} conversations has a category matching "
-                             f"{', '.join(cfg.category)}", fix="see the categories with tinytool data stats")
+        named = ", ".join(cfg.counts() or cfg.category)
+        raise UserInputError(f"{cfg.data}: none of its {total} conversations has a category matching {named}",
+                             fix="see the categories with tinytool data stats")
+    if cfg.limit is not None and len(kept) > cfg.limit:  # with --count, a subset of the draw
+        kept = [kept[i] for i in sorted(random.Random(cfg.seed).sample(range(len(kept)), cfg.limit))]
     out = cfg.out
     with on_interrupt(f"{out} unchanged" if out.exists() else f"nothing written to {out}"), atomic_file(out) as fh:
         fh.write("\n".join(kept) + "\n")
-    return {"kept": len(kept), "total": total, "out": str(out)}
+    return {"kept": len(kept), "total": total, **({"per_category": per} if per else {}), "out": str(out)}
 
 
 @select_app.command("select")

@@ -41,7 +41,7 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
     from tinytool.io import write_json
     from tinytool.recipes.matrix import COMPARE_FILE, narrow, run_matrix
     from tinytool.recipes.recipe import find_recipe, load_recipe
-    from tinytool.recipes.runner import check_recipe, run_recipe
+    from tinytool.recipes.runner import check_recipe, finished_stages, run_recipe
     from tinytool.recipes.summary import print_run_summary, run_summary
 
     path = find_recipe(spec)
@@ -51,7 +51,8 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
     run_dir = run_dir or Path("runs") / r.name
     matrix = narrow(r.matrix, overrides)
 
-    shared: dict[str, Path] = {}  # a stage no cell's settings change runs in the first cell, the others link to it
+    # a stage no cell's settings change runs in one cell (of this run or an earlier one), the others link to it
+    shared = finished_stages(run_dir) if matrix.axes else {}
 
     def run_cell(recipe: Any, folder: Path) -> dict[str, Any]:
         if matrix.axes:

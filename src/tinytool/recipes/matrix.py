@@ -8,9 +8,21 @@ cells, with `tinytool eval compare`'s paired statistics.
     compare:
       - {before: base-bfcl, after: rl-bfcl}
 
+An axis may instead name its values, each a set of variables it gives (a row of a sweep that differs from the
+others in several settings); the axis variable then holds the value's name:
+
+.. code-block:: yaml
+
+    matrix:
+      seed: [0, 1]
+      row:
+        g-sym20: {prompts: nc20}
+        g-sym20-lr2e5: {prompts: nc20, lr: 2.0e-5}
+
 A cell's folder is named by its settings (``seed-10``; ``lr-2e-05_seed-10`` for two variables) and holds an
-ordinary run of the recipe (a rerun resumes it). A ``--set`` of a matrix variable narrows the matrix to that value;
-a matrix narrowed to one cell runs in the run directory itself, as a recipe without a matrix does.
+ordinary run of the recipe (a rerun resumes it). A ``--set`` of a matrix variable narrows the matrix to that value
+(of a named axis: to that named value, whose variables a ``--set`` of one of them still overrides); a matrix
+narrowed to one cell of plain values runs in the run directory itself, as a recipe without a matrix does.
 ``compare.json`` in the run directory holds, for each comparison: each cell's headline (each figure of both runs,
 the change, the p and its test) and per-category table; across cells, each headline change's mean, lowest,
 highest and values; and the cells' items taken together (an item of each cell one pair, so a few items per
@@ -43,11 +55,21 @@ class Matrix:
 
     axes: dict[str, list[Any]]
     compare: list[tuple[str, str]]
+    #: the named axes: axis → each value's name → the variables it sets
+    named: dict[str, dict[str, dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     def cells(self) -> list[dict[str, Any]]:
         """Every combination of the axes' values, the first axis slowest ([{}] with no axis: the recipe once)."""
         names = list(self.axes)
         return [dict(zip(names, values, strict=True)) for values in itertools.product(*self.axes.values())]
+
+    def settings(self, cell: Mapping[str, Any]) -> dict[str, Any]:
+        """The variables ``cell``'s values of the named axes set (beside the axis variables themselves)."""
+        out: dict[str, Any] = {}
+        for axis, values in self.named.items():
+            if axis in cell:
+                out.update(values[cell[axis]])
+        return out
 
 
 def read_matrix(data: Mapping[str, Any], path: Path, variables: Mapping[str, Any], stages: Sequence[str],
@@ -58,12 +80,29 @@ def read_matrix(data: Mapping[str, Any], path: Path, variables: Mapping[str, Any
     if not isinstance(raw, dict):
         raise UserInputError(f"{path}: matrix: expected a mapping of variable: [values]")
     axes: dict[str, list[Any]] = {}
+    named: dict[str, dict[str, dict[str, Any]]] = {}
     for name, values in raw.items():
         if name not in variables:
             raise UserInputError(f"{path}: matrix.{name}: not a variable of the recipe",
                                  fix=f"declare it under vars (variables: {', '.join(variables)})")
-        if not isinstance(values, list) or not values:
-            raise UserInputError(f"{path}: matrix.{name}: expected a non-empty list of values")
+        if isinstance(values, dict) and values:
+            named[name] = {}
+            for value, given in values.items():
+                given = {} if given is None else given
+                where = f"{path}: matrix.{name}.{value}"
+                if not isinstance(given, dict):
+                    raise UserInputError(f"{where}: expected a mapping of variable: value")
+                for var in given:
+                    if var not in variables:
+                        raise UserInputError(f"{where}.{var}: not a variable of the recipe",
+                                             fix=f"declare it under vars (variables: {', '.join(variables)})")
+                    if var in raw:
+                        raise UserInputError(f"{where}.{var}: a matrix variable: an axis of its own")
+                named[name][str(value)] = dict(given)
+            values = list(named[name])
+        elif not isinstance(values, list) or not values:
+            raise UserInputError(f"{path}: matrix.{name}: expected a non-empty list of values, or a mapping of "
+                                 "named values to the variables each sets")
         axes[name] = values
     pairs: list[tuple[str, str]] = []
     compare = data.get("compare") or []
@@ -80,12 +119,22 @@ def read_matrix(data: Mapping[str, Any], path: Path, variables: Mapping[str, Any
                 raise UserInputError(f"{path}: compare[{i}].{side}: stage {item[side]!r} is no evaluation",
                                      fix="compare two `eval bfcl` or two `eval demo` stages")
         pairs.append((item["before"], item["after"]))
-    return Matrix(axes, pairs)
+    return Matrix(axes, pairs, named)
 
 
 def narrow(matrix: Matrix, overrides: Mapping[str, Any]) -> Matrix:
-    """``matrix`` less the axes a ``--set`` fixes (that variable then takes the set value in the one cell)."""
-    return dataclasses.replace(matrix, axes={k: v for k, v in matrix.axes.items() if k not in overrides})
+    """``matrix`` less the axes a ``--set`` fixes (that variable then takes the set value in the one cell); a named
+    axis a ``--set`` names one of its values of keeps that one value (and the variables it sets)."""
+    axes = {}
+    for k, v in matrix.axes.items():
+        if k not in overrides:
+            axes[k] = v
+        elif k in matrix.named:
+            if str(overrides[k]) not in matrix.named[k]:
+                raise UserInputError(f"--set {k}={overrides[k]}: not one of the matrix's {k} values",
+                                     fix=f"one of: {', '.join(matrix.named[k])}")
+            axes[k] = [str(overrides[k])]
+    return dataclasses.replace(matrix, axes=axes)
 
 
 def cell_name(cell: Mapping[str, Any]) -> str:
@@ -195,10 +244,11 @@ def run_matrix(path: Path, matrix: Matrix, run_dir: Path, overrides: Mapping[str
                              "only in characters a folder name drops)", fix="give the matrix distinct values")
     planned = {}
     for cell, name in zip(cells, names, strict=True):
-        recipe = load(path, {**overrides, **cell})
+        recipe = load(path, {**matrix.settings(cell), **overrides, **cell})
         folder = run_dir / name if matrix.axes else run_dir
         planned[name] = (cell, recipe, folder, check(recipe, folder))
-    record: dict[str, Any] = {"recipe_file": str(path), "axes": matrix.axes, "overrides": dict(overrides),
+    record: dict[str, Any] = {"recipe_file": str(path), "axes": matrix.axes, "named": matrix.named,
+                              "overrides": dict(overrides),
                               "cells": {}, **commit()}
     outs: dict[str, dict[str, Path]] = {}
     for name, (cell, recipe, folder, stages) in planned.items():

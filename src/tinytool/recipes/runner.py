@@ -131,6 +131,18 @@ def _share(folder: Path, source: Path) -> None:
             link.symlink_to(os.path.relpath(entry, folder), target_is_directory=entry.is_dir())
 
 
+def finished_stages(root: Path) -> dict[str, Path]:
+    """The stages finished in the runs below ``root`` (the cells of a matrix: ``root/CELL/NN-name``) by their
+    portable fingerprint, each the folder that ran it (not one that links to another's outputs): what a run of
+    another cell, now or later, need not do again."""
+    found: dict[str, Path] = {}
+    for marker in sorted(Path(root).glob(f"*/*/{Step.FILE}")):
+        record = Step(marker.parent).record
+        if record.get("status") == "done" and record.get("portable") and not record.get("shared_from"):
+            found.setdefault(record["portable"], marker.parent)
+    return found
+
+
 def _figures(out: Path) -> dict[str, Any]:
     """The headline figures of a stage's output (its verb's summary), for the run's table."""
     figs: dict[str, Any] = {}
@@ -262,7 +274,8 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
                                            portable=True)
         forced = forced or stage.name in force
         step = Step(folder, fp)
-        state = {"name": stage.name, "run": stage.run, "folder": folder.name, "fingerprint": fp, "args": args}
+        state = {"name": stage.name, "run": stage.run, "folder": folder.name, "fingerprint": fp,
+                 "portable": portable[stage.name], "args": args}
         if (done := step.done) is not None and not forced:
             state.update(status="skipped (unchanged)", seconds=done.get("seconds"), figures=done.get("figures", {}))
             states.append(state)
