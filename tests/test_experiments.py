@@ -15,7 +15,7 @@ EXPERIMENTS = sorted((Path(__file__).resolve().parents[1] / "experiments").glob(
 
 
 def test_the_studies_are_experiments():
-    assert {"rl-gain", "distill-gain", "calls-rl", "calls-rft", "calls-arms"} <= {p.stem for p in EXPERIMENTS}
+    assert {"rl-gain", "rl-sweep", "distill-gain", "calls-rl", "calls-rft", "calls-arms"} <= {p.stem for p in EXPERIMENTS}
 
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
@@ -25,7 +25,7 @@ def test_every_experiment_parses_in_every_cell(path, tmp_path):
     check_stage_args(recipe)
     cells = recipe.matrix.cells()
     for cell in cells:
-        cell_recipe = load_recipe(path, {k: str(v) for k, v in cell.items()})
+        cell_recipe = load_recipe(path, {**recipe.matrix.settings(cell), **{k: str(v) for k, v in cell.items()}})
         for i, (_, _, args) in enumerate(plan(cell_recipe, tmp_path / "run")):
             check_stage_values(cell_recipe, i, args)
     assert f"tinytool run experiments/{path.name}" in path.read_text()
