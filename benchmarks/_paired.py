@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from tinytool.eval.compare import (  # noqa: F401 - the names rl_gain, strict_bench and quality import from here
+from tinytool.eval.compare import (  # noqa: F401 - the names strict_bench and quality import from here
     AST,
     ast_avg,
     bootstrap_p,

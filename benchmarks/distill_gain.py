@@ -1,121 +1,53 @@
-"""Does Constrained Knowledge Distillation earn its stage? The same student trained for the same wall time by SFT on
-the teacher's data, by CKD (STAR §3.1, Eq. 3: top-k forward KL plus λ·tail) and by the baseline STAR compares CKD
-with (top-k forward KL alone), each scored on the same BFCL items, the demo dev split and the realistic dev split,
-with paired tests. Writes ``ckd_sweep`` (every row, losing ones kept) and ``ckd_vs_sft`` (the claim's arms, one run
-per seed) into ``benchmarks/results/distill.json`` (other parts of the file are kept).
+"""Does Constrained Knowledge Distillation earn its stage? The study is two recipes; this script reads their runs
+into ``benchmarks/results/distill.json`` (other parts of the file are kept):
 
-The protocol, from nothing, under three hours on two CPU cores (the teacher may be the RL protocol's base):
+    tinytool run experiments/distill-sweep.yaml -o runs/distill-sweep   # distillation settings beside SFT, 10 minutes
+    tinytool run experiments/distill-gain.yaml -o runs/distill-gain     # the claim (sft, ckd, fkl; 25 minutes, two
+                                                                        # seeds) and STAR's ordering
+    .venv/bin/python benchmarks/distill_gain.py --sweep runs/distill-sweep --claim runs/distill-gain
 
-1. **Teacher**: `sft-base75` of benchmarks/quality.py (the best SFT recipe that trains here within 75 minutes).
-2. **Student**: the shipped `star` recipe's student (`recipes/star.yaml`'s ``student``: the bundled
-   SmolLM2-135M-Instruct), untrained, the same initial weights for every arm.
-3. **Arms** with one wall-time budget (``--max-seconds``), the same data (the teacher's training split), the same
-   shared-prefix packing and a constant learning rate (STAR App. A.2 distils at a constant rate; a budget, not a
-   step count, ends each arm): SFT; CKD; top-k FKL. The distillation arms read the teacher online (its top-k at
-   every completion position computed in each step), so the teacher's cost is inside their seconds exactly as a
-   cache build would be.
-
-    .venv/bin/python benchmarks/distill_gain.py --work W --rows sft-10m,ckd-10m,fkl-10m --parallel   # the sweep
-    .venv/bin/python benchmarks/distill_gain.py --work W --rows ckd-10m,ckd-10m-k20 --parallel --limit 50 \
-        --no-untrained   # CKD settings alone: each row paired with the first (ckd-10m)
-    .venv/bin/python benchmarks/distill_gain.py --work W --final --seconds 1500 --seed 0            # the claim
-    .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd --seconds 600 --parallel --seed 0
-    .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd,fkl,ckd-10m-t2 --seconds 600 \
-        --parallel --seed 0   # fkl added to a finished claim (sft, ckd read back), beside a sweep row
-    .venv/bin/python benchmarks/distill_gain.py --work W --final --rows sft,ckd --seconds 600 --parallel --seed 0 \
-        --rl g-xp-g4-seln   # STAR's ordering: GRPO from the sft and ckd students (star_ordering)
-
-Scoring is rl_gain.py's: strict BFCL on seeded subsets of ``--limit`` items per category, **overall** = the mean
-of the non-live AST average and strict irrelevance, paired bootstrap stratified by category. Beside the scores,
-each arm's top-1 agreement with the teacher on the completion tokens of demo dev turns (the evidence of how much
-of the teacher the student took). No BFCL data is trained on.
+The same student trained for the same wall time by SFT on the teacher's data, by CKD (STAR §3.1, Eq. 3: top-k
+forward KL plus λ·tail) and by the baseline STAR compares CKD with (top-k forward KL alone), the teacher read online
+(its cost inside the arms' seconds), each scored on the same BFCL items and the demo dev split; the paired figures
+are the recipes' ``compare`` stages (`tinytool eval compare`). ``ckd_sweep`` gets a record per row and seed of the
+sweep (each distillation row also against ckd-10m, the sweep's reference setting), ``ckd_vs_sft`` a run per seed of
+the claim, ``star_ordering`` (§4, Table 4: CKD + RL > SFT + RL > SFT) a run per seed whose RL stages are scored.
+Beside the scores, each arm's top-1 agreement with the teacher on the completion tokens of demo dev turns (how much
+of the teacher the student took), measured here on the runs' models. No BFCL data is trained on.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-import quality
-import rl_gain
-import yaml
-from _common import ROOT, TINYTOOL, machine, run_cli, versions
+from _common import ROOT, machine, versions
+from rl_gain import (
+    _json,
+    arm_seconds,
+    cells,
+    paired,
+    paired_entry,
+    scores,
+    stage_dir,
+    stage_summary,
+)
 
-from tinytool.models.precision import cpu_supports_bf16
+from tinytool.recipes.matrix import COMPARE_FILE, MATRIX_FILE
 
-FORMAT = quality.FORMAT
-TEACHER_ROW = rl_gain.PROTOCOL_BASE
+FORMAT = "hermes-nothink"
 OUT = ROOT / "benchmarks" / "results" / "distill.json"
-
-
-def star_student() -> str:
-    """The student the shipped `star` recipe distils into."""
-    return str(yaml.safe_load((ROOT / "recipes" / "star.yaml").read_text())["vars"]["student"])
-
-
-#: what every arm shares: the teacher's shared-prefix packing (four examples per tool listing), constant rate
-COMMON = {"branches": 4, "seconds": 600}
-#: the rows: ``kind`` sft or distill (``loss`` ckd or fkl, STAR's names; ``k`` the teacher's top-k, ``tail`` λ_tail)
-ROWS: dict[str, dict] = {
-    "sft-10m": {**COMMON, "kind": "sft", "lr": 2e-4},
-    "ckd-10m": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 10.0, "lr": 2e-4},
-    "fkl-10m": {**COMMON, "kind": "distill", "loss": "fkl", "k": 100, "tail": None, "lr": 2e-4},
-    "ckd-10m-lr1e4": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 10.0, "lr": 1e-4},
-    "sft-10m-lr1e4": {**COMMON, "kind": "sft", "lr": 1e-4},
-    "ckd-10m-k20": {**COMMON, "kind": "distill", "loss": "ckd", "k": 20, "tail": 10.0, "lr": 2e-4},
-    "ckd-10m-tail1": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 1.0, "lr": 2e-4},
-    # a softer teacher: its top-k and the student both at temperature 2 (STAR distils at 1)
-    "ckd-10m-t2": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 10.0, "lr": 2e-4, "temperature": 2.0},
-    # the claim's arms: 25 minutes each (--seconds overrides)
-    "sft": {**COMMON, "kind": "sft", "lr": 2e-4, "seconds": 1500},
-    "ckd": {**COMMON, "kind": "distill", "loss": "ckd", "k": 100, "tail": 10.0, "lr": 2e-4, "seconds": 1500},
-    "fkl": {**COMMON, "kind": "distill", "loss": "fkl", "k": 100, "tail": None, "lr": 2e-4, "seconds": 1500},
-}
+SWEEP = ROOT / "experiments" / "distill-sweep.yaml"
+CLAIM = ROOT / "experiments" / "distill-gain.yaml"
+#: the sweep's reference setting: every other distillation row is also compared with it
+REFERENCE = "ckd-10m"
+#: the settings a sweep record names, as the sweep recipe's variables
+SETTINGS = ("loss", "k", "tail", "temperature", "kd_lr", "sft_lr", "seconds")
+#: the claim's arms: record key → stage
 FINAL = {"student_sft": "sft", "student_ckd": "ckd", "student_fkl": "fkl"}
-
-
-def arm_rows(rows: str, final: bool) -> list[str]:
-    """The rows a run trains: ``rows`` (comma-separated names of `ROWS`), or with ``final`` and no ``rows`` the
-    claim's three arms; a claim needs the sft and ckd arms (fkl is optional) and may carry sweep rows too, which
-    train after the claim's arms: with ``--parallel`` an arm left alone (fkl, when sft and ckd are read back)
-    trains beside a sweep row instead of beside an idle core. ValueError names what is wrong."""
-    chosen = list(dict.fromkeys(r.strip() for r in rows.split(",") if r.strip())) or (
-        list(FINAL.values()) if final else [])
-    unknown = [r for r in chosen if r not in ROWS]
-    if unknown:
-        raise ValueError(f"unknown rows {', '.join(unknown)}; known: {', '.join(ROWS)}")
-    if not chosen:
-        raise ValueError("name the rows to train (--rows) or run the claim (--final)")
-    if not final:
-        return chosen
-    arms = [r for r in FINAL.values() if r in chosen]
-    if not {"sft", "ckd"} <= set(arms):
-        raise ValueError(f"--final: the claim's arms are sft and ckd, with fkl optional (got {', '.join(chosen)})")
-    return arms + [r for r in chosen if r not in arms]
-
-
-def train_arm(work: Path, row: str, student: str, teacher: str, data: Path, seed: int, budget: float,
-              threads: int | None) -> tuple[str, dict]:
-    """Train ``row`` from ``student`` (resumable: a finished arm is read back); returns the model and summary."""
-    spec = ROWS[row]
-    out = work / "distill" / (f"{row}-s{int(budget)}" + (f"-seed{seed}" if seed else ""))
-    shared = ["-d", str(data / "train.jsonl"), "-f", FORMAT, "--epochs", "1", "--lr", str(spec["lr"]),
-              "--lr-scheduler-type", "constant", "--warmup", "0", "--max-seconds", str(budget),
-              "--shared-prefix", "--branches", str(spec["branches"]), "--no-activation-checkpointing",
-              "--save-steps", "0", "--logging-steps", "10", "--seed", str(seed), "-o", str(out)]
-    if spec["kind"] == "sft":
-        cmd = [TINYTOOL, "sft", "-m", student, *shared]
-        summary = out / "sft_summary.json"
-    else:
-        cmd = [TINYTOOL, "distill", "--student", student, "--teacher", teacher, "--loss", spec["loss"],
-               "--k", str(spec["k"]), *(["--lambda-tail", str(spec["tail"])] if spec["tail"] is not None else []),
-               *(["--temperature", str(spec["temperature"])] if spec.get("temperature") else []), *shared]
-        summary = out / "distill_summary.json"
-    if not summary.is_file():
-        run_cli(cmd, threads)
-    return str(out), json.loads(summary.read_text())
 
 
 def agreement(students: dict[str, str], teacher: str, dev: Path, turns: int = 60) -> dict[str, float]:
@@ -167,147 +99,179 @@ def _agreement(students: dict[str, str], teacher: str, dev: Path, turns: int) ->
     return out
 
 
-def reference_row(rows: list[str]) -> str:
-    """The row a sweep's other rows are paired with: its first SFT row, else (a sweep of distillation settings
-    alone) its first row."""
-    return next((row for row in rows if ROWS[row]["kind"] == "sft"), rows[0])
+def model_of(cell: Path, stage: str) -> str | None:
+    """The model stage ``stage`` of ``cell`` trained (its output folder), or None when it has not finished."""
+    folder = stage_dir(cell, stage)
+    return str(folder / "out") if folder and (folder / "out" / "config.json").is_file() else None
 
 
-def record(row: str, summary: dict, sc: dict, against: dict | None, agree: float | None, reference: str) -> dict:
-    """One sweep row: its settings, training summary and scores; with ``against`` (the scores of the row
-    ``reference``), the paired changes from it, keyed ``_vs_sft`` when the reference is an SFT row, else ``_vs_ref``."""
-    spec = ROWS[row]
-    rec = {"row": row, **{k: spec.get(k) for k in ("kind", "loss", "k", "tail", "lr", "branches", "temperature")},
-           "seconds": round(summary.get("seconds", 0.0), 1), "steps": summary.get("global_step"),
-           "tokens": summary.get("tokens", summary.get("completion_tokens")), **sc["table"],
-           "top1_agreement_with_teacher": agree, "losses": summary.get("losses")}
-    if against is not None and against is not sc:
-        vs = rl_gain.paired(against, sc)
-        tag = "sft" if ROWS[reference]["kind"] == "sft" else "ref"
-        rec |= {"reference": reference, f"delta_overall_vs_{tag}": vs["delta_overall"],
-                f"p_overall_vs_{tag}": vs["p_overall"], f"delta_ast_vs_{tag}": vs["delta_ast"],
-                f"p_ast_vs_{tag}": vs["p_ast"], f"delta_irrelevance_strict_vs_{tag}": vs["delta_irrelevance_strict"]}
+def agreements(cell: Path, arms: list[str]) -> dict[str, float | None]:
+    """Each of ``arms``' top-1 agreement with the cell's teacher on its demo dev split (`agreement`)."""
+    teacher, data = model_of(cell, "teacher"), stage_dir(cell, "data")
+    students = {arm: m for arm in arms if (m := model_of(cell, arm))}
+    if teacher is None or data is None or not students:
+        return dict.fromkeys(arms)
+    got = agreement(students, teacher, data / "out" / "dev.jsonl")
+    return {arm: got.get(arm) for arm in arms}
+
+
+def training(summary: dict) -> dict:
+    """An arm's training as a record keeps it."""
+    return {"seconds": round(summary.get("seconds", 0.0), 1), "steps": summary.get("global_step"),
+            "tokens": summary.get("tokens", summary.get("completion_tokens")), "losses": summary.get("losses")}
+
+
+def _vs(before: Path | None, after: Path | None) -> dict | None:
+    """``after``'s BFCL run against ``before``'s (two folders of `tinytool eval bfcl` output) with `tinytool eval
+    compare`'s statistics, as `paired` reports it; None unless both are scored."""
+    from tinytool.eval.compare import compare_runs, load_eval_run
+
+    if before is None or after is None or not (before / "summary.json").is_file() or not (after / "summary.json").is_file():
+        return None
+    report = compare_runs(load_eval_run(before), load_eval_run(after))
+    return paired_entry({"headline": report["headline"],
+                         "failures_moved": (report.get("failures") or {}).get("moved", {})})
+
+
+def _bfcl_out(cell: Path, stage: str) -> Path | None:
+    folder = stage_dir(cell, stage)
+    return folder / "out" if folder else None
+
+
+# ---- the sweep and the claim -----------------------------------------------------------------------------------------
+
+
+def sweep_record(cell: Path, name: str, settings: Mapping[str, Any], compare: Mapping[str, Any],
+                 reference: Path | None, measure: bool = True) -> dict | None:
+    """A sweep row of ``cell`` once its distillation arm is scored, else None: its settings, training, scores, the
+    SFT arm beside it and the paired change from it, and (``reference``: the reference row's cell) from
+    `REFERENCE`."""
+    kd, sft = scores(cell, "kd"), scores(cell, "sft")
+    if kd is None:
+        return None
+    summary = stage_summary(cell, "kd", "distill_summary.json")
+    agree = agreements(cell, ["kd", "sft"]) if measure else {}
+    rec = {"row": settings.get("row"), "kind": "distill", "seed": int(settings.get("seed", 0)),
+           "recipe": str(SWEEP.relative_to(ROOT)), "cell": name, **{k: settings[k] for k in SETTINGS if k in settings},
+           "seconds_budget": settings.get("seconds"), **training(summary), **kd["table"],
+           "top1_agreement_with_teacher": agree.get("kd"),
+           "teacher": (scores(cell, "teacher") or {}).get("table")}
+    if sft is not None:
+        rec["sft"] = {**sft["table"], **training(stage_summary(cell, "sft", "sft_summary.json")),
+                      "top1_agreement_with_teacher": agree.get("sft")}
+        rec["vs_sft"] = paired(compare, name, "sft-bfcl", "kd-bfcl")
+    if reference is not None and reference != cell:
+        rec["reference"] = REFERENCE
+        rec["vs_ref"] = _vs(_bfcl_out(reference, "kd-bfcl"), _bfcl_out(cell, "kd-bfcl"))
     return rec
 
 
-def star_ordering(seed: int, rl_row: str, models: dict[str, str], tables: dict[str, dict],
-                  rl_runs: dict[str, tuple[str, dict]], rl_scores: dict[str, dict]) -> dict:
-    """STAR's ordering (§4, Table 4: CKD + RL > SFT + RL > SFT) on one seed's arms: the SFT and CKD students each
-    trained further by the GRPO row ``rl_row`` of rl_gain.py, the four models paired on the same items.
-    ``tables``: the sft and ckd arms' scores; ``rl_runs`` / ``rl_scores``: per arm (sft, ckd), the RL model with its
-    summary, and its scores. ``holds``: each step of the ordering up by a paired p < 0.05."""
-    steps = {"sft_rl_vs_sft": rl_gain.paired(tables["sft"], rl_scores["sft"]),
-             "ckd_rl_vs_sft_rl": rl_gain.paired(rl_scores["sft"], rl_scores["ckd"]),
-             "ckd_rl_vs_ckd": rl_gain.paired(tables["ckd"], rl_scores["ckd"])}
-    up = {k: v["delta_overall"] > 0 and v["p_overall"] < 0.05 for k, v in steps.items()}
-    return {"seed": seed, "rl_row": rl_row, "rl_settings": rl_gain.ROWS[rl_row],
-            "sft": tables["sft"]["table"], "sft_rl": rl_scores["sft"]["table"],
-            "ckd": tables["ckd"]["table"], "ckd_rl": rl_scores["ckd"]["table"], **steps,
-            "rl_from": {arm: models[arm] for arm in rl_runs},
-            "seconds": {f"{arm}_rl": rl_gain.arm_seconds(summary) for arm, (_, summary) in rl_runs.items()},
+def claim_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any], measure: bool = True) -> dict | None:
+    """The claim's run of one seed (None until its sft and ckd arms are scored): the teacher, the untrained student
+    and each arm's scores, CKD against SFT (and with fkl scored, FKL against SFT and CKD against FKL), seconds,
+    agreement with the teacher, settings, failures."""
+    by = {arm: sc for arm in FINAL.values() if (sc := scores(cell, arm)) is not None}
+    vs = paired(compare, name, "sft-bfcl", "ckd-bfcl")
+    if not {"sft", "ckd"} <= set(by) or vs is None:
+        return None
+    arms = [arm for arm in FINAL.values() if arm in by]
+    agree = agreements(cell, arms) if measure else {}
+    summaries = {arm: stage_summary(cell, arm, "sft_summary.json" if arm == "sft" else "distill_summary.json")
+                 for arm in arms}
+    return {
+        "seed": seed, "recipe": str(CLAIM.relative_to(ROOT)),
+        "teacher": (scores(cell, "teacher") or {}).get("table"),
+        "student_untrained": (scores(cell, "student") or {}).get("table"),
+        **{key: by[arm]["table"] if arm in by else None for key, arm in FINAL.items()},
+        "delta_overall_ckd_vs_sft": vs.get("delta_overall"), "p_overall": vs.get("p_overall"),
+        "delta_ast_ckd_vs_sft": vs.get("delta_ast"), "p_ast": vs.get("p_ast"),
+        **({"fkl_vs_sft": paired(compare, name, "sft-bfcl", "fkl-bfcl"),
+            "ckd_vs_fkl": paired(compare, name, "fkl-bfcl", "ckd-bfcl")} if "fkl" in by else {}),
+        "seconds": {"teacher_train": round(stage_summary(cell, "teacher", "sft_summary.json").get("seconds", 0.0), 1),
+                    **{arm: round(summaries[arm].get("seconds", 0.0), 1) for arm in arms}},
+        "steps": {arm: summaries[arm].get("global_step") for arm in arms},
+        "top1_agreement_with_teacher": {arm: agree.get(arm) for arm in arms},
+        "settings": {arm: _json((stage_dir(cell, arm) or cell) / "step.json").get("args") for arm in arms},
+        "failures": {arm: by[arm]["failures"] for arm in arms},
+        "failure_moves_ckd_vs_sft": vs.get("failures_moved", {}),
+        "claim_holds": (vs.get("delta_overall") or 0) >= 0.03 and (vs.get("p_overall") or 1) < 0.05,
+    }
+
+
+def star_ordering(cell: Path, name: str, seed: int, compare: Mapping[str, Any]) -> dict | None:
+    """STAR's ordering (§4, Table 4: CKD + RL > SFT + RL > SFT) in one seed of the claim, once its two RL stages
+    are scored (else None): the four models, each step a paired comparison on the same items; ``holds``: both
+    steps of the ordering up with p < 0.05 (RL lowering the CKD student is reported, not a step)."""
+    tables = {arm: scores(cell, arm) for arm in ("sft", "ckd", "sft-rl", "ckd-rl")}
+    steps = {"sft_rl_vs_sft": paired(compare, name, "sft-bfcl", "sft-rl-bfcl"),
+             "ckd_rl_vs_sft_rl": paired(compare, name, "sft-rl-bfcl", "ckd-rl-bfcl"),
+             "ckd_rl_vs_ckd": paired(compare, name, "ckd-bfcl", "ckd-rl-bfcl")}
+    if any(t is None for t in tables.values()) or any(v is None for v in steps.values()):
+        return None
+    up = {k: (v.get("delta_overall") or 0) > 0 and (v.get("p_overall") or 1) < 0.05 for k, v in steps.items()}
+    return {"seed": seed, "recipe": str(CLAIM.relative_to(ROOT)),
+            "rl_settings": _json((stage_dir(cell, "sft-rl") or cell) / "step.json").get("args"),
+            **{arm.replace("-", "_"): t["table"] for arm, t in tables.items()}, **steps,
+            "seconds": {f"{arm}_rl": arm_seconds(stage_summary(cell, f"{arm}-rl", "rl_summary.json"))
+                        for arm in ("sft", "ckd")},
             "holds": up["sft_rl_vs_sft"] and up["ckd_rl_vs_sft_rl"]}
+
+
+def read_sweep(run_dir: Path, result: dict, measure: bool = True) -> list[dict]:
+    """The sweep's scored rows into ``result["ckd_sweep"]`` (a row and seed of the recipe read again replaces its
+    record; earlier records stay); returns the rows read."""
+    compare = _json(run_dir / COMPARE_FILE)
+    commit = _json(run_dir / MATRIX_FILE).get("commit")
+    found = cells(run_dir)
+    reference = next((folder for _, folder, settings in found if settings.get("row") == REFERENCE), None)
+    read = [r | {"commit": commit} for name, folder, settings in found
+            if (r := sweep_record(folder, name, settings, compare, reference, measure)) is not None]
+    fresh = {(r["row"], r["seed"]) for r in read}
+    result["ckd_sweep"] = [r for r in result.get("ckd_sweep", [])
+                           if not (r.get("recipe") and (r["row"], r.get("seed", 0)) in fresh)] + read
+    return read
+
+
+def read_claim(run_dir: Path, result: dict, measure: bool = True) -> list[dict]:
+    """The claim's seeds into ``result["ckd_vs_sft"]["runs"]`` and, where scored, STAR's ordering into
+    ``result["star_ordering"]["runs"]`` (a seed read again replaces its run); returns the claim's runs read."""
+    compare = _json(run_dir / COMPARE_FILE)
+    commit = _json(run_dir / MATRIX_FILE).get("commit")
+    read, orders = [], []
+    for name, folder, settings in cells(run_dir):
+        seed = int(settings.get("seed", 0))
+        if (run := claim_run(folder, name, seed, compare, measure)) is not None:
+            read.append(run | {"commit": commit})
+        if (order := star_ordering(folder, name, seed, compare)) is not None:
+            orders.append(order | {"commit": commit})
+    for key, runs in (("ckd_vs_sft", read), ("star_ordering", orders)):
+        if runs:
+            entry = result.setdefault(key, {"runs": []})
+            seeds = {r["seed"] for r in runs}
+            entry["runs"] = [r for r in entry["runs"] if r["seed"] not in seeds] + runs
+    return read
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", type=Path, required=True, help="quality.py's work folder (the teacher is there)")
-    ap.add_argument("--rows", default="", help=f"sweep rows, comma-separated, of {', '.join(ROWS)}; the first SFT "
-                    "row (with none, the first row) is the one the others are paired with")
-    ap.add_argument("--final", action="store_true", help="the claim: the sft, ckd and fkl arms into ckd_vs_sft "
-                    "(--rows sft,ckd leaves the fkl baseline out: two arms side by side, half the wall time; sweep rows "
-                    "named beside the arms train after them)")
-    ap.add_argument("--seconds", type=float, help="each arm's wall-time budget (default: the row's)")
-    ap.add_argument("--teacher-row", default=TEACHER_ROW, help="the quality.py row that is the teacher")
-    ap.add_argument("--student", default=star_student(), help="the student every arm starts from")
-    ap.add_argument("--limit", type=int, default=100, help="BFCL items per category (0: the full categories)")
-    ap.add_argument("--dev-limit", type=int, default=150, help="demo dev tasks scored (0: the whole split)")
-    ap.add_argument("--seed", type=int, default=0, help="the arms' seed (the teacher is trained under seed 0)")
-    ap.add_argument("--parallel", action="store_true", help="train and score two arms at a time, one thread each")
-    ap.add_argument("--no-untrained", action="store_true", help="leave the untrained student's scores out (a "
-                    "reference only; about a quarter of the scoring time)")
-    ap.add_argument("--rl", metavar="ROW", help="with --final: STAR's ordering, the sft and ckd arms each trained "
-                    "further by this GRPO row of rl_gain.py, into star_ordering")
-    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--sweep", type=Path, help="a run directory of experiments/distill-sweep.yaml")
+    ap.add_argument("--claim", type=Path, help="a run directory of experiments/distill-gain.yaml")
+    ap.add_argument("--no-agreement", action="store_true", help="leave the top-1 agreement with the teacher out "
+                    "(it loads every arm's model)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    try:
-        rows = arm_rows(args.rows, args.final)
-    except ValueError as e:
-        ap.error(str(e))
-    if args.rl is not None and (not args.final or rl_gain.ROWS.get(args.rl, {}).get("kind") != "rl"):
-        ap.error(f"--rl {args.rl}: needs --final and a GRPO row of rl_gain.py's ROWS (kind rl, e.g. g-xp-g4)")
-    if args.teacher_row not in quality.ROWS:
-        ap.error(f"--teacher-row: unknown row {args.teacher_row!r}")
-
-    teacher, data, teacher_summary = rl_gain.base_model(args.work, args.teacher_row)
-
-    def score(model: str, threads: int | None = None) -> dict:
-        # a model named by alias or hub id has no folder: its scores go under WORK/students
-        out = Path(model) if Path(model).is_dir() else args.work / "students" / Path(model).name
-        return rl_gain.scores(model, out, args.work, data, args.limit, args.batch_size, args.dev_limit, threads)
-
-    teacher_sc = score(teacher)
-    student_sc = None if args.no_untrained else score(args.student)
-    budgets = {row: args.seconds or ROWS[row]["seconds"] for row in rows}
-    t0 = time.perf_counter()
-    runs = rl_gain.in_pairs([lambda th, r=r: train_arm(args.work, r, args.student, teacher, data, args.seed,
-                                                       budgets[r], th) for r in rows], args.parallel)
-    scored = rl_gain.in_pairs([lambda th, m=m: score(m, th) for m, _ in runs], args.parallel)
-    wall = time.perf_counter() - t0
-    agree = agreement({row: m for row, (m, _) in zip(rows, runs)}, teacher, data / "dev.jsonl")
-    reference = reference_row(rows)
-    ref_sc = scored[rows.index(reference)]
-
+    if not args.sweep and not args.claim:
+        ap.error("name a run to read: --sweep and/or --claim")
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    sweep = list(result.get("ckd_sweep", []))
-    recs = {}
-    run_of = {"seed": args.seed, "teacher_row": args.teacher_row, "teacher_overall": teacher_sc["table"]["overall"],
-              "base_build": rl_gain.base_build(teacher), "cpu_bf16": cpu_supports_bf16(), "student": args.student,
-              "parallel_arms": args.parallel}
-    for row, (_, summary), sc in zip(rows, runs, scored):
-        rec = record(row, summary, sc, ref_sc, agree[row], reference) | run_of | {"seconds_budget": budgets[row]}
-        recs[row] = rec
-        sweep = [r for r in sweep if not (r["row"] == row and r["seed"] == args.seed and r["n"] == rec["n"]
-                                          and r["seconds_budget"] == rec["seconds_budget"])] + [rec]
-        print(json.dumps({k: rec[k] for k in ("row", "steps", "non_live_ast_avg", "irrelevance_strict", "overall",
-                                              "top1_agreement_with_teacher")}), flush=True)
-    result["ckd_sweep"] = sweep
-    if args.final:  # the claim's teacher and untrained student; a sweep's rows carry their teacher's overall
-        result.update({"ckd_teacher": {"row": args.teacher_row, **teacher_sc["table"]},
-                       **({"ckd_student_untrained": {"model": args.student, **student_sc["table"]}} if student_sc else {}),
-                       "ckd_machine": machine(), "ckd_versions": versions("torch", "transformers", "trl")})
-        by = dict(zip(rows, scored))
-        arms = [row for row in rows if row in FINAL.values()]  # the sweep rows that rode along stay in ckd_sweep
-        vs = rl_gain.paired(by["sft"], by["ckd"])
-        run = {"seed": args.seed, "teacher": teacher_sc["table"], "student_untrained": student_sc and student_sc["table"],
-               **{key: by[row]["table"] if row in by else None for key, row in FINAL.items()},
-               "delta_overall_ckd_vs_sft": vs["delta_overall"], "p_overall": vs["p_overall"],
-               "delta_ast_ckd_vs_sft": vs["delta_ast"], "p_ast": vs["p_ast"],
-               **({"fkl_vs_sft": rl_gain.paired(by["sft"], by["fkl"]), "ckd_vs_fkl": rl_gain.paired(by["fkl"], by["ckd"])}
-                  if "fkl" in by else {}),
-               "seconds": {"teacher_train": round((teacher_summary or {}).get("seconds", 0.0), 1),
-                           **{row: recs[row]["seconds"] for row in arms}, "wall_all_arms": round(wall, 1)},
-               "top1_agreement_with_teacher": {row: agree[row] for row in arms},
-               "settings": {row: {**ROWS[row], "seconds": budgets[row]} for row in arms},
-               "failures": {row: by[row]["failures"] for row in arms},
-               "failure_moves_ckd_vs_sft": rl_gain.failure_moves(by["sft"]["failures"], by["ckd"]["failures"]),
-               "claim_holds": vs["delta_overall"] >= 0.03 and vs["p_overall"] < 0.05}
-        entry = result.setdefault("ckd_vs_sft", {"runs": [], "items_per_category": args.limit or "all"})
-        entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [run]
-        print(json.dumps({k: run[k] for k in ("seed", "delta_overall_ckd_vs_sft", "p_overall", "claim_holds")}))
-        if args.rl:  # the claim's record is written first: a failed RL stage does not lose it
-            args.out.write_text(json.dumps(result, indent=1) + "\n")
-            models = {row: m for row, (m, _) in zip(rows, runs) if row in ("sft", "ckd")}
-            rl_runs = dict(zip(models, rl_gain.in_pairs(
-                [lambda th, m=m: rl_gain.train_row(args.work, args.rl, m, data, args.seed, th,
-                                                   base_name=f"distill-{Path(m).name}") for m in models.values()],
-                args.parallel)))
-            rl_scores = dict(zip(models, rl_gain.in_pairs([lambda th, m=m: score(m, th) for m, _ in rl_runs.values()],
-                                                          args.parallel)))
-            order = star_ordering(args.seed, args.rl, models, by, rl_runs, rl_scores)
-            entry = result.setdefault("star_ordering", {"runs": [], "items_per_category": args.limit or "all"})
-            entry["runs"] = [r for r in entry["runs"] if r["seed"] != args.seed] + [order]
-            print(json.dumps({k: order[k] for k in ("seed", "rl_row", "holds")}))
+    if args.sweep:
+        for r in read_sweep(args.sweep, result, not args.no_agreement):
+            print(json.dumps({k: r.get(k) for k in ("row", "seed", "steps", "non_live_ast_avg", "irrelevance_strict",
+                                                    "overall", "top1_agreement_with_teacher")}), flush=True)
+    if args.claim:
+        for r in read_claim(args.claim, result, not args.no_agreement):
+            print(json.dumps({k: r[k] for k in ("seed", "delta_overall_ckd_vs_sft", "p_overall", "claim_holds")}),
+                  flush=True)
+    result.update({"ckd_machine": machine(), "ckd_versions": versions("torch", "transformers", "trl")})
     args.out.write_text(json.dumps(result, indent=1) + "\n")
 
 

@@ -6,8 +6,8 @@ headline). Writes ``guard_heldout`` into ``benchmarks/results/guard.json``.
 
     .venv/bin/python benchmarks/guard_heldout.py --model W/runs/sft-base75/04-sft/out --work W
 
-Each evaluation is a resumable run folder under the model (the free realistic-dev run is the one rl_gain.py
-scores, reused when it is there).
+Each evaluation is a resumable run folder under the model (``MODEL/real-dev`` for the free realistic-dev run,
+reused when it is there).
 """
 
 from __future__ import annotations

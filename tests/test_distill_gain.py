@@ -1,17 +1,18 @@
-"""The distillation protocol's benchmark (`benchmarks/distill_gain.py`): which arms a run trains, and its rows."""
+"""The distillation study's reader (`benchmarks/distill_gain.py`) and its sweep as data
+(`experiments/distill-sweep.yaml`): the rows, the records read from a run, STAR's ordering, the agreement cache."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 from conftest import benchmark_module
 
-CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+from tinytool.recipes.recipe import load_recipe
+from tinytool.recipes.runner import plan
 
-
-def scores(share: float) -> dict:
-    """Scores over 40 items per category, the first ``share`` of each correct."""
-    items = {f"{c}-{i}": (c, i < share * 40) for c in CATEGORIES for i in range(40)}
-    return {"items": items, "table": {"irrelevance_strict": share, "overall": share, "n": 40}}
+ACC = {"simple_python": 0.6, "multiple": 0.5, "parallel": 0.2, "parallel_multiple": 0.1, "irrelevance": 0.6}
 
 
 @pytest.fixture(scope="module")
@@ -19,52 +20,108 @@ def distill_gain():
     return benchmark_module("distill_gain")
 
 
-def test_the_claim_trains_its_three_arms_or_the_two_it_is_given(distill_gain):
-    assert distill_gain.arm_rows("", final=True) == ["sft", "ckd", "fkl"]
-    assert distill_gain.arm_rows(" sft, ckd ", final=True) == ["sft", "ckd"]
-    assert distill_gain.arm_rows("sft-10m,ckd-10m", final=False) == ["sft-10m", "ckd-10m"]
+def _bfcl(folder: Path, acc: dict[str, float]) -> Path:
+    """A scored `eval bfcl` output: a summary and 10 items per category, the first ``acc[c]`` share right."""
+    out = folder / "out"
+    out.mkdir(parents=True)
+    cats = {c: {"accuracy": a, "n": 10, **({"accuracy_strict": a} if c == "irrelevance" else {})} for c, a in acc.items()}
+    (out / "summary.json").write_text(json.dumps({"categories": cats, "failures": {}}))
+    (out / "run.json").write_text(json.dumps({"kind": "bfcl", "settings": {"model": "m", "format": "hermes-nothink"}}))
+    rows = [{"id": f"{c}_{k}", "category": c, "valid": k < a * 10, **({"valid_strict": k < a * 10}
+                                                                        if c == "irrelevance" else {})}
+            for c, a in acc.items() for k in range(10)]
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return out
 
 
-def test_sweep_rows_ride_along_with_the_claim_after_its_arms(distill_gain):
-    # sft and ckd read back, fkl and the sweep row train as the pair: the claim's arms always come first
-    assert distill_gain.arm_rows("ckd-10m-t2, fkl, sft, ckd", final=True) == ["sft", "ckd", "fkl", "ckd-10m-t2"]
-    assert distill_gain.arm_rows("sft,ckd,sft,ckd-10m-k20", final=True) == ["sft", "ckd", "ckd-10m-k20"]
+def _summary(folder: Path, file: str, **values) -> None:
+    (folder / "out").mkdir(parents=True, exist_ok=True)
+    (folder / "out" / file).write_text(json.dumps(values))
 
 
-@pytest.mark.parametrize("rows, final, says", [
-    ("sft,fkl", True, "sft and ckd"),           # the claim compares CKD with SFT: both must be there
-    ("ckd,sft-10m", True, "sft and ckd"),       # a sweep row is not an arm of the claim
-    ("sft,nope", False, "unknown rows nope"),
-    ("", False, "--rows"),
-])
-def test_a_wrong_choice_of_rows_is_refused_and_says_why(distill_gain, rows, final, says):
-    with pytest.raises(ValueError, match=says):
-        distill_gain.arm_rows(rows, final)
+def _headline(change: float, p: float) -> dict:
+    return {"headline": {"overall": {"change": change, "p": p}, "non_live_ast_avg": {"change": 0.0, "p": 1.0},
+                         "irrelevance_strict": {"change": 2 * change, "p": p}}}
 
 
-def test_every_row_is_an_sft_or_a_distillation_arm_with_a_budget(distill_gain):
-    for name, spec in distill_gain.ROWS.items():
-        assert spec["kind"] in ("sft", "distill") and spec["seconds"] > 0 and spec["lr"] > 0, name
-        if spec["kind"] == "distill":
-            assert spec["loss"] in ("ckd", "fkl") and spec["k"] >= 1, name
-            assert (spec["tail"] is None) == (spec["loss"] == "fkl"), name
-    assert set(distill_gain.FINAL.values()) <= set(distill_gain.ROWS)
+def _matrix(run: Path, cells: dict[str, dict], named: dict | None = None) -> None:
+    (run / "matrix.json").write_text(json.dumps({"axes": {}, "overrides": {}, "commit": "abc", "named": named or {},
+                                                 "cells": {n: {"settings": s} for n, s in cells.items()}}))
 
 
-def test_an_arm_s_command_carries_its_row_s_settings(distill_gain, monkeypatch, tmp_path):
-    seen = []
-    monkeypatch.setattr(distill_gain, "run_cli", lambda cmd, threads: seen.append(cmd))
-    with pytest.raises(FileNotFoundError):  # no summary was written: the arm's command is what is checked
-        distill_gain.train_arm(tmp_path, "ckd-10m-t2", "student", "teacher", tmp_path, 1, 600.0, 1)
-    cmd = seen[0]
-    flag = {cmd[i]: cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i].startswith("--")}
-    assert (flag["--loss"], flag["--k"], flag["--lambda-tail"], flag["--temperature"]) == ("ckd", "100", "10.0", "2.0")
-    assert (flag["--max-seconds"], flag["--seed"], flag["--teacher"]) == ("600.0", "1", "teacher")
-    assert cmd[-1].endswith("ckd-10m-t2-s600-seed1")
-    seen.clear()
-    with pytest.raises(FileNotFoundError):
-        distill_gain.train_arm(tmp_path, "ckd", "student", "teacher", tmp_path, 0, 600.0, 1)
-    assert "--temperature" not in seen[0] and seen[0][-1].endswith("ckd-s600")
+def test_the_sweep_s_rows_set_only_their_own_settings(distill_gain, tmp_path):
+    sweep = load_recipe(distill_gain.SWEEP)
+    named = sweep.matrix.named["row"]
+    assert distill_gain.REFERENCE in named and named[distill_gain.REFERENCE] == {}
+    recipe = load_recipe(distill_gain.SWEEP, {**named["ckd-10m-t2"], "row": "ckd-10m-t2"})
+    kd = next(args for st, _, args in plan(recipe, tmp_path) if st.name == "kd")
+    assert (kd["loss"], kd["k"], kd["lambda_tail"], kd["temperature"], kd["max_seconds"]) == ("ckd", 100, 10.0, 2.0,
+                                                                                             600)
+
+
+def test_a_sweep_run_is_read_with_each_row_against_its_sft_arm_and_the_reference_row(distill_gain, tmp_path):
+    run = tmp_path / "run"
+    for row, irr in (("ckd-10m", 0.6), ("ckd-10m-t2", 1.0)):
+        cell = run / f"row-{row}"
+        _bfcl(cell / "05-teacher-bfcl", ACC)
+        _bfcl(cell / "06-sft-bfcl", ACC)
+        _bfcl(cell / "07-kd-bfcl", {**ACC, "irrelevance": irr})
+        _summary(cell / "04-kd", "distill_summary.json", seconds=598.04, global_step=9, losses=[[1, 0.9]])
+        _summary(cell / "03-sft", "sft_summary.json", seconds=600.0, global_step=12)
+    (run / "row-ckd-10m-k20").mkdir()  # not scored yet
+    _matrix(run, {"row-ckd-10m": {"row": "ckd-10m"}, "row-ckd-10m-t2": {"row": "ckd-10m-t2"},
+                  "row-ckd-10m-k20": {"row": "ckd-10m-k20"}},
+            named={"row": {"ckd-10m": {}, "ckd-10m-t2": {"temperature": 2.0}, "ckd-10m-k20": {"k": 20}}})
+    (run / "compare.json").write_text(json.dumps({"comparisons": {"kd-bfcl_vs_sft-bfcl": {"cells": {
+        "row-ckd-10m-t2": _headline(0.2, 0.01)}}}}))
+    result = {"ckd_sweep": [{"row": "ckd-10m", "seed": 0}]}
+    read = distill_gain.read_sweep(run, result, measure=False)
+    assert [r["row"] for r in read] == ["ckd-10m", "ckd-10m-t2"]
+    ref, t2 = read
+    assert t2["temperature"] == 2.0 and (t2["steps"], t2["seconds"]) == (9, 598.0) and t2["irrelevance_strict"] == 1.0
+    assert t2["vs_sft"]["delta_overall"] == 0.2 and t2["sft"]["steps"] == 12
+    # against the reference row, with eval compare's statistics on the two cells' items
+    assert t2["reference"] == "ckd-10m" and t2["vs_ref"]["delta_irrelevance_strict"] == pytest.approx(0.4)
+    assert "vs_ref" not in ref and ref["vs_sft"] is None  # the reference has no comparison with itself
+    assert len(result["ckd_sweep"]) == 3  # the earlier script's record stays beside the recipe's
+
+
+def _claim_cell(cell: Path, ckd_irr: float, rl: tuple[float, float] | None = None) -> None:
+    _bfcl(cell / "06-teacher-bfcl", ACC)
+    _bfcl(cell / "07-sft-bfcl", ACC)
+    _bfcl(cell / "08-ckd-bfcl", {**ACC, "irrelevance": ckd_irr})
+    _bfcl(cell / "14-student-bfcl", {c: 0.0 for c in ACC})
+    _summary(cell / "02-teacher", "sft_summary.json", seconds=4309.4)
+    _summary(cell / "03-sft", "sft_summary.json", seconds=1500.2, global_step=30)
+    _summary(cell / "04-ckd", "distill_summary.json", seconds=1499.0, global_step=25)
+    if rl:
+        _bfcl(cell / "18-sft-rl-bfcl", {**ACC, "irrelevance": rl[0]})
+        _bfcl(cell / "19-ckd-rl-bfcl", {**ACC, "irrelevance": rl[1]})
+        _summary(cell / "16-sft-rl", "rl_summary.json", seconds=500.0, data={"selection": {"seconds": 90.0}})
+        _summary(cell / "17-ckd-rl", "rl_summary.json", seconds=580.0)
+
+
+def test_the_claim_and_star_s_ordering_are_read_per_seed(distill_gain, tmp_path):
+    run = tmp_path / "run"
+    _claim_cell(run / "seed-0", 0.9, rl=(0.8, 1.0))
+    _claim_cell(run / "seed-1", 0.6, rl=(1.0, 0.7))
+    _matrix(run, {"seed-0": {"seed": 0}, "seed-1": {"seed": 1}})
+    up, flat = _headline(0.15, 0.001), _headline(0.0, 1.0)
+    comp = {"ckd-bfcl_vs_sft-bfcl": {"seed-0": up, "seed-1": flat},
+            "sft-rl-bfcl_vs_sft-bfcl": {"seed-0": up, "seed-1": up},
+            "ckd-rl-bfcl_vs_sft-rl-bfcl": {"seed-0": up, "seed-1": _headline(-0.15, 0.001)},
+            "ckd-rl-bfcl_vs_ckd-bfcl": {"seed-0": up, "seed-1": up}}
+    (run / "compare.json").write_text(json.dumps({"comparisons": {k: {"cells": v} for k, v in comp.items()}}))
+    result = {}
+    read = distill_gain.read_claim(run, result, measure=False)
+    assert [(r["seed"], r["claim_holds"]) for r in read] == [(0, True), (1, False)]
+    first = read[0]
+    assert first["student_fkl"] is None and "fkl_vs_sft" not in first  # fkl not scored: left out, not made up
+    assert first["seconds"] == {"teacher_train": 4309.4, "sft": 1500.2, "ckd": 1499.0}
+    assert first["student_untrained"]["overall"] == 0.0 and first["teacher"]["irrelevance_strict"] == 0.6
+    orders = result["star_ordering"]["runs"]
+    assert [(o["seed"], o["holds"]) for o in orders] == [(0, True), (1, False)]
+    assert orders[0]["seconds"] == {"sft_rl": 590.0, "ckd_rl": 580.0} and orders[0]["ckd_rl"]["irrelevance_strict"] == 1.0
 
 
 def test_agreement_is_measured_once_per_student_teacher_and_split(distill_gain, monkeypatch, tmp_path):
@@ -91,41 +148,3 @@ def test_agreement_is_measured_once_per_student_teacher_and_split(distill_gain, 
     assert asked[2:] == [["sft"], ["sft"]]
 
 
-@pytest.mark.slow(15)
-def test_star_ordering_pairs_each_step_on_the_same_items(distill_gain):
-    """CKD + RL > SFT + RL > SFT: each step a paired comparison; the ordering holds only when both steps are up
-    with p < 0.05, and a reversed step is reported, not hidden."""
-    def arms(sft: float, ckd: float) -> dict:
-        return {"sft": scores(sft), "ckd": scores(ckd)}
-
-    runs = {"sft": ("m/sft-rl", {"seconds": 500.0, "data": {"selection": {"seconds": 90.0}}}),
-            "ckd": ("m/ckd-rl", {"seconds": 580.0})}
-    order = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
-                                       arms(0.3, 0.4), runs, arms(0.6, 0.9))
-    assert order["holds"] and order["sft_rl_vs_sft"]["delta_overall"] > 0.25
-    assert order["ckd_rl_vs_sft_rl"]["p_overall"] < 0.05 and order["seconds"] == {"sft_rl": 590.0, "ckd_rl": 580.0}
-    assert order["sft_rl"]["overall"] == 0.6 and order["rl_from"]["ckd"] == "m/ckd"
-    reversed_ = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
-                                           arms(0.3, 0.4), runs, arms(0.9, 0.6))
-    assert not reversed_["holds"] and reversed_["ckd_rl_vs_sft_rl"]["delta_overall"] < 0
-    # RL that lowers the CKD student is reported, and is not a step of STAR's ordering
-    past = distill_gain.star_ordering(1, "g-xp-g4-seln", {"sft": "m/sft", "ckd": "m/ckd"},
-                                      arms(0.3, 1.0), runs, arms(0.6, 0.9))
-    assert past["holds"] and past["ckd_rl_vs_ckd"]["delta_overall"] < 0
-
-
-def test_a_sweep_pairs_its_rows_with_its_first_sft_row_or_else_its_first_row(distill_gain):
-    assert distill_gain.reference_row(["ckd-10m", "sft-10m", "sft-10m-lr1e4"]) == "sft-10m"
-    assert distill_gain.reference_row(["ckd-10m-k20", "ckd-10m", "ckd-10m-t2"]) == "ckd-10m-k20"
-
-
-def test_a_sweep_row_records_its_settings_and_its_paired_change_from_the_reference(distill_gain):
-    summary = {"seconds": 598.04, "global_step": 9, "losses": [[1, 0.9]]}
-    ref, better = scores(0.3), scores(0.8)
-    rec = distill_gain.record("ckd-10m-t2", summary, better, ref, 0.91, "ckd-10m")
-    assert (rec["temperature"], rec["k"], rec["steps"], rec["seconds"]) == (2.0, 100, 9, 598.0)
-    assert rec["reference"] == "ckd-10m" and rec["delta_overall_vs_ref"] > 0.4 and rec["p_overall_vs_ref"] < 0.05
-    assert "delta_overall_vs_sft" not in rec and rec["delta_irrelevance_strict_vs_ref"] == 0.5
-    # against an SFT row the keys say so; the reference itself carries no change from itself
-    assert rec["reference"] and "p_ast_vs_sft" in distill_gain.record("ckd-10m", summary, better, ref, None, "sft-10m")
-    assert "reference" not in distill_gain.record("ckd-10m", summary, ref, ref, None, "ckd-10m")

@@ -1,14 +1,17 @@
-"""The RL protocol's benchmark (`benchmarks/rl_gain.py`): its prompt mixes, its rows, failure classes that moved and
-two jobs sharing the cores."""
+"""The RL study's reader (`benchmarks/rl_gain.py`) and its sweep as data (`experiments/rl-sweep.yaml`): the prompt
+mixes, the rows' scoring, the records read from a run, and shipped = measured (tinytool rl's defaults and the star
+recipe's RL stages are the claimed row)."""
 
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import pytest
 from conftest import benchmark_module
+
+from tinytool.recipes.recipe import load_recipe
+from tinytool.recipes.runner import plan
 
 
 @pytest.fixture(scope="module")
@@ -16,91 +19,145 @@ def rl_gain():
     return benchmark_module("rl_gain")
 
 
-def test_prompt_mixes_weigh_to_one_and_the_no_call_share_is_their_name(rl_gain):
-    for name, weights in rl_gain.PROMPTS.items():
-        if weights is not None:
-            assert sum(weights.values()) == pytest.approx(1.0), name
-    for pct in (10, 20, 30):
-        assert rl_gain.PROMPTS[f"nc{pct}"]["irrelevance"] == pytest.approx(pct / 100)
+def _row_args(rl_gain, row: str, tmp_path: Path, stage: str = "rl") -> dict:
+    """The resolved arguments of the sweep's stage ``stage`` in the cell of ``row``."""
+    sweep = load_recipe(rl_gain.SWEEP)
+    recipe = load_recipe(rl_gain.SWEEP, {**sweep.matrix.settings({"row": row}), "row": row})
+    return next(args for st, _, args in plan(recipe, tmp_path / row) if st.name == stage)
 
 
-def test_every_row_names_a_known_prompt_mix_and_a_budget(rl_gain):
-    for name, spec in rl_gain.ROWS.items():
-        assert spec["kind"] in ("rl", "sft") and spec["seconds"] > 0, name
-        if spec["kind"] == "rl":
-            assert spec["prompts"] in rl_gain.PROMPTS and spec["G"] >= 2, name
+def test_prompt_mixes_draw_800_prompts_and_the_no_call_share_is_their_name(rl_gain, tmp_path):
+    sweep = load_recipe(rl_gain.SWEEP)
+    for pct, row in ((10, "g-sym10"), (20, "g-sym20"), (30, "g-sym30")):
+        counts = dict(x.split("=") for x in _row_args(rl_gain, row, tmp_path, "prompts")["count"])
+        assert sum(map(int, counts.values())) == 800 and int(counts["irrelevance"]) == 8 * pct, row
+    hard = dict(x.split("=") for x in sweep.vars["mix"])
+    assert sum(map(int, hard.values())) == 800 and int(hard["irrelevance"]) == 280
+    assert _row_args(rl_gain, "tr-10m-train", tmp_path, "prompts")["count"] == ["*=1000000"]  # the split as it is
 
 
-def test_failure_moves_count_each_class_over_all_categories(rl_gain):
-    before = {"simple_python": {"wrong value": 5, "no call": 1}, "irrelevance": {"call made when none fits": 9}}
-    after = {"simple_python": {"wrong value": 3, "no call": 4}, "multiple": {"no call": 2},
-             "irrelevance": {"call made when none fits": 9}}
-    assert rl_gain.failure_moves(before, after) == {"no call": 5, "wrong value": -2}
-    assert rl_gain.failure_moves(None, None) == {}
+def test_a_row_runs_with_the_scoring_it_names_whatever_tinytool_rl_defaults_to(rl_gain, tmp_path):
+    def scoring(row):
+        a = _row_args(rl_gain, row, tmp_path)
+        return a["no_call"], a["extra_calls"], a["select_prompts"]
+
+    assert scoring("g-rel20") == ("released", "free", False)
+    assert scoring("g-sym20") == ("symmetric", "free", False)
+    assert scoring("g-xp-g4-seln50") == ("symmetric", "penalized", True)
 
 
-def test_pairs_run_side_by_side_with_one_thread_each(rl_gain):
-    started, seen = threading.Barrier(2, timeout=10), []
+def test_a_rows_control_is_the_one_it_was_compared_with_and_rows_sharing_one_share_its_stage(rl_gain, tmp_path):
+    def control(row):
+        a = _row_args(rl_gain, row, tmp_path, "control")
+        return a["lr_scheduler_type"], a["max_steps"], a["max_seconds"], a["time_schedule"]
 
-    def job(threads):
-        started.wait()  # both jobs are running at once, or this times out
-        seen.append(threads)
-        return threads
+    assert control("g-sym20") == ("constant", -1, 600, False)  # ctl-10m
+    assert control("g-xp-g4-seln50") == ("cosine", 54, 600, False)  # ctl-10m-cos, the claim's
+    assert control("g-xc-25m") == ("cosine", 150, 1500, False)
+    assert control("g-xc-g4-25m") == ("cosine", -1, 1500, True)
+    # the rows of one control run it once: the stage's portable fingerprint is the same in their cells
+    from tinytool.recipes.runner import fingerprint
 
-    assert rl_gain.in_pairs([job, job], parallel=True) == [1, 1]
-    assert rl_gain.in_pairs([lambda t: t, lambda t: t], parallel=False) == [None, None]
+    def portable(row):
+        sweep = load_recipe(rl_gain.SWEEP)
+        recipe = load_recipe(rl_gain.SWEEP, {**sweep.matrix.settings({"row": row}), "row": row})
+        folder = tmp_path / "run" / f"row-{row}"
+        st, _, args = next(x for x in plan(recipe, folder) if x[0].name == "control")
+        return fingerprint(st, args, {"base": "b", "data": "d"}, folder, portable=True)
 
-
-def test_a_control_not_yet_trained_pairs_with_the_first_new_row(rl_gain):
-    rows = ["ctl", "a", "b"]
-    assert rl_gain.sweep_groups(rows, "ctl", control_done=False, parallel=True) == [["ctl", "a"], ["b"]]
-    assert rl_gain.sweep_groups(rows, "ctl", control_done=True, parallel=True) == [["ctl"], ["a", "b"]]
-    assert rl_gain.sweep_groups(rows, "ctl", control_done=True, parallel=False) == [["ctl"], ["a"], ["b"]]
-    assert rl_gain.sweep_groups(["a", "b", "c"], None, control_done=False, parallel=True) == [["a", "b"], ["c"]]
-
-
-def test_a_base_build_is_when_its_weights_were_written(rl_gain, tmp_path):
-    import os
-
-    assert rl_gain.base_build(str(tmp_path)) is None  # no weights: no build to tell apart
-    (tmp_path / "model.safetensors").write_bytes(b"")
-    os.utime(tmp_path / "model.safetensors", (0, 86_400 + 61))
-    assert rl_gain.base_build(str(tmp_path)) == "1970-01-02T00:01Z"
-    assert rl_gain.train_dir(tmp_path, "g", "/m/base", seed=2) == tmp_path / "rl" / "base-g-seed2"
-    assert rl_gain.train_dir(tmp_path, "g", "/m/base", base_name="b75") == tmp_path / "rl" / "b75-g"
-    assert rl_gain.summary_path(tmp_path, "ctl-10m-cos", "/m/base") == tmp_path / "rl" / "base-ctl-10m-cos" / "sft_summary.json"
-    assert rl_gain.summary_path(tmp_path, "g-xc-g4", "/m/base", seed=1).name == "rl_summary.json"
+    assert portable("g-xp-g4") == portable("g-xp-g4-seln50") != portable("g-sym20")
 
 
-def test_a_row_trains_with_the_scoring_it_ran_under_whatever_the_defaults(rl_gain, tmp_path, monkeypatch):
-    work, data = tmp_path / "w", tmp_path / "d"
-    data.mkdir()
-    (data / "train.jsonl").write_text(json.dumps({"messages": [], "meta": {"category": "irrelevance"}}) + "\n")
-    (work / "rl-prompts").mkdir(parents=True)
-    for name in rl_gain.PROMPTS:
-        (work / "rl-prompts" / f"{name}.jsonl").write_text("{}\n")
-    seen = {}
+# ---- reading a run -------------------------------------------------------------------------------------------------
 
-    def fake_cli(cmd, threads):
-        out = Path(cmd[cmd.index("-o") + 1])
-        out.mkdir(parents=True)
-        (out / "rl_summary.json").write_text("{}")
-        seen[out.name.split("base-")[-1]] = cmd
 
-    monkeypatch.setattr(rl_gain, "run_cli", fake_cli)
-    for row in ("g-rel20", "g-sym20", "g-xp-g4-seln50"):
-        rl_gain.train_row(work, row, str(tmp_path / "base"), data)
+def _bfcl(folder: Path, acc: dict[str, float], failures: dict | None = None) -> None:
+    (folder / "out").mkdir(parents=True)
+    cats = {c: {"accuracy": a, "n": 40, **({"accuracy_strict": a} if c == "irrelevance" else {})} for c, a in acc.items()}
+    (folder / "out" / "summary.json").write_text(json.dumps({"categories": cats, "failures": failures or {}}))
 
-    def value(cmd, flag):
-        assert cmd.count(flag) == 1
-        return cmd[cmd.index(flag) + 1]
 
-    assert (value(seen["g-rel20"], "--no-call"), value(seen["g-rel20"], "--extra-calls")) == ("released", "free")
-    assert (value(seen["g-sym20"], "--no-call"), value(seen["g-sym20"], "--extra-calls")) == ("symmetric", "free")
-    assert (value(seen["g-xp-g4-seln50"], "--no-call"), value(seen["g-xp-g4-seln50"], "--extra-calls")) == (
-        "symmetric", "penalized")
-    assert value(seen["g-sym20"], "--select-prompts") == "false"  # rows without the selection ran without it
-    assert value(seen["g-xp-g4-seln50"], "--select-prompts") == "--select-only"  # a bare flag: on
+ACC = {"simple_python": 0.6, "multiple": 0.5, "parallel": 0.2, "parallel_multiple": 0.1, "irrelevance": 0.6}
+
+
+def _cell(cell: Path, rl_acc: dict, with_control: bool = True) -> None:
+    _bfcl(cell / "08-base-bfcl", ACC)
+    _bfcl(cell / "09-rl-bfcl", rl_acc)
+    if with_control:
+        _bfcl(cell / "10-control-bfcl", ACC)
+        (cell / "07-control" / "out").mkdir(parents=True)
+        (cell / "07-control" / "out" / "sft_summary.json").write_text(json.dumps({"global_step": 54, "seconds": 600}))
+    (cell / "12-rl-dev" / "out").mkdir(parents=True)
+    (cell / "12-rl-dev" / "out" / "summary.json").write_text(json.dumps({"groups": {"overall": 0.61234}}))
+    (cell / "06-rl" / "out").mkdir(parents=True)
+    (cell / "06-rl" / "out" / "rl_summary.json").write_text(json.dumps({
+        "global_step": 16, "seconds": 480.0, "data": {"selection": {"seconds": 111.6}},
+        "group_filter": {"groups_without_signal": 18, "groups_seen": 50},
+        "curves": {"reward": [[1, 0.0], [2, 1.0], [3, 1.5], [4, 2.0], [5, 2.0]]}}))
+    (cell / "06-rl" / "step.json").write_text(json.dumps({"status": "done", "args": {"learning_rate": 1e-5}}))
+
+
+def _headline(change: float, p: float) -> dict:
+    return {"change": change, "p": p}
+
+
+def test_a_sweep_run_is_read_into_one_record_per_scored_row(rl_gain, tmp_path):
+    run = tmp_path / "run"
+    _cell(run / "row-g-xp-g4", {**ACC, "irrelevance": 0.8})
+    _cell(run / "row-g-sym20", ACC, with_control=False)
+    (run / "row-tr-lr1e5").mkdir()  # not scored yet: no record
+    (run / "matrix.json").write_text(json.dumps({
+        "axes": {"row": ["g-xp-g4", "g-sym20", "tr-lr1e5"]}, "overrides": {"seed": "1"}, "commit": "abc",
+        "named": {"row": {"g-xp-g4": {"G": 4, "batch": 8}, "g-sym20": {}, "tr-lr1e5": {}}},
+        "cells": {n: {"settings": {"row": n.removeprefix("row-")}} for n in ("row-g-xp-g4", "row-g-sym20",
+                                                                           "row-tr-lr1e5")}}))
+    cells = {"row-g-xp-g4": {"headline": {"overall": _headline(0.1, 0.001), "non_live_ast_avg": _headline(0.0, 1.0),
+                                          "irrelevance_strict": _headline(0.2, 0.01)},
+                             "failures_moved": {"call made when none fits": {"a": 16, "b": 8, "change": -8}}}}
+    (run / "compare.json").write_text(json.dumps({"comparisons": {
+        "rl-bfcl_vs_base-bfcl": {"cells": cells}, "rl-bfcl_vs_control-bfcl": {"cells": cells}}}))
+    old = {"row": "g-xp-g4", "seed": 1, "steps": 9}  # a record of the earlier script: kept
+    result = {"rl_sweep": [old]}
+    read = rl_gain.read_sweep(run, result)
+    assert [r["row"] for r in read] == ["g-xp-g4", "g-sym20"]
+    rec = read[0]
+    assert rec["seed"] == 1 and rec["G"] == 4 and rec["batch"] == 8 and rec["commit"] == "abc"
+    assert rec["steps"] == 16 and rec["seconds"] == 591.6 and rec["selection_seconds"] == 111.6
+    assert rec["irrelevance_strict"] == 0.8 and rec["overall"] == round((0.35 + 0.8) / 2, 4)
+    assert rec["delta"]["irrelevance_strict"] == 0.2 and rec["demo_dev"] == 0.6123
+    assert rec["p_overall"] == 0.001 and rec["vs_control"]["delta_irrelevance_strict"] == 0.2
+    assert rec["control"]["steps"] == 54 and rec["failures_moved"]["call made when none fits"]["change"] == -8
+    assert rec["curves"]["reward"]["first"] == 0.0 and rec["curves"]["reward"]["last"] == 2.0
+    assert "vs_control" not in read[1]  # its control not scored: no comparison
+    assert result["rl_sweep"][0] is old and len(result["rl_sweep"]) == 3
+    rl_gain.read_sweep(run, result)  # read again: its records replaced, not added
+    assert len(result["rl_sweep"]) == 3
+
+
+def test_the_claim_is_read_per_seed_and_holds_only_with_a_gain_that_is_significant(rl_gain, tmp_path):
+    run = tmp_path / "run"
+    for seed, (change, p) in ((0, (0.06, 0.0003)), (1, (0.02, 0.2))):
+        _cell(run / f"seed-{seed}", ACC)
+        (run / f"seed-{seed}" / "02-base" / "out").mkdir(parents=True)
+        (run / f"seed-{seed}" / "02-base" / "out" / "sft_summary.json").write_text(json.dumps({"seconds": 4309.4}))
+    (run / "matrix.json").write_text(json.dumps({"axes": {"seed": [0, 1]}, "overrides": {}, "commit": "abc",
+                                                 "cells": {f"seed-{s}": {"settings": {"seed": s}} for s in (0, 1)}}))
+    comp = {f"seed-{s}": {"headline": {"overall": _headline(c, p), "non_live_ast_avg": _headline(0.0, 0.9),
+                                       "irrelevance_strict": _headline(2 * c, p)}}
+            for s, (c, p) in ((0, (0.06, 0.0003)), (1, (0.02, 0.2)))}
+    (run / "compare.json").write_text(json.dumps({"comparisons": {"rl-bfcl_vs_control-bfcl": {"cells": comp}}}))
+    result = {"rl_vs_sft": {"runs": [{"seed": 0, "settings": {"G": 8}}]}}
+    read = rl_gain.read_claim(run, result)
+    assert [(r["seed"], r["claim_holds"]) for r in read] == [(0, True), (1, False)]
+    assert read[0]["seconds"] == {"base_train": 4309.4, "grpo": 591.6, "control": 600.0}
+    assert read[0]["steps"] == {"grpo": 16, "control": 54} and read[0]["vars"]["seconds"] == 600
+    entry = result["rl_vs_sft"]
+    assert entry["earlier_runs"] == [{"seed": 0, "settings": {"G": 8}}] and len(entry["runs"]) == 2
+
+
+def test_a_folder_that_is_no_experiment_run_is_refused(rl_gain, tmp_path):
+    with pytest.raises(SystemExit, match="no matrix.json"):
+        rl_gain.read_sweep(tmp_path, {})
 
 
 # ---- shipped = measured: tinytool rl's defaults and the star recipe's RL stages are the claimed arm ----------------
@@ -111,25 +168,6 @@ SHIPPED_ARM = "g-xp-g4-seln50"
 #: budget (a row's is seconds on the benchmark machine; a recipe's, steps, as its other stages)
 RUN_OPTIONS = {"model", "data", "output_dir", "format", "save_steps", "logging_steps", "max_steps", "max_seconds",
                "seed", "overwrite"}
-
-
-def _arm_command(rl_gain, tmp_path, monkeypatch) -> list[str]:
-    """The ``tinytool rl`` arguments the benchmark runs for the shipped arm."""
-    seen = {}
-
-    def fake_cli(cmd, threads):
-        out = Path(cmd[cmd.index("-o") + 1])
-        out.mkdir(parents=True)
-        (out / "rl_summary.json").write_text("{}")
-        seen["cmd"] = cmd
-
-    work, data = tmp_path / "w", tmp_path / "d"
-    (work / "rl-prompts").mkdir(parents=True)
-    (work / "rl-prompts" / f"{rl_gain.ROWS[SHIPPED_ARM]['prompts']}.jsonl").write_text("{}\n")
-    monkeypatch.setattr(rl_gain, "run_cli", fake_cli)
-    rl_gain.train_row(work, SHIPPED_ARM, str(tmp_path / "base"), data)
-    cmd = seen["cmd"]
-    return cmd[cmd.index("rl") + 1:]
 
 
 def _rl_config(values: dict, tmp_path):
@@ -143,19 +181,17 @@ def _rl_config(values: dict, tmp_path):
                           "output_dir": str(tmp_path / "out"), "format": "hermes-nothink"})
 
 
-def _arm(rl_gain, tmp_path, monkeypatch):
-    """The options the shipped arm's command sets (its run options aside) and the config it builds."""
-    from tinytool.rl.config import RLRunConfig
-    from tinytool.train.config import config_parser
-
-    values = config_parser(RLRunConfig, "tinytool rl").parse_values(_arm_command(rl_gain, tmp_path, monkeypatch), {})
-    return set(values) - RUN_OPTIONS, _rl_config(values, tmp_path)
+def _arm(rl_gain, tmp_path):
+    """The options the shipped arm's stage sets (its run options aside) and the config it builds."""
+    args = _row_args(rl_gain, SHIPPED_ARM, tmp_path)
+    values = {k: v for k, v in args.items() if k not in RUN_OPTIONS}
+    return set(values), _rl_config(values, tmp_path)
 
 
-def test_tinytool_rl_defaults_are_the_measured_arm(rl_gain, tmp_path, monkeypatch):
+def test_tinytool_rl_defaults_are_the_measured_arm(rl_gain, tmp_path):
     """Every option the claimed arm's command sets (reward and its scoring, rate and schedule, group size, prompts a
     step, clip-higher, loss, completion length, the near-miss selection and share) is `tinytool rl`'s default."""
-    given, arm = _arm(rl_gain, tmp_path, monkeypatch)
+    given, arm = _arm(rl_gain, tmp_path)
     assert {"select_prompts", "no_call_share", "lr_scheduler_type", "max_completion_length"} <= given
     defaults = _rl_config({}, tmp_path)
     drifted = {k: (getattr(defaults, k), getattr(arm, k)) for k in sorted(given)
@@ -163,20 +199,24 @@ def test_tinytool_rl_defaults_are_the_measured_arm(rl_gain, tmp_path, monkeypatc
     assert not drifted, f"tinytool rl's defaults (left) differ from {SHIPPED_ARM}'s (right): {drifted}"
 
 
-def test_the_star_recipe_s_rl_stages_are_the_measured_arm(rl_gain, tmp_path, monkeypatch):
-    """star's two RL stages train as the claimed arm does (every option either sets, run options aside), and are
-    bounded by steps within those the arm's 600-second claim runs took."""
-    from tinytool.recipes.recipe import find_recipe, load_recipe
-    from tinytool.recipes.runner import plan
+def test_the_star_recipe_s_rl_stages_are_the_measured_arm(rl_gain, tmp_path):
+    """star's two RL stages train as the claimed arm does (every option either sets, run options aside, on the
+    arm's prompt mix), and are bounded by steps within those the arm's 600-second claim runs took."""
+    from tinytool.recipes.recipe import find_recipe
     from tinytool.rl.config import RLRunConfig
     from tinytool.train.config import check_config_values
 
-    given, arm = _arm(rl_gain, tmp_path, monkeypatch)
+    given, arm = _arm(rl_gain, tmp_path)
     runs = [r for r in json.loads((Path(rl_gain.OUT)).read_text())["rl_sweep"] if r["row"] == SHIPPED_ARM]
     measured_steps = [r["steps"] for r in runs]
-    assert measured_steps and all(r["seconds_budget"] == rl_gain.ROWS[SHIPPED_ARM]["seconds"] for r in runs)
-    stages = [(s, args) for s, _, args in plan(load_recipe(find_recipe("star")), tmp_path / "run") if s.run == "rl"]
+    budget = _row_args(rl_gain, SHIPPED_ARM, tmp_path)["max_seconds"]
+    assert measured_steps and all(r["seconds_budget"] == budget for r in runs)
+    planned = plan(load_recipe(find_recipe("star")), tmp_path / "run")
+    stages = [(s, args) for s, _, args in planned if s.run == "rl"]
     assert [s.name for s, _ in stages] == ["teacher-rl", "student-rl"]
+    mix = next((folder, args) for s, folder, args in planned if s.name == "rl-prompts")
+    assert sorted(mix[1]["count"]) == sorted(_row_args(rl_gain, SHIPPED_ARM, tmp_path, "prompts")["count"])
+    assert all(args["data"] == [str(mix[0] / "out") + ".jsonl"] for _, args in stages)
     for stage, args in stages:
         check_config_values(RLRunConfig, args, "tinytool rl")
         cfg = _rl_config({k: v for k, v in args.items() if k not in RUN_OPTIONS}, tmp_path)

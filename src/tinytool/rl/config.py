@@ -2,7 +2,7 @@
 
 Defaults are the settings that beat equal-time SFT from the same SFT model in two seeds (+6.0 and +16.0 BFCL
 overall points, p < 0.001, AST average not below the control; a 135M model, 10-minute arms on 2 CPU cores;
-``benchmarks/rl_gain.py``): ToolRL's reward (§3.3) with declining scored symmetrically and each call beyond those
+row ``g-xp-g4-seln50`` of ``experiments/rl-sweep.yaml``): ToolRL's reward (§3.3) with declining scored symmetrically and each call beyond those
 asked penalized (both departures from its released reward, which scores a no-call label 0 and compares tool names
 as sets), 4 rollouts per prompt (ToolRL; STAR App. A.2 uses 8), 2 prompts a step, learning rate 1e-5 (ToolRL
 App. B uses 1e-6 for 1.5B-8B models; at 135M 5e-6 and 2e-5 did worse), DAPO's clip-higher ε_high = 0.28 over clip
@@ -16,8 +16,8 @@ near misses to decline, and half of the prompts such near misses (``--select-pro
 data with no-call labels: by default it is on for single-turn runs with ToolRL's reward alone, off with ``--env``
 (multi-turn tasks run as they are) or another reward; ``--no-select-prompts`` turns it off for data without near
 misses. What the defaults leave out of the measured arm is its budget (600 s, ``--max-seconds``) and its prompt
-file (800 prompts drawn 20 % near-miss irrelevance, the four calling categories equally; ``benchmarks/rl_gain.py``'s
-``nc20``). Every other `GRPOConfig` field works too, in flags and in the YAML file.
+file (800 prompts drawn 20 % near-miss irrelevance, the four calling categories equally: ``tinytool data select
+--count irrelevance=160 --count simple=160 ...``). Every other `GRPOConfig` field works too, in flags and in the YAML file.
 """
 
 from __future__ import annotations
