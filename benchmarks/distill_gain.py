@@ -4,14 +4,19 @@ into ``benchmarks/results/distill.json`` (other parts of the file are kept):
     tinytool run experiments/distill-sweep.yaml -o runs/distill-sweep   # distillation settings beside SFT, 10 minutes
     tinytool run experiments/distill-gain.yaml -o runs/distill-gain     # the claim (sft, ckd, fkl; 25 minutes, two
                                                                         # seeds) and STAR's ordering
-    .venv/bin/python benchmarks/distill_gain.py --sweep runs/distill-sweep --claim runs/distill-gain
+    tinytool run experiments/distill-pruned.yaml -o runs/distill-pruned # a pruned student: share kept, speed
+    .venv/bin/python benchmarks/distill_gain.py --sweep runs/distill-sweep --claim runs/distill-gain \
+        --pruned runs/distill-pruned
 
 The same student trained for the same wall time by SFT on the teacher's data, by CKD (STAR §3.1, Eq. 3: top-k
 forward KL plus λ·tail) and by the baseline STAR compares CKD with (top-k forward KL alone), the teacher read online
 (its cost inside the arms' seconds), each scored on the same BFCL items and the demo dev split; the paired figures
 are the recipes' ``compare`` stages (`tinytool eval compare`). ``ckd_sweep`` gets a record per row and seed of the
 sweep (each distillation row also against ckd-10m, the sweep's reference setting), ``ckd_vs_sft`` a run per seed of
-the claim, ``star_ordering`` (§4, Table 4: CKD + RL > SFT + RL > SFT) a run per seed whose RL stages are scored.
+the claim, ``star_ordering`` (§4, Table 4: CKD + RL > SFT + RL > SFT) a run per seed whose RL stages are scored,
+``ckd_pruned`` a run per seed of distillation into the teacher cut to fewer layers (the share of the teacher's
+scores each arm keeps, its speed, CKD against SFT at equal time and against the cut bundled model trained by SFT
+for the teacher's time plus an arm's).
 Beside the scores, each arm's top-1 agreement with the teacher on the completion tokens of demo dev turns (how much
 of the teacher the student took), measured here on the runs' models. No BFCL data is trained on.
 """
@@ -217,6 +222,85 @@ def star_ordering(cell: Path, name: str, seed: int, compare: Mapping[str, Any]) 
             "holds": up["sft_rl_vs_sft"] and up["ckd_rl_vs_sft_rl"]}
 
 
+def generation_speed(cell: Path, stage: str) -> dict | None:
+    """How fast the model of an ``eval bfcl`` stage generated: completion tokens per second over its items (the same
+    items and decoding for every model of a run), or None when it has not scored."""
+    folder = stage_dir(cell, stage)
+    results = folder / "out" / "results.jsonl" if folder else None
+    if results is None or not results.is_file():
+        return None
+    tokens = seconds = 0.0
+    for line in results.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        tokens += row.get("n_tokens") or 0
+        seconds += row.get("seconds") or 0.0
+    return {"tokens": int(tokens), "seconds": round(seconds, 1),
+            "tokens_per_s": round(tokens / seconds, 1) if seconds else None}
+
+
+#: the models of distill-pruned.yaml's runs: record key → stage
+PRUNED = {"teacher": "teacher", "cut_teacher": "student", "sft": "sft", "ckd": "ckd", "direct": "direct"}
+#: the figures whose share of the teacher's a pruned student keeps
+SHARED = ("non_live_ast_avg", "irrelevance_strict", "overall")
+
+
+def pruned_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any]) -> dict | None:
+    """One seed of the pruned-student study (None until the teacher and the ckd arm are scored): each model's
+    scores, the share of the teacher's AST average, strict irrelevance and overall each arm keeps, each model's
+    generation speed and its ratio to the teacher's, the student's size, the paired comparisons, the seconds (the
+    teacher's training charged to the arms that learn from it)."""
+    tables = {key: sc["table"] for key, stage in PRUNED.items() if (sc := scores(cell, stage)) is not None}
+    if not {"teacher", "ckd"} <= set(tables):
+        return None
+    teacher = tables["teacher"]
+    speed = {key: generation_speed(cell, f"{stage}-bfcl") for key, stage in PRUNED.items()}
+    base = (speed.get("teacher") or {}).get("tokens_per_s")
+    seconds = {key: round(stage_summary(cell, stage, file).get("seconds", 0.0), 1)
+               for key, stage, file in (("teacher_train", "teacher", "sft_summary.json"),
+                                        ("sft", "sft", "sft_summary.json"), ("ckd", "ckd", "distill_summary.json"),
+                                        ("direct", "direct", "sft_summary.json"))}
+    return {
+        "seed": seed, "student": _json((stage_dir(cell, "student") or cell) / "out" / "tinytool_student.json"),
+        **tables,
+        "share_of_teacher": {key: {f: round(t[f] / teacher[f], 4) if teacher.get(f) else None for f in SHARED}
+                             for key, t in tables.items() if key != "teacher"},
+        "speed": {key: v for key, v in speed.items() if v is not None},
+        "speedup_vs_teacher": {key: round(v["tokens_per_s"] / base, 3) for key, v in speed.items()
+                               if key != "teacher" and v and v.get("tokens_per_s") and base},
+        "ckd_vs_sft": paired(compare, name, "sft-bfcl", "ckd-bfcl"),
+        "ckd_vs_direct": paired(compare, name, "direct-bfcl", "ckd-bfcl"),
+        "sft_vs_direct": paired(compare, name, "direct-bfcl", "sft-bfcl"),
+        "seconds": {**seconds, "ckd_with_teacher": round(seconds["teacher_train"] + seconds["ckd"], 1),
+                    "sft_with_teacher": round(seconds["teacher_train"] + seconds["sft"], 1)},
+    }
+
+
+def read_pruned(run_dir: Path, result: dict) -> list[dict]:
+    """The pruned-student study's seeds into ``result["ckd_pruned"]`` (the seeds read replace earlier ones), with
+    each figure's spread across them; returns the runs read."""
+    from tinytool.recipes.matrix import spread
+
+    compare = _json(run_dir / COMPARE_FILE)
+    commit = _json(run_dir / MATRIX_FILE).get("commit")
+    read = [r | {"commit": commit} for name, folder, settings in cells(run_dir)
+            if (r := pruned_run(folder, name, int(settings.get("seed", 0)), compare)) is not None]
+    entry = result.setdefault("ckd_pruned", {"runs": []})
+    seeds = {r["seed"] for r in read}
+    entry["runs"] = [r for r in entry["runs"] if r["seed"] not in seeds] + read
+    entry["recipe"] = "experiments/distill-pruned.yaml"
+    across: dict = {}
+    for key in ("ckd_vs_sft", "ckd_vs_direct", "sft_vs_direct"):
+        for fig in ("delta_ast", "delta_irrelevance_strict", "delta_overall"):
+            values = [r[key][fig] for r in entry["runs"] if r.get(key) and r[key].get(fig) is not None]
+            if values:
+                across.setdefault(key, {})[fig] = spread(values)
+    entry["across_seeds"] = across
+    return read
+
+
 def read_sweep(run_dir: Path, result: dict, measure: bool = True) -> list[dict]:
     """The sweep's scored rows into ``result["ckd_sweep"]`` (a row and seed of the recipe read again replaces its
     record; earlier records stay); returns the rows read."""
@@ -256,12 +340,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sweep", type=Path, help="a run directory of experiments/distill-sweep.yaml")
     ap.add_argument("--claim", type=Path, help="a run directory of experiments/distill-gain.yaml")
+    ap.add_argument("--pruned", type=Path, help="a run directory of experiments/distill-pruned.yaml")
     ap.add_argument("--no-agreement", action="store_true", help="leave the top-1 agreement with the teacher out "
                     "(it loads every arm's model)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    if not args.sweep and not args.claim:
-        ap.error("name a run to read: --sweep and/or --claim")
+    if not (args.sweep or args.claim or args.pruned):
+        ap.error("name a run to read: --sweep, --claim and/or --pruned")
     result = json.loads(args.out.read_text()) if args.out.is_file() else {}
     if args.sweep:
         for r in read_sweep(args.sweep, result, not args.no_agreement):
@@ -271,6 +356,10 @@ def main() -> None:
         for r in read_claim(args.claim, result, not args.no_agreement):
             print(json.dumps({k: r[k] for k in ("seed", "delta_overall_ckd_vs_sft", "p_overall", "claim_holds")}),
                   flush=True)
+    if args.pruned:
+        for r in read_pruned(args.pruned, result):
+            print(json.dumps({"seed": r["seed"], "share_of_teacher": r["share_of_teacher"].get("ckd"),
+                              "speedup_vs_teacher": r["speedup_vs_teacher"].get("ckd")}), flush=True)
     result.update({"ckd_machine": machine(), "ckd_versions": versions("torch", "transformers", "trl")})
     args.out.write_text(json.dumps(result, indent=1) + "\n")
 

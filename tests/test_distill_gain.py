@@ -148,3 +148,32 @@ def test_agreement_is_measured_once_per_student_teacher_and_split(distill_gain, 
     assert asked[2:] == [["sft"], ["sft"]]
 
 
+
+
+def test_a_pruned_students_run_says_what_share_of_the_teacher_each_arm_keeps_and_how_fast_it_is(distill_gain, tmp_path):
+    run = tmp_path / "run"
+    for seed, ckd_irr in ((0, 0.9), (1, 0.3)):
+        cell = run / f"seed-{seed}"
+        for stage, irr, seconds_per_item in (("teacher", 0.6, 2.0), ("student", 0.0, 1.0), ("sft", 0.3, 1.0),
+                                             ("ckd", ckd_irr, 1.0), ("direct", 0.3, 1.0)):
+            out = _bfcl(cell / f"1{len(stage)}-{stage}-bfcl", {**ACC, "irrelevance": irr})
+            rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+            (out / "results.jsonl").write_text("".join(json.dumps({**r, "n_tokens": 20, "seconds": seconds_per_item})
+                                                       + "\n" for r in rows) + "{torn")
+        _summary(cell / "02-teacher", "sft_summary.json", seconds=4300.0)
+        _summary(cell / "05-ckd", "distill_summary.json", seconds=1500.0)
+        _summary(cell / "03-student", "tinytool_student.json", kept=list(range(20)), teacher_layers=30)
+    _matrix(run, {"seed-0": {"seed": 0}, "seed-1": {"seed": 1}})
+    comp = {"ckd-bfcl_vs_sft-bfcl": {"seed-0": _headline(0.3, 0.001), "seed-1": _headline(0.0, 1.0)}}
+    (run / "compare.json").write_text(json.dumps({"comparisons": {k: {"cells": v} for k, v in comp.items()}}))
+    result = {}
+    read = distill_gain.read_pruned(run, result)
+    first = read[0]
+    assert first["student"]["teacher_layers"] == 30 and first["cut_teacher"]["overall"] == round(0.35 / 2, 4)
+    assert first["share_of_teacher"]["ckd"]["irrelevance_strict"] == 1.5  # above the teacher where it is
+    assert first["share_of_teacher"]["sft"]["non_live_ast_avg"] == 1.0
+    # the teacher took 2 s an item for 20 tokens, the students 1 s: twice as fast; a torn last line is left out
+    assert first["speed"]["teacher"]["tokens_per_s"] == 10.0 and first["speedup_vs_teacher"]["ckd"] == 2.0
+    assert first["seconds"]["ckd_with_teacher"] == 5800.0 and first["ckd_vs_direct"] is None
+    across = result["ckd_pruned"]["across_seeds"]["ckd_vs_sft"]["delta_overall"]
+    assert across["values"] == [0.3, 0.0] and across["mean"] == 0.15
