@@ -131,4 +131,5 @@ def select_cmd(config: Path | None = config_file(SelectConfig), **values: Any) -
     """
     cfg = SelectConfig(**config_values(SelectConfig, values))
     s = run(cfg)
-    err.print(f"{s['kept']} of {s['total']} conversations ({', '.join(cfg.category)}) -> {s['out']}", highlight=False)
+    what = ", ".join(f"{c} {n}" for c, n in s["per_category"].items()) if "per_category" in s else ", ".join(cfg.category)
+    err.print(f"{s['kept']} of {s['total']} conversations ({what}) -> {s['out']}", highlight=False)

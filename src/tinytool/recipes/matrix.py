@@ -232,7 +232,8 @@ def run_matrix(path: Path, matrix: Matrix, run_dir: Path, overrides: Mapping[str
                check: Callable[[Any, Path], list[tuple[Any, Path, dict[str, Any], list[Any]]]]) -> dict[str, Any]:
     """Every cell of ``matrix`` in turn (``load`` reads the recipe with the cell's settings over ``overrides``,
     ``run_cell`` runs it in its folder and returns its state), then the comparisons into ``compare.json``; the
-    cells, their stage statuses and the commit into ``matrix.json``. Every cell is checked (``check``: each
+    cells, their stage statuses and the commit into ``matrix.json`` (written before the first cell runs, and again
+    as each finishes). Every cell is checked (``check``: each
     stage's resolved arguments parse, its inputs exist; it returns the stages and their folders) before the first
     runs, so a bad value of the last cell is found before hours of the first. A cell that fails stops the run (a
     rerun resumes it and skips the finished ones)."""
@@ -250,6 +251,10 @@ def run_matrix(path: Path, matrix: Matrix, run_dir: Path, overrides: Mapping[str
     record: dict[str, Any] = {"recipe_file": str(path), "axes": matrix.axes, "named": matrix.named,
                               "overrides": dict(overrides),
                               "cells": {}, **commit()}
+    # every cell is in the record from the start (no stages yet), so a run stopped part way is read as such
+    record["cells"] = {name: {"settings": cell, "stages": {}} for name, (cell, *_) in planned.items()}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json(run_dir / MATRIX_FILE, record)
     outs: dict[str, dict[str, Path]] = {}
     for name, (cell, recipe, folder, stages) in planned.items():
         state = run_cell(recipe, folder)
