@@ -37,6 +37,7 @@ from rl_gain import (
     paired,
     paired_entry,
     scores,
+    stage_args,
     stage_dir,
     stage_summary,
 )
@@ -196,7 +197,7 @@ def claim_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any], meas
                     **{arm: round(summaries[arm].get("seconds", 0.0), 1) for arm in arms}},
         "steps": {arm: summaries[arm].get("global_step") for arm in arms},
         "top1_agreement_with_teacher": {arm: agree.get(arm) for arm in arms},
-        "settings": {arm: _json((stage_dir(cell, arm) or cell) / "step.json").get("args") for arm in arms},
+        "settings": {arm: stage_args(cell, arm) for arm in arms},
         "failures": {arm: by[arm]["failures"] for arm in arms},
         "failure_moves_ckd_vs_sft": vs.get("failures_moved", {}),
         "claim_holds": (vs.get("delta_overall") or 0) >= 0.03 and (vs.get("p_overall") or 1) < 0.05,
@@ -215,7 +216,7 @@ def star_ordering(cell: Path, name: str, seed: int, compare: Mapping[str, Any]) 
         return None
     up = {k: (v.get("delta_overall") or 0) > 0 and (v.get("p_overall") or 1) < 0.05 for k, v in steps.items()}
     return {"seed": seed, "recipe": str(CLAIM.relative_to(ROOT)),
-            "rl_settings": _json((stage_dir(cell, "sft-rl") or cell) / "step.json").get("args"),
+            "rl_settings": stage_args(cell, "sft-rl"),
             **{arm.replace("-", "_"): t["table"] for arm, t in tables.items()}, **steps,
             "seconds": {f"{arm}_rl": arm_seconds(stage_summary(cell, f"{arm}-rl", "rl_summary.json"))
                         for arm in ("sft", "ckd")},
@@ -263,7 +264,7 @@ def pruned_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any]) -> 
                                         ("sft", "sft", "sft_summary.json"), ("ckd", "ckd", "distill_summary.json"),
                                         ("direct", "direct", "sft_summary.json"))}
     return {
-        "seed": seed, "student": _json((stage_dir(cell, "student") or cell) / "out" / "tinytool_student.json"),
+        "seed": seed, "student": stage_summary(cell, "student", "tinytool_student.json"),
         **tables,
         "share_of_teacher": {key: {f: round(t[f] / teacher[f], 4) if teacher.get(f) else None for f in SHARED}
                              for key, t in tables.items() if key != "teacher"},

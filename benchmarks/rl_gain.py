@@ -57,6 +57,12 @@ def stage_summary(cell: Path, name: str, file: str = "summary.json") -> dict:
     return _json(folder / "out" / file if folder else None)
 
 
+def stage_args(cell: Path, name: str) -> dict | None:
+    """The resolved arguments stage ``name`` of ``cell`` ran with (its ``step.json``), or None when it has not run."""
+    folder = stage_dir(cell, name)
+    return _json(folder / "step.json" if folder else None).get("args")
+
+
 def scores(cell: Path, arm: str) -> dict | None:
     """The arm's scores in ``cell`` (None until its BFCL stage finished): BFCL per category (strict), the AST
     average, strict irrelevance, overall, and where the recipe scored them the demo dev split (``ARM-dev``) and the
@@ -173,8 +179,6 @@ def claim_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any], reci
         return None
     rl_summary = stage_summary(cell, "rl", "rl_summary.json")
     ctl_summary = stage_summary(cell, "control", "sft_summary.json")
-    step = _json((stage_dir(cell, "rl") or cell) / "step.json")
-    ctl_step = _json((stage_dir(cell, "control") or cell) / "step.json")
     return {
         "seed": seed, "base_row": PROTOCOL_BASE, "base_built": base_built(cell), "recipe": str(CLAIM.relative_to(ROOT)),
         "base": base["table"], "grpo": rl["table"], "control": control["table"],
@@ -184,7 +188,7 @@ def claim_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any], reci
         "seconds": {"base_train": round(stage_summary(cell, "base", "sft_summary.json").get("seconds", 0.0), 1),
                     "grpo": arm_seconds(rl_summary), "control": arm_seconds(ctl_summary)},
         "steps": {"grpo": rl_summary.get("global_step"), "control": ctl_summary.get("global_step")},
-        "settings": step.get("args"), "control_settings": ctl_step.get("args"), "vars": dict(recipe_vars),
+        "settings": stage_args(cell, "rl"), "control_settings": stage_args(cell, "control"), "vars": dict(recipe_vars),
         "failures": {"base": base["failures"], "grpo": rl["failures"], "control": control["failures"]},
         "failures_moved": vs.get("failures_moved", {}),
         "claim_holds": (vs.get("delta_overall") or 0) >= 0.03 and (vs.get("p_overall") or 1) < 0.05

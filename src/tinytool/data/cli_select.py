@@ -107,14 +107,13 @@ def run(cfg: SelectConfig) -> dict[str, Any]:
     per: dict[str, int] = {}
     if cfg.count:
         kept, per, total = count_lines(cfg.data, cfg.counts(), cfg.seed)
+        kept = [kept[i] for i in _subset(list(range(len(kept))), cfg.limit, cfg.seed)]  # --limit: of the draw
     else:
         kept, total = select_lines(cfg.data, cfg.category, cfg.limit, cfg.seed)
     if not kept:
         named = ", ".join(cfg.counts() or cfg.category)
         raise UserInputError(f"{cfg.data}: none of its {total} conversations has a category matching {named}",
                              fix="see the categories with tinytool data stats")
-    if cfg.limit is not None and len(kept) > cfg.limit:  # with --count, a subset of the draw
-        kept = [kept[i] for i in sorted(random.Random(cfg.seed).sample(range(len(kept)), cfg.limit))]
     out = cfg.out
     with on_interrupt(f"{out} unchanged" if out.exists() else f"nothing written to {out}"), atomic_file(out) as fh:
         fh.write("\n".join(kept) + "\n")

@@ -248,11 +248,11 @@ def run_matrix(path: Path, matrix: Matrix, run_dir: Path, overrides: Mapping[str
         recipe = load(path, {**matrix.settings(cell), **overrides, **cell})
         folder = run_dir / name if matrix.axes else run_dir
         planned[name] = (cell, recipe, folder, check(recipe, folder))
+    # every cell is in the record from the start (no stages yet), so a run stopped part way is read as such
     record: dict[str, Any] = {"recipe_file": str(path), "axes": matrix.axes, "named": matrix.named,
                               "overrides": dict(overrides),
-                              "cells": {}, **commit()}
-    # every cell is in the record from the start (no stages yet), so a run stopped part way is read as such
-    record["cells"] = {name: {"settings": cell, "stages": {}} for name, (cell, *_) in planned.items()}
+                              "cells": {name: {"settings": cell, "stages": {}} for name, (cell, *_) in planned.items()},
+                              **commit()}
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json(run_dir / MATRIX_FILE, record)
     outs: dict[str, dict[str, Path]] = {}

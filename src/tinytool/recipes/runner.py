@@ -120,15 +120,12 @@ def _placeholder(value: Any, prefix: str) -> Any:
 
 
 def _share(folder: Path, source: Path) -> None:
-    """``folder`` holds what the finished stage in ``source`` wrote: each of its outputs (``out``, ``out.jsonl``,
+    """``folder`` (new) holds what the finished stage in ``source`` wrote: each of its outputs (``out``, ``out.jsonl``,
     ``out.run``, …) as a link to the one there (relative, so the run directory can move as a whole)."""
     folder.mkdir(parents=True, exist_ok=True)
     for entry in sorted(source.iterdir()):
         if entry.name.startswith("out"):
-            link = folder / entry.name
-            if link.is_symlink() or link.exists():
-                shutil.rmtree(link) if link.is_dir() and not link.is_symlink() else link.unlink()
-            link.symlink_to(os.path.relpath(entry, folder), target_is_directory=entry.is_dir())
+            (folder / entry.name).symlink_to(os.path.relpath(entry, folder), target_is_directory=entry.is_dir())
 
 
 def finished_stages(root: Path) -> dict[str, Path]:
@@ -284,11 +281,11 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
             echo(f"[{stage.name}] unchanged: skipped ({folder.name})")
             continue
         source = (shared or {}).get(portable[stage.name])
-        if source is not None and not forced and Step(source).record.get("status") == "done":
+        other = Step(source).record if source is not None and not forced else {}
+        if other.get("status") == "done":
             if folder.exists():
                 shutil.rmtree(folder)
             _share(folder, source)
-            other = Step(source).record
             state.update(status="done", seconds=0.0, figures=other.get("figures", {}),
                          shared_from=os.path.relpath(source, run_dir))
             step.finish({k: v for k, v in state.items() if k not in ("status", "fingerprint")})
