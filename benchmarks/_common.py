@@ -37,6 +37,13 @@ def run_verb(verb: str, args: dict, config: Path) -> None:
     run_cli([TINYTOOL, *verb.split(), "--config", str(config)])
 
 
+def read_json(path: Path | None) -> dict:
+    """A JSON file's object, or {} when there is no such file (a stage or run that has not written it yet)."""
+    import json
+
+    return json.loads(path.read_text()) if path is not None and path.is_file() else {}
+
+
 def machine() -> dict:
     cpu = ""
     try:

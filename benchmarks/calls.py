@@ -47,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import quality
-from _common import ROOT, TINYTOOL, machine, run_cli, versions
+from _common import ROOT, TINYTOOL, machine, read_json, run_cli, versions
 from _paired import AST, ast_avg, bfcl_items, bfcl_table, compare, overall, pack_verdicts, unpack_verdicts
 
 from tinytool.recipes.matrix import spread
@@ -248,10 +248,6 @@ def run_seed(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], threa
     run_cli([*cmd, *steps], threads, log)
 
 
-def _json(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
 def rollout_stats(run: Path) -> dict:
     """The rollout's totals: its ``stats.json``, or, for a rollout stopped before it finished, the prompts done so
     far, their samples and kept samples and their generation seconds, summed from its ``progress.jsonl``."""
@@ -287,13 +283,13 @@ def seed_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tu
     """What the seed's run holds so far: each scored arm (one stopped part way counts the items it scored, marked
     ``finished: false``), the comparisons whose two arms are scored, the never-call baseline, the settings."""
     if steps_from_rft(recipe, sets):  # the control's steps once RFT has trained (see run_seed)
-        summary = _json(stage_folders(recipe, work, seed, sets)["rft"][0] / "out" / "sft_summary.json") or {}
+        summary = read_json(stage_folders(recipe, work, seed, sets)["rft"][0] / "out" / "sft_summary.json")
         if summary.get("global_step") is not None:
             sets = {**sets, "control_steps": str(summary["global_step"])}
     folders = stage_folders(recipe, work, seed, sets)
     training = {name: folder / "out" / SUMMARIES[verb] for name, (folder, _, verb) in folders.items()
                 if verb in SUMMARIES}
-    trained = {name: _json(path) or {} for name, path in training.items()}
+    trained = {name: read_json(path) for name, path in training.items()}
     arms = {}
     for arm in arms_of(recipe):
         out = folders[f"{arm}-bfcl"][0] / "out"
@@ -314,9 +310,9 @@ def seed_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tu
         "args": {name: args for name, (_, args, verb) in folders.items() if verb not in ("eval bfcl", "data demo")},
         "steps": {name: t.get("global_step") for name, t in trained.items()},
         "train_seconds": {name: t.get("seconds") for name, t in trained.items()},
-        "stage_seconds": {name: (_json(folder / "step.json") or {}).get("seconds")
+        "stage_seconds": {name: read_json(folder / "step.json").get("seconds")
                           for name, (folder, _, _) in folders.items()},
-        "stage_status": {name: (_json(folder / "step.json") or {}).get("status")
+        "stage_status": {name: read_json(folder / "step.json").get("status")
                          for name, (folder, _, _) in folders.items()},
     }
     if steps_from_rft(recipe, {}):
@@ -381,7 +377,7 @@ def untrained_record(run: Path, tuning: set[str]) -> dict:
     """The untrained model's BFCL run (``eval bfcl`` of the bundled model on the held-out items): its held-out table,
     its verdicts, where it ran."""
     every = bfcl_items(run)
-    manifest = _json(run / "run.json") or {}
+    manifest = read_json(run / "run.json")
     return {"held_out": arm_table(held_out(every, tuning)), "verdicts": pack_verdicts(every),
             "settings": manifest.get("settings", manifest), "device": quality._device()}
 
@@ -617,7 +613,7 @@ def main() -> None:
         return
     tuning = tuning_ids(args.tuning_limit)
     # a work folder from another machine: each seed's device and machine as that machine's calls.json recorded them
-    there = {r["seed"]: r for r in ((_json(args.work / "calls.json") or {}).get(KEY, {}).get("runs", {})).values()
+    there = {r["seed"]: r for r in (read_json(args.work / "calls.json").get(KEY, {}).get("runs", {})).values()
              if r["settings"]["recipe"] == seed_recipe(args.recipe)} if args.read else {}
     runs = {}
     for seed in seeds:

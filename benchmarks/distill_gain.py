@@ -31,18 +31,16 @@ from typing import Any
 
 from _common import ROOT, machine, versions
 from rl_gain import (
-    _json,
     arm_seconds,
     cells,
     paired,
     paired_entry,
+    run_files,
     scores,
     stage_args,
     stage_dir,
     stage_summary,
 )
-
-from tinytool.recipes.matrix import COMPARE_FILE, MATRIX_FILE
 
 FORMAT = "hermes-nothink"
 OUT = ROOT / "benchmarks" / "results" / "distill.json"
@@ -284,8 +282,7 @@ def read_pruned(run_dir: Path, result: dict) -> list[dict]:
     each figure's spread across them; returns the runs read."""
     from tinytool.recipes.matrix import spread
 
-    compare = _json(run_dir / COMPARE_FILE)
-    commit = _json(run_dir / MATRIX_FILE).get("commit")
+    compare, commit = run_files(run_dir)
     read = [r | {"commit": commit} for name, folder, settings in cells(run_dir)
             if (r := pruned_run(folder, name, int(settings.get("seed", 0)), compare)) is not None]
     entry = result.setdefault("ckd_pruned", {"runs": []})
@@ -305,8 +302,7 @@ def read_pruned(run_dir: Path, result: dict) -> list[dict]:
 def read_sweep(run_dir: Path, result: dict, measure: bool = True) -> list[dict]:
     """The sweep's scored rows into ``result["ckd_sweep"]`` (a row and seed of the recipe read again replaces its
     record; earlier records stay); returns the rows read."""
-    compare = _json(run_dir / COMPARE_FILE)
-    commit = _json(run_dir / MATRIX_FILE).get("commit")
+    compare, commit = run_files(run_dir)
     found = cells(run_dir)
     reference = next((folder for _, folder, settings in found if settings.get("row") == REFERENCE), None)
     read = [r | {"commit": commit} for name, folder, settings in found
@@ -320,8 +316,7 @@ def read_sweep(run_dir: Path, result: dict, measure: bool = True) -> list[dict]:
 def read_claim(run_dir: Path, result: dict, measure: bool = True) -> list[dict]:
     """The claim's seeds into ``result["ckd_vs_sft"]["runs"]`` and, where scored, STAR's ordering into
     ``result["star_ordering"]["runs"]`` (a seed read again replaces its run); returns the claim's runs read."""
-    compare = _json(run_dir / COMPARE_FILE)
-    commit = _json(run_dir / MATRIX_FILE).get("commit")
+    compare, commit = run_files(run_dir)
     read, orders = [], []
     for name, folder, settings in cells(run_dir):
         seed = int(settings.get("seed", 0))

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, machine, versions
+from _common import ROOT, machine, read_json, versions
 from _paired import bfcl_table
 
 from tinytool.recipes.matrix import COMPARE_FILE, MATRIX_FILE
@@ -47,20 +47,16 @@ def stage_dir(cell: Path, name: str) -> Path | None:
     return next(iter(sorted(cell.glob(f"[0-9][0-9]-{name}"))), None)
 
 
-def _json(path: Path | None) -> dict:
-    return json.loads(path.read_text()) if path is not None and path.is_file() else {}
-
-
 def stage_summary(cell: Path, name: str, file: str = "summary.json") -> dict:
     """What stage ``name`` of ``cell`` wrote to ``out/FILE`` ({} when it has not)."""
     folder = stage_dir(cell, name)
-    return _json(folder / "out" / file if folder else None)
+    return read_json(folder / "out" / file if folder else None)
 
 
 def stage_args(cell: Path, name: str) -> dict | None:
     """The resolved arguments stage ``name`` of ``cell`` ran with (its ``step.json``), or None when it has not run."""
     folder = stage_dir(cell, name)
-    return _json(folder / "step.json" if folder else None).get("args")
+    return read_json(folder / "step.json" if folder else None).get("args")
 
 
 def scores(cell: Path, arm: str) -> dict | None:
@@ -199,7 +195,7 @@ def claim_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any], reci
 def cells(run_dir: Path) -> list[tuple[str, Path, dict]]:
     """Each cell of a matrix run (name, folder, settings), from its ``matrix.json``; a run of one cell is the run
     directory itself."""
-    record = _json(run_dir / MATRIX_FILE)
+    record = read_json(run_dir / MATRIX_FILE)
     if not record:
         raise SystemExit(f"{run_dir}: no {MATRIX_FILE} (not a run of an experiment's matrix; see tinytool run)")
     out = []
@@ -212,11 +208,15 @@ def cells(run_dir: Path) -> list[tuple[str, Path, dict]]:
     return out
 
 
+def run_files(run_dir: Path) -> tuple[dict, str | None]:
+    """A matrix run's paired comparisons (its ``compare.json``) and the commit it ran at (its ``matrix.json``)."""
+    return read_json(run_dir / COMPARE_FILE), read_json(run_dir / MATRIX_FILE).get("commit")
+
+
 def read_sweep(run_dir: Path, result: dict) -> list[dict]:
     """The sweep's scored rows into ``result["rl_sweep"]`` (a row and seed of the recipe read again replaces its
     record; earlier records stay); returns the rows read."""
-    compare = _json(run_dir / COMPARE_FILE)
-    commit = _json(run_dir / MATRIX_FILE).get("commit")
+    compare, commit = run_files(run_dir)
     read = [r | {"commit": commit} for name, folder, settings in cells(run_dir)
             if (r := sweep_record(folder, name, settings, compare)) is not None]
     fresh = {(r["row"], r["seed"]) for r in read}
@@ -230,8 +230,7 @@ def read_claim(run_dir: Path, result: dict) -> list[dict]:
     seed from other settings moves to ``earlier_runs``); returns the runs read."""
     from tinytool.recipes.recipe import load_recipe
 
-    compare = _json(run_dir / COMPARE_FILE)
-    commit = _json(run_dir / MATRIX_FILE).get("commit")
+    compare, commit = run_files(run_dir)
     read = []
     for name, folder, settings in cells(run_dir):
         seed = int(settings.get("seed", 0))
