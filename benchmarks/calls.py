@@ -3,16 +3,18 @@ prompts does not? Runs a calls recipe once per seed (``--recipe``; default ``cal
 ``calls_vs_control`` into ``benchmarks/results/calls.json`` (other parts of the file are kept), and the two-hour
 headline (``two_hour``) from ``calls-rl.yaml``'s runs.
 
-Each recipe trains BASE (the SFT model of the quality row sft-shared3, under the seed), an arm from BASE and a
-data-matched control (continued SFT with gold answers), and scores each with strict decoding on the BFCL items
+Each recipe trains BASE (the SFT model of the quality row sft-shared3, under the seed; calls-mix.yaml's is
+sft-base75, trained once for its three seeds: ``--matrix``), an arm from BASE and a data-matched control (continued SFT with gold answers), and scores each with strict decoding on the BFCL items
 outside the tuning subset (``eval bfcl --held-out``; all of them, or a seeded ``bfcl_limit`` of each category).
 Its arms are its ``ARM-bfcl`` stages. ``calls-rft.yaml``: BASE samples a seeded pool of its own training
 conversations, keeps a turn's sample only when it is a perfect answer (Sim-RL 1.0), and RFT trains on the kept
 samples; the control trains on the pool for as many optimizer steps as RFT made (this script runs the recipe up to
 RFT, reads its steps, then runs the rest with ``control_steps`` set). ``calls-rl.yaml``: the shipped RL stage
-against a control on a pool of the same no-call share. Every figure counts only the held-out items (the tuning
-subset is the seeded 100 per category that ``eval bfcl --limit 100`` takes, which earlier sweeps chose their
-settings on); settings were fixed before any of these items were looked at.
+against a control on a pool of the same no-call share; ``calls-mix.yaml``: the one setting of the ten-minute
+tuning sweep (``calls-arms.yaml``, ``--tuning``) that kept BASE's declining, against its control. Every figure
+counts only the held-out items (the tuning subset is the seeded 100 per category that ``eval bfcl --limit 100``
+takes, which earlier sweeps chose their settings on); settings were fixed before any of these items were looked
+at.
 
 Per seed: each arm's per-category table on the held-out items, its non-live AST average and strict irrelevance,
 its failure classes and its packed per-item verdicts (`_paired.pack_verdicts`); the never-call baseline on the same
@@ -27,6 +29,8 @@ every seed's items at once, and the failure classes summed.
     .venv/bin/python benchmarks/calls.py --recipe experiments/calls-rl.yaml --work W --seeds 10,11,12 --parallel
     .venv/bin/python benchmarks/calls.py --work /tmp/toy --seeds 10 --out /tmp/toy/calls.json --tuning-limit 1 \\
         --set max_steps=3 --set rollout_prompts=8 --set bfcl_limit=2 --set n=300 --set min_similarity=0    # toy
+    .venv/bin/python benchmarks/calls.py --recipe experiments/calls-mix.yaml --work W --matrix   # BASE once, the
+                                                                # recipe's three seeds from it (cells W/seed-N)
     .venv/bin/python benchmarks/calls.py --merge W/calls.json       # another machine's runs into the results
     .venv/bin/python benchmarks/calls.py --recipe experiments/calls-rl.yaml --work W --read --set bfcl_limit=40 \\
         --batch-size 64                                             # its work folder, brought back, read here
@@ -50,7 +54,7 @@ import quality
 from _common import ROOT, TINYTOOL, machine, read_json, run_cli, versions
 from _paired import AST, ast_avg, bfcl_items, bfcl_table, compare, overall, pack_verdicts, unpack_verdicts
 
-from tinytool.recipes.matrix import spread
+from tinytool.recipes.matrix import MATRIX_FILE, cell_name, spread
 from tinytool.recipes.recipe import load_recipe
 from tinytool.recipes.runner import plan
 
@@ -213,7 +217,23 @@ def across_seeds(runs: Mapping[str, dict], kept: set[str] | None = None, tests: 
 
 
 def run_dir(work: Path, seed: int) -> Path:
-    return work / f"s{seed}"
+    """The seed's run: the cell ``WORK/seed-SEED`` where WORK holds a matrix run of the recipe (``--matrix``, or
+    ``tinytool run RECIPE -o WORK``: a stage no seed changes, BASE, ran once for every cell), else ``WORK/sSEED``
+    (one ``tinytool run`` per seed)."""
+    cell = work / cell_name({"seed": seed})
+    return cell if (work / MATRIX_FILE).is_file() and cell.is_dir() else work / f"s{seed}"
+
+
+def matrix_seeds(recipe: Path, sets: Mapping[str, str]) -> list[int]:
+    """The seeds of the recipe's own matrix (``matrix: {seed: [...]}``), for ``--matrix``; an error naming the
+    recipe where it has no seed axis alone, or where its control takes RFT's steps (set per seed after RFT)."""
+    r = load_recipe(recipe, dict(sets))
+    if set(r.matrix.axes) != {"seed"} or r.matrix.named:
+        raise SystemExit(f"--matrix: {recipe} declares no matrix of seeds alone (matrix: {{seed: [...]}})")
+    if steps_from_rft(recipe, sets):
+        raise SystemExit(f"--matrix: {recipe}'s control takes RFT's steps, set per seed after RFT; run it without "
+                         "--matrix (one run per seed) or --set control_steps=N")
+    return [int(s) for s in r.matrix.axes["seed"]]
 
 
 def recipe_sets(seed: int, sets: Mapping[str, str]) -> dict[str, str]:
@@ -527,7 +547,11 @@ def main() -> None:
                     help="the protocol's recipe: stages BASE and the arms train, ARM-bfcl stages scoring them, "
                          "base-bfcl and control-bfcl among them [default: experiments/calls-rft.yaml]")
     ap.add_argument("--work", type=Path, help="where each seed's run goes (WORK/sSEED) and its log (WORK/sSEED.log)")
-    ap.add_argument("--seeds", default="10,11,12", help="comma-separated seeds, one run of the recipe each")
+    ap.add_argument("--seeds", help="comma-separated seeds, one run of the recipe each [default: 10,11,12, or the "
+                                    "recipe's matrix with --matrix]")
+    ap.add_argument("--matrix", action="store_true",
+                    help="run the recipe as its own matrix of seeds (one tinytool run RECIPE -o WORK: the cells "
+                         "WORK/seed-N, a stage no seed changes, BASE, trained once for all) and read its cells")
     ap.add_argument("--parallel", action="store_true", help="run the seeds side by side, the cores shared equally")
     ap.add_argument("--threads", type=int, help="CPU threads of each run [default: all, or the cores shared "
                                                 "equally with --parallel]")
@@ -560,9 +584,17 @@ def main() -> None:
     if args.batch_size is not None:
         sets["batch_size"] = str(args.batch_size)
     try:
-        seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+        seeds = [int(x) for x in (args.seeds or "10,11,12").split(",") if x.strip()]
     except ValueError:
         ap.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
+    if args.matrix:
+        if args.parallel:
+            ap.error("--matrix runs the cells one after another (a stage they share first); leave out --parallel")
+        mine = matrix_seeds(args.recipe, sets)
+        if args.seeds is not None and seeds != mine:
+            ap.error(f"--seeds {args.seeds}: {args.recipe}'s matrix runs seeds {','.join(map(str, mine))}; "
+                     "leave out --seeds with --matrix")
+        seeds = mine
     for path in args.merge:
         try:
             other = json.loads(path.read_text())[KEY]
@@ -594,7 +626,13 @@ def main() -> None:
 
     failed: list[str] = []
     try:
-        if not args.read:
+        if args.matrix and not args.read:
+            try:
+                run_cli([TINYTOOL, "run", str(args.recipe), "-o", str(args.work),
+                         *(a for k, v in sets.items() for a in ("--set", f"{k}={v}"))], threads)
+            except Exception as e:  # the stage's error is above; the cells that finished are read below
+                failed = [str(e)]
+        elif not args.read:
             with ThreadPoolExecutor(len(seeds) if args.parallel else 1) as pool:
                 failed = [f for f in pool.map(job, seeds) if f]
     except KeyboardInterrupt:

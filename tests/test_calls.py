@@ -239,3 +239,40 @@ def test_failure_classes_are_summed_over_the_seeds_that_recorded_them(calls):
     assert calls.failures_summed(runs) == {"base": {"parallel": {"wrong value": 5, "no call": 1},
                                                     "irrelevance": {"call made": 4}}}
 
+
+
+def test_the_mix_recipe_confirms_the_tuned_arm_unchanged_from_one_base_on_items_the_sweep_never_scored(calls):
+    from tinytool.bfcl.data import bfcl_data
+    from tinytool.recipes.recipe import load_recipe
+
+    mix, arms = calls.ROOT / "experiments" / "calls-mix.yaml", calls.ROOT / "experiments" / "calls-arms.yaml"
+    assert calls.arms_of(mix) == ("base", "control", "rl") and calls.matrix_seeds(mix, {}) == [1, 2, 3]
+    r, sweep = load_recipe(mix, {}), load_recipe(arms, {})
+    # BASE and its data are the sweep's (a run of calls-arms.yaml below the run directory is reused), and no seed of
+    # the matrix changes them
+    for name in ("data", "base"):
+        assert load_recipe(mix, {"seed": "2"}).stage(name).args == r.stage(name).args
+    assert r.stage("base").args == {**sweep.stage("base").args, "seed": "{base_seed}"}
+    assert r.vars["base_seed"] == sweep.vars["seed"]
+    assert r.stage("rl").args == sweep.stage("rl-g8-mix").args  # the setting the sweep chose, unchanged
+    # the control: the same split, half declining as the arm's prompts are, the arm's budget
+    decline, call, control = (r.stage(n).args for n in ("pool-decline", "pool-call", "control"))
+    assert decline["limit"] == call["limit"] and not set(decline["category"]) & set(call["category"])
+    assert r.stage("rl").args["no_call_share"] == 0.5 and control["max_seconds"] == r.stage("rl").args["max_seconds"]
+    # the scored items: held-out, and none of those the sweep scored
+    limit, held = int(r.vars["bfcl_limit"]), int(r.vars["held_out"])
+    data = bfcl_data()
+    for c in calls.CATEGORIES:
+        scored = {it.id for it in data.items(c, limit=limit, held_out=held)}
+        tuned = {it.id for it in data.items(c, limit=int(sweep.vars["bfcl_limit"]))}
+        assert len(scored) == limit and not scored & tuned and not scored & calls.tuning_ids(held)
+    with pytest.raises(SystemExit, match="RFT's steps"):
+        calls.matrix_seeds(calls.RECIPE, {})
+
+
+def test_a_matrix_run_s_cells_are_the_seeds_runs(calls, tmp_path):
+    assert calls.run_dir(tmp_path, 3) == tmp_path / "s3"
+    (tmp_path / "seed-3").mkdir()
+    assert calls.run_dir(tmp_path, 3) == tmp_path / "s3"  # a folder of that name alone is not a matrix run
+    (tmp_path / "matrix.json").write_text("{}")
+    assert calls.run_dir(tmp_path, 3) == tmp_path / "seed-3" and calls.run_dir(tmp_path, 4) == tmp_path / "s4"
