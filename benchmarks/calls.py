@@ -595,6 +595,9 @@ def main() -> None:
             ap.error(f"--seeds {args.seeds}: {args.recipe}'s matrix runs seeds {','.join(map(str, mine))}; "
                      "leave out --seeds with --matrix")
         seeds = mine
+        if args.read and args.work is not None and not (args.work / MATRIX_FILE).is_file():
+            ap.error(f"--matrix --read: {args.work} holds no matrix run ({MATRIX_FILE}: tinytool run {args.recipe} "
+                     f"-o {args.work} writes it)")
     for path in args.merge:
         try:
             other = json.loads(path.read_text())[KEY]
