@@ -64,6 +64,8 @@ KEY = "calls_vs_control"
 CATEGORIES = quality.CATEGORIES
 #: the arms every recipe of this protocol has: BASE (what the arm starts from) and the data-matched control
 FIXED_ARMS = ("base", "control")
+#: the name of an arm's model decoded under the offered tools' grammar (its stage ``ARM-grammar``)
+GRAMMAR = "+grammar"
 #: the summary a training stage writes, by the verb it runs
 SUMMARIES = {"sft": "sft_summary.json", "rl": "rl_summary.json", "distill": "distill_summary.json"}
 #: the tuning subset earlier sweeps chose settings on: ``eval bfcl --limit 100`` (its seed, 0)
@@ -73,21 +75,32 @@ FIGURES = (*AST, "irrelevance_strict", "non_live_ast_avg", "overall")
 
 
 def arms_of(recipe: Path) -> tuple[str, ...]:
-    """The recipe's scored arms: every stage ``ARM-bfcl`` names one (BASE and the control, then the others)."""
-    names = [st.name.removesuffix("-bfcl") for st in load_recipe(recipe, {}).stages if st.name.endswith("-bfcl")]
+    """The recipe's scored arms: every stage ``ARM-bfcl`` names one (BASE and the control, then the others), and
+    every stage ``ARM-grammar`` one more, ``ARM+grammar``: an arm's model decoded under the tools' grammar."""
+    stages = [st.name for st in load_recipe(recipe, {}).stages]
+    names = [s.removesuffix("-bfcl") for s in stages if s.endswith("-bfcl")]
     missing = [a for a in FIXED_ARMS if a not in names]
     if missing:
         raise SystemExit(f"{recipe}: no stage {', '.join(a + '-bfcl' for a in missing)} (the protocol scores BASE "
                          "and the control beside every arm)")
-    return (*FIXED_ARMS, *(a for a in names if a not in FIXED_ARMS))
+    decoded = [s.removesuffix("-grammar") + GRAMMAR for s in stages
+               if s.endswith("-grammar") and s.removesuffix("-grammar") in names]
+    return (*FIXED_ARMS, *(a for a in names if a not in FIXED_ARMS), *decoded)
+
+
+def arm_stage(arm: str) -> str:
+    """The evaluation stage that scores ``arm`` (`arms_of`)."""
+    return arm.removesuffix(GRAMMAR) + "-grammar" if arm.endswith(GRAMMAR) else arm + "-bfcl"
 
 
 def comparisons_of(arms: tuple[str, ...]) -> dict[str, tuple[str, str]]:
-    """The paired comparisons, name → (before, after): each arm against the control and against BASE, and the
-    control against BASE."""
+    """The paired comparisons, name → (before, after): each arm against the control and against BASE, the control
+    against BASE, and each arm decoded under the grammar against the same model decoded freely."""
     out = {}
     for arm in arms:
-        if arm not in FIXED_ARMS:
+        if arm.endswith(GRAMMAR):
+            out[f"{arm}_vs_{arm.removesuffix(GRAMMAR)}"] = (arm.removesuffix(GRAMMAR), arm)
+        elif arm not in FIXED_ARMS:
             out[f"{arm}_vs_control"] = ("control", arm)
             out[f"{arm}_vs_base"] = ("base", arm)
     return {**out, "control_vs_base": ("base", "control")}
@@ -160,12 +173,16 @@ def setting_key(run: dict) -> str:
 def pooled(members: list[dict], kept: set[str] | None) -> dict:
     """Each comparison over the items of every seed at once (an item of each seed one pair; the bootstrap of the AST
     average stratified by category as within a seed, McNemar's test on strict irrelevance's fixed and broken
-    items), over ``kept`` ids where given: the effect's test across seeds, where each seed's alone has few items."""
+    items), over ``kept`` ids where given: the effect's test across seeds, where each seed's alone has few items.
+    Two scorings every seed shares (BASE trained once and scored two ways: the seeds' cells link to the one that
+    scored them, ``shared_from``) count once, in the seed that ran them."""
     out = {}
     for name, (b, a) in comparisons_of(tuple({arm for r in members for arm in r["arms"]})).items():
         before, after = {}, {}
         for r in members:
             if a in r["arms"] and b in r["arms"] and "verdicts" in r["arms"][a] and "verdicts" in r["arms"][b]:
+                if r["arms"][a].get("shared_from") and r["arms"][b].get("shared_from"):
+                    continue  # the same two scorings as in the seed whose cell ran them: not more items
                 for side, arm in ((before, b), (after, a)):
                     side.update({f"{i}@{r['seed']}": v for i, v in unpack_verdicts(r["arms"][arm]["verdicts"]).items()
                                  if kept is None or i in kept})
@@ -175,7 +192,8 @@ def pooled(members: list[dict], kept: set[str] | None) -> dict:
 
 
 def failures_summed(members: list[dict]) -> dict:
-    """Each arm's failure classes (``eval bfcl``'s table, per category) summed over the seeds that recorded them."""
+    """Each arm's failure classes (``eval bfcl``'s table, per category) summed over the seeds that recorded them (a
+    scoring the seeds share, BASE's, in each: the sums stay seed for seed against the arms')."""
     out: dict = {}
     for r in members:
         for arm, rec in r["arms"].items():
@@ -312,15 +330,16 @@ def seed_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tu
     trained = {name: read_json(path) for name, path in training.items()}
     arms = {}
     for arm in arms_of(recipe):
-        out = folders[f"{arm}-bfcl"][0] / "out"
+        out = folders[arm_stage(arm)][0] / "out"
         got = scored(out)
         if got is None:
             continue
         every, finished = got
         summary = json.loads((out / "summary.json").read_text()) if finished else {}
+        shared = read_json(folders[arm_stage(arm)][0] / "step.json").get("shared_from")
         arms[arm] = {"held_out": arm_table(held_out(every, tuning)), "finished": finished,
                      **({"full": bfcl_table(summary), "failures": summary.get("failures")} if finished else {}),
-                     "verdicts": pack_verdicts(every)}
+                     "verdicts": pack_verdicts(every), **({"shared_from": shared} if shared else {})}
     scored_ids = set().union(*(unpack_verdicts(a["verdicts"]) for a in arms.values())) if arms else set()
     nothing = never_call(tuning)
     base = {i: v for i, v in nothing.items() if i in scored_ids}

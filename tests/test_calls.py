@@ -246,7 +246,10 @@ def test_the_mix_recipe_confirms_the_tuned_arm_unchanged_from_one_base_on_items_
     from tinytool.recipes.recipe import load_recipe
 
     mix, arms = calls.ROOT / "experiments" / "calls-mix.yaml", calls.ROOT / "experiments" / "calls-arms.yaml"
-    assert calls.arms_of(mix) == ("base", "control", "rl") and calls.matrix_seeds(mix, {}) == [1, 2, 3]
+    assert calls.arms_of(mix) == ("base", "control", "rl", "base+grammar", "rl+grammar")
+    assert calls.matrix_seeds(mix, {}) == [1, 2, 3] and calls.arm_stage("rl+grammar") == "rl-grammar"
+    assert list(calls.comparisons_of(calls.arms_of(mix))) == [
+        "rl_vs_control", "rl_vs_base", "base+grammar_vs_base", "rl+grammar_vs_rl", "control_vs_base"]
     r, sweep = load_recipe(mix, {}), load_recipe(arms, {})
     # BASE and its data are the sweep's (a run of calls-arms.yaml below the run directory is reused), and no seed of
     # the matrix changes them
@@ -276,3 +279,22 @@ def test_a_matrix_run_s_cells_are_the_seeds_runs(calls, tmp_path):
     assert calls.run_dir(tmp_path, 3) == tmp_path / "s3"  # a folder of that name alone is not a matrix run
     (tmp_path / "matrix.json").write_text("{}")
     assert calls.run_dir(tmp_path, 3) == tmp_path / "seed-3" and calls.run_dir(tmp_path, 4) == tmp_path / "s4"
+
+
+def test_pooled_tests_count_the_scorings_the_seeds_share_once(calls):
+    from _paired import pack_verdicts
+
+    free = verdicts({"simple_python": 2, "multiple": 2, "parallel": 2, "parallel_multiple": 2, "irrelevance": 5})
+    grammar = verdicts({"simple_python": 6, "multiple": 2, "parallel": 2, "parallel_multiple": 2, "irrelevance": 5})
+
+    def seed(s: int, shared: bool) -> dict:
+        link = {"shared_from": "../seed-1/07-base-bfcl"} if shared else {}
+        arms = {"base": {"held_out": calls.arm_table(free), "verdicts": pack_verdicts(free), **link},
+                "base+grammar": {"held_out": calls.arm_table(grammar), "verdicts": pack_verdicts(grammar), **link},
+                "rl": {"held_out": calls.arm_table(free), "verdicts": pack_verdicts(free)}}
+        return {"seed": s, "device": "cpu", "arms": arms, "comparisons": {},
+                "settings": {"recipe": "experiments/calls-mix.yaml", "vars": {"seed": s}}}
+
+    pooled = calls.across_seeds({f"s{s}": seed(s, s > 1) for s in (1, 2, 3)})[0]["pooled"]
+    assert pooled["base+grammar_vs_base"]["items"] == 50  # BASE scored twice, once: the first seed's 50 items
+    assert pooled["rl_vs_base"]["items"] == 150  # each seed's arm against the one BASE: three seeds of pairs
