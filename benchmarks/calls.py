@@ -4,17 +4,18 @@ prompts does not? Runs a calls recipe once per seed (``--recipe``; default ``cal
 headline (``two_hour``) from ``calls-rl.yaml``'s runs.
 
 Each recipe trains BASE (the SFT model of the quality row sft-shared3, under the seed; calls-mix.yaml's is
-sft-base75, trained once for its three seeds: ``--matrix``), an arm from BASE and a data-matched control (continued SFT with gold answers), and scores each with strict decoding on the BFCL items
-outside the tuning subset (``eval bfcl --held-out``; all of them, or a seeded ``bfcl_limit`` of each category).
-Its arms are its ``ARM-bfcl`` stages. ``calls-rft.yaml``: BASE samples a seeded pool of its own training
-conversations, keeps a turn's sample only when it is a perfect answer (Sim-RL 1.0), and RFT trains on the kept
-samples; the control trains on the pool for as many optimizer steps as RFT made (this script runs the recipe up to
-RFT, reads its steps, then runs the rest with ``control_steps`` set). ``calls-rl.yaml``: the shipped RL stage
-against a control on a pool of the same no-call share; ``calls-mix.yaml``: the one setting of the ten-minute
-tuning sweep (``calls-arms.yaml``, ``--tuning``) that kept BASE's declining, against its control. Every figure
-counts only the held-out items (the tuning subset is the seeded 100 per category that ``eval bfcl --limit 100``
-takes, which earlier sweeps chose their settings on); settings were fixed before any of these items were looked
-at.
+sft-base75, trained once for its three seeds: ``--matrix``), an arm from BASE and a data-matched control (continued
+SFT with gold answers), and scores each with strict decoding on the BFCL items outside the tuning subset (``eval
+bfcl --held-out``; all of them, or a seeded ``bfcl_limit`` of each category). Its arms are its ``ARM-bfcl`` stages
+(and ``ARM-grammar``: the arm's model decoded under the tools' grammar). ``calls-rft.yaml``: BASE samples a seeded
+pool of its own training conversations, keeps a turn's sample only when it is a perfect answer (Sim-RL 1.0), and RFT
+trains on the kept samples; the control trains on the pool for as many optimizer steps as RFT made (this script runs
+the recipe up to RFT, reads its steps, then runs the rest with ``control_steps`` set). ``calls-rl.yaml``: the
+shipped RL stage against a control on a pool of the same no-call share; ``calls-mix.yaml``: the one setting of the
+ten-minute tuning sweep (``calls-arms.yaml``, ``--tuning``) that kept BASE's declining, against its control. Every
+figure counts only the held-out items (the tuning subset is the seeded 100 per category that ``eval bfcl --limit
+100`` takes, which earlier sweeps chose their settings on); settings were fixed before any of these items were
+looked at.
 
 Per seed: each arm's per-category table on the held-out items, its non-live AST average and strict irrelevance,
 its failure classes and its packed per-item verdicts (`_paired.pack_verdicts`); the never-call baseline on the same
@@ -565,7 +566,8 @@ def main() -> None:
     ap.add_argument("--recipe", type=Path, default=RECIPE,
                     help="the protocol's recipe: stages BASE and the arms train, ARM-bfcl stages scoring them, "
                          "base-bfcl and control-bfcl among them [default: experiments/calls-rft.yaml]")
-    ap.add_argument("--work", type=Path, help="where each seed's run goes (WORK/sSEED) and its log (WORK/sSEED.log)")
+    ap.add_argument("--work", type=Path, help="where each seed's run goes (WORK/sSEED) and its log (WORK/sSEED.log); with "
+                                            "--matrix the recipe's run directory (cells WORK/seed-N)")
     ap.add_argument("--seeds", help="comma-separated seeds, one run of the recipe each [default: 10,11,12, or the "
                                     "recipe's matrix with --matrix]")
     ap.add_argument("--matrix", action="store_true",
