@@ -259,6 +259,11 @@ def recipe_sets(seed: int, sets: Mapping[str, str]) -> dict[str, str]:
     return {**sets, "seed": str(seed)}
 
 
+def set_flags(sets: Mapping[str, str]) -> list[str]:
+    """``tinytool run``'s ``--set NAME=VALUE`` flags of ``sets``."""
+    return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+
+
 def stage_folders(recipe: Path, work: Path, seed: int, sets: Mapping[str, str]) -> dict[str, tuple[Path, dict, str]]:
     """Each stage of the seed's run: its folder (``NN-name``), its resolved arguments and the verb it runs."""
     r = load_recipe(recipe, recipe_sets(seed, sets))
@@ -276,7 +281,7 @@ def run_seed(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], threa
     """The recipe under ``seed`` (with an RFT arm whose control takes its steps: up to RFT, then the rest with the
     control trained for RFT's optimizer steps). Its output goes to ``WORK/sSEED.log``."""
     cmd = [TINYTOOL, "run", str(recipe), "-o", str(run_dir(work, seed)),
-           *(a for k, v in recipe_sets(seed, sets).items() for a in ("--set", f"{k}={v}"))]
+           *set_flags(recipe_sets(seed, sets))]
     log = work / f"s{seed}.log"
     steps: list[str] = []
     if steps_from_rft(recipe, sets):
@@ -329,6 +334,7 @@ def seed_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tu
     training = {name: folder / "out" / SUMMARIES[verb] for name, (folder, _, verb) in folders.items()
                 if verb in SUMMARIES}
     trained = {name: read_json(path) for name, path in training.items()}
+    steps = {name: read_json(folder / "step.json") for name, (folder, _, _) in folders.items()}
     arms = {}
     for arm in arms_of(recipe):
         out = folders[arm_stage(arm)][0] / "out"
@@ -337,7 +343,7 @@ def seed_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tu
             continue
         every, finished = got
         summary = json.loads((out / "summary.json").read_text()) if finished else {}
-        shared = read_json(folders[arm_stage(arm)][0] / "step.json").get("shared_from")
+        shared = steps[arm_stage(arm)].get("shared_from")
         arms[arm] = {"held_out": arm_table(held_out(every, tuning)), "finished": finished,
                      **({"full": bfcl_table(summary), "failures": summary.get("failures")} if finished else {}),
                      "verdicts": pack_verdicts(every), **({"shared_from": shared} if shared else {})}
@@ -350,10 +356,8 @@ def seed_record(recipe: Path, work: Path, seed: int, sets: Mapping[str, str], tu
         "args": {name: args for name, (_, args, verb) in folders.items() if verb not in ("eval bfcl", "data demo")},
         "steps": {name: t.get("global_step") for name, t in trained.items()},
         "train_seconds": {name: t.get("seconds") for name, t in trained.items()},
-        "stage_seconds": {name: read_json(folder / "step.json").get("seconds")
-                          for name, (folder, _, _) in folders.items()},
-        "stage_status": {name: read_json(folder / "step.json").get("status")
-                         for name, (folder, _, _) in folders.items()},
+        "stage_seconds": {name: step.get("seconds") for name, step in steps.items()},
+        "stage_status": {name: step.get("status") for name, step in steps.items()},
     }
     if steps_from_rft(recipe, {}):
         settings["control_steps"] = "RFT's steps" if "control_steps" not in sets else "as set"
@@ -652,8 +656,7 @@ def main() -> None:
     try:
         if args.matrix and not args.read:
             try:
-                run_cli([TINYTOOL, "run", str(args.recipe), "-o", str(args.work),
-                         *(a for k, v in sets.items() for a in ("--set", f"{k}={v}"))], threads)
+                run_cli([TINYTOOL, "run", str(args.recipe), "-o", str(args.work), *set_flags(sets)], threads)
             except Exception as e:  # the stage's error is above; the cells that finished are read below
                 failed = [str(e)]
         elif not args.read:
