@@ -1,7 +1,8 @@
 """Do the calls experiments (``experiments/calls-*.yaml``) teach a small model calls that plain SFT on the same
 prompts does not? Runs a calls recipe once per seed (``--recipe``; default ``calls-rft.yaml``) and writes
-``calls_vs_control`` into ``benchmarks/results/calls.json`` (other parts of the file are kept), and the two-hour
-headline (``two_hour``) from ``calls-rl.yaml``'s runs.
+``calls_vs_control`` into ``benchmarks/results/calls.json`` (other parts of the file are kept), and the table of
+``calls-rl.yaml``'s runs (``calls_rl_headline``: the README's headline before the CPU recipe ``two-hour.yaml``,
+``benchmarks/two_hour.py``).
 
 Each recipe trains BASE (the SFT model of the quality row sft-shared3, under the seed; calls-mix.yaml's is
 sft-base75, trained once for its three seeds: ``--matrix``), an arm from BASE and a data-matched control (continued
@@ -429,8 +430,8 @@ def untrained_record(run: Path, tuning: set[str]) -> dict:
 def write(out: Path, runs: Mapping[str, dict], held: dict | None, protocols: Mapping[str, str] | None = None,
           untrained: dict | None = None, tests: bool = True) -> dict:
     """``calls_vs_control`` of ``out`` with ``runs`` added (a run of the same seed, device and recipe replaced), the
-    recipes' ``protocols`` (name → text) and the ``untrained`` model's record, the file's other keys kept; the
-    headline (`two_hour`) made again from them."""
+    recipes' ``protocols`` (name → text) and the ``untrained`` model's record, the file's other keys kept;
+    calls-rl.yaml's table (`CALLS_RL_KEY`) made again from them."""
     result = json.loads(out.read_text()) if out.is_file() else {}
     entry = result.setdefault(KEY, {})
     if untrained is not None:
@@ -441,9 +442,9 @@ def write(out: Path, runs: Mapping[str, dict], held: dict | None, protocols: Map
     entry["runs"] = {**entry.get("runs", {}), **runs}
     kept = set(unpack_verdicts(entry["held_out"]["ids"])) if entry.get("held_out", {}).get("ids") else None
     entry["across_seeds"] = across_seeds(entry["runs"], kept, tests)
-    headline = two_hour(entry)
+    headline = calls_rl_table(entry)
     if headline is not None:
-        result["two_hour"] = headline
+        result[CALLS_RL_KEY] = headline
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     return entry
@@ -486,8 +487,10 @@ def write_sweep(out: Path, recipe: Path, runs: Mapping[str, dict]) -> dict:
     return entry
 
 
-# ---- the two-hour headline -----------------------------------------------------------------------------------------
+# ---- calls-rl.yaml's table (the headline trained on an H200) -------------------------------------------------------
 
+#: where it goes: the README's headline before two-hour.yaml measured one on these cores (benchmarks/two_hour.py)
+CALLS_RL_KEY = "calls_rl_headline"
 #: the headline's recipe and its stages (data, SFT, RL) in calls-rl.yaml's names
 HEADLINE_RECIPE = "experiments/calls-rl.yaml"
 HEADLINE_STAGES = {"data": "data", "sft": "base", "rl": "rl"}
@@ -522,9 +525,9 @@ def cpu_budget(rl_steps: int) -> dict:
                    f"selection plus {rl_steps} of its steps (quality.json, rl.json)"}
 
 
-def two_hour(entry: Mapping) -> dict | None:
-    """The headline: untrained model, never-call, SFT and SFT + RL of the headline recipe's runs (each figure's
-    mean and range over seeds, on the held-out items), each stage's seconds per run, and the CPU budget."""
+def calls_rl_table(entry: Mapping) -> dict | None:
+    """calls-rl.yaml's table: untrained model, never-call, SFT and SFT + RL of its runs (each figure's mean and range
+    over seeds, on the held-out items), each stage's seconds per run, and the CPU budget they would take here."""
     runs = [r for r in entry["runs"].values() if r["settings"]["recipe"] == HEADLINE_RECIPE
             and {"base", "rl"} <= r["arms"].keys()]
     if not runs:

@@ -416,6 +416,55 @@ def test_over_call_shapes_say_what_the_extra_calls_are():
     never_raises()
 
 
+def test_value_shapes_say_what_a_wrong_value_is_against_the_request():
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from tinytool.eval.failures import VALUE_SHAPES, value_shapes
+
+    def shapes(question, decoded, expected):
+        return value_shapes({"category": "parallel", "valid": False, "question": question, "decoded": decoded,
+                             "error_type": "parallel_function_checker_no_order:cannot_find_match",
+                             "expected": expected})
+
+    mortgage = {"calculate_mortgage": {"loan_term": [15]}}, {"calculate_mortgage": {"loan_term": [30]}}
+    ask = "Monthly payment for a $400,000 loan over 15 and 30 years."
+    # the second call repeats the first's value: another value the request states; calls pair in any order
+    assert shapes(ask, [{"calculate_mortgage": {"loan_term": 15}}] * 2, list(mortgage)) == [
+        "another value the request states"]
+    assert shapes(ask, [{"calculate_mortgage": {"loan_term": 30}}, {"calculate_mortgage": {"loan_term": 15.0}}],
+                  list(mortgage)) == []
+    rate = [{"npv": {"rate": [0.08], "amount": [10000]}}]
+    assert shapes("NPV of $10,000 at 8% a year", [{"npv": {"rate": 8, "amount": 10000}}], rate) == [
+        "a number at another scale"]
+    assert shapes("NPV of $10,000 at 8% a year", [{"npv": {"rate": 0.08, "amount": 1000}}], rate) == [
+        "a value the request does not state, where it states the accepted one"]
+    # "5" is not stated in "15": numbers are read whole
+    assert shapes("over 15 years", [{"calculate_mortgage": {"loan_term": 5}}], [mortgage[0]]) == [
+        "a value the request does not state, where it states the accepted one"]
+    state = [{"tax": {"state": ["IL", "Illinois"], "city": ["Chicago"]}}]
+    assert shapes("Sales tax in Chicago, Illinois", [{"tax": {"state": "Chicago", "city": "chicago"}}], state) == [
+        "another value the request states"]
+    assert shapes("Sales tax in Chicago", [{"tax": {"state": "Chicago", "city": "Chicago"}}], state) == [
+        "the request's words, not the form accepted"]
+    deck = [{"probability": {"total": [52], "tolls": [True], "coords": [[1.0, 2.0]]}}]
+    assert shapes("Drawing a king from a deck, avoiding tolls", [{"probability": {
+        "total": 10, "tolls": False, "coords": [2.0, 1.0]}}], deck) == [
+        "a value to infer", "a boolean", "a list or object"]
+    assert value_shapes({"valid": False, "error_type": "type_error:simple", "decoded": [], "expected": []}) == []
+
+    @given(st.dictionaries(st.sampled_from(["category", "valid", "question", "error_type", "expected", "decoded"]),
+                           st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20),
+                                     st.lists(st.dictionaries(st.text(max_size=3), st.one_of(
+                                         st.integers(), st.dictionaries(st.text(max_size=2), st.one_of(
+                                             st.integers(), st.lists(st.integers(), max_size=2)), max_size=2)),
+                                         max_size=2), max_size=3))))
+    def never_raises(r):
+        assert set(value_shapes(r)) <= set(VALUE_SHAPES)
+
+    never_raises()
+
+
 def test_a_run_summary_tables_the_shapes_of_its_over_calls(tmp_path):
     """Each item answered with its call and a repeat of it, or its call and a further tool's: the summary's
     ``over_calls`` counts both shapes."""
@@ -431,6 +480,7 @@ def test_a_run_summary_tables_the_shapes_of_its_over_calls(tmp_path):
     s = run_bfcl(cfg, tmp_path, ScriptedClient(answer), progress=False)
     assert s["failures"]["simple_python"] == {"more calls than asked": 4}
     assert s["over_calls"] == {"simple_python": {"a call repeated": 2, "a further tool called": 2}}
+    assert s["value_shapes"] == {}  # every value right
 
 
 class _Halting(ScriptedClient):

@@ -200,7 +200,7 @@ def test_pooled_tests_pair_each_seed_s_items_and_the_headline_reads_the_rl_recip
     out = tmp_path / "calls.json"
     (tmp_path / "results").mkdir()
     entry = calls.write(out, runs, None)
-    headline = json.loads(out.read_text())["two_hour"]
+    headline = json.loads(out.read_text())[calls.CALLS_RL_KEY]
     assert headline["seeds"] == [10, 11, 12] and entry["runs"].keys() == runs.keys()
     assert headline["rows"]["sft"]["irrelevance_strict"] == {"mean": 0.6, "min": 0.6, "max": 0.6}
     assert headline["rows"]["sft_rl"]["irrelevance_strict"]["mean"] == 1.0

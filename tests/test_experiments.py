@@ -15,7 +15,8 @@ EXPERIMENTS = sorted((Path(__file__).resolve().parents[1] / "experiments").glob(
 
 
 def test_the_studies_are_experiments():
-    assert {"rl-gain", "rl-sweep", "distill-gain", "calls-rl", "calls-rft", "calls-arms", "calls-mix"} <= {p.stem for p in EXPERIMENTS}
+    studies = {"rl-gain", "rl-sweep", "distill-gain", "calls-rl", "calls-rft", "calls-arms", "calls-mix", "two-hour"}
+    assert studies <= {p.stem for p in EXPERIMENTS}
 
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)

@@ -59,7 +59,7 @@ from tinytool.bfcl import (
 )
 from tinytool.clikit import setting
 from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
-from tinytool.eval.failures import failure_table, over_call_table
+from tinytool.eval.failures import failure_table, over_call_table, value_shape_table
 from tinytool.formats import PromptFormat, get_format, resolve_format
 from tinytool.io import (
     RunDir,
@@ -482,6 +482,7 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
         "metrics": _run_metrics(results),
         "failures": failure_table(results, fmt, run.get("max_new_tokens")),
         "over_calls": over_call_table(results, fmt, run.get("max_new_tokens")),
+        "value_shapes": value_shape_table(results),
     }
     write_json(out / "summary.json", summary)
     open_run_dir(out, "bfcl", run["settings"]).update(finished=datetime.now(UTC).isoformat(timespec="seconds"))

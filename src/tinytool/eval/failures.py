@@ -10,6 +10,7 @@ whatever the checker then said about the half-written call.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -44,6 +45,21 @@ OVER_CALL_SHAPES = (
     "a further tool called",  # a tool the answer key does not call
     "unreadable",  # the row's decoded calls could not be read
 )
+
+#: what the value of a parameter an answer classed "wrong value" got wrong is, read against the request's text (the
+#: answer key's accepted values, the answer's value and the user's words; never the schema)
+VALUE_SHAPES = (
+    "another value the request states",  # the wrong span: a value of the request meant for another parameter or call
+    "the request's words, not the form accepted",  # the right span copied, but the key accepts another form of it
+    "a number at another scale",  # 5 for 0.05 (a percentage), 213 for 213000000 (in millions), minutes for hours
+    "a value the request does not state, where it states the accepted one",  # a made-up value, the answer was there
+    "a value to infer",  # neither the answer's value nor an accepted one is in the request (52 cards in a deck)
+    "a list or object",
+    "a boolean",
+)
+
+#: ratios between a number written and the one accepted that say "the same quantity at another scale"
+_SCALES = (100.0, 1000.0, 1e6, 1e9, 60.0, 3600.0)
 
 _BY_ERROR = (
     ("wrong_func_name", "wrong function"),
@@ -124,6 +140,98 @@ def over_call_shape(row: Mapping[str, Any], fmt: PromptFormat, max_new_tokens: i
         return "unreadable"
 
 
+def _same_value(got: Any, accepted: Any) -> bool:
+    """As BFCL's checker compares one value: numbers by value, strings with case and punctuation ignored."""
+    if isinstance(got, bool) or isinstance(accepted, bool):
+        return got is accepted
+    if isinstance(got, int | float) and isinstance(accepted, int | float):
+        return float(got) == float(accepted)
+    if isinstance(got, str) and isinstance(accepted, str):
+        return _letters(got) == _letters(accepted)
+    return got == accepted
+
+
+def _letters(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.lower())
+
+
+def _stated(value: Any, request: str) -> bool:
+    """Does the request's text hold ``value``: a number as a number of its own (``5`` is not in ``15``; ``10000``
+    is in ``$10,000``), a string with case and punctuation ignored."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        digits = request.replace(",", "")
+        forms = {f"{value:g}", str(value), str(int(value)) if float(value).is_integer() else str(value)}
+        return any(re.search(rf"(?<![\d.]){re.escape(f)}(?![\d]|\.\d)", digits) for f in forms)
+    return isinstance(value, str) and bool(_letters(value)) and _letters(value) in _letters(request)
+
+
+def _value_shape(got: Any, accepted: list[Any], request: str) -> str:
+    accepted = [a for a in accepted if a != ""]  # "" marks an optional parameter that may be left out
+    if isinstance(got, list | dict) or any(isinstance(a, list | dict) for a in accepted):
+        return "a list or object"
+    if isinstance(got, bool) or any(isinstance(a, bool) for a in accepted):
+        return "a boolean"
+    if isinstance(got, int | float) and got:
+        for a in accepted:
+            if isinstance(a, int | float) and not isinstance(a, bool) and a:
+                ratio = abs(float(got) / float(a))
+                if any(abs(ratio - k) <= 1e-6 * k or abs(ratio * k - 1) <= 1e-6 for k in _SCALES):
+                    return "a number at another scale"
+    got_there, accepted_there = _stated(got, request), any(_stated(a, request) for a in accepted)
+    if got_there:
+        return "another value the request states" if accepted_there else "the request's words, not the form accepted"
+    return "a value the request does not state, where it states the accepted one" if accepted_there \
+        else "a value to infer"
+
+
+def value_shapes(row: Mapping[str, Any]) -> list[str]:
+    """The shape (`VALUE_SHAPES`) of each parameter a scored BFCL row got wrong, for a row classed "wrong value"
+    (an empty list for any other row). Each call of the answer is paired with the key's unused call of the same
+    function that it gets fewest values wrong of (a parallel answer's calls may come in any order), and each of
+    its values that the key does not accept is read against the request. Never raises."""
+    try:
+        error = str(row.get("error_type") or "")
+        if row.get("valid") or not any(key in error for key, name in _BY_ERROR if name == "wrong value"):
+            return []
+        decoded, expected = row.get("decoded"), row.get("expected")
+        if not isinstance(decoded, list) or not isinstance(expected, list):
+            return []
+        request = str(row.get("question") or "")
+        used: set[int] = set()
+        shapes: list[str] = []
+        for call in decoded:
+            if not isinstance(call, Mapping) or len(call) != 1:
+                continue
+            name, args = next(iter(call.items()))
+            args = args if isinstance(args, Mapping) else {}
+            best: tuple[int, list[tuple[Any, list[Any]]]] | None = None
+            for j, key in enumerate(expected):
+                if j in used or not isinstance(key, Mapping) or not isinstance(key.get(name), Mapping):
+                    continue
+                wrong = [(got, list(key[name][p])) for p, got in args.items()
+                         if isinstance(key[name].get(p), list) and not any(_same_value(got, a) for a in key[name][p])]
+                if best is None or len(wrong) < len(best[1]):
+                    best = (j, wrong)
+            if best is not None:
+                used.add(best[0])
+                shapes.extend(_value_shape(got, accepted, request) for got, accepted in best[1])
+        return shapes
+    except Exception:  # a malformed row: no shape is read from it, the report goes on
+        return []
+
+
+def value_shape_table(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """``{category: {shape: count}}`` of the wrong values (one count per wrong parameter) over the rows classed
+    "wrong value", shapes in `VALUE_SHAPES` order."""
+    counts: dict[str, Counter] = {}
+    for row in rows:
+        for shape in value_shapes(row):
+            counts.setdefault(str(row.get("category")), Counter())[shape] += 1
+    return {cat: {k: c[k] for k in VALUE_SHAPES if c[k]} for cat, c in counts.items()}
+
+
 def over_call_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,
                     max_new_tokens: int | None = None) -> dict[str, dict[str, int]]:
     """``{category: {shape: count}}`` over the rows that call more than asked, shapes in `OVER_CALL_SHAPES`
@@ -147,4 +255,5 @@ def failure_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,
     return {cat: dict(sorted(c.items(), key=lambda kv: (-kv[1], CLASSES.index(kv[0])))) for cat, c in counts.items()}
 
 
-__all__ = ["CLASSES", "OVER_CALL_SHAPES", "failure_class", "failure_table", "over_call_shape", "over_call_table"]
+__all__ = ["CLASSES", "OVER_CALL_SHAPES", "VALUE_SHAPES", "failure_class", "failure_table", "over_call_shape",
+           "over_call_table", "value_shape_table", "value_shapes"]

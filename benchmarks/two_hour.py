@@ -1,0 +1,135 @@
+"""The two-hour headline: ``experiments/two-hour.yaml`` run from nothing on this machine (the bundled model, the demo
+data, at most two hours of training on its cores), its models scored on the full non-live BFCL categories, read into
+``two_hour`` of ``benchmarks/results/calls.json`` (the README's first table; the file's other keys kept).
+
+A row per scored stage (the untrained model, SFT, SFT + the declining stage, the same decoded under the tools'
+grammar) beside the never-call baseline: per-category accuracy, the non-live AST average, strict irrelevance and
+``overall`` on every item, the same figures on the held-out items alone (the full categories less the tuning
+subset the recipe's settings were chosen on), the failure classes and the packed per-item verdicts; the paired
+changes between consecutive rows (a bootstrap over items stratified by category for the AST average, McNemar's test
+for strict irrelevance); each stage's seconds and the training's total against the two-hour budget.
+
+    .venv/bin/tinytool run experiments/two-hour.yaml -o runs/two-hour
+    .venv/bin/python benchmarks/two_hour.py --run runs/two-hour
+
+A run stopped part way is read as far as it went: a scoring stopped part way counts the items it scored (marked
+``finished: false``), a stage not reached has no row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import calls
+import quality
+from _common import ROOT, machine, read_json, versions
+from _paired import bfcl_table, pack_verdicts, unpack_verdicts
+
+from tinytool.recipes.recipe import load_recipe
+from tinytool.recipes.runner import plan
+
+RECIPE = ROOT / "experiments" / "two-hour.yaml"
+KEY = "two_hour"
+#: the headline's rows, in order, and the stage that scores each
+ROWS = {"untrained": "untrained-bfcl", "sft": "sft-bfcl", "sft_decline": "decline-bfcl",
+        "sft_decline_grammar": "decline-grammar"}
+#: the stages whose seconds count against the two-hour training budget (the data is made, then trained on)
+TRAINING = ("data", "sft", "pool-decline", "pool-call", "decline")
+BUDGET_SECONDS = 2 * 3600
+#: the paired comparisons, name → (before, after): each stage against the row before it, and all of them together
+COMPARISONS = {"sft_vs_untrained": ("untrained", "sft"), "sft_decline_vs_sft": ("sft", "sft_decline"),
+               "sft_decline_grammar_vs_sft_decline": ("sft_decline", "sft_decline_grammar"),
+               "sft_decline_grammar_vs_sft": ("sft", "sft_decline_grammar")}
+
+
+def row_record(out: Path, tuning: set[str], seconds: float | None) -> dict | None:
+    """One scoring stage's row (its ``eval bfcl`` folder ``out``), or None when it scored nothing."""
+    got = calls.scored(out)
+    if got is None:
+        return None
+    items, finished = got
+    summary = read_json(out / "summary.json") if finished else {}
+    return {**calls.arm_table(items), "held_out": calls.arm_table(calls.held_out(items, tuning)),
+            "finished": finished, "seconds": seconds,
+            **({"full": bfcl_table(summary), "failures": summary.get("failures")} if finished else {}),
+            "verdicts": pack_verdicts(items)}
+
+
+def headline(recipe: Path, run: Path, sets: Mapping[str, str], tuning: set[str], tests: bool = True) -> dict:
+    """The headline of ``run`` (a ``tinytool run`` of ``recipe`` under ``sets``): rows, comparisons, seconds."""
+    r = load_recipe(recipe, dict(sets))
+    folders = {st.name: folder for st, folder, _ in plan(r, run)}
+    steps = {name: read_json(folder / "step.json") for name, folder in folders.items()}
+    rows: dict = {}
+    items: dict = {}
+    for row, stage in ROWS.items():
+        rec = row_record(folders[stage] / "out", tuning, steps[stage].get("seconds")) if stage in folders else None
+        if rec is not None:
+            rows[row] = rec
+            items[row] = unpack_verdicts(rec["verdicts"])
+    scored_ids = set().union(*items.values()) if items else set()
+    nothing = {i: v for i, v in calls.never_call(set()).items() if i in scored_ids}
+    if nothing:
+        rows["never_call"] = {**calls.arm_table(nothing), "held_out": calls.arm_table(calls.held_out(nothing, tuning))}
+    training = {name: steps[name].get("seconds") for name in TRAINING if name in steps}
+    total = round(sum(s for s in training.values() if s is not None), 1)
+    return {
+        "recipe": calls.seed_recipe(recipe),
+        "protocol": calls.protocol(recipe),
+        "vars": r.vars,
+        "items": rows["never_call"]["n_per_category"] if nothing else {},
+        "device": quality._device(),
+        "rows": rows,
+        "comparisons": {name: calls.paired(items[b], items[a], tests) for name, (b, a) in COMPARISONS.items()
+                        if a in items and b in items},
+        "stage_seconds": {name: step.get("seconds") for name, step in steps.items()},
+        "training_seconds": total,
+        "within_budget": all(s is not None for s in training.values()) and total <= BUDGET_SECONDS,
+        "machine": machine(),
+        "versions": versions("torch", "transformers", "trl"),
+    }
+
+
+def write(out: Path, record: dict) -> None:
+    """``two_hour`` of ``out`` replaced by ``record``, the file's other keys kept."""
+    result = json.loads(out.read_text()) if out.is_file() else {}
+    result[KEY] = record
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run", type=Path, required=True, help="the run directory of tinytool run RECIPE -o RUN")
+    ap.add_argument("--recipe", type=Path, default=RECIPE, help="[default: experiments/two-hour.yaml]")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
+                    help="a variable the run was made with (repeatable), as given to tinytool run")
+    ap.add_argument("--no-tests", action="store_true", help="the changes without their paired tests")
+    ap.add_argument("--out", type=Path, default=calls.OUT)
+    args = ap.parse_args()
+    if not args.recipe.is_file():
+        ap.error(f"--recipe {args.recipe}: no such file")
+    if not (args.run / "recipe.json").is_file():
+        ap.error(f"--run {args.run}: no run of a recipe there (tinytool run {args.recipe} -o {args.run} makes one)")
+    sets = {}
+    for item in args.sets:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            ap.error(f"--set {item!r}: expected NAME=VALUE")
+        sets[key] = value
+    record = headline(args.recipe, args.run, sets, calls.tuning_ids(), not args.no_tests)
+    if not record["rows"]:
+        ap.error(f"--run {args.run}: no stage of it has scored an item yet")
+    write(args.out, record)
+    for name, row in record["rows"].items():
+        print(f"{name:22s} AST {100 * row.get('non_live_ast_avg', 0):5.1f}  irrelevance (strict) "
+              f"{100 * row.get('irrelevance_strict', 0):5.1f}  items {sum(row['n_per_category'].values())}")
+    print(f"training {record['training_seconds']:.0f} s (within two hours: {record['within_budget']}); "
+          f"wrote {args.out} ({KEY})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""The two-hour headline (`benchmarks/two_hour.py`): a run of `experiments/two-hour.yaml` read into rows, paired
+changes and seconds, on a fabricated run folder; the README's first table against the committed result."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import benchmark_module
+
+AST = ("simple_python", "multiple", "parallel", "parallel_multiple")
+CATS = (*AST, "irrelevance")
+
+
+@pytest.fixture(scope="module")
+def two_hour():
+    return benchmark_module("two_hour")
+
+
+def fabricate(two_hour, run, right: dict[str, dict[str, int]], seconds: dict[str, float], n: int = 10):
+    """A run folder of the recipe: each stage's ``step.json`` with ``seconds``; each scoring stage in ``right`` with
+    ``n`` items per category, the first ``right[stage][c]`` of them right (no ``summary.json``: a stopped scoring
+    for stages named ``*-stopped``)."""
+    from tinytool.recipes.recipe import load_recipe
+    from tinytool.recipes.runner import plan
+
+    run.mkdir()
+    (run / "recipe.json").write_text("{}")
+    for st, folder, _ in plan(load_recipe(two_hour.RECIPE, {}), run):
+        (folder / "out").mkdir(parents=True)
+        (folder / "step.json").write_text(json.dumps({"status": "done", "seconds": seconds.get(st.name, 1.0)}))
+        if st.name in right:
+            lines = [json.dumps({"id": f"{c}_{k}", "category": c, "valid": k < right[st.name][c],
+                                 "valid_strict": k < right[st.name][c]}) for c in CATS for k in range(n)]
+            (folder / "out" / "results.jsonl").write_text("\n".join(lines) + "\n")
+            summary = {"categories": {c: {"accuracy": right[st.name][c] / n, "n": n} for c in CATS}}
+            (folder / "out" / "summary.json").write_text(json.dumps(summary))
+
+
+def test_a_run_is_read_into_rows_changes_and_the_training_budget(two_hour, tmp_path):
+    sft = {"simple_python": 6, "multiple": 4, "parallel": 2, "parallel_multiple": 0, "irrelevance": 5}
+    decline = {**sft, "irrelevance": 9}
+    grammar = {**decline, "simple_python": 8, "parallel_multiple": 2}
+    fabricate(two_hour, tmp_path / "run", {"sft-bfcl": sft, "decline-bfcl": decline, "decline-grammar": grammar},
+              {"data": 10.0, "sft": 3000.0, "decline": 600.0, "decline-grammar": 1500.0})
+    tuning = {f"{c}_{k}" for c in CATS for k in (0, 9)}  # one right and one wrong item per category left out
+    rec = two_hour.headline(two_hour.RECIPE, tmp_path / "run", {}, tuning)
+    # the untrained model was not scored: no row; the never-call baseline over the items the rows scored
+    assert list(rec["rows"]) == ["sft", "sft_decline", "sft_decline_grammar", "never_call"]
+    rows = rec["rows"]
+    assert rows["sft"]["non_live_ast_avg"] == 0.3 and rows["sft"]["irrelevance_strict"] == 0.5
+    assert rows["sft_decline_grammar"]["non_live_ast_avg"] == 0.4 and rows["sft_decline_grammar"]["finished"]
+    assert rows["never_call"]["irrelevance_strict"] == 1.0 and rows["never_call"]["non_live_ast_avg"] == 0.0
+    # held out: 8 items per category, the tuning subset's two left out
+    assert rows["sft"]["held_out"]["n_per_category"] == {c: 8 for c in CATS}
+    assert rows["sft"]["held_out"]["simple_python"] == 5 / 8
+    assert rec["items"] == {c: 10 for c in CATS}
+    # each stage against the row before it: declining moves irrelevance only, the grammar the AST average only
+    change = rec["comparisons"]["sft_decline_vs_sft"]
+    assert change["delta"]["irrelevance_strict"] == 0.4 and change["delta"]["non_live_ast_avg"] == 0.0
+    assert (change["irrelevance_fixed"], change["irrelevance_broken"]) == (4, 0)
+    assert rec["comparisons"]["sft_decline_grammar_vs_sft_decline"]["delta"]["non_live_ast_avg"] == 0.1
+    assert "sft_vs_untrained" not in rec["comparisons"]
+    # the training's seconds: data, SFT, the pools and the declining stage; the scorings are not training
+    assert rec["training_seconds"] == 10.0 + 3000.0 + 1.0 + 1.0 + 600.0 and rec["within_budget"]
+    assert rec["stage_seconds"]["decline-grammar"] == 1500.0
+
+
+def test_a_training_past_two_hours_is_marked(two_hour, tmp_path):
+    fabricate(two_hour, tmp_path / "run", {"sft-bfcl": {c: 1 for c in CATS}}, {"sft": 7200.0})
+    rec = two_hour.headline(two_hour.RECIPE, tmp_path / "run", {}, set(), tests=False)
+    assert rec["training_seconds"] > 7200 and not rec["within_budget"]
+    assert "p_ast" not in rec["comparisons"].get("sft_decline_vs_sft", {})
+
+
+def test_the_readme_headline_is_the_two_hour_result_s_figures(two_hour):
+    """The README's first table reads `two_hour` of calls.json: each row's category figures, AST average and strict
+    irrelevance on the full categories, in points."""
+    headline = json.loads(two_hour.calls.OUT.read_text())[two_hour.KEY]
+    assert headline["recipe"] == "experiments/two-hour.yaml"
+    readme = (two_hour.ROOT / "README.md").read_text()
+    labels = {"untrained": "| untrained", "never_call": "| never call", "sft": "| + SFT",
+              "sft_decline": "| + declining SFT", "sft_decline_grammar": "| + the tools' grammar"}
+    columns = (*AST, "non_live_ast_avg", "irrelevance_strict")
+    assert set(headline["rows"]) <= set(labels)
+    for key, row in headline["rows"].items():
+        line = next(x for x in readme.splitlines() if x.startswith(labels[key]))
+        cells = [c.strip() for c in line.strip("|").split("|")][1:1 + len(columns)]
+        for column, cell in zip(columns, cells, strict=True):
+            figure = float(re.match(r"[\d.]+", cell).group())
+            assert figure == pytest.approx(100 * row[column], abs=0.051), (key, column)
