@@ -5,7 +5,8 @@ data, at most two hours of training on its cores), its models scored on the full
 A row per scored stage (the untrained model, SFT, SFT + the declining stage, the same decoded under the tools'
 grammar) beside the never-call baseline: per-category accuracy, the non-live AST average, strict irrelevance and
 ``overall`` on every item, the same figures on the held-out items alone (the full categories less the tuning
-subset the recipe's settings were chosen on), the failure classes and the packed per-item verdicts; the paired
+subset the recipe's settings were chosen on), the failure classes, what the wrong values are
+(`tinytool.eval.failures.value_shapes`) and the packed per-item verdicts; the paired
 changes between consecutive rows (a bootstrap over items stratified by category for the AST average, McNemar's test
 for strict irrelevance); each stage's seconds and the training's total against the two-hour budget.
 
@@ -28,6 +29,7 @@ import quality
 from _common import ROOT, machine, read_json, versions
 from _paired import bfcl_table, pack_verdicts, unpack_verdicts
 
+from tinytool.eval.failures import value_shape_table
 from tinytool.recipes.recipe import load_recipe
 from tinytool.recipes.runner import plan
 
@@ -55,7 +57,18 @@ def row_record(out: Path, tuning: set[str], seconds: float | None) -> dict | Non
     return {**calls.arm_table(items), "held_out": calls.arm_table(calls.held_out(items, tuning)),
             "finished": finished, "seconds": seconds,
             **({"full": bfcl_table(summary), "failures": summary.get("failures")} if finished else {}),
-            "verdicts": pack_verdicts(items)}
+            "value_shapes": value_shape_table(_rows(out / "results.jsonl")), "verdicts": pack_verdicts(items)}
+
+
+def _rows(path: Path) -> list[dict]:
+    """The scored rows of ``results.jsonl``, a line cut by a run's stop left out."""
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
 
 
 def headline(recipe: Path, run: Path, sets: Mapping[str, str], tuning: set[str], tests: bool = True) -> dict:
