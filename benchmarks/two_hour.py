@@ -30,6 +30,7 @@ from _common import ROOT, machine, read_json, versions
 from _paired import bfcl_table, pack_verdicts, unpack_verdicts
 
 from tinytool.eval.failures import value_shape_table
+from tinytool.io import read_jsonl_rows
 from tinytool.recipes.recipe import load_recipe
 from tinytool.recipes.runner import plan
 
@@ -57,18 +58,9 @@ def row_record(out: Path, tuning: set[str], seconds: float | None) -> dict | Non
     return {**calls.arm_table(items), "held_out": calls.arm_table(calls.held_out(items, tuning)),
             "finished": finished, "seconds": seconds,
             **({"full": bfcl_table(summary), "failures": summary.get("failures")} if finished else {}),
-            "value_shapes": value_shape_table(_rows(out / "results.jsonl")), "verdicts": pack_verdicts(items)}
-
-
-def _rows(path: Path) -> list[dict]:
-    """The scored rows of ``results.jsonl``, a line cut by a run's stop left out."""
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue
-    return rows
+            # a line cut by a run's stop is left out, as calls.scored leaves it out
+            "value_shapes": value_shape_table(read_jsonl_rows(out / "results.jsonl", on_bad=lambda *_: None)),
+            "verdicts": pack_verdicts(items)}
 
 
 def headline(recipe: Path, run: Path, sets: Mapping[str, str], tuning: set[str], tests: bool = True) -> dict:

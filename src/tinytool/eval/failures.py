@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tinytool.data.demo.text import whole_as_int
+from tinytool.eval.ast_checker import normalize_string
 from tinytool.formats import PromptFormat
 
 CLASSES = (
@@ -141,30 +142,26 @@ def over_call_shape(row: Mapping[str, Any], fmt: PromptFormat, max_new_tokens: i
 
 
 def _same_value(got: Any, accepted: Any) -> bool:
-    """As BFCL's checker compares one value: numbers by value, strings with case and punctuation ignored."""
+    """As BFCL's checker compares one value: numbers by value, strings normalized (`normalize_string`)."""
     if isinstance(got, bool) or isinstance(accepted, bool):
         return got is accepted
     if isinstance(got, int | float) and isinstance(accepted, int | float):
         return float(got) == float(accepted)
     if isinstance(got, str) and isinstance(accepted, str):
-        return _letters(got) == _letters(accepted)
+        return normalize_string(got) == normalize_string(accepted)
     return got == accepted
-
-
-def _letters(text: str) -> str:
-    return re.sub(r"[\W_]+", "", text.lower())
 
 
 def _stated(value: Any, request: str) -> bool:
     """Does the request's text hold ``value``: a number as a number of its own (``5`` is not in ``15``; ``10000``
-    is in ``$10,000``), a string with case and punctuation ignored."""
+    is in ``$10,000``), a string as BFCL normalizes both (`normalize_string`)."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int | float):
         digits = request.replace(",", "")
         forms = {f"{value:g}", str(value), str(int(value)) if float(value).is_integer() else str(value)}
         return any(re.search(rf"(?<![\d.]){re.escape(f)}(?![\d]|\.\d)", digits) for f in forms)
-    return isinstance(value, str) and bool(_letters(value)) and _letters(value) in _letters(request)
+    return isinstance(value, str) and bool(normalize_string(value)) and normalize_string(value) in normalize_string(request)
 
 
 def _value_shape(got: Any, accepted: list[Any], request: str) -> str:
