@@ -25,6 +25,7 @@ from tinytool.eval.compare import (  # noqa: F401 - the names strict_bench and q
     overall_p,
     stratified_bootstrap,
 )
+from tinytool.io import read_jsonl_rows
 
 
 def bfcl_table(summary: dict) -> dict:
@@ -43,14 +44,9 @@ def bfcl_table(summary: dict) -> dict:
 def bfcl_items(run_dir: Path) -> dict[str, tuple[str, bool]]:
     """Each scored item of a `tinytool eval bfcl` run directory: id → (category, strict verdict). A line that is not
     a whole record (the last one, cut by a run's stop) is left out."""
-    items = {}
-    for line in (Path(run_dir) / "results.jsonl").read_text().splitlines():
-        try:
-            r = json.loads(line)
-            items[r["id"]] = (r["category"], bool(r.get("valid_strict", r["valid"])))
-        except (ValueError, KeyError):
-            continue
-    return items
+    rows = read_jsonl_rows(Path(run_dir) / "results.jsonl", on_bad=lambda *_: None)
+    return {r["id"]: (r["category"], bool(r.get("valid_strict", r["valid"]))) for r in rows
+            if isinstance(r, dict) and {"id", "category", "valid"} <= r.keys()}
 
 
 def pack_verdicts(items: dict[str, tuple[str, bool]]) -> dict[str, str]:

@@ -77,3 +77,14 @@ def test_overall_is_the_mean_of_ast_average_and_strict_irrelevance_and_its_boots
     assert out["overall_change"] == pytest.approx(0.25) and out["p_overall"] == p
     with pytest.raises(ValueError, match="irrelevance"):
         paired.overall_p({k: v for k, v in before.items() if v[0] != "irrelevance"}, after)
+
+
+def test_bfcl_items_reads_whole_records_and_leaves_out_a_cut_last_line(paired, tmp_path):
+    rows = [{"id": "simple_python_0", "category": "simple_python", "valid": True, "valid_strict": False},
+            {"id": "irrelevance_1", "category": "irrelevance", "valid": True},
+            {"id": "multiple_2", "valid": True},  # no category: not a whole record
+            [1, 2]]
+    text = "".join(json.dumps(r) + "\n" for r in rows) + '{"id": "parallel_3", "categ'
+    (tmp_path / "results.jsonl").write_text(text)
+    assert paired.bfcl_items(tmp_path) == {"simple_python_0": ("simple_python", False),
+                                           "irrelevance_1": ("irrelevance", True)}
