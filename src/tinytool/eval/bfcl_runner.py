@@ -58,6 +58,7 @@ from tinytool.bfcl import (
     is_relevance,
 )
 from tinytool.clikit import setting
+from tinytool.errors import UserInputError
 from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
 from tinytool.eval.failures import failure_table, over_call_table, value_shape_table
 from tinytool.formats import PromptFormat, get_format, resolve_format
@@ -73,7 +74,9 @@ from tinytool.io import (
     write_jsonl,
 )
 from tinytool.io.rundir import discard_start, read_manifest
+from tinytool.llm import distinct
 from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
+from tinytool.llm.guard import conversation_guard
 from tinytool.llm.switches import SWITCHES, RuleSwitches
 from tinytool.progress import ProgressBar
 from tinytool.schema import Conversation, Message, Tool
@@ -122,12 +125,18 @@ class BFCLRunConfig(RuleSwitches):
     seed: int = setting(0, "Seed of the --limit subset and of sampling (--temperature > 0).")
     entropy: bool = setting(False, "Also record mean token entropy (local models).")
     label: str | None = setting(None, "Short name of this run in reports.")
+    distinct_calls: bool = setting(
+        False, "Local models, hermes formats, single-turn items: an answer whose calls repeat (the same call twice, or "
+        "a value given twice while the request states one no call holds) is decoded again from its least certain "
+        "repeated value, that token banned, at most 3 times (the first answer kept in the generations).")
 
     def __post_init__(self) -> None:
         #: ``format`` resolved once, where a run is set up (the manifest records the name); the run takes the format
         object.__setattr__(self, "prompt_format", resolve_format(self.format))
         object.__setattr__(self, "categories", expand_categories(self.categories))
         self.check(self.prompt_format)  # the rules switched on check the format, before a model loads
+        if self.distinct_calls:
+            distinct.check_format(self.prompt_format)
 
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
@@ -232,14 +241,19 @@ def recorded_format(name: Any, where: str | os.PathLike) -> PromptFormat:
 
 # ---- generation ---------------------------------------------------------------------------------------
 def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
-                     gen: GenerationConfig, switches: RuleSwitches | None = None) -> Iterator[list[dict]]:
+                     gen: GenerationConfig, switches: RuleSwitches | None = None,
+                     distinct_calls: bool = False) -> Iterator[list[dict]]:
     """Generate a batch of single-turn items (under the ``auto`` grammar of each item's tools when
     ``switches``' ``constrained``, under its value guard with ``value_guard``): the rows of the items finished since the last step,
     as the client hands them over (`LLMClient.generate_finished`), each charged an equal share of the time since
-    the last step."""
+    the last step. With ``distinct_calls`` the whole batch is decoded first, then its answers whose calls repeat
+    are decoded again (`_distinct`), and its rows come at once."""
     made = [item_request(it, fmt, switches) for it in items]
     last = time.perf_counter()
-    for finished in client.generate_finished([r for r, _ in made], gen):
+    steps: Iterable[dict[int, list[Any]]] = client.generate_finished([r for r, _ in made], gen)
+    if distinct_calls:
+        steps = [_distinct(items, made, client, fmt, gen, steps)]
+    for finished in steps:
         now = time.perf_counter()
         share, last = (now - last) / max(len(finished), 1), now
         yield [{
@@ -250,7 +264,33 @@ def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat
             "finish": [c.finish_reason for c in comps],
             "seconds": share,
             **made[i][1],
+            **({"distinct": [c.meta.get("distinct", {}) for c in comps]} if distinct_calls else {}),
         } for i, comps in sorted(finished.items())]
+
+
+def _distinct(items: list[BFCLItem], made: list[tuple[Request, dict[str, str]]], client: LLMClient,
+              fmt: PromptFormat, gen: GenerationConfig, steps: Iterable[dict[int, list[Any]]]) -> dict[int, list[Any]]:
+    """Every completion of ``steps`` (item index → completions), those whose calls repeat decoded again
+    (`tinytool.llm.distinct.redecode`; what a request states is read by its value guard), what was done in each one's
+    ``meta["distinct"]``."""
+    if not hasattr(client, "generate_ids") or not hasattr(client, "model"):
+        raise UserInputError(f"--distinct-calls decodes again with a local model; {client.name!r} is not one",
+                             fix="use a local model (a directory, hub id or the bundled alias), or leave it off")
+    finished: dict[int, list[Any]] = {}
+    for step in steps:
+        finished.update(step)
+    keys = [(i, k) for i in sorted(finished) for k in range(len(finished[i]))]
+    prompts = client.tokenizer([client.render_prompt(made[i][0]) for i, _ in keys],
+                               add_special_tokens=False)["input_ids"]
+    guards = {i: conversation_guard(item_conversation(items[i]), fmt) for i in finished}
+    done = distinct.redecode(client, fmt.syntax, prompts, [made[i][0].rules for i, _ in keys],
+                             [finished[i][k] for i, k in keys], gen,
+                             [guards[i].left if guards[i] is not None else None for i, _ in keys])
+    out: dict[int, list[Any]] = {i: [] for i in finished}
+    for (i, _), (comp, what) in zip(keys, done, strict=True):
+        comp.meta["distinct"] = what
+        out[i].append(comp)
+    return out
 
 
 def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
@@ -335,7 +375,7 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
                             batch, client, fmt, cfg,
                             status=lambda text, w=where: bar.update(description=f"bfcl {w}: {text}"))]
                     else:
-                        parts = _generate_single(batch, client, fmt, gen, cfg.switches())
+                        parts = _generate_single(batch, client, fmt, gen, cfg.switches(), cfg.distinct_calls)
                     for rows in parts:
                         append_jsonl(gen_path, rows)
                         saved += len(rows)
@@ -458,6 +498,8 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
             if s.get("strict_irrelevance"):
                 item_row["valid_strict"] = s["strict_irrelevance"][0]
                 item_row["samples_correct_strict"] = sum(s["strict_irrelevance"])
+            if (row.get("distinct") or [{}])[0]:
+                item_row["distinct"] = _first_answer(it, row, fmt)
             rows_c.append(item_row)
         results += rows_c
         if rows_c:
@@ -469,6 +511,7 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
         "model": run["model"], "format": run["format"], "bfcl_version": run.get("bfcl_version", BFCL_VERSION),
         "decoding": "strict",
         **{switch: bool(run.get(switch, False)) for switch in SWITCHES},
+        "distinct_calls": bool(run.get("distinct_calls", False)),
         #: items of a constrained run decoded free: their schemas could not be compiled
         "unconstrained": sorted(r["id"] for r in results if gens[r["id"]].get("unconstrained")),
         "categories": per_cat,
@@ -484,9 +527,42 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
         "over_calls": over_call_table(results, fmt, run.get("max_new_tokens")),
         "value_shapes": value_shape_table(results),
     }
+    if summary["distinct_calls"]:
+        summary["distinct"] = _distinct_table(results)
     write_json(out / "summary.json", summary)
     open_run_dir(out, "bfcl", run["settings"]).update(finished=datetime.now(UTC).isoformat(timespec="seconds"))
     return summary
+
+
+def _first_answer(item: BFCLItem, row: dict, fmt: PromptFormat) -> dict:
+    """What distinct calls did to an item's first sample (`tinytool.llm.distinct`): its rounds, the kinds of repeat
+    found, and the verdicts of the first answer, the one decoded before (``valid_first``; ``valid_strict_first``
+    for an irrelevance item)."""
+    what = row["distinct"][0]
+    first = _score_single(item, {**row, "raw": [what["first"]]}, fmt)
+    out = {"rounds": what.get("rounds"), "kinds": what.get("kinds"), "first": what["first"],
+           "valid_first": first["verdicts"][0].valid}
+    if first.get("strict_irrelevance"):
+        out["valid_strict_first"] = first["strict_irrelevance"][0]
+    return out
+
+
+def _distinct_table(results: list[dict]) -> dict[str, dict[str, Any]]:
+    """Per category, the answers distinct calls decoded again, how many of them the first answer got wrong and the
+    last right (``fixed``) or the other way round (``broken``), by the kind of repeat found first."""
+    table: dict[str, dict[str, Any]] = {}
+    for r in results:
+        d = r.get("distinct")
+        if not d:
+            continue
+        t = table.setdefault(r["category"], {"redecoded": 0, "fixed": 0, "broken": 0, "by_kind": {}})
+        kind = t["by_kind"].setdefault((d.get("kinds") or ["?"])[0], {"redecoded": 0, "fixed": 0, "broken": 0})
+        now, before = r.get("valid_strict", r["valid"]), d.get("valid_strict_first", d["valid_first"])
+        for counts in (t, kind):
+            counts["redecoded"] += 1
+            counts["fixed"] += int(now and not before)
+            counts["broken"] += int(before and not now)
+    return table
 
 
 def _category_summary(rows: list[dict], data: BFCLData, category: str) -> dict:

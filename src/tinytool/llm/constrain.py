@@ -116,7 +116,7 @@ class ToolConstraint(Constraint):
     parallel: bool = True
     #: the most calls an answer holds where several are allowed (None: any number)
     max_calls: int | None = None
-    _key: list[str] = field(default_factory=list, repr=False, compare=False)
+    _key: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         fmt = self.format

@@ -1,0 +1,283 @@
+"""Distinct calls: a turn whose calls repeat one another is decoded again from its least certain repeated value.
+
+Asked for several calls of one function (the weather in two cities, the area of two rooms), a small model often
+writes the first call's values again in the second: on BFCL's parallel categories most wrong values are a value
+given to the wrong call. Once a row is decoded, `doubted` looks for
+
+- a call that repeats an earlier call of the turn (the same name and arguments): a turn never needs the same call
+  twice; or
+- where the request states a value that no call of the turn holds (`tinytool.llm.guard.ValueGuard.left`: a number in
+  digits, a quoted string), a call that gives one of its parameters the value an earlier call of the same function
+  gave it: the stated value left over is the one that call was meant to hold.
+
+and names the first token of each repeated value there. One forward pass over prompt and answer gives the model's
+certainty at each of those tokens (the log-probability of the token taken less that of the best other token);
+`redecode` bans the least certain one's token at that position and decodes the row on from there, under the row's
+own rules (its grammar, its guard): the model writes its next choice for that value and whatever follows from it.
+A row is redecoded at most ``rounds`` times; a token banned at a position stays banned there while the prefix before
+it is kept, so a second round tries a third choice. Rows whose calls do not repeat are left exactly as they were,
+and only rows that repeat cost anything (a forward pass and a short decode each).
+
+This is a decoding rule of the local engine applied after the first pass, not a mask during it: whether a call
+repeats is known only once it is written. It reads calls through the format's call syntax (JSON objects in their own
+call blocks: `tinytool.formats.CallSyntax.guard`), never through a format's name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tinytool.errors import UserInputError
+from tinytool.formats import CallSyntax, PromptFormat, formats_with
+from tinytool.llm.base import Completion, GenerationConfig, Request
+from tinytool.llm.rules import RowRule, register
+
+#: the most times one row is decoded again
+ROUNDS = 3
+
+
+@register
+class Ban(RowRule):
+    """Tokens a row may not take at its first step (``Request.rules["ban"]``: a collection of token ids), then free.
+    Masks after every other rule; where the others allow only banned tokens, the ban gives way (a row is never left
+    with nothing to take)."""
+
+    name = "ban"
+    order = 50
+
+    def begin(self, spec: Any) -> Any:
+        return sorted({int(t) for t in spec}) or None
+
+    def mask(self, logits: Any) -> Any:
+        import torch
+
+        for row, banned in enumerate(self.states):
+            if not banned:
+                continue
+            kept = logits[row, banned].clone()
+            logits[row, banned] = float("-inf")
+            if not torch.isfinite(logits[row]).any():
+                logits[row, banned] = kept
+        return logits
+
+    def advance(self, tokens: list[int]) -> None:
+        self.states = [None] * len(self.states)
+
+
+@dataclass(frozen=True)
+class Value:
+    """One argument of one call: its parameter, its value, and where its first character stands in the answer."""
+
+    param: str
+    value: Any
+    at: int
+
+
+@dataclass(frozen=True)
+class Call:
+    """One complete call of an answer: its function, its arguments, and each argument as a `Value`."""
+
+    name: str
+    arguments: Any
+    values: tuple[Value, ...]
+
+
+def _value_starts(inner: str) -> dict[str, int]:
+    """Where, in ``inner`` (a call's JSON object), the value of each argument one level in starts: its first character
+    inside a string's quotes and past a list's or an object's opening brackets (an empty one's closing character)."""
+    out: dict[str, int] = {}
+    depth, in_str, esc, buf, last, want = 0, False, False, [], None, None
+    for i, ch in enumerate(inner):
+        if want is not None and depth >= 2 and (ch not in ' \n\t\r"[{' or (in_str and ch == '"')):
+            out[want] = i  # a value's first character; an empty string's or list's closing one
+            want = None
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+                last = "".join(buf) if depth == 2 and want is None else None
+            else:
+                buf.append(ch)
+            continue
+        if ch == '"':
+            in_str, buf = True, []
+        elif ch == ":" and depth == 2 and last is not None:
+            want, last = last, None
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return out
+
+
+def calls_of(syntax: CallSyntax, text: str) -> list[Call]:
+    """The complete calls of ``text`` in ``syntax`` (blocks of JSON calls), each argument with where it starts in
+    ``text``; a block that is not a JSON call is left out."""
+    out = []
+    for start, inner in syntax.blocks(text):
+        try:
+            obj = json.loads(inner)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get(syntax.name_key), str):
+            continue
+        args = obj.get(syntax.args_key)
+        if not isinstance(args, dict):
+            continue
+        base = start + len(syntax.call.open)
+        starts = _value_starts(inner)
+        values = tuple(Value(k, v, base + starts[k]) for k, v in args.items() if k in starts)
+        out.append(Call(obj[syntax.name_key], args, values))
+    return out
+
+
+def doubted(syntax: CallSyntax, text: str, left: Any = None) -> tuple[str, list[int]]:
+    """Where the repeated values of ``text`` start: ``("call", offsets)`` for the first call that repeats an earlier
+    call of the turn (every argument of it), else, when ``left(text)`` (the stated values no call holds: a pair of
+    lists, `tinytool.llm.guard.ValueGuard.left`) is not empty, ``("value", offsets)`` for the first call that gives
+    a parameter the value an earlier call of its function gave it; ``("", [])`` when nothing repeats."""
+    calls = calls_of(syntax, text)
+    for k, call in enumerate(calls):
+        if call.values and any(c.name == call.name and c.arguments == call.arguments for c in calls[:k]):
+            return "call", [v.at for v in call.values]
+    if left is None or not any(left(text)):
+        return "", []
+    for k, call in enumerate(calls):
+        earlier = [c for c in calls[:k] if c.name == call.name]
+        same = [v.at for v in call.values
+                if any(v.param in c.arguments and c.arguments[v.param] == v.value for c in earlier)]
+        if same:
+            return "value", same
+    return "", []
+
+
+def check_format(fmt: PromptFormat) -> None:
+    """Raise `UserInputError` when distinct calls cannot read ``fmt``'s calls (where a run starts, before a model
+    loads)."""
+    if not fmt.syntax.guard:
+        raise UserInputError(f"distinct calls: format {fmt.name!r} does not write each call as a JSON object in its own "
+                             f"call block (those that do: {', '.join(formats_with('guard'))})",
+                             fix="choose one of those formats, or leave --distinct-calls off")
+
+
+@dataclass
+class _Row:
+    """One completion being made distinct: its prompt's tokens, the rules its request asks, its generated tokens,
+    and the tokens banned so far at each position of them."""
+
+    prompt: list[int]
+    rules: dict[str, Any]
+    tokens: list[int]
+    left: Any
+    banned: dict[int, set[int]] = dataclasses.field(default_factory=dict)
+    rounds: int = 0
+    kinds: list[str] = dataclasses.field(default_factory=list)
+
+
+def _margins(client: Any, prompt: list[int], tokens: list[int], positions: list[int]) -> list[float]:
+    """For each of ``positions`` (indices into ``tokens``), the log-probability of the token taken there less that
+    of the most likely other token, from one forward pass over ``prompt + tokens``."""
+    import torch
+
+    ids = torch.tensor([prompt + tokens], device=client.device)
+    keep = torch.tensor([len(prompt) - 1 + j for j in positions], device=client.device)
+    with torch.inference_mode(), client.decode_autocast():
+        logits = client.model(input_ids=ids, logits_to_keep=keep).logits[0].float()
+    logp = torch.log_softmax(logits, dim=-1)
+    out = []
+    for row, j in zip(logp, positions, strict=True):
+        taken = float(row[tokens[j]])
+        row = row.clone()
+        row[tokens[j]] = float("-inf")
+        out.append(taken - float(row.max()))
+    return out
+
+
+def _token_at(client: Any, tokens: list[int], offsets: list[int]) -> list[int]:
+    """The index of the token of ``tokens`` that holds each character offset of their decoded text."""
+    ends, at = [], 0
+    for j in range(1, len(tokens) + 1):
+        ends.append(len(client.tokenizer.decode(tokens[:j], skip_special_tokens=True)))
+    out = []
+    for c in offsets:
+        while at < len(ends) and ends[at] <= c:
+            at += 1
+        out.append(min(at, len(tokens) - 1))
+    return sorted(set(out))
+
+
+def _plan(client: Any, syntax: CallSyntax, row: _Row, config: GenerationConfig) -> int | None:
+    """The position of ``row.tokens`` to decode again from (its banned tokens updated), None when no call repeats
+    or every repeated value's token has run out of choices."""
+    text = client.tokenizer.decode(row.tokens, skip_special_tokens=True)
+    kind, offsets = doubted(syntax, text, row.left)
+    if not offsets:
+        return None
+    positions = _token_at(client, row.tokens, sorted(offsets))
+    margins = _margins(client, row.prompt, row.tokens, positions)
+    j = min(zip(margins, positions, strict=True))[1]
+    row.kinds.append(kind)
+    row.banned = {p: b for p, b in row.banned.items() if p <= j}
+    row.banned.setdefault(j, set()).add(row.tokens[j])
+    return j
+
+
+def _continued(spec: Any, head: str) -> Any:
+    """A rule's ``spec`` for a row that goes on after ``head``: a spec that reads the answer from a ``prefix`` (a
+    grammar, the value guard) gets ``head`` added to it; any other is kept."""
+    if dataclasses.is_dataclass(spec) and any(f.name == "prefix" for f in dataclasses.fields(spec)):
+        return dataclasses.replace(spec, prefix=spec.prefix + head)
+    return spec
+
+
+def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: list[dict[str, Any]],
+             completions: list[Completion], config: GenerationConfig, lefts: list[Any] | None = None,
+             rounds: int = ROUNDS) -> list[tuple[Completion, dict[str, Any]]]:
+    """``completions`` (one per prompt: its tokens in ``meta["token_ids"]``) with every one whose calls repeat decoded
+    again (see the module's docstring), each with what was done: ``{}`` for a row left as it was, else ``rounds``,
+    the ``kinds`` of repeat found each round (``call``, ``value``) and the ``first`` text. ``rules``: what each
+    prompt's request asks of the decoding rules (a grammar is continued from the kept prefix); ``lefts``: per prompt,
+    the stated values a text leaves over (`tinytool.llm.guard.ValueGuard.left`), None where unknown."""
+    rows = [_Row(list(p), dict(r), list(c.meta.get("token_ids") or []), left)
+            for p, r, c, left in zip(prompts, rules, completions, lefts or [None] * len(prompts), strict=True)]
+    out: list[Completion] = list(completions)
+    for _ in range(rounds):
+        todo = []
+        for i, row in enumerate(rows):
+            if row.tokens and row.rounds < rounds:
+                j = _plan(client, syntax, row, config)
+                if j is not None:
+                    todo.append((i, j))
+        if not todo:
+            break
+        ids, asks = [], []
+        for i, j in todo:
+            row = rows[i]
+            head = client.tokenizer.decode(row.tokens[:j], skip_special_tokens=False)
+            ask = {k: _continued(v, head) for k, v in row.rules.items()}
+            ask["ban"] = row.banned[j]
+            ids.append(row.prompt + row.tokens[:j])
+            asks.append(ask)
+        longest = max(config.max_new_tokens - j for _, j in todo)
+        gen = dataclasses.replace(config, max_new_tokens=max(longest, 1), n=1)
+        for (i, j), new in zip(todo, client.generate_ids(ids, gen, asks=asks), strict=True):
+            row = rows[i]
+            row.tokens = row.tokens[:j] + list(new[0].meta.get("token_ids") or [])[:config.max_new_tokens - j]
+            row.rounds += 1
+    done = []
+    for i, row in enumerate(rows):
+        if not row.rounds:
+            done.append((out[i], {}))
+            continue
+        comp = client.completion(row.tokens, config, len(row.prompt), Request(messages=[], rules=row.rules))
+        done.append((comp, {"rounds": row.rounds, "kinds": row.kinds, "first": out[i].text}))
+    return done
+
+
+__all__ = ["ROUNDS", "Ban", "Call", "Value", "calls_of", "check_format", "doubted", "redecode"]
