@@ -3,7 +3,7 @@ data, at most two hours of training on its cores), its models scored on the full
 ``two_hour`` of ``benchmarks/results/calls.json`` (the README's first table; the file's other keys kept).
 
 A row per scored stage (the untrained model, SFT, SFT + the declining stage, the same decoded under the tools'
-grammar) beside the never-call baseline: per-category accuracy, the non-live AST average, strict irrelevance and
+grammar, and that with distinct calls: `tinytool.llm.distinct`) beside the never-call baseline: per-category accuracy, the non-live AST average, strict irrelevance and
 ``overall`` on every item, the same figures on the held-out items alone (the full categories less the tuning
 subset the recipe's settings were chosen on), the failure classes, what the wrong values are
 (`tinytool.eval.failures.value_shapes`) and the packed per-item verdicts; the paired
@@ -38,14 +38,17 @@ RECIPE = ROOT / "experiments" / "two-hour.yaml"
 KEY = "two_hour"
 #: the headline's rows, in order, and the stage that scores each
 ROWS = {"untrained": "untrained-bfcl", "sft": "sft-bfcl", "sft_decline": "decline-bfcl",
-        "sft_decline_grammar": "decline-grammar"}
+        "sft_decline_grammar": "decline-grammar", "sft_decline_grammar_distinct": "decline-distinct"}
 #: the stages whose seconds count against the two-hour training budget (the data is made, then trained on)
 TRAINING = ("data", "sft", "pool-decline", "pool-call", "decline")
 BUDGET_SECONDS = 2 * 3600
 #: the paired comparisons, name → (before, after): each stage against the row before it, and all of them together
 COMPARISONS = {"sft_vs_untrained": ("untrained", "sft"), "sft_decline_vs_sft": ("sft", "sft_decline"),
                "sft_decline_grammar_vs_sft_decline": ("sft_decline", "sft_decline_grammar"),
-               "sft_decline_grammar_vs_sft": ("sft", "sft_decline_grammar")}
+               "sft_decline_grammar_vs_sft": ("sft", "sft_decline_grammar"),
+               "sft_decline_grammar_distinct_vs_sft_decline_grammar": ("sft_decline_grammar",
+                                                                       "sft_decline_grammar_distinct"),
+               "sft_decline_grammar_distinct_vs_sft": ("sft", "sft_decline_grammar_distinct")}
 
 
 def row_record(out: Path, tuning: set[str], seconds: float | None) -> dict | None:
@@ -58,6 +61,9 @@ def row_record(out: Path, tuning: set[str], seconds: float | None) -> dict | Non
     return {**calls.arm_table(items), "held_out": calls.arm_table(calls.held_out(items, tuning)),
             "finished": finished, "seconds": seconds,
             **({"full": bfcl_table(summary), "failures": summary.get("failures")} if finished else {}),
+            # distinct calls: per category, the answers decoded again and how many the first answer got wrong and
+            # the last right (fixed), or the other way round (broken)
+            **({"distinct": summary["distinct"]} if summary.get("distinct") else {}),
             # a line cut by a run's stop is left out, as calls.scored leaves it out
             "value_shapes": value_shape_table(read_jsonl_rows(out / "results.jsonl", on_bad=lambda *_: None)),
             "verdicts": pack_verdicts(items)}
@@ -98,10 +104,10 @@ def headline(recipe: Path, run: Path, sets: Mapping[str, str], tuning: set[str],
     }
 
 
-def write(out: Path, record: dict) -> None:
-    """``two_hour`` of ``out`` replaced by ``record``, the file's other keys kept."""
+def write(out: Path, record: dict, key: str = KEY) -> None:
+    """``key`` of ``out`` replaced by ``record``, the file's other keys kept."""
     result = json.loads(out.read_text()) if out.is_file() else {}
-    result[KEY] = record
+    result[key] = record
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
 
@@ -114,6 +120,8 @@ def main() -> None:
                     help="a variable the run was made with (repeatable), as given to tinytool run")
     ap.add_argument("--no-tests", action="store_true", help="the changes without their paired tests")
     ap.add_argument("--out", type=Path, default=calls.OUT)
+    ap.add_argument("--key", default=KEY, help=f"the key of --out the record replaces [default: {KEY}; another run of "
+                    "the recipe goes under a key of its own]")
     args = ap.parse_args()
     if not args.recipe.is_file():
         ap.error(f"--recipe {args.recipe}: no such file")
@@ -128,12 +136,12 @@ def main() -> None:
     record = headline(args.recipe, args.run, sets, calls.tuning_ids(), not args.no_tests)
     if not record["rows"]:
         ap.error(f"--run {args.run}: no stage of it has scored an item yet")
-    write(args.out, record)
+    write(args.out, record, args.key)
     for name, row in record["rows"].items():
         print(f"{name:22s} AST {100 * row.get('non_live_ast_avg', 0):5.1f}  irrelevance (strict) "
               f"{100 * row.get('irrelevance_strict', 0):5.1f}  items {sum(row['n_per_category'].values())}")
     print(f"training {record['training_seconds']:.0f} s (within two hours: {record['within_budget']}); "
-          f"wrote {args.out} ({KEY})")
+          f"wrote {args.out} ({args.key})")
 
 
 if __name__ == "__main__":

@@ -42,12 +42,15 @@ def test_a_run_is_read_into_rows_changes_and_the_training_budget(two_hour, tmp_p
     sft = {"simple_python": 6, "multiple": 4, "parallel": 2, "parallel_multiple": 0, "irrelevance": 5}
     decline = {**sft, "irrelevance": 9}
     grammar = {**decline, "simple_python": 8, "parallel_multiple": 2}
-    fabricate(two_hour, tmp_path / "run", {"sft-bfcl": sft, "decline-bfcl": decline, "decline-grammar": grammar},
+    distinct = {**grammar, "parallel": 6}
+    fabricate(two_hour, tmp_path / "run", {"sft-bfcl": sft, "decline-bfcl": decline, "decline-grammar": grammar,
+                                           "decline-distinct": distinct},
               {"data": 10.0, "sft": 3000.0, "decline": 600.0, "decline-grammar": 1500.0})
     tuning = {f"{c}_{k}" for c in CATS for k in (0, 9)}  # one right and one wrong item per category left out
     rec = two_hour.headline(two_hour.RECIPE, tmp_path / "run", {}, tuning)
     # the untrained model was not scored: no row; the never-call baseline over the items the rows scored
-    assert list(rec["rows"]) == ["sft", "sft_decline", "sft_decline_grammar", "never_call"]
+    assert list(rec["rows"]) == ["sft", "sft_decline", "sft_decline_grammar", "sft_decline_grammar_distinct",
+                                 "never_call"]
     rows = rec["rows"]
     assert rows["sft"]["non_live_ast_avg"] == 0.3 and rows["sft"]["irrelevance_strict"] == 0.5
     assert rows["sft_decline_grammar"]["non_live_ast_avg"] == 0.4 and rows["sft_decline_grammar"]["finished"]
@@ -62,6 +65,9 @@ def test_a_run_is_read_into_rows_changes_and_the_training_budget(two_hour, tmp_p
     assert (change["irrelevance_fixed"], change["irrelevance_broken"]) == (4, 0)
     assert rec["comparisons"]["sft_decline_grammar_vs_sft_decline"]["delta"]["non_live_ast_avg"] == 0.1
     assert "sft_vs_untrained" not in rec["comparisons"]
+    # distinct calls against the same model decoded under the grammar alone: parallel 2 → 6 of 10
+    both = rec["comparisons"]["sft_decline_grammar_distinct_vs_sft_decline_grammar"]
+    assert both["delta"]["non_live_ast_avg"] == pytest.approx(0.1) and both["delta"]["irrelevance_strict"] == 0
     # the training's seconds: data, SFT, the pools and the declining stage; the scorings are not training
     assert rec["training_seconds"] == 10.0 + 3000.0 + 1.0 + 1.0 + 600.0 and rec["within_budget"]
     assert rec["stage_seconds"]["decline-grammar"] == 1500.0
