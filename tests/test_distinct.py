@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinytool.formats import get_format
-from tinytool.llm.distinct import _value_starts, calls_of, doubted
+from tinytool.llm.distinct import Leftover, _value_starts, calls_of, doubted, leftover, stated_names
 from tinytool.llm.guard import value_guard
 from tinytool.schema import Tool
 
@@ -71,11 +71,37 @@ def test_a_repeated_value_is_doubted_only_while_the_request_states_a_value_no_ca
     assert doubted(SYNTAX, text) == ("", [])  # nothing known of the request: only whole calls count
 
 
+def test_stated_names_are_capitalised_runs_less_each_sentences_first_word():
+    assert stated_names("Money laundering in San Francisco in 2019 and in Texas in 2018?") == ["San Francisco", "Texas"]
+    assert stated_names("What is the weather in New York and Paris? I want to know.") == ["New York", "Paris"]
+    assert stated_names('"Hello" said Bob. Then Alice left.\nBoston Celtics scores') == ["Bob", "Alice", "Celtics"]
+    assert stated_names("") == [] and stated_names("all lower case") == []
+
+
+def test_a_name_no_call_holds_arms_the_repeated_value_check():
+    """"in San Francisco in 2019 and in Texas in 2018" answered with San Francisco twice: the names left over come
+    from the request itself, not from a quote, and the repeated city is what is doubted (not the years)."""
+    from tinytool.schema import Conversation, Message
+
+    crime = Tool("cases", "", {"type": "object", "properties": {
+        "city": {"type": "string"}, "year": {"type": "integer"}}, "required": ["city", "year"]})
+    conv = Conversation([Message("user", "Money laundering cases in San Francisco in 2019 and in Texas in 2018?")],
+                        [crime])
+    left = leftover(conv, HERMES)
+    assert isinstance(left, Leftover) and left.names == ("San Francisco", "Texas")
+    text = _turn(("cases", {"city": "San Francisco", "year": 2019}), ("cases", {"city": "San Francisco", "year": 2018}))
+    assert left(text) == ([], ["Texas"])
+    kind, offsets = doubted(SYNTAX, text, left)
+    assert kind == "value" and [text[o:o + 3] for o in offsets] == ["San"] and offsets[0] > text.index("2019")
+    right = _turn(("cases", {"city": "San Francisco", "year": 2019}), ("cases", {"city": "Texas", "year": 2018}))
+    assert doubted(SYNTAX, right, left) == ("", [])
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet='<>/_toolcaname{}[]":, 0123abc\n\\', max_size=160))
 def test_doubted_never_raises(text):
     guard, _ = value_guard([AREA], "4 by 5 and 6", HERMES)
-    kind, offsets = doubted(SYNTAX, text, guard.left)
+    kind, offsets = doubted(SYNTAX, text, Leftover(guard, tuple(stated_names(text))))
     assert kind in ("", "call", "value") and all(0 <= o < len(text) for o in offsets)
 
 

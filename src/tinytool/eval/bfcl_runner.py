@@ -76,7 +76,6 @@ from tinytool.io import (
 from tinytool.io.rundir import discard_start, read_manifest
 from tinytool.llm import distinct
 from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
-from tinytool.llm.guard import conversation_guard
 from tinytool.llm.switches import SWITCHES, RuleSwitches
 from tinytool.progress import ProgressBar
 from tinytool.schema import Conversation, Message, Tool
@@ -271,7 +270,8 @@ def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat
 def _distinct(items: list[BFCLItem], made: list[tuple[Request, dict[str, str]]], client: LLMClient,
               fmt: PromptFormat, gen: GenerationConfig, steps: Iterable[dict[int, list[Any]]]) -> dict[int, list[Any]]:
     """Every completion of ``steps`` (item index → completions), those whose calls repeat decoded again
-    (`tinytool.llm.distinct.redecode`; what a request states is read by its value guard), what was done in each one's
+    (`tinytool.llm.distinct.redecode`; what a request states is read by `tinytool.llm.distinct.leftover`), what was
+    done in each one's
     ``meta["distinct"]``."""
     if not hasattr(client, "generate_ids") or not hasattr(client, "model"):
         raise UserInputError(f"--distinct-calls decodes again with a local model; {client.name!r} is not one",
@@ -282,10 +282,9 @@ def _distinct(items: list[BFCLItem], made: list[tuple[Request, dict[str, str]]],
     keys = [(i, k) for i in sorted(finished) for k in range(len(finished[i]))]
     prompts = client.tokenizer([client.render_prompt(made[i][0]) for i, _ in keys],
                                add_special_tokens=False)["input_ids"]
-    guards = {i: conversation_guard(item_conversation(items[i]), fmt) for i in finished}
+    lefts = {i: distinct.leftover(item_conversation(items[i]), fmt) for i in finished}
     done = distinct.redecode(client, fmt.syntax, prompts, [made[i][0].rules for i, _ in keys],
-                             [finished[i][k] for i, k in keys], gen,
-                             [guards[i].left if guards[i] is not None else None for i, _ in keys])
+                             [finished[i][k] for i, k in keys], gen, [lefts[i] for i, _ in keys])
     out: dict[int, list[Any]] = {i: [] for i in finished}
     for (i, _), (comp, what) in zip(keys, done, strict=True):
         comp.meta["distinct"] = what

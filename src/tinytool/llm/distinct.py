@@ -6,9 +6,10 @@ given to the wrong call. Once a row is decoded, `doubted` looks for
 
 - a call that repeats an earlier call of the turn (the same name and arguments): a turn never needs the same call
   twice; or
-- where the request states a value that no call of the turn holds (`tinytool.llm.guard.ValueGuard.left`: a number in
-  digits, a quoted string), a call that gives one of its parameters the value an earlier call of the same function
-  gave it: the stated value left over is the one that call was meant to hold.
+- where the request states a value that no call of the turn holds (`Leftover`: a number in digits, a quoted string,
+  a capitalised name such as a city or a company), a call that gives one of its parameters the value an earlier
+  call of the same function gave it: the stated value left over is the one that call was meant to hold ("money
+  laundering in San Francisco in 2019 and in Texas in 2018" answered with San Francisco twice).
 
 and names the first token of each repeated value there. One forward pass over prompt and answer gives the model's
 certainty at each of those tokens (the log-probability of the token taken less that of the best other token);
@@ -27,13 +28,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from tinytool.errors import UserInputError
 from tinytool.formats import CallSyntax, PromptFormat, formats_with
 from tinytool.llm.base import Completion, GenerationConfig, Request
+from tinytool.llm.guard import ValueGuard, conversation_guard
 from tinytool.llm.rules import RowRule, register
+from tinytool.schema import Conversation
 
 #: the most times one row is decoded again
 ROUNDS = 3
@@ -137,10 +141,49 @@ def calls_of(syntax: CallSyntax, text: str) -> list[Call]:
     return out
 
 
+#: a run of capitalised words (a name: "San Francisco", "New York", "Apple")
+_NAME = re.compile(r"(?<![\w'])[A-Z][\w'&-]*(?:[ \t]+[A-Z][\w'&-]*)*")
+#: where a sentence starts: its first word is capitalised whatever it is
+_STARTS = re.compile(r"(?:^|[.!?:;\n])[\s\"'(]*$")
+
+
+def stated_names(text: str) -> list[str]:
+    """The names ``text`` (a user's request) writes capitalised, a run of capitalised words as one; a sentence's
+    first word is left out (every sentence starts capitalised), and so is "I"."""
+    out = []
+    for m in _NAME.finditer(text):
+        name = m.group()
+        if _STARTS.search(text[:m.start()]):
+            name = name.split(None, 1)[1] if " " in name else ""
+        if name and name != "I":
+            out.append(name)
+    return out
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """What a request states that a text does not hold yet: the value guard's numbers and quoted strings
+    (`tinytool.llm.guard.ValueGuard.left`) and the request's capitalised names (`stated_names`)."""
+
+    guard: ValueGuard | None
+    names: tuple[str, ...] = ()
+
+    def __call__(self, text: str) -> tuple[list[Any], list[str]]:
+        numbers, strings = self.guard.left(text) if self.guard is not None else ([], [])
+        low = text.lower()
+        return numbers, strings + [n for n in self.names if n.lower() not in low]
+
+
+def leftover(conv: Conversation, fmt: PromptFormat) -> Leftover:
+    """The `Leftover` of a conversation's next answer: its last user message, its tools."""
+    asked = next((m.content for m in reversed(conv.messages) if m.role == "user"), None)
+    return Leftover(conversation_guard(conv, fmt), tuple(stated_names(asked if isinstance(asked, str) else "")))
+
+
 def doubted(syntax: CallSyntax, text: str, left: Any = None) -> tuple[str, list[int]]:
     """Where the repeated values of ``text`` start: ``("call", offsets)`` for the first call that repeats an earlier
     call of the turn (every argument of it), else, when ``left(text)`` (the stated values no call holds: a pair of
-    lists, `tinytool.llm.guard.ValueGuard.left`) is not empty, ``("value", offsets)`` for the first call that gives
+    lists, as `Leftover` gives them) is not empty, ``("value", offsets)`` for the first call that gives
     a parameter the value an earlier call of its function gave it; ``("", [])`` when nothing repeats."""
     calls = calls_of(syntax, text)
     for k, call in enumerate(calls):
@@ -243,7 +286,7 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
     again (see the module's docstring), each with what was done: ``{}`` for a row left as it was, else ``rounds``,
     the ``kinds`` of repeat found each round (``call``, ``value``) and the ``first`` text. ``rules``: what each
     prompt's request asks of the decoding rules (a grammar is continued from the kept prefix); ``lefts``: per prompt,
-    the stated values a text leaves over (`tinytool.llm.guard.ValueGuard.left`), None where unknown."""
+    the stated values a text leaves over (a `Leftover`), None where unknown."""
     rows = [_Row(list(p), dict(r), list(c.meta.get("token_ids") or []), left)
             for p, r, c, left in zip(prompts, rules, completions, lefts or [None] * len(prompts), strict=True)]
     out: list[Completion] = list(completions)
@@ -280,4 +323,5 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
     return done
 
 
-__all__ = ["ROUNDS", "Ban", "Call", "Value", "calls_of", "check_format", "doubted", "redecode"]
+__all__ = ["ROUNDS", "Ban", "Call", "Leftover", "Value", "calls_of", "check_format", "doubted", "leftover", "redecode",
+           "stated_names"]
