@@ -209,3 +209,24 @@ def test_eval_bfcl_with_distinct_calls_records_what_it_did(tmp_path, monkeypatch
                                       "-o", str(tmp_path / "run")])
     assert result.exit_code == 2 and "distinct calls" in result.output and "hermes" in result.output, result.output
     assert not (tmp_path / "run").exists()
+
+
+def test_eval_demo_with_distinct_calls_scores_the_first_answer_beside_the_last(tmp_path, monkeypatch):
+    from tinytool.data.demo import write_demo
+    from tinytool.eval.demo_eval import run_demo_eval
+    from tinytool.llm.base import Completion
+
+    client = _client()
+    write_demo(12, 3, tmp_path / "demo", dev_fraction=0.5)
+    twice = _turn(("area", {"width": 4, "length": 5}), ("area", {"width": 4, "length": 5}))
+    ids = client.tokenizer(twice, add_special_tokens=False)["input_ids"]
+    # the first pass writes the same call twice; decoding again goes through generate_ids, the real engine
+    monkeypatch.setattr(client, "generate", lambda requests, config: [
+        [Completion(text=twice, n_tokens=len(ids), meta={"token_ids": ids})] for _ in requests])
+    s = run_demo_eval("tiny", tmp_path / "demo" / "dev.jsonl", tmp_path / "run", client, fmt=HERMES, limit=3,
+                      max_new_tokens=64, progress=False, distinct_calls=True)
+    assert s["distinct_calls"] is True
+    assert sum(t["redecoded"] for t in s["distinct"].values()) == 3
+    results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert all(r["distinct"]["first"] == twice and r["distinct"]["valid_first"] is False for r in results)
+    assert all(r["raw"] != twice for r in results)

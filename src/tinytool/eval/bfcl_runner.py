@@ -58,9 +58,8 @@ from tinytool.bfcl import (
     is_relevance,
 )
 from tinytool.clikit import setting
-from tinytool.errors import UserInputError
 from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
-from tinytool.eval.failures import failure_table, over_call_table, value_shape_table
+from tinytool.eval.failures import distinct_table, failure_table, over_call_table, value_shape_table
 from tinytool.formats import PromptFormat, get_format, resolve_format
 from tinytool.io import (
     RunDir,
@@ -124,10 +123,7 @@ class BFCLRunConfig(RuleSwitches):
     seed: int = setting(0, "Seed of the --limit subset and of sampling (--temperature > 0).")
     entropy: bool = setting(False, "Also record mean token entropy (local models).")
     label: str | None = setting(None, "Short name of this run in reports.")
-    distinct_calls: bool = setting(
-        False, "Local models, hermes formats, single-turn items: an answer whose calls repeat (the same call twice, or "
-        "a value given twice while the request states one no call holds) is decoded again from its least certain "
-        "repeated value, that token banned, at most 3 times (the first answer kept in the generations).")
+    distinct_calls: bool = setting(False, distinct.DISTINCT_HELP + " eval bfcl: single-turn items.")
 
     def __post_init__(self) -> None:
         #: ``format`` resolved once, where a run is set up (the manifest records the name); the run takes the format
@@ -270,26 +266,15 @@ def _generate_single(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat
 def _distinct(items: list[BFCLItem], made: list[tuple[Request, dict[str, str]]], client: LLMClient,
               fmt: PromptFormat, gen: GenerationConfig, steps: Iterable[dict[int, list[Any]]]) -> dict[int, list[Any]]:
     """Every completion of ``steps`` (item index → completions), those whose calls repeat decoded again
-    (`tinytool.llm.distinct.redecode`; what a request states is read by `tinytool.llm.distinct.leftover`), what was
-    done in each one's
-    ``meta["distinct"]``."""
-    if not hasattr(client, "generate_ids") or not hasattr(client, "model"):
-        raise UserInputError(f"--distinct-calls decodes again with a local model; {client.name!r} is not one",
-                             fix="use a local model (a directory, hub id or the bundled alias), or leave it off")
+    (`tinytool.llm.distinct.distinct_completions`)."""
     finished: dict[int, list[Any]] = {}
     for step in steps:
         finished.update(step)
-    keys = [(i, k) for i in sorted(finished) for k in range(len(finished[i]))]
-    prompts = client.tokenizer([client.render_prompt(made[i][0]) for i, _ in keys],
-                               add_special_tokens=False)["input_ids"]
-    lefts = {i: distinct.leftover(item_conversation(items[i]), fmt) for i in finished}
-    done = distinct.redecode(client, fmt.syntax, prompts, [made[i][0].rules for i, _ in keys],
-                             [finished[i][k] for i, k in keys], gen, [lefts[i] for i, _ in keys])
-    out: dict[int, list[Any]] = {i: [] for i in finished}
-    for (i, _), (comp, what) in zip(keys, done, strict=True):
-        comp.meta["distinct"] = what
-        out[i].append(comp)
-    return out
+    order = sorted(finished)
+    done = distinct.distinct_completions(client, fmt, [made[i][0] for i in order],
+                                         [item_conversation(items[i]) for i in order],
+                                         [finished[i] for i in order], gen)
+    return dict(zip(order, done, strict=True))
 
 
 def _generate_multi_turn(items: list[BFCLItem], client: LLMClient, fmt: PromptFormat,
@@ -527,7 +512,7 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
         "value_shapes": value_shape_table(results),
     }
     if summary["distinct_calls"]:
-        summary["distinct"] = _distinct_table(results)
+        summary["distinct"] = distinct_table(results)
     write_json(out / "summary.json", summary)
     open_run_dir(out, "bfcl", run["settings"]).update(finished=datetime.now(UTC).isoformat(timespec="seconds"))
     return summary
@@ -544,24 +529,6 @@ def _first_answer(item: BFCLItem, row: dict, fmt: PromptFormat) -> dict:
     if first.get("strict_irrelevance"):
         out["valid_strict_first"] = first["strict_irrelevance"][0]
     return out
-
-
-def _distinct_table(results: list[dict]) -> dict[str, dict[str, Any]]:
-    """Per category, the answers distinct calls decoded again, how many of them the first answer got wrong and the
-    last right (``fixed``) or the other way round (``broken``), by the kind of repeat found first."""
-    table: dict[str, dict[str, Any]] = {}
-    for r in results:
-        d = r.get("distinct")
-        if not d:
-            continue
-        t = table.setdefault(r["category"], {"redecoded": 0, "fixed": 0, "broken": 0, "by_kind": {}})
-        kind = t["by_kind"].setdefault((d.get("kinds") or ["?"])[0], {"redecoded": 0, "fixed": 0, "broken": 0})
-        now, before = r.get("valid_strict", r["valid"]), d.get("valid_strict_first", d["valid_first"])
-        for counts in (t, kind):
-            counts["redecoded"] += 1
-            counts["fixed"] += int(now and not before)
-            counts["broken"] += int(before and not now)
-    return table
 
 
 def _category_summary(rows: list[dict], data: BFCLData, category: str) -> dict:

@@ -34,7 +34,7 @@ from tinytool.eval.demo_eval import DemoRun
 from tinytool.formats import resolve_format
 from tinytool.formats.option import format_setting
 from tinytool.io import check_not_input
-from tinytool.llm import is_remote, open_client
+from tinytool.llm import distinct, is_remote, open_client
 from tinytool.llm.switches import RuleSwitches
 
 eval_app = make_app(help="Score models: BFCL v4, the demo dev split, an LLM judge.")
@@ -191,6 +191,8 @@ class DemoEvalConfig(_LocalRun, DemoRun):
     def __post_init__(self) -> None:
         _settled(self, DemoRun)
         self.check(resolve_format(self.format))  # the rules switched on can read the format
+        if self.distinct_calls:
+            distinct.check_format(resolve_format(self.format))
 
     def run_config(self) -> DemoRun:
         return _run_part(self, DemoRun)
@@ -206,7 +208,7 @@ def run_demo(cfg: DemoEvalConfig) -> dict[str, Any]:
         return run_demo_eval(model=run.model, data=run.data, out=cfg.out, fmt=resolve_format(run.format),
                              batch_size=cfg.batch_size, client=open_client(cfg.model, cfg.batch_size, cfg.dtype),
                              label=cfg.label, overwrite=cfg.overwrite, limit=run.limit,
-                             max_new_tokens=run.max_new_tokens, **run.marks())
+                             max_new_tokens=run.max_new_tokens, distinct_calls=run.distinct_calls, **run.marks())
 
 
 @eval_app.command("demo")

@@ -20,6 +20,7 @@ from tinytool import __version__
 from tinytool.clikit import setting
 from tinytool.errors import UserInputError
 from tinytool.eval.bfcl_runner import MODEL_HELP, is_generation, read_generations
+from tinytool.eval.failures import distinct_table
 from tinytool.eval.metrics import TaskRecord, four_t
 from tinytool.formats import PromptFormat, default_format
 from tinytool.io import (
@@ -32,6 +33,7 @@ from tinytool.io import (
     write_json,
     write_jsonl,
 )
+from tinytool.llm import distinct
 from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
 from tinytool.llm.switches import RuleSwitches
 from tinytool.progress import ProgressBar
@@ -95,6 +97,7 @@ class DemoRun(RuleSwitches):
     max_new_tokens: int = setting(256, "Longest answer in tokens.", min=1)
     temperature: float = 0.0
     samples: int = 1
+    distinct_calls: bool = setting(False, distinct.DISTINCT_HELP)
 
     PATHS: ClassVar[tuple[str, ...]] = ("data",)
 
@@ -106,7 +109,7 @@ class DemoRun(RuleSwitches):
 def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, client: LLMClient,
                   fmt: PromptFormat | None = None, limit: int | None = None, max_new_tokens: int = 256,
                   batch_size: int = 16, label: str | None = None, progress: bool = True,
-                  overwrite: bool = False, **switches: bool) -> dict:
+                  overwrite: bool = False, distinct_calls: bool = False, **switches: bool) -> dict:
     """Generate (resuming) and score the demo dev split; returns the summary.
 
     ``out`` is a run directory (`tinytool.io.open_run_dir`): a rerun with the same settings resumes,
@@ -114,15 +117,18 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     them, and ``overwrite`` starts again. ``fmt``: the format prompts are written and answers read in (the
     manifest records its name; `tinytool.formats.default_format` when None). ``switches``: the decoding rules every
     task decodes under (`tinytool.llm.switches.RuleSwitches`: ``constrained``, the ``auto`` grammar of its tools;
-    ``value_guard``, its value guard); the summary says which."""
+    ``value_guard``, its value guard); the summary says which. ``distinct_calls``: an answer whose calls repeat is
+    decoded again (`tinytool.llm.distinct`), its first answer and that answer's verdict kept beside it."""
     rules = RuleSwitches(**switches)
 
     out = Path(out)
     pf = fmt or default_format()
     rules.check(pf)
+    if distinct_calls:
+        distinct.check_format(pf)
     tasks = load_tasks(data, limit)
     run = open_run_dir(out, "demo", DemoRun(model, pf.name, str(data), limit, max_new_tokens,
-                                               **rules.marks()).settings(),
+                                               distinct_calls=distinct_calls, **rules.marks()).settings(),
                        overwrite=overwrite)
     run.update(label=label or run.info.get("label"), batch_size=batch_size, client=client.describe(),
                tinytool_version=__version__)
@@ -136,10 +142,14 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
             batch = todo[start:start + batch_size * CALL_BATCHES]
             bar.update(description=f"demo {start + 1}-{start + len(batch)}/{len(todo)}: generating")
             t0 = time.perf_counter()
-            outs = client.generate([Request(messages=pf.to_chat(p), rules=rules.request_rules(p, pf)[0], call_format=pf)
-                                    for _, p, _ in batch], gen)
+            requests = [Request(messages=pf.to_chat(p), rules=rules.request_rules(p, pf)[0], call_format=pf)
+                        for _, p, _ in batch]
+            outs = client.generate(requests, gen)
+            if distinct_calls:
+                outs = distinct.distinct_completions(client, pf, requests, [p for _, p, _ in batch], outs, gen)
             share = (time.perf_counter() - t0) / len(batch)
-            append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share}
+            append_jsonl(gen_path, [{"id": tid, "raw": [c[0].text], "n_tokens": [c[0].n_tokens], "seconds": share,
+                                     **({"distinct": [c[0].meta.get("distinct", {})]} if distinct_calls else {})}
                                     for (tid, _, _), c in zip(batch, outs, strict=True)])
             bar.advance(len(batch))
     gens = read_generations(gen_path)
@@ -149,6 +159,10 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
         text = gens[tid]["raw"][0]
         row = {"completion": text, "ground_truth": target, "tools": [t.to_dict() for t in prompt.tools]}
         exact = score_row("exact", row, pf, options)
+        what = (gens[tid].get("distinct") or [{}])[0]
+        if what:  # the answer decoded before distinct calls, and its verdict
+            first = score_row("exact", {**row, "completion": what["first"]}, pf, options)
+            what = {**what, "valid_first": first.score == 1.0}
         simrl = score_row("simrl", row, pf, options)
         parsed = pf.parse(text)
         calls = [c.name for c in parsed.calls]
@@ -162,7 +176,7 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
             "question": next((m.content or "" for m in prompt.messages if m.role == "user"), "")[:2000],
             "raw": text, "decoded": [{c.name: c.arguments} for c in parsed.calls], "expected": target.get("tool_calls"),
             "n_calls": len(calls), "simrl": simrl.score, "n_tokens": gens[tid]["n_tokens"][0],
-            "seconds": gens[tid].get("seconds"),
+            "seconds": gens[tid].get("seconds"), **({"distinct": what} if what else {}),
         })
     write_jsonl(out / "results.jsonl", results)
     by_cat: dict[str, list[dict]] = {}
@@ -181,7 +195,8 @@ def run_demo_eval(model: str, data: str | os.PathLike, out: str | os.PathLike, c
     n = max(len(results), 1)
     secs = sum(r["seconds"] or 0.0 for r in results)
     summary = {
-        "model": model, "format": pf.name, **rules.marks(),
+        "model": model, "format": pf.name, **rules.marks(), "distinct_calls": distinct_calls,
+        **({"distinct": distinct_table(results)} if distinct_calls else {}),
         "categories": categories,
         "groups": {"overall": sum(r["valid"] for r in results) / n},
         "metrics": {"simrl": sum(r["simrl"] for r in results) / n, **four_t(records).as_dict()},

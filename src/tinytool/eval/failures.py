@@ -252,5 +252,23 @@ def failure_table(rows: Iterable[Mapping[str, Any]], fmt: PromptFormat,
     return {cat: dict(sorted(c.items(), key=lambda kv: (-kv[1], CLASSES.index(kv[0])))) for cat, c in counts.items()}
 
 
-__all__ = ["CLASSES", "OVER_CALL_SHAPES", "VALUE_SHAPES", "failure_class", "failure_table", "over_call_shape",
+def distinct_table(results: list[dict]) -> dict[str, dict[str, Any]]:
+    """Per category, the answers distinct calls decoded again, how many of them the first answer got wrong and the
+    last right (``fixed``) or the other way round (``broken``), by the kind of repeat found first."""
+    table: dict[str, dict[str, Any]] = {}
+    for r in results:
+        d = r.get("distinct")
+        if not d:
+            continue
+        t = table.setdefault(r["category"], {"redecoded": 0, "fixed": 0, "broken": 0, "by_kind": {}})
+        kind = t["by_kind"].setdefault((d.get("kinds") or ["?"])[0], {"redecoded": 0, "fixed": 0, "broken": 0})
+        now, before = r.get("valid_strict", r["valid"]), d.get("valid_strict_first", d["valid_first"])
+        for counts in (t, kind):
+            counts["redecoded"] += 1
+            counts["fixed"] += int(now and not before)
+            counts["broken"] += int(before and not now)
+    return table
+
+
+__all__ = ["CLASSES", "OVER_CALL_SHAPES", "VALUE_SHAPES", "distinct_table", "failure_class", "failure_table", "over_call_shape",
            "over_call_table", "value_shape_table", "value_shapes"]

@@ -41,6 +41,10 @@ from tinytool.schema import Conversation
 
 #: the most times one row is decoded again
 ROUNDS = 3
+#: the help of ``--distinct-calls`` (``eval bfcl``, ``eval demo``)
+DISTINCT_HELP = ("Local models, hermes formats: an answer whose calls repeat (the same call twice, or a value given "
+                 "twice while the request states one no call holds) is decoded again from its least certain repeated "
+                 f"value, that token banned, at most {ROUNDS} times (the first answer kept beside it).")
 
 
 @register
@@ -323,5 +327,26 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
     return done
 
 
-__all__ = ["ROUNDS", "Ban", "Call", "Leftover", "Value", "calls_of", "check_format", "doubted", "leftover", "redecode",
-           "stated_names"]
+def distinct_completions(client: Any, fmt: PromptFormat, requests: list[Request], convs: list[Conversation],
+                         completions: list[list[Completion]], config: GenerationConfig) -> list[list[Completion]]:
+    """``completions`` (per request, as the client made them) with those whose calls repeat decoded again
+    (`redecode`; what each request states read from its conversation in ``convs``: `leftover`), what was done in each
+    one's ``meta["distinct"]``. A client that is not a local model is a `UserInputError`."""
+    if not hasattr(client, "generate_ids") or not hasattr(client, "model"):
+        raise UserInputError(f"distinct calls decode again with a local model; {client.name!r} is not one",
+                             fix="use a local model (a directory, hub id or the bundled alias), or leave them off")
+    keys = [(i, k) for i, comps in enumerate(completions) for k in range(len(comps))]
+    prompts = client.tokenizer([client.render_prompt(requests[i]) for i, _ in keys],
+                               add_special_tokens=False)["input_ids"] if keys else []
+    lefts = [leftover(conv, fmt) for conv in convs]
+    done = redecode(client, fmt.syntax, prompts, [requests[i].rules for i, _ in keys],
+                    [completions[i][k] for i, k in keys], config, [lefts[i] for i, _ in keys])
+    out: list[list[Completion]] = [[] for _ in completions]
+    for (i, _), (comp, what) in zip(keys, done, strict=True):
+        comp.meta["distinct"] = what
+        out[i].append(comp)
+    return out
+
+
+__all__ = ["DISTINCT_HELP", "ROUNDS", "Ban", "Call", "Leftover", "Value", "calls_of", "check_format",
+           "distinct_completions", "doubted", "leftover", "redecode", "stated_names"]
