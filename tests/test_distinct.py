@@ -230,3 +230,46 @@ def test_eval_demo_with_distinct_calls_scores_the_first_answer_beside_the_last(t
     results = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert all(r["distinct"]["first"] == twice and r["distinct"]["valid_first"] is False for r in results)
     assert all(r["raw"] != twice for r in results)
+
+
+def test_a_stated_value_left_over_gets_one_more_call_kept_only_where_it_is_a_sibling_taking_it(monkeypatch):
+    """An answer that ends after its last call while the request states a value no call holds is decoded on from
+    its end with the end of turn banned; a sibling call taking the value is kept, anything else is put back."""
+    from tinytool.llm.base import Completion, GenerationConfig
+    from tinytool.llm.distinct import _holds, _sibling, redecode
+
+    assert _holds(6, ([(6.0,)], [])) and _holds("Rome", ([], ["rome"])) and _holds(["x", 3], ([(3.0,)], []))
+    assert not _holds(True, ([(1.0,)], [])) and not _holds("", ([], ["a"])) and not _holds(None, ([], []))
+    one = calls_of(SYNTAX, _turn(("area", {"width": 4, "length": 5})))
+    sib = calls_of(SYNTAX, _turn(("area", {"width": 4, "length": 5}), ("area", {"width": 6, "length": 3})))
+    other = calls_of(SYNTAX, _turn(("area", {"width": 4, "length": 5}), ("area", {"unit": "6"})))
+    assert _sibling(one, sib, ([(6.0,), (3.0,)], [])) and not _sibling(one, other, ([(6.0,)], ["6"]))
+
+    client = _client()
+    tok = client.tokenizer
+    guard, _ = value_guard([AREA], "Rooms 4 by 5 and 6 by 3.", HERMES)
+    left = Leftover(guard)
+    first = _turn(("area", {"width": 4, "length": 5}))
+    ids = tok(first, add_special_tokens=False)["input_ids"] + [client.eos_ids[0]]
+    comp = Completion(text=first, n_tokens=len(ids), meta={"token_ids": ids})
+    prompt = tok("Rooms 4 by 5 and 6 by 3.", add_special_tokens=False)["input_ids"]
+    config = GenerationConfig(max_new_tokens=120)
+    asked = []
+
+    def scripted(more_text):
+        def generate_ids(token_ids, gen, seeds=None, asks=None):
+            asked.append((token_ids, asks))
+            new = tok(more_text, add_special_tokens=False)["input_ids"] + [client.eos_ids[0]]
+            return [[Completion(text=more_text, n_tokens=len(new), meta={"token_ids": new})] for _ in token_ids]
+        return generate_ids
+
+    monkeypatch.setattr(client, "generate_ids", scripted("\n\n" + _call("area", {"width": 6, "length": 3})))
+    ((got, what),) = redecode(client, SYNTAX, [prompt], [{}], [comp], config, [left])
+    (token_ids, asks), = asked
+    assert token_ids == [prompt + ids[:-1]] and asks[0]["ban"] == set(client.eos_ids)
+    assert what["kinds"] == ["more"] and got.text.count("<tool_call>") == 2 and '"width": 6' in got.text
+
+    asked.clear()
+    monkeypatch.setattr(client, "generate_ids", scripted("\n\n" + _call("area", {"unit": "m"})))
+    ((got, what),) = redecode(client, SYNTAX, [prompt], [{}], [comp], config, [left])
+    assert len(asked) == 1 and what == {} and got is comp  # not a sibling taking 6 or 3: put back, tried once

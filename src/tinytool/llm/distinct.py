@@ -1,4 +1,5 @@
-"""Distinct calls: a turn whose calls repeat one another is decoded again from its least certain repeated value.
+"""Distinct calls: a turn whose calls repeat one another is decoded again from its least certain repeated value, and
+one that stops a call short while a stated value is left over is given one more.
 
 Asked for several calls of one function (the weather in two cities, the area of two rooms), a small model often
 writes the first call's values again in the second: on BFCL's parallel categories most wrong values are a value
@@ -16,8 +17,16 @@ certainty at each of those tokens (the log-probability of the token taken less t
 `redecode` bans the least certain one's token at that position and decodes the row on from there, under the row's
 own rules (its grammar, its guard): the model writes its next choice for that value and whatever follows from it.
 A row is redecoded at most ``rounds`` times; a token banned at a position stays banned there while the prefix before
-it is kept, so a second round tries a third choice. Rows whose calls do not repeat are left exactly as they were,
-and only rows that repeat cost anything (a forward pass and a short decode each).
+it is kept, so a second round tries a third choice.
+
+Next to wrong values, a parallel request's commonest failure is a call too few: the answer ends while the request states a value
+no call holds ("the weather in Boston, Paris and Rome" answered for two cities). An answer that ends right after
+its last call while a stated value is left over is decoded on once from its end, the end of turn banned there
+(``more``); the call that comes is kept only where it is a sibling that takes a value left over (a call of a
+function the turn called already, whose value for a parameter an earlier call of it gave is a stated value no call
+held: the weather in Rome, not a second t-test for a significance level the first call left out), and the answer
+is put back as it was otherwise. Answers with nothing to do are left exactly as they were, and only the others
+cost anything (a forward pass and a short decode each).
 
 This is a decoding rule of the local engine applied after the first pass, not a mask during it: whether a call
 repeats is known only once it is written. It reads calls through the format's call syntax (JSON objects in their own
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +54,8 @@ ROUNDS = 3
 #: the help of ``--distinct-calls`` (``eval bfcl``, ``eval demo``)
 DISTINCT_HELP = ("Local models, hermes formats: an answer whose calls repeat (the same call twice, or a value given "
                  "twice while the request states one no call holds) is decoded again from its least certain repeated "
-                 f"value, that token banned, at most {ROUNDS} times (the first answer kept beside it).")
+                 "value, that token banned, and one that ends while a stated value is left over gets one more call "
+                 f"where it is a sibling taking that value; at most {ROUNDS} rounds (the first answer kept beside it).")
 
 
 @register
@@ -225,6 +236,8 @@ class _Row:
     banned: dict[int, set[int]] = dataclasses.field(default_factory=dict)
     rounds: int = 0
     kinds: list[str] = dataclasses.field(default_factory=list)
+    #: the one ``more`` attempt: the tokens, calls and stated values left over before it (None: not tried)
+    more: tuple[list[int], list[Call], Any] | None = None
 
 
 def _margins(client: Any, prompt: list[int], tokens: list[int], positions: list[int]) -> list[float]:
@@ -259,19 +272,57 @@ def _token_at(client: Any, tokens: list[int], offsets: list[int]) -> list[int]:
     return sorted(set(out))
 
 
-def _plan(client: Any, syntax: CallSyntax, row: _Row, config: GenerationConfig) -> int | None:
-    """The position of ``row.tokens`` to decode again from (its banned tokens updated), None when no call repeats
-    or every repeated value's token has run out of choices."""
+def _holds(value: Any, left: tuple[list[Any], list[str]]) -> bool:
+    """Whether ``value`` (an argument's) is one of the stated values ``left`` lists (numbers as their forms,
+    strings), or a list holding one."""
+    if isinstance(value, list):
+        return any(_holds(v, left) for v in value)
+    numbers, strings = left
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return any(math.isclose(float(value), f, rel_tol=1e-9, abs_tol=1e-12) for forms in numbers for f in forms)
+    if isinstance(value, str):
+        low = value.strip().lower()
+        return bool(low) and any(s.lower() == low or s.lower() in low for s in strings)
+    return False
+
+
+def _sibling(before: list[Call], after: list[Call], left: tuple[list[Any], list[str]]) -> bool:
+    """Whether a call ``after`` adds to ``before`` is a sibling that takes a value left over: a call of a function
+    the turn called already, whose value for a parameter an earlier call of that function gave is one of ``left``
+    (the weather of a third city, not a second t-test for a significance level the first one left out)."""
+    for call in after[len(before):]:
+        given = {p for c in before if c.name == call.name for p in c.arguments}
+        if any(p in given and _holds(v, left) for p, v in call.arguments.items()):
+            return True
+    return False
+
+
+def _plan(client: Any, syntax: CallSyntax, row: _Row) -> int | None:
+    """The position of ``row.tokens`` to decode again from (its banned tokens updated), None when nothing is left
+    to do. A repeat (`doubted`) is decoded again from its least certain repeated value, that token banned; an answer
+    that ended right after its last call while the request states a value no call holds (`Leftover`) is decoded on
+    from its end with the end of turn banned, once (``more``: kept only where `_sibling` says so)."""
     text = client.tokenizer.decode(row.tokens, skip_special_tokens=True)
     kind, offsets = doubted(syntax, text, row.left)
-    if not offsets:
+    if offsets:
+        positions = _token_at(client, row.tokens, sorted(offsets))
+        margins = _margins(client, row.prompt, row.tokens, positions)
+        j = min(zip(margins, positions, strict=True))[1]
+        row.kinds.append(kind)
+        row.banned = {p: b for p, b in row.banned.items() if p <= j}
+        row.banned.setdefault(j, set()).add(row.tokens[j])
+        return j
+    if row.more is not None or row.left is None or not text.rstrip().endswith(syntax.call.close):
         return None
-    positions = _token_at(client, row.tokens, sorted(offsets))
-    margins = _margins(client, row.prompt, row.tokens, positions)
-    j = min(zip(margins, positions, strict=True))[1]
-    row.kinds.append(kind)
-    row.banned = {p: b for p, b in row.banned.items() if p <= j}
-    row.banned.setdefault(j, set()).add(row.tokens[j])
+    eos = set(client.eos_ids)
+    j = next((k for k, t in enumerate(row.tokens) if t in eos), None)
+    left = row.left(text)
+    calls = calls_of(syntax, text)
+    if j is None or not calls or not any(left):
+        return None
+    row.more = (list(row.tokens), calls, left)
+    row.kinds.append("more")
+    row.banned = {j: eos}
     return j
 
 
@@ -298,7 +349,7 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
         todo = []
         for i, row in enumerate(rows):
             if row.tokens and row.rounds < rounds:
-                j = _plan(client, syntax, row, config)
+                j = _plan(client, syntax, row)
                 if j is not None:
                     todo.append((i, j))
         if not todo:
@@ -317,9 +368,14 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
             row = rows[i]
             row.tokens = row.tokens[:j] + list(new[0].meta.get("token_ids") or [])[:config.max_new_tokens - j]
             row.rounds += 1
+            if row.kinds[-1] == "more" and row.more is not None:
+                before, calls, left = row.more
+                if not _sibling(calls, calls_of(syntax, client.tokenizer.decode(row.tokens, skip_special_tokens=True)),
+                                left):
+                    row.tokens, row.kinds[-1] = before, "more (undone)"
     done = []
     for i, row in enumerate(rows):
-        if not row.rounds:
+        if not row.rounds or row.tokens == list(completions[i].meta.get("token_ids") or []):
             done.append((out[i], {}))
             continue
         comp = client.completion(row.tokens, config, len(row.prompt), Request(messages=[], rules=row.rules))
