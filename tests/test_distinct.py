@@ -273,3 +273,43 @@ def test_a_stated_value_left_over_gets_one_more_call_kept_only_where_it_is_a_sib
     monkeypatch.setattr(client, "generate_ids", scripted("\n\n" + _call("area", {"unit": "m"})))
     ((got, what),) = redecode(client, SYNTAX, [prompt], [{}], [comp], config, [left])
     assert len(asked) == 1 and what == {} and got is comp  # not a sibling taking 6 or 3: put back, tried once
+
+
+def test_a_repeated_value_is_traded_only_for_a_value_left_over(monkeypatch):
+    """The second call repeats a city while Texas is left over: a round that writes Texas is kept; rounds that write
+    anything else are put back (the banned tokens stay banned, so each round tries another choice), and after the
+    last round the answer is the first one, untouched."""
+    from tinytool.llm.base import Completion, GenerationConfig
+    from tinytool.llm.distinct import redecode
+    from tinytool.schema import Conversation, Message
+
+    crime = Tool("cases", "", {"type": "object", "properties": {
+        "city": {"type": "string"}, "year": {"type": "integer"}}, "required": ["city", "year"]})
+    conv = Conversation([Message("user", "Cases in San Francisco in 2019 and in Texas in 2018?")], [crime])
+    left = leftover(conv, HERMES)
+    client = _client()
+    tok = client.tokenizer
+    first = _turn(("cases", {"city": "San Francisco", "year": 2019}), ("cases", {"city": "San Francisco", "year": 2018}))
+    ids = tok(first, add_special_tokens=False)["input_ids"] + [client.eos_ids[0]]
+    comp = Completion(text=first, n_tokens=len(ids), meta={"token_ids": ids})
+    prompt = tok("Cases?", add_special_tokens=False)["input_ids"]
+    bans = []
+
+    def scripted(city):
+        def generate_ids(token_ids, gen, seeds=None, asks=None):
+            bans.append(set(asks[0]["ban"]))
+            head = tok.decode(token_ids[0][len(prompt):])
+            rest = first[len(head):].replace("San Francisco", city, 1)
+            new = tok(rest, add_special_tokens=False)["input_ids"] + [client.eos_ids[0]]
+            return [[Completion(text=rest, n_tokens=len(new), meta={"token_ids": new})]]
+        return generate_ids
+
+    monkeypatch.setattr(client, "generate_ids", scripted("Oakland"))
+    ((got, what),) = redecode(client, SYNTAX, [prompt], [{}], [comp], GenerationConfig(max_new_tokens=120), [left])
+    assert got is comp and what == {} and len(bans) == 3
+    # a round put back bans what it took there too (this scripted model takes "Oakland" whatever is banned)
+    assert bans[0] < bans[1] == bans[2] and len(bans[1] - bans[0]) == 1
+    bans.clear()
+    monkeypatch.setattr(client, "generate_ids", scripted("Texas"))
+    ((got, what),) = redecode(client, SYNTAX, [prompt], [{}], [comp], GenerationConfig(max_new_tokens=120), [left])
+    assert what["kinds"] == ["value"] and got.text.count("Texas") == 1 and got.text.count("San Francisco") == 1

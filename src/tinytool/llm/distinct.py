@@ -16,8 +16,11 @@ and names the first token of each repeated value there. One forward pass over pr
 certainty at each of those tokens (the log-probability of the token taken less that of the best other token);
 `redecode` bans the least certain one's token at that position and decodes the row on from there, under the row's
 own rules (its grammar, its guard): the model writes its next choice for that value and whatever follows from it.
-A row is redecoded at most ``rounds`` times; a token banned at a position stays banned there while the prefix before
-it is kept, so a second round tries a third choice.
+A repeated value is taken as fixed only where the value written instead is one the request stated and no call held
+(the leftover count falls); otherwise the answer is put back, its token there still banned, and the next round
+tries the next choice (a date or an interval two calls rightly share is never traded for a made-up one). A row is
+redecoded at most ``rounds`` times; a token banned at a position stays banned there while the prefix before it is
+kept.
 
 Next to wrong values, a parallel request's commonest failure is a call too few: the answer ends while the request states a value
 no call holds ("the weather in Boston, Paris and Rome" answered for two cities). An answer that ends right after
@@ -236,8 +239,11 @@ class _Row:
     banned: dict[int, set[int]] = dataclasses.field(default_factory=dict)
     rounds: int = 0
     kinds: list[str] = dataclasses.field(default_factory=list)
-    #: the one ``more`` attempt: the tokens, calls and stated values left over before it (None: not tried)
-    more: tuple[list[int], list[Call], Any] | None = None
+    #: whether the one ``more`` attempt was made
+    more: bool = False
+    #: the tokens before this round, and what a round's new text must pass to be kept (None: kept whatever it is)
+    before: list[int] = dataclasses.field(default_factory=list)
+    keep: Any = None
 
 
 def _margins(client: Any, prompt: list[int], tokens: list[int], positions: list[int]) -> list[float]:
@@ -286,6 +292,11 @@ def _holds(value: Any, left: tuple[list[Any], list[str]]) -> bool:
     return False
 
 
+def _count(left: tuple[list[Any], list[str]]) -> int:
+    """How many stated values ``left`` lists."""
+    return sum(len(part) for part in left)
+
+
 def _sibling(before: list[Call], after: list[Call], left: tuple[list[Any], list[str]]) -> bool:
     """Whether a call ``after`` adds to ``before`` is a sibling that takes a value left over: a call of a function
     the turn called already, whose value for a parameter an earlier call of that function gave is one of ``left``
@@ -299,7 +310,8 @@ def _sibling(before: list[Call], after: list[Call], left: tuple[list[Any], list[
 
 def _plan(client: Any, syntax: CallSyntax, row: _Row) -> int | None:
     """The position of ``row.tokens`` to decode again from (its banned tokens updated), None when nothing is left
-    to do. A repeat (`doubted`) is decoded again from its least certain repeated value, that token banned; an answer
+    to do. A repeat (`doubted`) is decoded again from its least certain repeated value, that token banned (a
+    repeated value's round kept only where a value left over is then held: ``row.keep``); an answer
     that ended right after its last call while the request states a value no call holds (`Leftover`) is decoded on
     from its end with the end of turn banned, once (``more``: kept only where `_sibling` says so)."""
     text = client.tokenizer.decode(row.tokens, skip_special_tokens=True)
@@ -311,8 +323,12 @@ def _plan(client: Any, syntax: CallSyntax, row: _Row) -> int | None:
         row.kinds.append(kind)
         row.banned = {p: b for p, b in row.banned.items() if p <= j}
         row.banned.setdefault(j, set()).add(row.tokens[j])
+        row.before, row.keep = list(row.tokens), None
+        if kind == "value":  # kept only where the value now written is one the turn left over
+            held = _count(row.left(text))
+            row.keep = lambda new: _count(row.left(new)) < held
         return j
-    if row.more is not None or row.left is None or not text.rstrip().endswith(syntax.call.close):
+    if row.more or row.left is None or not text.rstrip().endswith(syntax.call.close):
         return None
     eos = set(client.eos_ids)
     j = next((k for k, t in enumerate(row.tokens) if t in eos), None)
@@ -320,9 +336,11 @@ def _plan(client: Any, syntax: CallSyntax, row: _Row) -> int | None:
     calls = calls_of(syntax, text)
     if j is None or not calls or not any(left):
         return None
-    row.more = (list(row.tokens), calls, left)
+    row.more = True
     row.kinds.append("more")
     row.banned = {j: eos}
+    row.before = list(row.tokens)
+    row.keep = lambda new: _sibling(calls, calls_of(syntax, new), left)
     return j
 
 
@@ -368,11 +386,10 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
             row = rows[i]
             row.tokens = row.tokens[:j] + list(new[0].meta.get("token_ids") or [])[:config.max_new_tokens - j]
             row.rounds += 1
-            if row.kinds[-1] == "more" and row.more is not None:
-                before, calls, left = row.more
-                if not _sibling(calls, calls_of(syntax, client.tokenizer.decode(row.tokens, skip_special_tokens=True)),
-                                left):
-                    row.tokens, row.kinds[-1] = before, "more (undone)"
+            if row.keep is not None and not row.keep(client.tokenizer.decode(row.tokens, skip_special_tokens=True)):
+                if j < len(row.tokens):  # what this round took there is not taken again
+                    row.banned[j].add(row.tokens[j])
+                row.tokens, row.kinds[-1] = row.before, row.kinds[-1] + " (undone)"
     done = []
     for i, row in enumerate(rows):
         if not row.rounds or row.tokens == list(completions[i].meta.get("token_ids") or []):
