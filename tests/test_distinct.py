@@ -236,7 +236,7 @@ def test_a_stated_value_left_over_gets_one_more_call_kept_only_where_it_is_a_sib
     """An answer that ends after its last call while the request states a value no call holds is decoded on from
     its end with the end of turn banned; a sibling call taking the value is kept, anything else is put back."""
     from tinytool.llm.base import Completion, GenerationConfig
-    from tinytool.llm.distinct import _holds, _sibling, redecode
+    from tinytool.llm.distinct import _for_more, _holds, _sibling, redecode
 
     assert _holds(6, ([(6.0,)], [])) and _holds("Rome", ([], ["rome"])) and _holds(["x", 3], ([(3.0,)], []))
     assert not _holds(True, ([(1.0,)], [])) and not _holds("", ([], ["a"])) and not _holds(None, ([], []))
@@ -244,10 +244,14 @@ def test_a_stated_value_left_over_gets_one_more_call_kept_only_where_it_is_a_sib
     sib = calls_of(SYNTAX, _turn(("area", {"width": 4, "length": 5}), ("area", {"width": 6, "length": 3})))
     other = calls_of(SYNTAX, _turn(("area", {"width": 4, "length": 5}), ("area", {"unit": "6"})))
     assert _sibling(one, sib, ([(6.0,), (3.0,)], [])) and not _sibling(one, other, ([(6.0,)], ["6"]))
+    # a number left over while a call leaves out a numeric parameter is that parameter's, not another call's
+    guard, _ = value_guard([AREA], "Rooms 4 by 5 and 6 by 3.", HERMES)
+    narrow = calls_of(SYNTAX, _turn(("area", {"width": 4})))
+    assert _for_more(Leftover(guard), narrow, ([(5.0,)], ["Rome"])) == ([], ["Rome"])
+    assert _for_more(Leftover(guard), one, ([(6.0,)], [])) == ([(6.0,)], [])
 
     client = _client()
     tok = client.tokenizer
-    guard, _ = value_guard([AREA], "Rooms 4 by 5 and 6 by 3.", HERMES)
     left = Leftover(guard)
     first = _turn(("area", {"width": 4, "length": 5}))
     ids = tok(first, add_special_tokens=False)["input_ids"] + [client.eos_ids[0]]

@@ -25,7 +25,7 @@ kept.
 Next to wrong values, a parallel request's commonest failure is a call too few: the answer ends while the request states a value
 no call holds ("the weather in Boston, Paris and Rome" answered for two cities). An answer that ends right after
 its last call while a stated value is left over is decoded on once from its end, the end of turn banned there
-(``more``); the call that comes is kept only where it is a sibling that takes a value left over (a call of a
+(``more``; a number left over does not count while a call leaves out a numeric parameter: it is that parameter's); the call that comes is kept only where it is a sibling that takes a value left over (a call of a
 function the turn called already, whose value for a parameter an earlier call of it gave is a stated value no call
 held: the weather in Rome, not a second t-test for a significance level the first call left out), and the answer
 is put back as it was otherwise. Answers with nothing to do are left exactly as they were, and only the others
@@ -292,6 +292,17 @@ def _holds(value: Any, left: tuple[list[Any], list[str]]) -> bool:
     return False
 
 
+def _for_more(left: Any, calls: list[Call], values: tuple[list[Any], list[str]]) -> tuple[list[Any], list[str]]:
+    """The stated values left over (``values``, what ``left`` gave) that may call for one more call: numbers only
+    where no call leaves out a numeric parameter of its tool (a number left over then belongs to that parameter: a
+    radius of 500 m, not a second search)."""
+    numbers, strings = values
+    params = getattr(getattr(left, "guard", None), "params", None) or {}
+    open_numeric = any(isinstance(schema, dict) and schema.get("type") in ("integer", "number") and key not in c.arguments
+                       for c in calls for key, schema in params.get(c.name, {}).items())
+    return ([] if open_numeric else numbers), strings
+
+
 def _count(left: tuple[list[Any], list[str]]) -> int:
     """How many stated values ``left`` lists."""
     return sum(len(part) for part in left)
@@ -332,8 +343,8 @@ def _plan(client: Any, syntax: CallSyntax, row: _Row) -> int | None:
         return None
     eos = set(client.eos_ids)
     j = next((k for k, t in enumerate(row.tokens) if t in eos), None)
-    left = row.left(text)
     calls = calls_of(syntax, text)
+    left = _for_more(row.left, calls, row.left(text))
     if j is None or not calls or not any(left):
         return None
     row.more = True
