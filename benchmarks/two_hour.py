@@ -29,6 +29,7 @@ import quality
 from _common import ROOT, machine, read_json, versions
 from _paired import bfcl_table, pack_verdicts, unpack_verdicts
 
+from tinytool.eval.compare import mcnemar_counts
 from tinytool.eval.failures import value_shape_table
 from tinytool.io import read_jsonl_rows
 from tinytool.recipes.recipe import load_recipe
@@ -85,6 +86,9 @@ def headline(recipe: Path, run: Path, sets: Mapping[str, str], tuning: set[str],
     nothing = {i: v for i, v in calls.never_call(set()).items() if i in scored_ids}
     if nothing:
         rows["never_call"] = {**calls.arm_table(nothing), "held_out": calls.arm_table(calls.held_out(nothing, tuning))}
+    if {"sft_decline_grammar", "sft_decline_grammar_distinct"} <= rows.keys():
+        rows["sft_decline_grammar_distinct"]["first_answers_as_grammar_row"] = same_first_answers(
+            folders["decline-grammar"] / "out", folders["decline-distinct"] / "out")
     training = {name: steps[name].get("seconds") for name in TRAINING if name in steps}
     total = round(sum(s for s in training.values() if s is not None), 1)
     return {
@@ -104,6 +108,52 @@ def headline(recipe: Path, run: Path, sets: Mapping[str, str], tuning: set[str],
     }
 
 
+def same_first_answers(plain: Path, distinct: Path) -> float:
+    """The share of the items both runs scored whose answer in ``plain`` (an ``eval bfcl`` run) is the first answer
+    of ``distinct`` (the same model and decoding with distinct calls): 1.0 when decoding is deterministic and
+    distinct calls touch only what they decode again."""
+    def answers(out: Path, first: bool) -> dict[str, str]:
+        return {r["id"]: (r.get("distinct") or {}).get("first", r["raw"]) if first else r["raw"]
+                for r in read_jsonl_rows(out / "results.jsonl", on_bad=lambda *_: None)
+                if isinstance(r, dict) and "id" in r and "raw" in r}
+
+    a, b = answers(plain, False), answers(distinct, True)
+    shared = a.keys() & b.keys()
+    return round(sum(a[i] == b[i] for i in shared) / len(shared), 4) if shared else 0.0
+
+
+def first_and_last(rows: list[dict]) -> tuple[dict[str, tuple[str, bool]], dict[str, tuple[str, bool]]]:
+    """The verdicts of a run decoded with distinct calls (`tinytool.llm.distinct`), id → (category, verdict): each
+    item's first answer (before distinct calls decoded it again) and its last."""
+    first, last = {}, {}
+    for r in rows:
+        if not isinstance(r, dict) or not {"id", "category", "valid"} <= r.keys():
+            continue
+        now = bool(r.get("valid_strict", r["valid"]))
+        d = r.get("distinct") or {}
+        last[r["id"]] = (r["category"], now)
+        first[r["id"]] = (r["category"], bool(d.get("valid_strict_first", d.get("valid_first", now))) if d else now)
+    return first, last
+
+
+def dev_record(run: Path) -> dict:
+    """The dev check of distinct calls: an ``eval demo --distinct-calls`` run of the demo dev split, each category's
+    accuracy with the first answers and with the last, the items fixed and broken and McNemar's p."""
+    summary = read_json(run / "summary.json")
+    first, last = first_and_last(read_jsonl_rows(run / "results.jsonl", on_bad=lambda *_: None))
+    cats = sorted({c for c, _ in last.values()})
+    table = {}
+    for c in [*cats, "all"]:
+        ids = [i for i, (cat, _) in last.items() if c in ("all", cat)]
+        fixed = sum(last[i][1] and not first[i][1] for i in ids)
+        broken = sum(first[i][1] and not last[i][1] for i in ids)
+        table[c] = {"n": len(ids), "first": round(sum(first[i][1] for i in ids) / len(ids), 4),
+                    "last": round(sum(last[i][1] for i in ids) / len(ids), 4), "fixed": fixed, "broken": broken,
+                    "p": mcnemar_counts(broken, fixed)}
+    return {"run": str(run), "model": summary.get("model"), "constrained": summary.get("constrained"),
+            "categories": table, "distinct": summary.get("distinct")}
+
+
 def write(out: Path, record: dict, key: str = KEY) -> None:
     """``key`` of ``out`` replaced by ``record``, the file's other keys kept."""
     result = json.loads(out.read_text()) if out.is_file() else {}
@@ -119,6 +169,9 @@ def main() -> None:
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                     help="a variable the run was made with (repeatable), as given to tinytool run")
     ap.add_argument("--no-tests", action="store_true", help="the changes without their paired tests")
+    ap.add_argument("--dev", type=Path, metavar="DEMO_RUN",
+                    help="also read the dev check of distinct calls, an eval demo --distinct-calls run, into the "
+                    "record's distinct_dev")
     ap.add_argument("--out", type=Path, default=calls.OUT)
     ap.add_argument("--key", default=KEY, help=f"the key of --out the record replaces [default: {KEY}; another run of "
                     "the recipe goes under a key of its own]")
@@ -133,9 +186,13 @@ def main() -> None:
         if not sep or not key:
             ap.error(f"--set {item!r}: expected NAME=VALUE")
         sets[key] = value
+    if args.dev is not None and not (args.dev / "summary.json").is_file():
+        ap.error(f"--dev {args.dev}: no scored eval demo run there (summary.json)")
     record = headline(args.recipe, args.run, sets, calls.tuning_ids(), not args.no_tests)
     if not record["rows"]:
         ap.error(f"--run {args.run}: no stage of it has scored an item yet")
+    if args.dev is not None:
+        record["distinct_dev"] = dev_record(args.dev)
     write(args.out, record, args.key)
     for name, row in record["rows"].items():
         print(f"{name:22s} AST {100 * row.get('non_live_ast_avg', 0):5.1f}  irrelevance (strict) "

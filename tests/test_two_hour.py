@@ -96,3 +96,31 @@ def test_the_readme_headline_is_the_two_hour_result_s_figures(two_hour):
         for column, cell in zip(columns, cells, strict=True):
             figure = float(re.match(r"[\d.]+", cell).group())
             assert figure == pytest.approx(100 * row[column], abs=0.051), (key, column)
+
+
+def test_the_dev_check_reads_first_and_last_answers_and_the_grammar_row_is_checked_against_them(two_hour, tmp_path):
+    """A demo run decoded with distinct calls: each item's first answer (kept where it was decoded again) against
+    its last; and the share of a plain run's answers that are the distinct run's first answers."""
+    rows = [{"id": "a", "category": "parallel", "valid": True, "raw": "A2",
+             "distinct": {"first": "A1", "valid_first": False}},
+            {"id": "b", "category": "parallel", "valid": False, "raw": "B2",
+             "distinct": {"first": "B1", "valid_first": True}},
+            {"id": "c", "category": "simple", "valid": True, "raw": "C"},
+            {"id": "d", "category": "irrelevance", "valid": True, "valid_strict": False, "raw": "D"}]
+    run = tmp_path / "demo"
+    run.mkdir()
+    (run / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n{cut")
+    (run / "summary.json").write_text(json.dumps({"model": "m", "constrained": True}))
+    first, last = two_hour.first_and_last(rows + ["not a row"])
+    assert first == {"a": ("parallel", False), "b": ("parallel", True), "c": ("simple", True),
+                     "d": ("irrelevance", False)}
+    assert last["a"] == ("parallel", True) and last["d"] == ("irrelevance", False)
+    rec = two_hour.dev_record(run)
+    par = rec["categories"]["parallel"]
+    assert (par["n"], par["first"], par["last"], par["fixed"], par["broken"], par["p"]) == (2, 0.5, 0.5, 1, 1, 1.0)
+    assert rec["categories"]["all"]["n"] == 4 and rec["constrained"] is True
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "results.jsonl").write_text("\n".join(json.dumps({"id": i, "raw": raw})
+                                                   for i, raw in (("a", "A1"), ("b", "B9"), ("c", "C"), ("d", "D"))))
+    assert two_hour.same_first_answers(plain, run) == 0.75
