@@ -269,13 +269,15 @@ def test_a_stated_value_left_over_gets_one_more_call_kept_only_where_it_is_a_sib
 
     monkeypatch.setattr(client, "generate_ids", scripted("\n\n" + _call("area", {"width": 6, "length": 3})))
     ((got, what),) = redecode(client, SYNTAX, [prompt], [{}], [comp], config, [left])
+    assert not asked and got is comp and what == {}  # off by default
+    ((got, what),) = redecode(client, SYNTAX, [prompt], [{}], [comp], config, [left], more=True)
     (token_ids, asks), = asked
     assert token_ids == [prompt + ids[:-1]] and asks[0]["ban"] == set(client.eos_ids)
     assert what["kinds"] == ["more"] and got.text.count("<tool_call>") == 2 and '"width": 6' in got.text
 
     asked.clear()
     monkeypatch.setattr(client, "generate_ids", scripted("\n\n" + _call("area", {"unit": "m"})))
-    ((got, what),) = redecode(client, SYNTAX, [prompt], [{}], [comp], config, [left])
+    ((got, what),) = redecode(client, SYNTAX, [prompt], [{}], [comp], config, [left], more=True)
     assert len(asked) == 1 and what == {} and got is comp  # not a sibling taking 6 or 3: put back, tried once
 
 

@@ -1,5 +1,4 @@
-"""Distinct calls: a turn whose calls repeat one another is decoded again from its least certain repeated value, and
-one that stops a call short while a stated value is left over is given one more.
+"""Distinct calls: a turn whose calls repeat one another is decoded again from its least certain repeated value.
 
 Asked for several calls of one function (the weather in two cities, the area of two rooms), a small model often
 writes the first call's values again in the second: on BFCL's parallel categories most wrong values are a value
@@ -22,14 +21,17 @@ tries the next choice (a date or an interval two calls rightly share is never tr
 redecoded at most ``rounds`` times; a token banned at a position stays banned there while the prefix before it is
 kept.
 
-Next to wrong values, a parallel request's commonest failure is a call too few: the answer ends while the request states a value
+Off by default (``more``), measured and kept for what it showed: next to wrong values, a parallel request's
+commonest failure is a call too few: the answer ends while the request states a value
 no call holds ("the weather in Boston, Paris and Rome" answered for two cities). An answer that ends right after
 its last call while a stated value is left over is decoded on once from its end, the end of turn banned there
 (``more``; a number left over does not count while a call leaves out a numeric parameter: it is that parameter's); the call that comes is kept only where it is a sibling that takes a value left over (a call of a
 function the turn called already, whose value for a parameter an earlier call of it gave is a stated value no call
 held: the weather in Rome, not a second t-test for a significance level the first call left out), and the answer
-is put back as it was otherwise. Answers with nothing to do are left exactly as they were, and only the others
-cost anything (a forward pass and a short decode each).
+is put back as it was otherwise. On BFCL most such calls went to one-call requests, where a second call can only
+break the answer: a capitalised name the request states is as often another parameter's value or context ("John
+Doe in California", "Zelda on the Switch") as a further call's. Answers with nothing to do are left exactly as they
+were, and only the others cost anything (a forward pass and a short decode each).
 
 This is a decoding rule of the local engine applied after the first pass, not a mask during it: whether a call
 repeats is known only once it is written. It reads calls through the format's call syntax (JSON objects in their own
@@ -57,8 +59,7 @@ ROUNDS = 3
 #: the help of ``--distinct-calls`` (``eval bfcl``, ``eval demo``)
 DISTINCT_HELP = ("Local models, hermes formats: an answer whose calls repeat (the same call twice, or a value given "
                  "twice while the request states one no call holds) is decoded again from its least certain repeated "
-                 "value, that token banned, and one that ends while a stated value is left over gets one more call "
-                 f"where it is a sibling taking that value; at most {ROUNDS} rounds (the first answer kept beside it).")
+                 f"value, that token banned, at most {ROUNDS} rounds (the first answer kept beside it).")
 
 
 @register
@@ -319,12 +320,12 @@ def _sibling(before: list[Call], after: list[Call], left: tuple[list[Any], list[
     return False
 
 
-def _plan(client: Any, syntax: CallSyntax, row: _Row) -> int | None:
+def _plan(client: Any, syntax: CallSyntax, row: _Row, more: bool = False) -> int | None:
     """The position of ``row.tokens`` to decode again from (its banned tokens updated), None when nothing is left
     to do. A repeat (`doubted`) is decoded again from its least certain repeated value, that token banned (a
-    repeated value's round kept only where a value left over is then held: ``row.keep``); an answer
+    repeated value's round kept only where a value left over is then held: ``row.keep``); with ``more``, an answer
     that ended right after its last call while the request states a value no call holds (`Leftover`) is decoded on
-    from its end with the end of turn banned, once (``more``: kept only where `_sibling` says so)."""
+    from its end with the end of turn banned, once (kept only where `_sibling` says so)."""
     text = client.tokenizer.decode(row.tokens, skip_special_tokens=True)
     kind, offsets = doubted(syntax, text, row.left)
     if offsets:
@@ -339,7 +340,7 @@ def _plan(client: Any, syntax: CallSyntax, row: _Row) -> int | None:
             held = _count(row.left(text))
             row.keep = lambda new: _count(row.left(new)) < held
         return j
-    if row.more or row.left is None or not text.rstrip().endswith(syntax.call.close):
+    if not more or row.more or row.left is None or not text.rstrip().endswith(syntax.call.close):
         return None
     eos = set(client.eos_ids)
     j = next((k for k, t in enumerate(row.tokens) if t in eos), None)
@@ -365,12 +366,13 @@ def _continued(spec: Any, head: str) -> Any:
 
 def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: list[dict[str, Any]],
              completions: list[Completion], config: GenerationConfig, lefts: list[Any] | None = None,
-             rounds: int = ROUNDS) -> list[tuple[Completion, dict[str, Any]]]:
+             rounds: int = ROUNDS, more: bool = False) -> list[tuple[Completion, dict[str, Any]]]:
     """``completions`` (one per prompt: its tokens in ``meta["token_ids"]``) with every one whose calls repeat decoded
     again (see the module's docstring), each with what was done: ``{}`` for a row left as it was, else ``rounds``,
     the ``kinds`` of repeat found each round (``call``, ``value``) and the ``first`` text. ``rules``: what each
     prompt's request asks of the decoding rules (a grammar is continued from the kept prefix); ``lefts``: per prompt,
-    the stated values a text leaves over (a `Leftover`), None where unknown."""
+    the stated values a text leaves over (a `Leftover`), None where unknown; ``more``: also give an answer that
+    stops while a stated value is left over one more call (off: measured, it adds calls to one-call requests)."""
     rows = [_Row(list(p), dict(r), list(c.meta.get("token_ids") or []), left)
             for p, r, c, left in zip(prompts, rules, completions, lefts or [None] * len(prompts), strict=True)]
     out: list[Completion] = list(completions)
@@ -378,7 +380,7 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
         todo = []
         for i, row in enumerate(rows):
             if row.tokens and row.rounds < rounds:
-                j = _plan(client, syntax, row)
+                j = _plan(client, syntax, row, more)
                 if j is not None:
                     todo.append((i, j))
         if not todo:
@@ -412,10 +414,12 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
 
 
 def distinct_completions(client: Any, fmt: PromptFormat, requests: list[Request], convs: list[Conversation],
-                         completions: list[list[Completion]], config: GenerationConfig) -> list[list[Completion]]:
+                         completions: list[list[Completion]], config: GenerationConfig,
+                         more: bool = False) -> list[list[Completion]]:
     """``completions`` (per request, as the client made them) with those whose calls repeat decoded again
     (`redecode`; what each request states read from its conversation in ``convs``: `leftover`), what was done in each
-    one's ``meta["distinct"]``. A client that is not a local model is a `UserInputError`."""
+    one's ``meta["distinct"]`` (``more``: as `redecode`'s). A client that is not a local model is a
+    `UserInputError`."""
     if not hasattr(client, "generate_ids") or not hasattr(client, "model"):
         raise UserInputError(f"distinct calls decode again with a local model; {client.name!r} is not one",
                              fix="use a local model (a directory, hub id or the bundled alias), or leave them off")
@@ -424,7 +428,7 @@ def distinct_completions(client: Any, fmt: PromptFormat, requests: list[Request]
                                add_special_tokens=False)["input_ids"] if keys else []
     lefts = [leftover(conv, fmt) for conv in convs]
     done = redecode(client, fmt.syntax, prompts, [requests[i].rules for i, _ in keys],
-                    [completions[i][k] for i, k in keys], config, [lefts[i] for i, _ in keys])
+                    [completions[i][k] for i, k in keys], config, [lefts[i] for i, _ in keys], more=more)
     out: list[list[Completion]] = [[] for _ in completions]
     for (i, _), (comp, what) in zip(keys, done, strict=True):
         comp.meta["distinct"] = what
