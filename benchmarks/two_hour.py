@@ -89,6 +89,12 @@ def headline(recipe: Path, run: Path, sets: Mapping[str, str], tuning: set[str],
     if {"sft_decline_grammar", "sft_decline_grammar_distinct"} <= rows.keys():
         rows["sft_decline_grammar_distinct"]["first_answers_as_grammar_row"] = same_first_answers(
             folders["decline-grammar"] / "out", folders["decline-distinct"] / "out")
+        repeats, unknown = repeats_only(read_jsonl_rows(folders["decline-distinct"] / "out" / "results.jsonl",
+                                                        on_bad=lambda *_: None))
+        if unknown or repeats != items["sft_decline_grammar_distinct"]:  # the run gave some answers one more call
+            rows["sft_decline_grammar_distinct"]["repeats_only"] = {
+                **calls.arm_table(repeats), "unknown": unknown,
+                "vs_grammar": calls.paired(items["sft_decline_grammar"], repeats, tests)}
     training = {name: steps[name].get("seconds") for name in TRAINING if name in steps}
     total = round(sum(s for s in training.values() if s is not None), 1)
     return {
@@ -120,6 +126,26 @@ def same_first_answers(plain: Path, distinct: Path) -> float:
     a, b = answers(plain, False), answers(distinct, True)
     shared = a.keys() & b.keys()
     return round(sum(a[i] == b[i] for i in shared) / len(shared), 4) if shared else 0.0
+
+
+def repeats_only(rows: list[dict]) -> tuple[dict[str, tuple[str, bool]], list[str]]:
+    """What a run decoded with distinct calls and one more call (``more``, `tinytool.llm.distinct.redecode`) gives
+    without ``more``, id → (category, verdict): an answer whose first round was ``more`` found no repeat in its
+    first answer, so without it that answer stands; an answer ``more`` never touched stands as decoded. The ids of
+    answers ``more`` reached after another round are left out (unknown)."""
+    out, unknown = {}, []
+    for r in rows:
+        if not isinstance(r, dict) or not {"id", "category", "valid"} <= r.keys():
+            continue
+        d = r.get("distinct") or {}
+        kinds = [str(k) for k in d.get("kinds") or []]
+        if kinds and kinds[0].startswith("more"):
+            out[r["id"]] = (r["category"], bool(d.get("valid_strict_first", d.get("valid_first"))))
+        elif any(k.startswith("more") for k in kinds):
+            unknown.append(r["id"])
+        else:
+            out[r["id"]] = (r["category"], bool(r.get("valid_strict", r["valid"])))
+    return out, sorted(unknown)
 
 
 def first_and_last(rows: list[dict]) -> tuple[dict[str, tuple[str, bool]], dict[str, tuple[str, bool]]]:

@@ -124,3 +124,14 @@ def test_the_dev_check_reads_first_and_last_answers_and_the_grammar_row_is_check
     (plain / "results.jsonl").write_text("\n".join(json.dumps({"id": i, "raw": raw})
                                                    for i, raw in (("a", "A1"), ("b", "B9"), ("c", "C"), ("d", "D"))))
     assert two_hour.same_first_answers(plain, run) == 0.75
+
+
+def test_repeats_only_puts_back_the_first_answer_where_one_more_call_came_first(two_hour):
+    rows = [{"id": "a", "category": "simple_python", "valid": False,
+             "distinct": {"kinds": ["more", "value (undone)"], "first": "A", "valid_first": True}},
+            {"id": "b", "category": "parallel", "valid": True, "distinct": {"kinds": ["call"], "valid_first": False}},
+            {"id": "c", "category": "parallel", "valid": True, "distinct": {"kinds": ["call", "more"]}},
+            {"id": "d", "category": "multiple", "valid": True}, "junk"]
+    got, unknown = two_hour.repeats_only(rows)
+    assert got == {"a": ("simple_python", True), "b": ("parallel", True), "d": ("multiple", True)}
+    assert unknown == ["c"]
