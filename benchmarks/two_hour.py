@@ -163,8 +163,9 @@ def first_and_last(rows: list[dict]) -> tuple[dict[str, tuple[str, bool]], dict[
 
 
 def dev_record(run: Path) -> dict:
-    """The dev check of distinct calls: an ``eval demo --distinct-calls`` run of the demo dev split, each category's
-    accuracy with the first answers and with the last, the items fixed and broken and McNemar's p."""
+    """A check of distinct calls in one run decoded with them (``eval demo`` of the demo dev split, or ``eval bfcl``
+    of categories nothing was chosen on): each category's accuracy with the first answers and with the last, the
+    items fixed and broken and McNemar's p."""
     summary = read_json(run / "summary.json")
     first, last = first_and_last(read_jsonl_rows(run / "results.jsonl", on_bad=lambda *_: None))
     cats = sorted({c for c, _ in last.values()})
@@ -198,6 +199,9 @@ def main() -> None:
     ap.add_argument("--dev", type=Path, metavar="DEMO_RUN",
                     help="also read the dev check of distinct calls, an eval demo --distinct-calls run, into the "
                     "record's distinct_dev")
+    ap.add_argument("--fresh", type=Path, metavar="BFCL_RUN",
+                    help="also read a check of distinct calls on items nothing was chosen on (an eval bfcl "
+                    "--distinct-calls run of BFCL's live categories) into the record's distinct_fresh")
     ap.add_argument("--out", type=Path, default=calls.OUT)
     ap.add_argument("--key", default=KEY, help=f"the key of --out the record replaces [default: {KEY}; another run of "
                     "the recipe goes under a key of its own]")
@@ -212,13 +216,16 @@ def main() -> None:
         if not sep or not key:
             ap.error(f"--set {item!r}: expected NAME=VALUE")
         sets[key] = value
-    if args.dev is not None and not (args.dev / "summary.json").is_file():
-        ap.error(f"--dev {args.dev}: no scored eval demo run there (summary.json)")
+    for flag, path in (("--dev", args.dev), ("--fresh", args.fresh)):
+        if path is not None and not (path / "summary.json").is_file():
+            ap.error(f"{flag} {path}: no scored eval run there (summary.json)")
     record = headline(args.recipe, args.run, sets, calls.tuning_ids(), not args.no_tests)
     if not record["rows"]:
         ap.error(f"--run {args.run}: no stage of it has scored an item yet")
     if args.dev is not None:
         record["distinct_dev"] = dev_record(args.dev)
+    if args.fresh is not None:
+        record["distinct_fresh"] = dev_record(args.fresh)
     write(args.out, record, args.key)
     for name, row in record["rows"].items():
         print(f"{name:22s} AST {100 * row.get('non_live_ast_avg', 0):5.1f}  irrelevance (strict) "
