@@ -131,20 +131,19 @@ def same_first_answers(plain: Path, distinct: Path) -> float:
 def repeats_only(rows: list[dict]) -> tuple[dict[str, tuple[str, bool]], list[str]]:
     """What a run decoded with distinct calls and one more call (``more``, `tinytool.llm.distinct.redecode`) gives
     without ``more``, id → (category, verdict): an answer whose first round was ``more`` found no repeat in its
-    first answer, so without it that answer stands; an answer ``more`` never touched stands as decoded. The ids of
-    answers ``more`` reached after another round are left out (unknown)."""
+    first answer, so without it that answer stands (`first_and_last`'s first); an answer ``more`` never touched
+    stands as decoded (its last). The ids of answers ``more`` reached after another round are left out (unknown)."""
+    first, last = first_and_last(rows)
+    kinds = {r["id"]: [str(k) for k in (r.get("distinct") or {}).get("kinds") or []]
+             for r in rows if isinstance(r, dict) and r.get("id") in last}
     out, unknown = {}, []
-    for r in rows:
-        if not isinstance(r, dict) or not {"id", "category", "valid"} <= r.keys():
-            continue
-        d = r.get("distinct") or {}
-        kinds = [str(k) for k in d.get("kinds") or []]
-        if kinds and kinds[0].startswith("more"):
-            out[r["id"]] = (r["category"], bool(d.get("valid_strict_first", d.get("valid_first"))))
-        elif any(k.startswith("more") for k in kinds):
-            unknown.append(r["id"])
+    for i, ks in kinds.items():
+        if ks and ks[0].startswith("more"):
+            out[i] = first[i]
+        elif any(k.startswith("more") for k in ks):
+            unknown.append(i)
         else:
-            out[r["id"]] = (r["category"], bool(r.get("valid_strict", r["valid"])))
+            out[i] = last[i]
     return out, sorted(unknown)
 
 
@@ -162,7 +161,7 @@ def first_and_last(rows: list[dict]) -> tuple[dict[str, tuple[str, bool]], dict[
     return first, last
 
 
-def dev_record(run: Path) -> dict:
+def check_record(run: Path) -> dict:
     """A check of distinct calls in one run decoded with them (``eval demo`` of the demo dev split, or ``eval bfcl``
     of categories nothing was chosen on): each category's accuracy with the first answers and with the last, the
     items fixed and broken and McNemar's p."""
@@ -223,9 +222,9 @@ def main() -> None:
     if not record["rows"]:
         ap.error(f"--run {args.run}: no stage of it has scored an item yet")
     if args.dev is not None:
-        record["distinct_dev"] = dev_record(args.dev)
+        record["distinct_dev"] = check_record(args.dev)
     if args.fresh is not None:
-        record["distinct_fresh"] = dev_record(args.fresh)
+        record["distinct_fresh"] = check_record(args.fresh)
     write(args.out, record, args.key)
     for name, row in record["rows"].items():
         print(f"{name:22s} AST {100 * row.get('non_live_ast_avg', 0):5.1f}  irrelevance (strict) "

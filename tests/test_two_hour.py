@@ -115,7 +115,7 @@ def test_the_dev_check_reads_first_and_last_answers_and_the_grammar_row_is_check
     assert first == {"a": ("parallel", False), "b": ("parallel", True), "c": ("simple", True),
                      "d": ("irrelevance", False)}
     assert last["a"] == ("parallel", True) and last["d"] == ("irrelevance", False)
-    rec = two_hour.dev_record(run)
+    rec = two_hour.check_record(run)
     par = rec["categories"]["parallel"]
     assert (par["n"], par["first"], par["last"], par["fixed"], par["broken"], par["p"]) == (2, 0.5, 0.5, 1, 1, 1.0)
     assert rec["categories"]["all"]["n"] == 4 and rec["constrained"] is True

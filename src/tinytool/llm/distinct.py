@@ -22,11 +22,11 @@ redecoded at most ``rounds`` times; a token banned at a position stays banned th
 kept.
 
 Off by default (``more``), measured and kept for what it showed: next to wrong values, a parallel request's
-commonest failure is a call too few: the answer ends while the request states a value
-no call holds ("the weather in Boston, Paris and Rome" answered for two cities). An answer that ends right after
-its last call while a stated value is left over is decoded on once from its end, the end of turn banned there
-(``more``; a number left over does not count while a call leaves out a numeric parameter: it is that parameter's); the call that comes is kept only where it is a sibling that takes a value left over (a call of a
-function the turn called already, whose value for a parameter an earlier call of it gave is a stated value no call
+commonest failure is a call too few: the answer ends while the request states a value no call holds ("the weather
+in Boston, Paris and Rome" answered for two cities). An answer that ends right after its last call while a stated
+value is left over is decoded on once from its end, the end of turn banned there (``more``; a number left over does
+not count while a call leaves out a numeric parameter: it is that parameter's); the call that comes is kept only
+where it is a sibling that takes a value left over (a call of a function the turn called already, whose value for a parameter an earlier call of it gave is a stated value no call
 held: the weather in Rome, not a second t-test for a significance level the first call left out), and the answer
 is put back as it was otherwise. On BFCL most such calls went to one-call requests, where a second call can only
 break the answer: a capitalised name the request states is as often another parameter's value or context ("John
@@ -55,7 +55,7 @@ from typing import Any
 from tinytool.errors import UserInputError
 from tinytool.formats import CallSyntax, PromptFormat, formats_with
 from tinytool.llm.base import Completion, GenerationConfig, Request
-from tinytool.llm.guard import ValueGuard, conversation_guard
+from tinytool.llm.guard import ValueGuard, conversation_guard, request_text
 from tinytool.llm.rules import RowRule, register
 from tinytool.schema import Conversation
 
@@ -201,8 +201,7 @@ class Leftover:
 
 def leftover(conv: Conversation, fmt: PromptFormat) -> Leftover:
     """The `Leftover` of a conversation's next answer: its last user message, its tools."""
-    asked = next((m.content for m in reversed(conv.messages) if m.role == "user"), None)
-    return Leftover(conversation_guard(conv, fmt), tuple(stated_names(asked if isinstance(asked, str) else "")))
+    return Leftover(conversation_guard(conv, fmt), tuple(stated_names(request_text(conv))))
 
 
 def doubted(syntax: CallSyntax, text: str, left: Any = None) -> tuple[str, list[int]]:
@@ -381,7 +380,6 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
     stops while a stated value is left over one more call (off: measured, it adds calls to one-call requests)."""
     rows = [_Row(list(p), dict(r), list(c.meta.get("token_ids") or []), left)
             for p, r, c, left in zip(prompts, rules, completions, lefts or [None] * len(prompts), strict=True)]
-    out: list[Completion] = list(completions)
     for _ in range(rounds):
         todo = []
         for i, row in enumerate(rows):
@@ -412,10 +410,10 @@ def redecode(client: Any, syntax: CallSyntax, prompts: list[list[int]], rules: l
     done = []
     for i, row in enumerate(rows):
         if not row.rounds or row.tokens == list(completions[i].meta.get("token_ids") or []):
-            done.append((out[i], {}))
+            done.append((completions[i], {}))
             continue
         comp = client.completion(row.tokens, config, len(row.prompt), Request(messages=[], rules=row.rules))
-        done.append((comp, {"rounds": row.rounds, "kinds": row.kinds, "first": out[i].text}))
+        done.append((comp, {"rounds": row.rounds, "kinds": row.kinds, "first": completions[i].text}))
     return done
 
 

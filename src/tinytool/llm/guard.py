@@ -356,11 +356,16 @@ def value_guard(tools: list[Tool], request: str, fmt: PromptFormat,
     return ValueGuard(tuple(numbers), tuple(strings), params, syntax, prefix), None
 
 
+def request_text(conv: Conversation) -> str:
+    """What a conversation's next answer answers: its last user message's text ("" when there is none)."""
+    asked = next((m.content for m in reversed(conv.messages) if m.role == "user"), None)
+    return asked if isinstance(asked, str) else ""
+
+
 def conversation_guard(conv: Conversation, fmt: PromptFormat, prefix: str = "") -> ValueGuard | None:
     """The guard of a conversation's next answer (starting with ``prefix``): its last user message and its tools
     (None where `value_guard` gives none)."""
-    asked = next((m.content for m in reversed(conv.messages) if m.role == "user"), None)
-    return value_guard(conv.tools, asked if isinstance(asked, str) else "", fmt, prefix)[0]
+    return value_guard(conv.tools, request_text(conv), fmt, prefix)[0]
 
 
 def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:
@@ -380,4 +385,4 @@ def guard_tokens(tokenizer: Any) -> tuple[list[tuple[int, str]], list[int]]:
 
 
 __all__ = ["GuardRow", "GuardRows", "ValueGuard", "apply_guards", "check_format", "conversation_guard", "guard_tokens",
-           "stated_values", "value_guard"]
+           "request_text", "stated_values", "value_guard"]
