@@ -296,6 +296,25 @@ def test_until_stops_after_a_stage_and_a_later_run_goes_on_from_there(tmp_path):
         load_recipe(path).stage("tran")
 
 
+def test_skip_leaves_a_stage_out_and_refuses_one_a_running_stage_reads(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    path = tmp_path / "d.yaml"
+    path.write_text(DATA_ONLY)
+    run = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", str(path), "-o", str(run), "--skip", "data"])
+    assert r.exit_code != 0 and "(real) reads what data writes" in r.output and not run.exists()
+    r = CliRunner().invoke(app, ["run", str(path), "-o", str(run), "--skip", "rael"])
+    assert r.exit_code != 0 and "no stage named 'rael'" in r.output
+    state = run_recipe(load_recipe(path), run, skip=("real",), echo=lambda s: None)
+    assert [s["name"] for s in state["stages"]] == ["data", "more"] and not (run / "02-real").exists()
+    assert (run / "03-more" / "out" / "train.jsonl").is_file()  # the folders keep the recipe's numbering
+    state = run_recipe(load_recipe(path), run, echo=lambda s: None)  # a run without it does the skipped stage
+    assert [s["status"] for s in state["stages"]] == ["skipped (unchanged)", "done", "skipped (unchanged)"]
+
+
 def test_where_a_stage_writes_is_known_without_running_it(tmp_path):
     from tinytool.recipes.runner import plan
 

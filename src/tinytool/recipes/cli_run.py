@@ -37,7 +37,7 @@ def _overrides(sets: list[str]) -> dict[str, str]:
 
 
 def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], force: list[str],
-         summary_file: str, until: str | None = None) -> None:
+         summary_file: str, until: str | None = None, skip: list[str] | None = None) -> None:
     from tinytool.io import write_json
     from tinytool.recipes.matrix import COMPARE_FILE, narrow, run_matrix
     from tinytool.recipes.recipe import find_recipe, load_recipe
@@ -46,7 +46,8 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
 
     path = find_recipe(spec)
     r = load_recipe(path, overrides)
-    for name in [*force, *([until] if until else [])]:
+    skip = skip or []
+    for name in [*force, *([until] if until else []), *skip]:
         r.stage(name)
     run_dir = run_dir or Path("runs") / r.name
     matrix = narrow(r.matrix, overrides)
@@ -57,7 +58,7 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
     def run_cell(recipe: Any, folder: Path) -> dict[str, Any]:
         if matrix.axes:
             err.print(f"── {folder.name} ──")
-        state = run_recipe(recipe, folder, force=tuple(force), until=until,
+        state = run_recipe(recipe, folder, force=tuple(force), until=until, skip=tuple(skip),
                            echo=lambda s: err.print(s, markup=False, highlight=False),
                            shared=shared if matrix.axes else None)
         summary = run_summary(state, folder)
@@ -72,7 +73,7 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
             run_cell(r, run_dir)
             return
         run_matrix(path, matrix, run_dir, overrides, run_cell, load_recipe,
-                   lambda recipe, folder: check_recipe(recipe, folder, until))
+                   lambda recipe, folder: check_recipe(recipe, folder, until, tuple(skip)))
     if matrix.compare and until is None:
         err.print(f"comparisons: {run_dir / COMPARE_FILE}")
 
@@ -86,6 +87,8 @@ def run_command(
                                     "unchanged (repeatable)."),
     until: str = typer.Option(None, "--until", help="Stop after this stage (e.g. train without scoring); a later "
                               "run without it continues from there."),
+    skip: list[str] = typer.Option([], "--skip", help="Leave this stage out (repeatable; e.g. one scoring of "
+                                   "several); no stage that runs may read what it writes."),
 ) -> None:
     """Run a recipe: each stage (one tinytool verb) in its own folder of the run directory; stages whose inputs
     did not change are skipped, and a killed run resumes at the stage and checkpoint it stopped at. Ends with
@@ -93,7 +96,7 @@ def run_command(
 
     Example: tinytool run star -o runs/star --set teacher=Qwen/Qwen3-8B --set student=Qwen/Qwen3-0.6B
     """
-    _run(recipe, out, _overrides(sets), force, summary_file="summary.json", until=until)
+    _run(recipe, out, _overrides(sets), force, summary_file="summary.json", until=until, skip=skip)
 
 
 def demo_command(

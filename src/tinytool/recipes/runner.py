@@ -225,27 +225,37 @@ def _check_inputs(recipe: Recipe, index: int, args: dict[str, Any], run_dir: Pat
                                  "folder", fix=f"correct the path in the recipe, or the --set that gives {key}")
 
 
-def check_recipe(recipe: Recipe, run_dir: Path, until: str | None = None
+def check_recipe(recipe: Recipe, run_dir: Path, until: str | None = None, skip: tuple[str, ...] = ()
                  ) -> list[tuple[Stage, Path, dict[str, Any], list[Any]]]:
-    """The stages a run of ``recipe`` in ``run_dir`` would run (up to ``until``), each one's resolved arguments
-    parsed as its verb's options and its input paths found; raises `UserInputError` on the first that is not.
-    Nothing is written."""
+    """The stages a run of ``recipe`` in ``run_dir`` would run (up to ``until``, less those ``skip`` names), each
+    one's resolved arguments parsed as its verb's options and its input paths found; raises `UserInputError` on the
+    first that is not, and where a stage that runs reads what a skipped one writes. Nothing is written."""
     check_stage_args(recipe)
     stages = plan(recipe, run_dir)
     if until is not None:
         stages = stages[:[s.name for s in recipe.stages].index(recipe.stage(until).name) + 1]
-    for i, (_, _, args) in enumerate(stages):
+    skipped = {recipe.stage(name).name for name in skip}
+    kept = []
+    for i, (stage, folder, args) in enumerate(stages):
+        if stage.name in skipped:
+            continue
+        if needs := sorted(skipped.intersection(upstream(stage, recipe))):
+            raise UserInputError(f"{recipe.path}: stages[{i}] ({stage.name}) reads what {', '.join(needs)} writes, "
+                                 "a stage --skip leaves out", fix=f"run {', '.join(needs)} too, or skip "
+                                 f"{stage.name} as well")
         check_stage_values(recipe, i, args)
         _check_inputs(recipe, i, args, run_dir)
-    return stages
+        kept.append((stage, folder, args))
+    return kept
 
 
 def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, ...] = (), until: str | None = None,
-               echo: Callable[[str], None] = print, env: dict[str, str] | None = None,
+               skip: tuple[str, ...] = (), echo: Callable[[str], None] = print, env: dict[str, str] | None = None,
                shared: dict[str, Path] | None = None) -> dict[str, Any]:
     """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
     to run again even when unchanged (and every stage after them); ``until`` names the last stage to run (the
-    later ones are left as they are, and out of ``recipe.json``). Every stage's arguments, resolved, are parsed
+    later ones are left as they are, and out of ``recipe.json``); ``skip`` names stages not to run (left as they
+    are and out of ``recipe.json``, as the ones after ``until``; no stage that runs may read them). Every stage's arguments, resolved, are parsed
     as its verb's options before the first stage starts. A stage that runs again sets its earlier folder aside
     until the new run has started work (`_settle`).
 
@@ -254,7 +264,7 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
     another run finished with the same portable fingerprint is not run again, its folder links to that run's
     outputs (a seed matrix trains a base every cell starts from once)."""
     run_dir = Path(run_dir)
-    stages = check_recipe(recipe, run_dir, until)
+    stages = check_recipe(recipe, run_dir, until, skip)
     run_dir.mkdir(parents=True, exist_ok=True)
     prints: dict[str, str] = {}
     portable: dict[str, str] = {}

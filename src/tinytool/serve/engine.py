@@ -60,6 +60,7 @@ from typing import Any
 from tinytool.errors import UserInputError
 from tinytool.formats.base import PromptFormat
 from tinytool.llm.base import Completion, GenerationConfig, Request, chat_request
+from tinytool.llm.guard import request_text
 from tinytool.llm.switches import RuleSwitches
 from tinytool.serve.protocol import ChatRequest, ServeError, conversation
 
@@ -210,7 +211,7 @@ class Engine:
         conv = conversation(req)
         mode, name = req.choice()
         if self.retriever is not None and not conv.tools and mode != "none":
-            query = next((m.content or "" for m in reversed(conv.messages) if m.role == "user"), "")
+            query = request_text(conv)
             if query.strip():
                 conv.tools = [t for t, _ in self.retriever.search(query, self.top_k, self.method)]
         self._local_only(req, mode, conv.tools)
