@@ -180,6 +180,13 @@ def check_record(run: Path) -> dict:
             "categories": table, "distinct": summary.get("distinct")}
 
 
+def against(record: dict, other: dict, tests: bool = True) -> dict:
+    """Each row ``record`` and ``other`` (another run's record: another setting of the recipe, or the same one
+    trained again) both hold, paired over the items both scored: ``record``'s row against ``other``'s."""
+    return {row: calls.paired(unpack_verdicts(other["rows"][row]["verdicts"]), unpack_verdicts(rec["verdicts"]), tests)
+            for row, rec in record["rows"].items() if "verdicts" in rec and "verdicts" in other["rows"].get(row, {})}
+
+
 def write(out: Path, record: dict, key: str = KEY) -> None:
     """``key`` of ``out`` replaced by ``record``, the file's other keys kept."""
     result = json.loads(out.read_text()) if out.is_file() else {}
@@ -201,6 +208,9 @@ def main() -> None:
     ap.add_argument("--fresh", type=Path, metavar="BFCL_RUN",
                     help="also read a check of distinct calls on items nothing was chosen on (an eval bfcl "
                     "--distinct-calls run of BFCL's live categories) into the record's distinct_fresh")
+    ap.add_argument("--against", action="append", default=[], metavar="KEY",
+                    help="also pair each row with the same row of the run recorded under KEY of --out (another "
+                    "setting of the recipe, or a second run of it), into the record's against (repeatable)")
     ap.add_argument("--out", type=Path, default=calls.OUT)
     ap.add_argument("--key", default=KEY, help=f"the key of --out the record replaces [default: {KEY}; another run of "
                     "the recipe goes under a key of its own]")
@@ -218,6 +228,10 @@ def main() -> None:
     for flag, path in (("--dev", args.dev), ("--fresh", args.fresh)):
         if path is not None and not (path / "summary.json").is_file():
             ap.error(f"{flag} {path}: no scored eval run there (summary.json)")
+    recorded = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    for key in args.against:
+        if not isinstance(recorded.get(key), dict) or "rows" not in recorded[key]:
+            ap.error(f"--against {key}: {args.out} holds no run's record under that key")
     record = headline(args.recipe, args.run, sets, calls.tuning_ids(), not args.no_tests)
     if not record["rows"]:
         ap.error(f"--run {args.run}: no stage of it has scored an item yet")
@@ -225,6 +239,8 @@ def main() -> None:
         record["distinct_dev"] = check_record(args.dev)
     if args.fresh is not None:
         record["distinct_fresh"] = check_record(args.fresh)
+    if args.against:
+        record["against"] = {key: against(record, recorded[key], not args.no_tests) for key in args.against}
     write(args.out, record, args.key)
     for name, row in record["rows"].items():
         print(f"{name:22s} AST {100 * row.get('non_live_ast_avg', 0):5.1f}  irrelevance (strict) "

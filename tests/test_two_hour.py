@@ -80,6 +80,21 @@ def test_a_training_past_two_hours_is_marked(two_hour, tmp_path):
     assert "p_ast" not in rec["comparisons"].get("sft_decline_vs_sft", {})
 
 
+def test_a_second_run_is_paired_row_by_row_with_another_run_s_record(two_hour, tmp_path):
+    """``--against KEY``: each row both records hold, this run's against the other's, over the items both scored."""
+    half = {"simple_python": 5, "multiple": 4, "parallel": 2, "parallel_multiple": 0, "irrelevance": 7}
+    full = {**half, "simple_python": 7, "parallel": 4, "irrelevance": 6}
+    fabricate(two_hour, tmp_path / "a", {"sft-bfcl": half, "decline-grammar": half}, {})
+    fabricate(two_hour, tmp_path / "b", {"decline-grammar": full}, {})
+    other = two_hour.headline(two_hour.RECIPE, tmp_path / "a", {}, set(), tests=False)
+    rec = two_hour.headline(two_hour.RECIPE, tmp_path / "b", {}, set(), tests=False)
+    got = two_hour.against(rec, other)
+    assert set(got) == {"sft_decline_grammar"}  # a row one of them lacks, or one without verdicts: no pair
+    change = got["sft_decline_grammar"]
+    assert change["delta"]["non_live_ast_avg"] == pytest.approx(0.1) and change["delta"]["irrelevance_strict"] == -0.1
+    assert (change["irrelevance_fixed"], change["irrelevance_broken"]) == (0, 1) and "p_ast" in change
+
+
 def test_the_readme_headline_is_the_two_hour_result_s_figures(two_hour):
     """The README's first table reads `two_hour` of calls.json: each row's category figures, AST average and strict
     irrelevance on the full categories, in points."""
