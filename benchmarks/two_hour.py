@@ -167,17 +167,35 @@ def check_record(run: Path) -> dict:
     items fixed and broken and McNemar's p."""
     summary = read_json(run / "summary.json")
     first, last = first_and_last(read_jsonl_rows(run / "results.jsonl", on_bad=lambda *_: None))
-    cats = sorted({c for c, _ in last.values()})
+    return {"run": str(run), "model": summary.get("model"), "constrained": summary.get("constrained"),
+            "categories": change_table(first, last), "distinct": summary.get("distinct")}
+
+
+def change_table(first: Mapping[str, tuple[str, bool]], last: Mapping[str, tuple[str, bool]]) -> dict:
+    """Per category of ``last`` (id → (category, verdict)) and over all of them, on the items both scored: the
+    accuracy in ``first`` and in ``last``, the items ``last`` fixed and broke, and McNemar's p."""
+    shared = {i: c for i, (c, _) in last.items() if i in first}
     table = {}
-    for c in [*cats, "all"]:
-        ids = [i for i, (cat, _) in last.items() if c in ("all", cat)]
+    for c in [*sorted(set(shared.values())), "all"]:
+        ids = [i for i, cat in shared.items() if c in ("all", cat)]
         fixed = sum(last[i][1] and not first[i][1] for i in ids)
         broken = sum(first[i][1] and not last[i][1] for i in ids)
         table[c] = {"n": len(ids), "first": round(sum(first[i][1] for i in ids) / len(ids), 4),
                     "last": round(sum(last[i][1] for i in ids) / len(ids), 4), "fixed": fixed, "broken": broken,
                     "p": mcnemar_counts(broken, fixed)}
-    return {"run": str(run), "model": summary.get("model"), "constrained": summary.get("constrained"),
-            "categories": table, "distinct": summary.get("distinct")}
+    return table
+
+
+def pair_record(before: Path, after: Path) -> dict:
+    """Two scored eval runs of one split (two models, or two decodings), ``after`` against ``before``: each
+    category's accuracy in both (a run decoded with distinct calls counts its first answers: the plain decoding's),
+    the items fixed and broken, McNemar's p (`change_table`: ``first`` is ``before``, ``last`` is ``after``)."""
+    def answers(run: Path) -> dict[str, tuple[str, bool]]:
+        return first_and_last(read_jsonl_rows(run / "results.jsonl", on_bad=lambda *_: None))[0]
+
+    return {"before": {"run": str(before), "model": read_json(before / "summary.json").get("model")},
+            "after": {"run": str(after), "model": read_json(after / "summary.json").get("model")},
+            "categories": change_table(answers(before), answers(after))}
 
 
 def against(record: dict, other: dict, tests: bool = True) -> dict:
@@ -208,6 +226,9 @@ def main() -> None:
     ap.add_argument("--fresh", type=Path, metavar="BFCL_RUN",
                     help="also read a check of distinct calls on items nothing was chosen on (an eval bfcl "
                     "--distinct-calls run of BFCL's live categories) into the record's distinct_fresh")
+    ap.add_argument("--dev-pair", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
+                    help="also pair two eval demo runs of the dev split (another setting's model, then this run's) "
+                    "into the record's dev_pair: the setting checked on dev data beside BFCL")
     ap.add_argument("--against", action="append", default=[], metavar="KEY",
                     help="also pair each row with the same row of the run recorded under KEY of --out (another "
                     "setting of the recipe, or a second run of it), into the record's against (repeatable)")
@@ -225,7 +246,7 @@ def main() -> None:
         if not sep or not key:
             ap.error(f"--set {item!r}: expected NAME=VALUE")
         sets[key] = value
-    for flag, path in (("--dev", args.dev), ("--fresh", args.fresh)):
+    for flag, path in (("--dev", args.dev), ("--fresh", args.fresh), *(("--dev-pair", p) for p in args.dev_pair or ())):
         if path is not None and not (path / "summary.json").is_file():
             ap.error(f"{flag} {path}: no scored eval run there (summary.json)")
     recorded = json.loads(args.out.read_text()) if args.out.is_file() else {}
@@ -239,6 +260,8 @@ def main() -> None:
         record["distinct_dev"] = check_record(args.dev)
     if args.fresh is not None:
         record["distinct_fresh"] = check_record(args.fresh)
+    if args.dev_pair:
+        record["dev_pair"] = pair_record(*args.dev_pair)
     if args.against:
         record["against"] = {key: against(record, recorded[key], not args.no_tests) for key in args.against}
     write(args.out, record, args.key)

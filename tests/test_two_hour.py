@@ -141,6 +141,27 @@ def test_the_dev_check_reads_first_and_last_answers_and_the_grammar_row_is_check
     assert two_hour.same_first_answers(plain, run) == 0.75
 
 
+def test_two_dev_runs_are_paired_on_the_first_answers_of_the_one_before(two_hour, tmp_path):
+    """``--dev-pair BEFORE AFTER``: a distinct-calls run counts its first answers (the plain decoding's); items only one
+    run scored are left out."""
+    before = [{"id": "a", "category": "parallel", "valid": True, "distinct": {"first": "A1", "valid_first": False}},
+              {"id": "b", "category": "parallel", "valid": True},
+              {"id": "c", "category": "simple", "valid": False},
+              {"id": "z", "category": "simple", "valid": False}]
+    after = [{"id": "a", "category": "parallel", "valid": True}, {"id": "b", "category": "parallel", "valid": False},
+             {"id": "c", "category": "simple", "valid": True}, {"id": "y", "category": "simple", "valid": True}]
+    for name, rows in (("before", before), ("after", after)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        (tmp_path / name / "summary.json").write_text(json.dumps({"model": name}))
+    rec = two_hour.pair_record(tmp_path / "before", tmp_path / "after")
+    assert rec["before"]["model"] == "before" and rec["after"]["model"] == "after"
+    par, simple, every = (rec["categories"][c] for c in ("parallel", "simple", "all"))
+    assert (par["n"], par["first"], par["last"], par["fixed"], par["broken"]) == (2, 0.5, 0.5, 1, 1)
+    assert (simple["n"], simple["first"], simple["last"], simple["fixed"]) == (1, 0.0, 1.0, 1)
+    assert (every["n"], every["fixed"], every["broken"]) == (3, 2, 1) and 0 < every["p"] <= 1
+
+
 def test_repeats_only_puts_back_the_first_answer_where_one_more_call_came_first(two_hour):
     rows = [{"id": "a", "category": "simple_python", "valid": False,
              "distinct": {"kinds": ["more", "value (undone)"], "first": "A", "valid_first": True}},
