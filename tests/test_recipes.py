@@ -155,6 +155,61 @@ def test_a_stage_that_crashes_is_a_failure_not_an_interrupt(tmp_path, model, mon
     assert json.loads((run / "02-sft" / "step.json").read_text())["status"] == f"failed ({word})"
 
 
+STAGE_UNDER_STOP = """
+import subprocess, sys
+from pathlib import Path
+
+from tinytool.recipes import runner
+
+popen = subprocess.Popen
+
+class Recorded(popen):  # the stage's process id, for the test to look for after the stop
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        Path(sys.argv[1]).write_text(str(self.pid))
+
+subprocess.Popen = Recorded
+try:
+    runner._run(["data", "demo", "--n", "200000", "--out", sys.argv[2]], Path(sys.argv[3]), print, None)
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_a_run_stopped_by_a_scheduler_s_signal_stops_its_stage_too(tmp_path, name):
+    """``kill`` (SIGTERM) or a closed terminal (SIGHUP) reaching the run stops the stage it runs and waits for it,
+    as Ctrl-C does: the stage is not left running alone, writing into a folder the next run resumes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script, pid_file, log = tmp_path / "stage.py", tmp_path / "stage.pid", tmp_path / "log.txt"
+    script.write_text(STAGE_UNDER_STOP)
+    run = subprocess.Popen([sys.executable, str(script), str(pid_file), str(tmp_path / "data"), str(log)])
+    try:
+        deadline = time.monotonic() + 60
+        while not pid_file.is_file() or not pid_file.read_text():
+            assert time.monotonic() < deadline and run.poll() is None, "the stage never started"
+            time.sleep(0.1)
+        stage = int(pid_file.read_text())
+        time.sleep(1.0)
+        run.send_signal(getattr(signal, name))
+        assert run.wait(timeout=60) == 130
+        with pytest.raises(ProcessLookupError):  # stopped and waited for: no such process any more
+            os.kill(stage, 0)
+        assert log.read_text().endswith("interrupted\n")
+    finally:
+        run.kill()
+        if pid_file.is_file() and pid_file.read_text():
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def test_a_stage_stopped_by_a_signal_asked_for_is_an_interrupt():
     from tinytool.recipes.runner import _interrupted
 

@@ -25,8 +25,10 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -369,15 +371,38 @@ class StageEcho:
         self.pending = ""
 
 
+@contextmanager
+def _stops_as_interrupts() -> Iterator[None]:
+    """Inside the block, SIGTERM and SIGHUP (a scheduler's stop, ``kill``, a closed terminal) raise
+    `KeyboardInterrupt` as Ctrl-C does, so a run stopped that way stops its running stage first (which then saves what
+    it can) instead of leaving it to run on alone, writing into a folder the next run resumes. Only in the main thread,
+    where handlers can be set; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    kinds = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    previous = {s: signal.signal(s, stop) for s in kinds}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def _run(cmd: list[str], log: Path, echo: Callable[[str], None], env: dict[str, str] | None) -> int:
     """Run ``tinytool CMD`` with its output teed to ``log`` (whole) and to ``echo`` (through `StageEcho`);
-    a negative status: interrupted."""
+    a negative status: interrupted. A stop of this process (Ctrl-C, SIGTERM, SIGHUP) stops the stage, waits for it and
+    raises `KeyboardInterrupt`."""
     import codecs
 
     full = [sys.executable, "-m", "tinytool.cli", *cmd]
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     shown = StageEcho(echo)
-    with log.open("w", encoding="utf-8") as fh:
+    with log.open("w", encoding="utf-8") as fh, _stops_as_interrupts():
         proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})})
         assert proc.stdout is not None
