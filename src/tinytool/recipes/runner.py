@@ -257,9 +257,9 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
     """Run the stages in order; returns the run's state (as written to ``recipe.json``). ``force`` names stages
     to run again even when unchanged (and every stage after them); ``until`` names the last stage to run (the
     later ones are left as they are, and out of ``recipe.json``); ``skip`` names stages not to run (left as they
-    are and out of ``recipe.json``, as the ones after ``until``; no stage that runs may read them). Every stage's arguments, resolved, are parsed
-    as its verb's options before the first stage starts. A stage that runs again sets its earlier folder aside
-    until the new run has started work (`_settle`).
+    are and out of ``recipe.json``, as the ones after ``until``; no stage that runs may read them). Every stage's
+    arguments, resolved, are parsed as its verb's options before the first stage starts. A stage that runs again
+    sets its earlier folder aside until the new run has started work (`_settle`).
 
     ``shared`` (portable fingerprint → a stage's folder, filled as stages finish) lets runs of one recipe in
     several folders, the cells of a matrix, do a stage whose inputs do not differ between them once: a stage
