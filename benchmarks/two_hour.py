@@ -3,14 +3,16 @@ data, at most two hours of training on its cores), its models scored on the full
 ``two_hour`` of ``benchmarks/results/calls.json`` (the README's first table; the file's other keys kept).
 
 A row per scored stage (the untrained model, SFT, SFT + the declining stage, the same decoded under the tools'
-grammar, and that with distinct calls: `tinytool.llm.distinct`) beside the never-call baseline: per-category accuracy, the non-live AST average, strict irrelevance and
-``overall`` on every item, the same figures on the held-out items alone (the full categories less the tuning
-subset the recipe's settings were chosen on), the failure classes, what the wrong values are
-(`tinytool.eval.failures.value_shapes`) and the packed per-item verdicts; the paired
-changes between consecutive rows (a bootstrap over items stratified by category for the AST average, McNemar's test
-for strict irrelevance); each stage's seconds and the training's total against the two-hour budget.
+grammar, and that with distinct calls: `tinytool.llm.distinct`) beside the never-call baseline: per-category
+accuracy, the non-live AST average, strict irrelevance and ``overall`` on every item, the same figures on the
+held-out items alone (the full categories less the tuning subset the recipe's settings were chosen on), the failure
+classes, what the wrong values are (`tinytool.eval.failures.value_shapes`) and the packed per-item verdicts; the
+paired changes between consecutive rows (a bootstrap over items stratified by category for the AST average,
+McNemar's test for strict irrelevance); each stage's seconds and the training's total against the two-hour budget.
+With ``--against KEY`` each row is also paired with the same row of another recorded run, and with ``--dev-pair`` two
+scorings of the demo dev split (the other setting's model, then this run's) are paired: a setting chosen on dev.
 
-    .venv/bin/tinytool run experiments/two-hour.yaml -o runs/two-hour
+    .venv/bin/tinytool run experiments/two-hour.yaml -o runs/two-hour --skip decline-distinct
     .venv/bin/python benchmarks/two_hour.py --run runs/two-hour
 
 A run stopped part way is read as far as it went: a scoring stopped part way counts the items it scored (marked
