@@ -26,9 +26,9 @@ commonest failure is a call too few: the answer ends while the request states a 
 in Boston, Paris and Rome" answered for two cities). An answer that ends right after its last call while a stated
 value is left over is decoded on once from its end, the end of turn banned there (``more``; a number left over does
 not count while a call leaves out a numeric parameter: it is that parameter's); the call that comes is kept only
-where it is a sibling that takes a value left over (a call of a function the turn called already, whose value for a parameter an earlier call of it gave is a stated value no call
-held: the weather in Rome, not a second t-test for a significance level the first call left out), and the answer
-is put back as it was otherwise. On BFCL most such calls went to one-call requests, where a second call can only
+where it is a sibling that takes a value left over (a call of a function the turn called already, whose value for a
+parameter an earlier call of it gave is a stated value no call held: the weather in Rome, not a second t-test for a
+significance level the first call left out), and the answer is put back as it was otherwise. On BFCL most such calls went to one-call requests, where a second call can only
 break the answer: a capitalised name the request states is as often another parameter's value or context ("John
 Doe in California", "Zelda on the Switch") as a further call's. Answers with nothing to do are left exactly as they
 were, and only the others cost anything (a forward pass and a short decode each).
