@@ -116,6 +116,25 @@ def _client():
     return HFClient(tiny_model(tok, layers=2, seed=3), tok, batch_size=4, prefix_cache_mb=0)
 
 
+def test_token_at_finds_the_token_holding_each_offset_as_a_decode_per_token_would():
+    """The bisection gives, for every character offset (multi-byte characters and a special token included), the
+    token a scan of every decoded prefix gives: the first whose prefix reaches past the offset."""
+    from types import SimpleNamespace
+
+    from tinytool.llm.distinct import _token_at
+    from tinytool.models.loading import load_tokenizer
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    text = _turn(("area", {"width": 4, "unit": "m²"}), ("area", {"width": 6, "length": 3, "unit": "Straße ✓"}))
+    tokens = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    ends = [len(tok.decode(tokens[:j + 1], skip_special_tokens=True)) for j in range(len(tokens))]
+    offsets = list(range(len(tok.decode(tokens, skip_special_tokens=True))))
+    scan = [next((j for j, e in enumerate(ends) if e > c), len(tokens) - 1) for c in offsets]
+    assert _token_at(SimpleNamespace(tokenizer=tok), tokens, offsets) == sorted(set(scan))
+    for c, j in zip(offsets, scan, strict=True):
+        assert _token_at(SimpleNamespace(tokenizer=tok), tokens, [c]) == [j]
+
+
 def test_the_ban_holds_at_the_first_step_only_and_never_leaves_a_row_nothing():
     torch = pytest.importorskip("torch")
     from tinytool.llm.distinct import Ban

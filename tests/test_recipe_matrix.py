@@ -207,6 +207,64 @@ def test_a_stage_no_cell_changes_runs_once_and_the_other_cells_link_to_it(tmp_pa
     assert not (alone / "01-data" / "out").is_symlink()  # one cell: nothing to share with
 
 
+OTHER = """
+name: other
+stages:
+  - name: small
+    run: data demo
+    args: {n: 6, seed: 0, out: "{out}"}
+  - name: world
+    run: data demo
+    args: {n: 12, seed: 0, out: "{out}"}
+  - name: first
+    run: data select
+    positional: ["{world}/train.jsonl"]
+    args: {limit: 3, seed: 1, out: "{out}.jsonl"}
+  - name: second
+    run: data select
+    positional: ["{world}/train.jsonl"]
+    args: {limit: 4, seed: 1, out: "{out}.jsonl"}
+"""
+
+
+def test_reuse_links_the_stages_another_recipes_run_finished_under_any_name(tmp_path):
+    from typer.testing import CliRunner
+
+    from tinytool.cli import app
+
+    (tmp_path / "shared.yaml").write_text(SHARED)
+    (tmp_path / "other.yaml").write_text(OTHER)
+    one = tmp_path / "one"
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "shared.yaml"), "-o", str(one), "--set", "seed=1"])
+    assert r.exit_code == 0, r.output
+    two = tmp_path / "two"
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "other.yaml"), "-o", str(two), "--reuse", str(one)])
+    assert r.exit_code == 0, r.output
+    # the same verb and arguments in another folder, under another name: linked, not run
+    assert (two / "02-world" / "out").is_symlink()
+    assert (two / "02-world" / "out").resolve() == (one / "01-data" / "out").resolve()
+    assert json.loads((two / "02-world" / "step.json").read_text())["shared_from"] == \
+        str(Path("..") / "one" / "01-data")
+    # the same selection from the linked data (the other run's pool, seed 1): linked; another limit: run here
+    assert (two / "03-first" / "out.jsonl").resolve() == (one / "02-pool" / "out.jsonl").resolve()
+    assert not (two / "04-second" / "out.jsonl").is_symlink() and not (two / "01-small" / "out").is_symlink()
+    assert (two / "04-second" / "out.jsonl").read_text().count("\n") == 4
+    # a rerun skips them all; a folder that is not there is refused before anything runs
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "other.yaml"), "-o", str(two), "--reuse", str(one)])
+    assert r.exit_code == 0 and r.output.count("unchanged: skipped") == 4, r.output
+    # a run that reuses one which itself linked stages links to the folders that ran them
+    three = tmp_path / "three"
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "other.yaml"), "-o", str(three), "--reuse", str(two)])
+    assert r.exit_code == 0, r.output
+    assert (three / "02-world" / "out").resolve() == (one / "01-data" / "out").resolve()
+    assert json.loads((three / "01-small" / "step.json").read_text())["shared_from"] == \
+        str(Path("..") / "two" / "01-small")
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "other.yaml"), "-o", str(tmp_path / "four"),
+                                 "--reuse", str(tmp_path / "nowhere")])
+    assert r.exit_code != 0 and "--reuse" in r.output and "nowhere" in r.output
+    assert not (tmp_path / "four").exists()
+
+
 def test_a_named_axis_gives_each_of_its_values_variables():
     m = read_matrix({"matrix": {"seed": [0, 1], "row": {"a": {"lr": 2e-5}, "b": None}}}, Path("r.yaml"),
                     {"seed": 0, "lr": 1e-5, "row": ""}, STAGES, EVALS)

@@ -56,14 +56,16 @@ def test_a_rows_control_is_the_one_it_was_compared_with_and_rows_sharing_one_sha
     assert control("g-xc-25m") == ("cosine", 150, 1500, False)
     assert control("g-xc-g4-25m") == ("cosine", -1, 1500, True)
     # the rows of one control run it once: the stage's portable fingerprint is the same in their cells
-    from tinytool.recipes.runner import fingerprint
+    from tinytool.recipes.runner import portable_print
 
     def portable(row):
         sweep = load_recipe(rl_gain.SWEEP)
         recipe = load_recipe(rl_gain.SWEEP, {**sweep.matrix.settings({"row": row}), "row": row})
-        folder = tmp_path / "run" / f"row-{row}"
-        st, _, args = next(x for x in plan(recipe, folder) if x[0].name == "control")
-        return fingerprint(st, args, {"base": "b", "data": "d"}, folder, portable=True)
+        run = tmp_path / "run" / f"row-{row}"
+        stages = plan(recipe, run)
+        earlier = {str(folder): st.name for st, folder, _ in stages if st.name != "control"}  # stand-in prints
+        st, folder, args = next(x for x in stages if x[0].name == "control")
+        return portable_print(st.run, args, folder, run, earlier)
 
     assert portable("g-xp-g4") == portable("g-xp-g4-seln50") != portable("g-sym20")
 

@@ -45,6 +45,7 @@ call blocks: `tinytool.formats.CallSyntax.guard`), never through a format's name
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import math
@@ -272,16 +273,13 @@ def _margins(client: Any, prompt: list[int], tokens: list[int], positions: list[
 
 
 def _token_at(client: Any, tokens: list[int], offsets: list[int]) -> list[int]:
-    """The index of the token of ``tokens`` that holds each character offset of their decoded text."""
-    ends, at = [], 0
-    for j in range(1, len(tokens) + 1):
-        ends.append(len(client.tokenizer.decode(tokens[:j], skip_special_tokens=True)))
-    out = []
-    for c in offsets:
-        while at < len(ends) and ends[at] <= c:
-            at += 1
-        out.append(min(at, len(tokens) - 1))
-    return sorted(set(out))
+    """The index of the token of ``tokens`` that holds each character offset of their decoded text: the first
+    token whose decoded prefix reaches past the offset, found by bisection (the prefixes' lengths grow with them),
+    so a few decodes per offset rather than one per token."""
+    def length(j: int) -> int:
+        return len(client.tokenizer.decode(tokens[:j + 1], skip_special_tokens=True))
+
+    return sorted({min(bisect.bisect_right(range(len(tokens)), c, key=length), len(tokens) - 1) for c in offsets})
 
 
 def _holds(value: Any, left: tuple[list[Any], list[str]]) -> bool:

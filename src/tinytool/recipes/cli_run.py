@@ -37,7 +37,9 @@ def _overrides(sets: list[str]) -> dict[str, str]:
 
 
 def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], force: list[str],
-         summary_file: str, until: str | None = None, skip: list[str] | None = None) -> None:
+         summary_file: str, until: str | None = None, skip: list[str] | None = None,
+         reuse: list[Path] | None = None) -> None:
+    from tinytool.errors import UserInputError
     from tinytool.io import write_json
     from tinytool.recipes.matrix import COMPARE_FILE, narrow, run_matrix
     from tinytool.recipes.recipe import find_recipe, load_recipe
@@ -52,15 +54,21 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
     run_dir = run_dir or Path("runs") / r.name
     matrix = narrow(r.matrix, overrides)
 
-    # a stage no cell's settings change runs in one cell (of this run or an earlier one), the others link to it
-    shared = finished_stages(run_dir) if matrix.axes else {}
+    for other in reuse or []:
+        if not Path(other).is_dir():
+            raise UserInputError(f"--reuse {other}: no such run directory",
+                                 fix="name the folder another `tinytool run` wrote (its -o)")
+    # a stage no cell's settings change runs in one cell (of this run or an earlier one), the others link to it;
+    # one a run named by --reuse finished is linked, not run again
+    reused = bool(matrix.axes or reuse)
+    shared = finished_stages(*([run_dir] if matrix.axes else []), *(reuse or [])) if reused else {}
 
     def run_cell(recipe: Any, folder: Path) -> dict[str, Any]:
         if matrix.axes:
             err.print(f"── {folder.name} ──")
         state = run_recipe(recipe, folder, force=tuple(force), until=until, skip=tuple(skip),
                            echo=lambda s: err.print(s, markup=False, highlight=False),
-                           shared=shared if matrix.axes else None)
+                           shared=shared if reused else None)
         summary = run_summary(state, folder)
         write_json(folder / summary_file, summary)
         err.print()
@@ -89,6 +97,10 @@ def run_command(
                               "run without it continues from there."),
     skip: list[str] = typer.Option([], "--skip", help="Leave this stage out (repeatable; e.g. one scoring of "
                                    "several); no stage that runs may read what it writes."),
+    reuse: list[Path] = typer.Option([], "--reuse", file_okay=False, help="A run directory (of any recipe) whose "
+                                     "finished stages this run links instead of running a stage that does the same "
+                                     "work: the same verb, arguments and inputs, under any stage name (repeatable; "
+                                     "keep that folder: the links point into it)."),
 ) -> None:
     """Run a recipe: each stage (one tinytool verb) in its own folder of the run directory; stages whose inputs
     did not change are skipped, and a killed run resumes at the stage and checkpoint it stopped at. Ends with
@@ -96,7 +108,7 @@ def run_command(
 
     Example: tinytool run star -o runs/star --set teacher=Qwen/Qwen3-8B --set student=Qwen/Qwen3-0.6B
     """
-    _run(recipe, out, _overrides(sets), force, summary_file="summary.json", until=until, skip=skip)
+    _run(recipe, out, _overrides(sets), force, summary_file="summary.json", until=until, skip=skip, reuse=reuse)
 
 
 def demo_command(

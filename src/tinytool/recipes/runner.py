@@ -72,16 +72,11 @@ def _hash_path(path: Path, h: Any) -> None:
                 h.update(f"{p.relative_to(path)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
 
 
-def fingerprint(stage: Stage, args: Any, upstream_prints: dict[str, str], run_dir: Path,
-                portable: bool = False) -> str:
+def fingerprint(stage: Stage, args: Any, upstream_prints: dict[str, str], run_dir: Path) -> str:
     """The fingerprint of a stage's inputs (see the module docstring). Paths inside the run directory are
     covered by the fingerprints of the stages that wrote them. Options the recipe gave as positional arguments
     count as positional (as written), so a verb whose options became a config keeps its stages' fingerprints and an
-    existing run directory its finished stages. A ``portable`` fingerprint reads the run directory's own path in
-    the arguments as a placeholder: two runs of a stage in different folders (the cells of a matrix) with the same
-    inputs have the same portable fingerprint (``upstream_prints`` then the upstream stages' portable ones)."""
-    if portable:
-        args = _placeholder(args, str(run_dir))
+    existing run directory its finished stages."""
     positional: list[Any] = []
     if stage.from_positional:  # a last argument that took a list took the rest of the line
         positional = [args[k] for k in stage.from_positional[:-1]]
@@ -110,15 +105,29 @@ def fingerprint(stage: Stage, args: Any, upstream_prints: dict[str, str], run_di
     return h.hexdigest()[:16]
 
 
-def _placeholder(value: Any, prefix: str) -> Any:
-    """``value`` with each string that starts with the folder ``prefix`` written from ``{run}`` instead."""
-    if isinstance(value, dict):
-        return {k: _placeholder(v, prefix) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_placeholder(v, prefix) for v in value]
-    if isinstance(value, str) and (value == prefix or value.startswith(prefix + os.sep)):
-        return "{run}" + value[len(prefix):]
-    return value
+def portable_print(run: str, args: Any, folder: Path, run_dir: Path, earlier: dict[str, str]) -> str:
+    """What a stage does, wherever it runs: the fingerprint of the verb ``run`` and its arguments ``args`` with the
+    stage's own ``folder`` written as ``{self}``, the folder of each stage it reads as that stage's portable print
+    (``earlier``: absolute folder → print, the run's stages before it) and any other path in ``run_dir`` as
+    ``{run}``, and of the files outside the run directory they name. Two stages with the same print do the same work
+    under any name, at any place in any recipe, in any run directory: the cells of a matrix share such a stage, and
+    ``tinytool run --reuse`` links one another run finished (`finished_stages`)."""
+    tokens = {os.path.abspath(folder): "{self}", **{f: f"{{stage:{p}}}" for f, p in earlier.items()},
+              os.path.abspath(run_dir): "{run}"}
+
+    def written(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: written(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [written(v) for v in value]
+        if isinstance(value, str) and os.sep in value:
+            path = os.path.abspath(value)
+            for prefix, token in tokens.items():  # the stage's own folder and the others' before the run's
+                if path == prefix or path.startswith(prefix + os.sep):
+                    return token + path[len(prefix):]
+        return value
+
+    return fingerprint(Stage(name="", run=run), written(args), {}, run_dir)
 
 
 def _share(folder: Path, source: Path) -> None:
@@ -130,16 +139,35 @@ def _share(folder: Path, source: Path) -> None:
             (folder / entry.name).symlink_to(os.path.relpath(entry, folder), target_is_directory=entry.is_dir())
 
 
-def finished_stages(root: Path) -> dict[str, Path]:
-    """The stages finished in the runs below ``root`` (the cells of a matrix: ``root/CELL/NN-name``) by their
-    portable fingerprint, each the folder that ran it (not one that links to another's outputs): what a run of
-    another cell, now or later, need not do again."""
+def finished_stages(*roots: Path) -> dict[str, Path]:
+    """The stages finished in the run directories ``roots`` and in the cells of those that ran a matrix
+    (``root/CELL/NN-name``) by their portable print (`portable_print`, computed from each stage's ``step.json``),
+    each the folder that ran it (for one that links to another run's outputs, that run's folder, while it holds
+    them): what a run of another cell or another recipe, now or later, need not do again."""
     found: dict[str, Path] = {}
-    for marker in sorted(Path(root).glob(f"*/*/{Step.FILE}")):
-        record = Step(marker.parent).record
-        if record.get("status") == "done" and record.get("portable") and not record.get("shared_from"):
-            found.setdefault(record["portable"], marker.parent)
+    for root in map(Path, roots):
+        cells = [p for p in sorted(root.iterdir()) if p.is_dir() and not _STAGE_FOLDER.match(p.name)] \
+            if root.is_dir() else []
+        for run_dir in [root, *cells]:
+            earlier: dict[str, str] = {}
+            for marker in sorted(run_dir.glob(f"*/{Step.FILE}")):
+                if not _STAGE_FOLDER.match(marker.parent.name) or marker.parent.name.endswith(PREVIOUS):
+                    continue
+                record = Step(marker.parent).record
+                if not isinstance(record.get("run"), str) or not isinstance(record.get("args"), dict):
+                    continue
+                print_ = portable_print(record["run"], record["args"], marker.parent, run_dir, earlier)
+                earlier[os.path.abspath(marker.parent)] = print_
+                shared_from = record.get("shared_from")
+                source = Path(os.path.normpath(run_dir / shared_from)) if isinstance(shared_from, str) \
+                    else marker.parent
+                if record.get("status") == "done" and Step(source).record.get("status") == "done":
+                    found.setdefault(print_, source)
     return found
+
+
+#: a stage's folder in a run directory (``NN-name``)
+_STAGE_FOLDER = re.compile(r"^\d+-")
 
 
 def _figures(out: Path) -> dict[str, Any]:
@@ -261,15 +289,17 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
     arguments, resolved, are parsed as its verb's options before the first stage starts. A stage that runs again
     sets its earlier folder aside until the new run has started work (`_settle`).
 
-    ``shared`` (portable fingerprint → a stage's folder, filled as stages finish) lets runs of one recipe in
-    several folders, the cells of a matrix, do a stage whose inputs do not differ between them once: a stage
-    another run finished with the same portable fingerprint is not run again, its folder links to that run's
-    outputs (a seed matrix trains a base every cell starts from once)."""
+    ``shared`` (portable print → a stage's folder, filled as stages finish; `portable_print`) lets runs of one
+    recipe in several folders, the cells of a matrix, do a stage whose inputs do not differ between them once, and
+    a run take what another recipe's run already did (``tinytool run --reuse``): a stage another run finished with
+    the same portable print is not run again, its folder links to that run's outputs (a seed matrix trains a base
+    every cell starts from once; a distillation run links the teacher another run trained)."""
     run_dir = Path(run_dir)
     stages = check_recipe(recipe, run_dir, until, skip)
     run_dir.mkdir(parents=True, exist_ok=True)
     prints: dict[str, str] = {}
     portable: dict[str, str] = {}
+    earlier: dict[str, str] = {}  # absolute folder → portable print, of the stages before the one running
     states: list[dict[str, Any]] = []
     forced = False
     t_run = time.perf_counter()
@@ -279,8 +309,8 @@ def run_recipe(recipe: Recipe, run_dir: str | os.PathLike, *, force: tuple[str, 
             _settle(folder, previous, done=Step(folder).record.get("status") == "done")
         fp = fingerprint(stage, args, {u: prints[u] for u in upstream(stage, recipe)}, run_dir)
         prints[stage.name] = fp
-        portable[stage.name] = fingerprint(stage, args, {u: portable[u] for u in upstream(stage, recipe)}, run_dir,
-                                           portable=True)
+        portable[stage.name] = portable_print(stage.run, args, folder, run_dir, earlier)
+        earlier[os.path.abspath(folder)] = portable[stage.name]
         forced = forced or stage.name in force
         step = Step(folder, fp)
         state = {"name": stage.name, "run": stage.run, "folder": folder.name, "fingerprint": fp,
