@@ -240,17 +240,66 @@ def generation_speed(cell: Path, stage: str) -> dict | None:
             "tokens_per_s": round(tokens / seconds, 1) if seconds else None}
 
 
+def fixed_length_speed(models: dict[str, str], dev: Path, prompts: int = 16, new_tokens: int = 64) -> dict[str, dict]:
+    """Each model's decoding speed on this machine at a fixed length: the first ``prompts`` prompts of the demo dev
+    split, greedy, exactly ``new_tokens`` new tokens each (the end of a turn does not stop it), once as one batch
+    and once one prompt at a time, after a warm-up; new tokens per second. The scorings' speed
+    (`generation_speed`) depends on how long each model's answers run (a model that stops at once spends its time
+    reading prompts); this one compares the models' architectures alone."""
+    import time
+
+    import torch
+
+    from tinytool.distill.examples import token_examples
+    from tinytool.formats import get_format
+    from tinytool.models.loading import load_model, load_tokenizer
+    from tinytool.train.examples import read_conversations
+
+    tok = load_tokenizer(next(iter(models.values())))
+    examples, _ = token_examples(read_conversations([str(dev)]), get_format(FORMAT), tok, max_length=2048)
+    heads = [ex.input_ids[:ex.n_prompt] for ex in examples[:prompts]]
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+    def batch(rows: list[list[int]]) -> dict:
+        width = max(map(len, rows))  # padded on the left, so every row's new tokens start at the same place
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+        return {"input_ids": ids, "attention_mask": mask}
+
+    def rate(model: Any, groups: list[list[list[int]]]) -> float:
+        start, made = time.perf_counter(), 0
+        for rows in groups:
+            model.generate(**batch(rows), max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                           pad_token_id=pad)
+            made += len(rows) * new_tokens
+        return round(made / (time.perf_counter() - start), 1)
+
+    out = {}
+    for key, path in models.items():
+        model = load_model(path).eval()
+        with torch.no_grad():
+            model.generate(**batch(heads[:2]), max_new_tokens=8, do_sample=False, pad_token_id=pad)  # warm-up
+            out[key] = {"batched_tokens_per_s": rate(model, [heads]),
+                        "one_at_a_time_tokens_per_s": rate(model, [[h] for h in heads[:4]]),
+                        "prompts": len(heads), "new_tokens": new_tokens,
+                        "layers": model.config.num_hidden_layers,
+                        "parameters": sum(p.numel() for p in model.parameters())}
+        del model
+    return out
+
+
 #: the models of distill-pruned.yaml's runs: record key → stage
 PRUNED = {"teacher": "teacher", "cut_teacher": "student", "sft": "sft", "ckd": "ckd", "direct": "direct"}
 #: the figures whose share of the teacher's a pruned student keeps
 SHARED = ("non_live_ast_avg", "irrelevance_strict", "overall")
 
 
-def pruned_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any]) -> dict | None:
+def pruned_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any], timed: bool = False) -> dict | None:
     """One seed of the pruned-student study (None until the teacher and the ckd arm are scored): each model's
     scores, the share of the teacher's AST average, strict irrelevance and overall each arm keeps, each model's
     generation speed and its ratio to the teacher's, the student's size, the paired comparisons, the seconds (the
-    teacher's training charged to the arms that learn from it)."""
+    teacher's training charged to the arms that learn from it); with ``timed``, the teacher's and the cut
+    teacher's decoding speed at a fixed length (`fixed_length_speed`; every arm has the cut teacher's shape)."""
     tables = {key: sc["table"] for key, stage in PRUNED.items() if (sc := scores(cell, stage)) is not None}
     if not {"teacher", "ckd"} <= set(tables):
         return None
@@ -261,8 +310,16 @@ def pruned_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any]) -> 
                for key, stage, file in (("teacher_train", "teacher", "sft_summary.json"),
                                         ("sft", "sft", "sft_summary.json"), ("ckd", "ckd", "distill_summary.json"),
                                         ("direct", "direct", "sft_summary.json"))}
+    fixed = {}
+    if timed and (data := stage_dir(cell, "data")) is not None:
+        shapes = {key: m for key, stage in (("teacher", "teacher"), ("cut_teacher", "student"))
+                  if (m := model_of(cell, stage))}
+        fixed = fixed_length_speed(shapes, data / "out" / "dev.jsonl") if len(shapes) == 2 else {}
     return {
         "seed": seed, "student": stage_summary(cell, "student", "tinytool_student.json"),
+        **({"fixed_length_speed": fixed, "fixed_length_speedup": {
+            k: round(fixed["cut_teacher"][k] / fixed["teacher"][k], 3)
+            for k in ("batched_tokens_per_s", "one_at_a_time_tokens_per_s")}} if fixed else {}),
         **tables,
         "share_of_teacher": {key: {f: round(t[f] / teacher[f], 4) if teacher.get(f) else None for f in SHARED}
                              for key, t in tables.items() if key != "teacher"},
@@ -277,14 +334,14 @@ def pruned_run(cell: Path, name: str, seed: int, compare: Mapping[str, Any]) -> 
     }
 
 
-def read_pruned(run_dir: Path, result: dict) -> list[dict]:
+def read_pruned(run_dir: Path, result: dict, timed: bool = False) -> list[dict]:
     """The pruned-student study's seeds into ``result["ckd_pruned"]`` (the seeds read replace earlier ones), with
     each figure's spread across them; returns the runs read."""
     from tinytool.recipes.matrix import spread
 
     compare, commit = run_files(run_dir)
     read = [r | {"commit": commit} for name, folder, settings in cells(run_dir)
-            if (r := pruned_run(folder, name, int(settings.get("seed", 0)), compare)) is not None]
+            if (r := pruned_run(folder, name, int(settings.get("seed", 0)), compare, timed)) is not None]
     entry = result.setdefault("ckd_pruned", {"runs": []})
     seeds = {r["seed"] for r in read}
     entry["runs"] = [r for r in entry["runs"] if r["seed"] not in seeds] + read
@@ -339,6 +396,8 @@ def main() -> None:
     ap.add_argument("--pruned", type=Path, help="a run directory of experiments/distill-pruned.yaml")
     ap.add_argument("--no-agreement", action="store_true", help="leave the top-1 agreement with the teacher out "
                     "(it loads every arm's model)")
+    ap.add_argument("--speed", action="store_true", help="with --pruned: also time the teacher and the cut teacher "
+                    "decoding a fixed number of tokens (loads both; run it on free cores)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     if not (args.sweep or args.claim or args.pruned):
@@ -353,9 +412,10 @@ def main() -> None:
             print(json.dumps({k: r[k] for k in ("seed", "delta_overall_ckd_vs_sft", "p_overall", "claim_holds")}),
                   flush=True)
     if args.pruned:
-        for r in read_pruned(args.pruned, result):
-            print(json.dumps({"seed": r["seed"], "share_of_teacher": r["share_of_teacher"].get("ckd"),
-                              "speedup_vs_teacher": r["speedup_vs_teacher"].get("ckd")}), flush=True)
+        for r in read_pruned(args.pruned, result, args.speed):
+            print(json.dumps({"seed": r["seed"], "share_of_teacher": r["share_of_teacher"],
+                              "speedup_vs_teacher": r["speedup_vs_teacher"],
+                              "fixed_length_speedup": r.get("fixed_length_speedup")}), flush=True)
     result.update({"ckd_machine": machine(), "ckd_versions": versions("torch", "transformers", "trl")})
     args.out.write_text(json.dumps(result, indent=1) + "\n")
 

@@ -175,5 +175,25 @@ def test_a_pruned_students_run_says_what_share_of_the_teacher_each_arm_keeps_and
     # the teacher took 2 s an item for 20 tokens, the students 1 s: twice as fast; a torn last line is left out
     assert first["speed"]["teacher"]["tokens_per_s"] == 10.0 and first["speedup_vs_teacher"]["ckd"] == 2.0
     assert first["seconds"]["ckd_with_teacher"] == 5800.0 and first["ckd_vs_direct"] is None
+    assert "fixed_length_speed" not in first  # timed only when asked (it loads the models)
     across = result["ckd_pruned"]["across_seeds"]["ckd_vs_sft"]["delta_overall"]
     assert across["values"] == [0.3, 0.0] and across["mean"] == 0.15
+
+
+def test_fixed_length_speed_times_each_model_writing_the_same_number_of_tokens(distill_gain, tmp_path):
+    """Both models write exactly ``new_tokens`` for each prompt (a model that would stop at once is timed for as
+    many tokens), batched and one at a time; each record names the model's depth and size."""
+    pytest.importorskip("torch")
+    from tinytool.data.demo import write_demo
+    from tinytool.models.students import save_tiny_model
+
+    write_demo(30, 3, tmp_path / "demo", dev_fraction=0.5)
+    models = {"teacher": str(save_tiny_model("smollm2-135m-instruct", tmp_path / "deep", layers=4, seed=1)),
+              "cut_teacher": str(save_tiny_model("smollm2-135m-instruct", tmp_path / "shallow", layers=2, seed=1))}
+    got = distill_gain.fixed_length_speed(models, tmp_path / "demo" / "dev.jsonl", prompts=3, new_tokens=5)
+    assert set(got) == {"teacher", "cut_teacher"}
+    assert got["teacher"]["layers"] == 4 and got["cut_teacher"]["layers"] == 2
+    assert got["teacher"]["parameters"] > got["cut_teacher"]["parameters"]
+    for rec in got.values():
+        assert rec["prompts"] == 3 and rec["new_tokens"] == 5
+        assert rec["batched_tokens_per_s"] > 0 and rec["one_at_a_time_tokens_per_s"] > 0
