@@ -6,7 +6,7 @@ into ``benchmarks/results/distill.json`` (other parts of the file are kept):
                                                                         # seeds) and STAR's ordering
     tinytool run experiments/distill-pruned.yaml -o runs/distill-pruned # a pruned student: share kept, speed
     .venv/bin/python benchmarks/distill_gain.py --sweep runs/distill-sweep --claim runs/distill-gain \
-        --pruned runs/distill-pruned
+        --pruned runs/distill-pruned --speed   # --speed: the teacher and the cut teacher timed at a fixed length
 
 The same student trained for the same wall time by SFT on the teacher's data, by CKD (STAR §3.1, Eq. 3: top-k
 forward KL plus λ·tail) and by the baseline STAR compares CKD with (top-k forward KL alone), the teacher read online
@@ -243,7 +243,7 @@ def generation_speed(cell: Path, stage: str) -> dict | None:
 def fixed_length_speed(models: dict[str, str], dev: Path, prompts: int = 16, new_tokens: int = 64) -> dict[str, dict]:
     """Each model's decoding speed on this machine at a fixed length: the first ``prompts`` prompts of the demo dev
     split, greedy, exactly ``new_tokens`` new tokens each (the end of a turn does not stop it), once as one batch
-    and once one prompt at a time, after a warm-up; new tokens per second. The scorings' speed
+    and the first four again one prompt at a time, after a warm-up; new tokens per second. The scorings' speed
     (`generation_speed`) depends on how long each model's answers run (a model that stops at once spends its time
     reading prompts); this one compares the models' architectures alone."""
     import time
