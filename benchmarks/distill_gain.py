@@ -77,17 +77,22 @@ def agreement(students: dict[str, str], teacher: str, dev: Path, turns: int = 60
     return {row: known.get(row, fresh.get(row)) for row in students}
 
 
+def _dev_turns(dev: Path, tokenizer: Any, turns: int) -> list:
+    """The first ``turns`` assistant turns of the split ``dev``, tokenized as training reads them (`TokenExample`:
+    the ids, the prompt's length)."""
+    from tinytool.distill.examples import token_examples
+    from tinytool.formats import get_format
+    from tinytool.train.examples import read_conversations
+
+    return token_examples(read_conversations([str(dev)]), get_format(FORMAT), tokenizer, max_length=2048)[0][:turns]
+
+
 def _agreement(students: dict[str, str], teacher: str, dev: Path, turns: int) -> dict[str, float]:
     import torch
 
-    from tinytool.distill.examples import token_examples
-    from tinytool.formats import get_format
     from tinytool.models.loading import load_model, load_tokenizer
-    from tinytool.train.examples import read_conversations
 
-    examples, _ = token_examples(read_conversations([str(dev)]), get_format(FORMAT), load_tokenizer(teacher),
-                                 max_length=2048)
-    ids = [(torch.tensor([ex.input_ids]), ex.n_prompt) for ex in examples[:turns]]
+    ids = [(torch.tensor([ex.input_ids]), ex.n_prompt) for ex in _dev_turns(dev, load_tokenizer(teacher), turns)]
 
     def picks(model: str) -> list:
         m = load_model(model).eval()
@@ -250,21 +255,14 @@ def fixed_length_speed(models: dict[str, str], dev: Path, prompts: int = 16, new
 
     import torch
 
-    from tinytool.distill.examples import token_examples
-    from tinytool.formats import get_format
     from tinytool.models.loading import load_model, load_tokenizer
-    from tinytool.train.examples import read_conversations
 
-    tok = load_tokenizer(next(iter(models.values())))
-    examples, _ = token_examples(read_conversations([str(dev)]), get_format(FORMAT), tok, max_length=2048)
-    heads = [ex.input_ids[:ex.n_prompt] for ex in examples[:prompts]]
+    tok = load_tokenizer(next(iter(models.values())))  # padded on the left: every row's new tokens start together
+    heads = [ex.input_ids[:ex.n_prompt] for ex in _dev_turns(dev, tok, prompts)]
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
 
     def batch(rows: list[list[int]]) -> dict:
-        width = max(map(len, rows))  # padded on the left, so every row's new tokens start at the same place
-        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
-        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
-        return {"input_ids": ids, "attention_mask": mask}
+        return dict(tok.pad({"input_ids": rows}, return_tensors="pt"))
 
     def rate(model: Any, groups: list[list[list[int]]]) -> float:
         start, made = time.perf_counter(), 0

@@ -60,15 +60,14 @@ def _run(spec: str | Path, run_dir: Path | None, overrides: dict[str, Any], forc
                                  fix="name the folder another `tinytool run` wrote (its -o)")
     # a stage no cell's settings change runs in one cell (of this run or an earlier one), the others link to it;
     # one a run named by --reuse finished is linked, not run again
-    reused = bool(matrix.axes or reuse)
-    shared = finished_stages(*([run_dir] if matrix.axes else []), *(reuse or [])) if reused else {}
+    shared = finished_stages(*([run_dir] if matrix.axes else []), *(reuse or [])) if matrix.axes or reuse else None
 
     def run_cell(recipe: Any, folder: Path) -> dict[str, Any]:
         if matrix.axes:
             err.print(f"── {folder.name} ──")
         state = run_recipe(recipe, folder, force=tuple(force), until=until, skip=tuple(skip),
                            echo=lambda s: err.print(s, markup=False, highlight=False),
-                           shared=shared if reused else None)
+                           shared=shared)
         summary = run_summary(state, folder)
         write_json(folder / summary_file, summary)
         err.print()

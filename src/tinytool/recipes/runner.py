@@ -158,10 +158,12 @@ def finished_stages(*roots: Path) -> dict[str, Path]:
                     continue
                 print_ = portable_print(record["run"], record["args"], marker.parent, run_dir, earlier)
                 earlier[os.path.abspath(marker.parent)] = print_
+                if record.get("status") != "done":
+                    continue
                 shared_from = record.get("shared_from")
-                source = Path(os.path.normpath(run_dir / shared_from)) if isinstance(shared_from, str) \
-                    else marker.parent
-                if record.get("status") == "done" and Step(source).record.get("status") == "done":
+                if not isinstance(shared_from, str):
+                    found.setdefault(print_, marker.parent)
+                elif Step(source := Path(os.path.normpath(run_dir / shared_from))).record.get("status") == "done":
                     found.setdefault(print_, source)
     return found
 
