@@ -463,3 +463,49 @@ def test_most_near_misses_offer_a_twin_that_the_reply_names(every):
             assert src.tools[c.meta["twin"]].gist in reply
         kinds[c.meta["tools"]] += 1
     assert kinds["catalog"] and kinds["generated"]
+
+
+def _one_tool_groups(conv: Conversation) -> list[list[dict]]:
+    """The argument lists of each tool called more than once in a conversation's first answer."""
+    by: dict[str, list[dict]] = {}
+    for c in _calls(conv):
+        by.setdefault(c.name, []).append(c.arguments)
+    return [args for args in by.values() if len(args) > 1]
+
+
+def _clause_share(convs: list[Conversation]) -> tuple[float, int]:
+    """Of the groups of calls of one tool whose one varying value is a string the request states word for word: the
+    share asked one clause per call (each value after the one before, a preposition right before it and a join
+    between them), and how many groups vary two values."""
+    import re
+
+    from tinytool.data.demo.tasks import _CLAUSE_WORDS
+
+    clause = re.compile(r"^(?:,? and(?: also)?|;? and|, then|,) (?:" + "|".join(_CLAUSE_WORDS) + r") $", re.IGNORECASE)
+    seen = hits = two = 0
+    for conv in convs:
+        text = conv.messages[0].content
+        for args in _one_tool_groups(conv):
+            vary = [k for k in set().union(*args) if len({json.dumps(a.get(k)) for a in args}) > 1]
+            two += len(vary) == 2
+            if len(vary) != 1 or not all(isinstance(a.get(vary[0]), str) and a[vary[0]] in text for a in args):
+                continue
+            seen += 1
+            at = [text.find(a[vary[0]]) for a in args]
+            end = at[-2] + len(args[-2][vary[0]])
+            hits += at == sorted(at) and bool(clause.match(text[end: at[-1]]))
+    return hits / max(seen, 1), two
+
+
+def test_clauses_give_each_call_its_own_values_in_its_own_clause():
+    """--clauses-p: several calls of one tool asked one clause per call ("with A on May 4, and with B on June 2"):
+    each call's value after the previous call's, a preposition before it; off (the default) the data is as it was."""
+    mix = {"parallel": 1.0}
+    on, _ = generate_demo(160, 3, mix=mix, clauses_p=1.0, dev_fraction=0.0, real_fraction=0.0)
+    off, _ = generate_demo(160, 3, mix=mix, dev_fraction=0.0, real_fraction=0.0)
+    assert [c.to_dict() for c in off] == [c.to_dict() for c in generate_demo(160, 3, mix=mix, clauses_p=0.0,
+                                                                              dev_fraction=0.0, real_fraction=0.0)[0]]
+    share_on, two_on = _clause_share(on)
+    share_off, _ = _clause_share(off)
+    assert share_on > 0.25 and share_off < 0.05, (share_on, share_off)  # no preposition: another shape
+    assert two_on >= 3

@@ -144,6 +144,10 @@ class DemoConfig:
         8, "Draws of a request before a many-valued one-call request settles for the last one drawn.", min=1,
         panel=SHAPES)
     # --- several calls ---
+    clauses_p: float = _share(
+        0.0, "Share of the requests for several calls of one tool written one clause per call, each carrying its "
+        "call's values ('in Paris for 2019, and in Rome for 2018'), where the phrasing puts a preposition before a "
+        "varying value (else listed values, 'respectively' or separate requests).")
     same_domain_p: float = _share(
         0.5, "Chance a parallel_multiple request's next tool comes from the first tool's domain.")
     # --- no call ---

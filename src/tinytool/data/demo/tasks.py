@@ -9,6 +9,7 @@ tools (`CatalogTools`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping
 from functools import cache
 from random import Random
@@ -16,7 +17,7 @@ from typing import Any
 
 from tinytool.data.demo.catalog import CATALOG, Template
 from tinytool.data.demo.chains import CHAINS, ChainError, run_chain
-from tinytool.data.demo.proctools import render
+from tinytool.data.demo.proctools import IMPLIED, render
 from tinytool.data.demo.sources import CatalogTools, Request, Retry, SourceTool, ToolSource
 from tinytool.data.demo.text import (
     CHITCHAT,
@@ -114,7 +115,54 @@ def _respectively(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first:
     return calls, [render(tpl, dict(texts, **{a: ta, b: tb}))]
 
 
-_SHAPES = {"listed": _listed, "respectively": _respectively}
+#: the words a slot's value follows where one clause per call can carry it ("in Paris for 2019")
+_CLAUSE_WORDS = ("in", "for", "from", "to", "on", "at", "of", "with", "by", "about", "near", "during", "under",
+                 "over", "into", "between", "after", "before", "since", "until", "via", "within")
+_CLAUSE_JOINS = (", and {}", " and {}", ", and also {}", "; and {}", ", then {}")
+
+
+def _clause_word(tpl: Template, slot: str) -> str | None:
+    """The preposition right before ``slot`` in the phrasing ("in" of "in {city}"), or None."""
+    m = re.search(r"(?:^|\s)(" + "|".join(_CLAUSE_WORDS) + r")\s+\{" + re.escape(slot) + r"\}", _plain(tpl),
+                  re.IGNORECASE)
+    return m.group(1) if m else None
+
+
+def _clauses(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first: Request,
+             axes: list[str]) -> Group | None:
+    """One clause per call that carries that call's own values: "cases in San Francisco in 2019, and in Texas in
+    2018" (BFCL's parallel requests distribute their values this way; a model that saw only listed values gives the
+    second call the first one's). Two prepositional slots vary in step where the phrasing has them apart, else one;
+    None where no varying slot follows a preposition."""
+    args, _, tpl, texts = first
+    words = {a: w for a in axes if (w := _clause_word(tpl, a))}
+    if not words:
+        return None
+    pairs = [(a, b) for a in words for b in words if _at(tpl, a) < _at(tpl, b) and _apart(tpl, a, b)]
+    if pairs and k <= 3 and r.random() < 0.7:
+        a, b = r.choice(pairs)
+        combos = src.value_pairs(r, t, tpl, args, a, b, k)
+        calls = [dict(args, **{a: x, b: y}) for x, y in combos]
+        slots = (a, b)
+    else:
+        a = r.choice(sorted(words))
+        values = [args[a]]
+        while len(values) < k:
+            values.append(src.fresh(r, t, tpl, a, values))
+        calls = [dict(args, **{a: v}) for v in values]
+        slots = (a,)
+    src.check([(t.name, c) for c in calls])
+    said = [{s: t.param_map[s].say(c[s], r) for s in slots} for c in calls]
+    head = tpl.render(dict(texts, **said[0])).rstrip()
+    end = head[-1] if head[-1:] in ".?!" else "."
+    head = head.rstrip(".?!")
+    clauses = [" ".join(f"{words[s]} {one[s]}" for s in slots) for one in said[1:]]
+    join = r.choice(_CLAUSE_JOINS if len(clauses) == 1 else _CLAUSE_JOINS[:2])
+    text = head + "".join(f", {c}" for c in clauses[:-1]) + join.format(clauses[-1]) + end
+    return calls, [f"{text} {texts[IMPLIED]}" if IMPLIED in texts else text]
+
+
+_SHAPES = {"listed": _listed, "respectively": _respectively, "clauses": _clauses}
 
 
 def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
@@ -123,6 +171,10 @@ def _group(r: Random, src: ToolSource[Any], t: SourceTool, k: int) -> Group:
     first = src.request(r, t)
     args, text, tpl, texts = first
     axes = [a for a in t.parallel_axes if a in texts and not tpl.crowded(a)]
+    if src.cfg.clauses_p and r.random() < src.cfg.clauses_p:  # drawn only when on: the default data unchanged
+        made = _clauses(r, src, t, k, first, axes)
+        if made is not None:
+            return made
     mode = r.random()
     for shape, below in src.shapes:
         made = _SHAPES[shape](r, src, t, k, first, axes) if mode < below else None
