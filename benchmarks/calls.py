@@ -13,7 +13,10 @@ pool of its own training conversations, keeps a turn's sample only when it is a 
 trains on the kept samples; the control trains on the pool for as many optimizer steps as RFT made (this script runs
 the recipe up to RFT, reads its steps, then runs the rest with ``control_steps`` set). ``calls-rl.yaml``: the
 shipped RL stage against a control on a pool of the same no-call share; ``calls-mix.yaml``: the one setting of the
-ten-minute tuning sweep (``calls-arms.yaml``, ``--tuning``) that kept BASE's declining, against its control. Every
+ten-minute tuning sweep (``calls-arms.yaml``, ``--tuning``) that kept BASE's declining, against its control;
+``calls-clauses.yaml``: the headline's declining stage with its calling half written one clause per call (``data
+demo --clauses-p``), against the stage as it is, BASE the headline's SFT (its control linked from another run: each
+seed's pair counts in the pooled tests). Every
 figure counts only the held-out items (the tuning subset is the seeded 100 per category that ``eval bfcl --limit
 100`` takes, which earlier sweeps chose their settings on); settings were fixed before any of these items were
 looked at.
@@ -177,14 +180,20 @@ def pooled(members: list[dict], kept: set[str] | None) -> dict:
     average stratified by category as within a seed, McNemar's test on strict irrelevance's fixed and broken
     items), over ``kept`` ids where given: the effect's test across seeds, where each seed's alone has few items.
     Two scorings every seed shares (BASE trained once and scored two ways: the seeds' cells link to the one that
-    scored them, ``shared_from``) count once, in the seed that ran them."""
+    scored them, ``shared_from``) count once: a linked pair whose two packed verdicts a seed already counted adds no
+    items, while scorings linked from another run's cells (``tinytool run --reuse``), one per seed, each count."""
     out = {}
     for name, (b, a) in comparisons_of(tuple({arm for r in members for arm in r["arms"]})).items():
         before, after = {}, {}
+        counted: set[tuple[str, str]] = set()
         for r in members:
             if a in r["arms"] and b in r["arms"] and "verdicts" in r["arms"][a] and "verdicts" in r["arms"][b]:
-                if r["arms"][a].get("shared_from") and r["arms"][b].get("shared_from"):
-                    continue  # the same two scorings as in the seed whose cell ran them: not more items
+                pair = (json.dumps(r["arms"][b]["verdicts"], sort_keys=True),
+                        json.dumps(r["arms"][a]["verdicts"], sort_keys=True))
+                linked = r["arms"][a].get("shared_from") and r["arms"][b].get("shared_from")
+                if linked and pair in counted:
+                    continue  # the same two scorings as in a seed already counted: not more items
+                counted.add(pair)
                 for side, arm in ((before, b), (after, a)):
                     side.update({f"{i}@{r['seed']}": v for i, v in unpack_verdicts(r["arms"][arm]["verdicts"]).items()
                                  if kept is None or i in kept})

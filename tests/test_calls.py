@@ -269,9 +269,13 @@ def test_pooled_tests_count_the_scorings_the_seeds_share_once(calls):
         arms = {"base": {"held_out": calls.arm_table(free), "verdicts": pack_verdicts(free), **link},
                 "base+grammar": {"held_out": calls.arm_table(grammar), "verdicts": pack_verdicts(grammar), **link},
                 "rl": {"held_out": calls.arm_table(free), "verdicts": pack_verdicts(free)}}
+        own = verdicts({"simple_python": 2 + s, "multiple": 2, "parallel": 2, "parallel_multiple": 2, "irrelevance": 5})
+        arms["control"] = {"held_out": calls.arm_table(own), "verdicts": pack_verdicts(own),  # another run's, linked
+                           "shared_from": f"../../other-run/seed-{s}/05-control-bfcl"}
         return {"seed": s, "device": "cpu", "arms": arms, "comparisons": {},
                 "settings": {"recipe": "experiments/calls-mix.yaml", "vars": {"seed": s}}}
 
     pooled = calls.across_seeds({f"s{s}": seed(s, s > 1) for s in (1, 2, 3)})[0]["pooled"]
     assert pooled["base+grammar_vs_base"]["items"] == 50  # BASE scored twice, once: the first seed's 50 items
     assert pooled["rl_vs_base"]["items"] == 150  # each seed's arm against the one BASE: three seeds of pairs
+    assert pooled["control_vs_base"]["items"] == 150  # a control per seed, each linked from another run: every seed
