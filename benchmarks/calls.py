@@ -16,7 +16,8 @@ shipped RL stage against a control on a pool of the same no-call share; ``calls-
 ten-minute tuning sweep (``calls-arms.yaml``, ``--tuning``) that kept BASE's declining, against its control;
 ``calls-clauses.yaml``: the headline's declining stage with its calling half written one clause per call (``data
 demo --clauses-p``), against the stage as it is, BASE the headline's SFT (its control linked from another run: each
-seed's pair counts in the pooled tests). Every
+seed's pair counts in the pooled tests); ``calls-forms.yaml``: the same with its calling half from a world whose
+generated tools take every value in the form their description states (``--alt-p 1``). Every
 figure counts only the held-out items (the tuning subset is the seeded 100 per category that ``eval bfcl --limit
 100`` takes, which earlier sweeps chose their settings on); settings were fixed before any of these items were
 looked at.
