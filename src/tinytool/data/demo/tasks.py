@@ -72,18 +72,35 @@ def _after_article(tpl: Template, slot: str) -> bool:
     return before.endswith((" the", " a", " an", " my"))
 
 
+def _one_varies(r: Random, src: ToolSource[Any], t: SourceTool, tpl: Template, args: Mapping[str, Any], axis: str,
+                k: int) -> list[dict[str, Any]]:
+    """``k`` calls of ``t``: ``args`` with slot ``axis`` taking ``k`` different values (``args``'s first), checked
+    together."""
+    values = [args[axis]]
+    while len(values) < k:
+        values.append(src.fresh(r, t, tpl, axis, values))
+    calls = [dict(args, **{axis: v}) for v in values]
+    src.check([(t.name, c) for c in calls])
+    return calls
+
+
+def _two_vary(r: Random, src: ToolSource[Any], t: SourceTool, tpl: Template, args: Mapping[str, Any], a: str, b: str,
+              k: int) -> list[dict[str, Any]]:
+    """``k`` calls of ``t``: ``args`` with slots ``a`` and ``b`` taking ``k`` distinct value pairs in step
+    (``args``'s first), checked together."""
+    calls = [dict(args, **{a: x, b: y}) for x, y in src.value_pairs(r, t, tpl, args, a, b, k)]
+    src.check([(t.name, c) for c in calls])
+    return calls
+
+
 def _listed(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first: Request, axes: list[str]) -> Group | None:
     """One slot takes ``k`` values ("in Paris, Rome and Oslo"), or the request ends "then repeat for ..."."""
     if not axes:
         return None
     args, text, tpl, texts = first
     axis = r.choice(axes)
-    values = [args[axis]]
-    while len(values) < k:
-        values.append(src.fresh(r, t, tpl, axis, values))
-    calls = [dict(args, **{axis: v}) for v in values]
-    src.check([(t.name, c) for c in calls])
-    said = [t.param_map[axis].say(v, r) for v in values]
+    calls = _one_varies(r, src, t, tpl, args, axis, k)
+    said = [t.param_map[axis].say(c[axis], r) for c in calls]
     if r.random() < src.list_p:
         listed = plain_join(said, r) if _after_article(tpl, axis) else join_values(said, r)
         return calls, [render(tpl, dict(texts, **{axis: listed}))]
@@ -102,11 +119,9 @@ def _respectively(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first:
     if not pairs or k > 3:
         return None
     a, b = r.choice(pairs)
-    combos = src.value_pairs(r, t, tpl, args, a, b, k)
-    calls = [dict(args, **{a: x, b: y}) for x, y in combos]
-    src.check([(t.name, c) for c in calls])
-    ta = plain_join([t.param_map[a].say(x, r) for x, _ in combos], r)
-    tb = plain_join([t.param_map[b].say(y, r) for _, y in combos], r)
+    calls = _two_vary(r, src, t, tpl, args, a, b, k)
+    ta = plain_join([t.param_map[a].say(c[a], r) for c in calls], r)
+    tb = plain_join([t.param_map[b].say(c[b], r) for c in calls], r)
     tail = r.choice((" respectively", ", respectively"))
     if _at(tpl, a) > _at(tpl, b):
         ta += tail
@@ -140,18 +155,11 @@ def _clauses(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first: Requ
         return None
     pairs = [(a, b) for a in words for b in words if _at(tpl, a) < _at(tpl, b) and _apart(tpl, a, b)]
     if pairs and k <= 3 and r.random() < 0.7:
-        a, b = r.choice(pairs)
-        combos = src.value_pairs(r, t, tpl, args, a, b, k)
-        calls = [dict(args, **{a: x, b: y}) for x, y in combos]
-        slots = (a, b)
+        slots = r.choice(pairs)
+        calls = _two_vary(r, src, t, tpl, args, *slots, k)
     else:
-        a = r.choice(sorted(words))
-        values = [args[a]]
-        while len(values) < k:
-            values.append(src.fresh(r, t, tpl, a, values))
-        calls = [dict(args, **{a: v}) for v in values]
-        slots = (a,)
-    src.check([(t.name, c) for c in calls])
+        slots = (r.choice(sorted(words)),)
+        calls = _one_varies(r, src, t, tpl, args, slots[0], k)
     said = [{s: t.param_map[s].say(c[s], r) for s in slots} for c in calls]
     head = tpl.render(dict(texts, **said[0])).rstrip()
     end = head[-1] if head[-1:] in ".?!" else "."
