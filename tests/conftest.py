@@ -84,6 +84,22 @@ def gt(*calls: tuple[str, dict], content: str | None = None) -> dict:
 
 
 @pytest.fixture
+def spied_tiny_client():
+    """A random two-layer model on the bundled tokenizer (the local engine) and the list every request it is asked
+    to generate is appended to."""
+    from tinytool.llm.hf import HFClient
+    from tinytool.models.loading import load_tokenizer
+    from tinytool.models.students import tiny_model
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    client = HFClient(tiny_model(tok, layers=2, seed=0), tok, batch_size=4, prefix_cache_mb=0)
+    seen: list = []
+    real = client.generate
+    client.generate = lambda requests, config: seen.extend(requests) or real(requests, config)
+    return client, seen
+
+
+@pytest.fixture
 def tools() -> list[dict]:
     return TOOLS
 

@@ -192,7 +192,7 @@ def test_the_engine_keeps_a_call_open_until_the_stated_value_is_written(continuo
     assert closed_early, "the test needs a model that closes without the value when free"
 
 
-def test_eval_bfcl_and_demo_under_the_guard_are_marked_so(tmp_path):
+def test_eval_bfcl_and_demo_under_the_guard_are_marked_so(tmp_path, spied_tiny_client):
     """``eval bfcl --value-guard`` and ``eval demo --value-guard`` give every request its conversation's guard (the
     numbers of its user message, its tools) and say so in the summary and the report; HTTP backends refuse one."""
     pytest.importorskip("torch")
@@ -202,16 +202,9 @@ def test_eval_bfcl_and_demo_under_the_guard_are_marked_so(tmp_path):
     from tinytool.eval.report import load_run
     from tinytool.llm.base import GenerationConfig, Request
     from tinytool.llm.constrain import ConstraintError
-    from tinytool.llm.hf import HFClient
     from tinytool.llm.openai_compat import OpenAIClient
-    from tinytool.models.loading import load_tokenizer
-    from tinytool.models.students import tiny_model
 
-    tok = load_tokenizer("smollm2-135m-instruct")
-    client = HFClient(tiny_model(tok, layers=2, seed=0), tok, batch_size=4, prefix_cache_mb=0)
-    seen = []
-    real = client.generate
-    client.generate = lambda requests, config: seen.extend(requests) or real(requests, config)
+    client, seen = spied_tiny_client
     cfg = BFCLRunConfig(model="tiny", format="hermes-nothink", categories=["simple_python"], limit=2,
                         max_new_tokens=8, batch_size=4, value_guard=True)
     s = run_bfcl(cfg, tmp_path / "bfcl", client, progress=False)

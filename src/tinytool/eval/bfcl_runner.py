@@ -75,7 +75,7 @@ from tinytool.io import (
 from tinytool.io.rundir import discard_start, read_manifest
 from tinytool.llm import distinct
 from tinytool.llm.base import CALL_BATCHES, GenerationConfig, LLMClient, Request
-from tinytool.llm.switches import SWITCHES, RuleSwitches
+from tinytool.llm.switches import RuleSwitches
 from tinytool.progress import ProgressBar
 from tinytool.schema import Conversation, Message, Tool
 
@@ -494,7 +494,7 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
     summary = {
         "model": run["model"], "format": run["format"], "bfcl_version": run.get("bfcl_version", BFCL_VERSION),
         "decoding": "strict",
-        **{switch: bool(run.get(switch, False)) for switch in SWITCHES},
+        **{switch: run.get(switch, default) for switch, default in RuleSwitches().marks().items()},
         "distinct_calls": bool(run.get("distinct_calls", False)),
         #: items of a constrained run decoded free: their schemas could not be compiled
         "unconstrained": sorted(r["id"] for r in results if gens[r["id"]].get("unconstrained")),

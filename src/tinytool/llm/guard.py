@@ -37,7 +37,7 @@ from typing import Any
 
 from tinytool.errors import UserInputError
 from tinytool.formats import CallSyntax, PromptFormat, formats_with
-from tinytool.llm.rules import RowRule, register
+from tinytool.llm.rules import ReadingRule, register
 from tinytool.schema import Conversation, Tool
 
 # a number as people write it: a sign only where nothing word-like precedes it, thousands separators, decimals
@@ -282,7 +282,7 @@ def apply_guards(rows: list[Any], scores: Any, closers: list[tuple[int, str]], c
 
 
 @register
-class GuardRows(RowRule):
+class GuardRows(ReadingRule):
     """The value guard as a row rule (`tinytool.llm.rules`): what a request asks is its ``rules["guard"]``, a row's state is
     a `GuardRow` that reads the model's tokens; it masks after the grammar (`apply_guards`), ends a row at a repeated
     call, and cuts a finished text there (`ValueGuard.tidy`)."""
@@ -314,11 +314,6 @@ class GuardRows(RowRule):
 
     def mask(self, logits: Any) -> Any:
         return apply_guards(self.states, logits, self.closers, self.commas)
-
-    def advance(self, tokens: list[int]) -> None:
-        for row, t in zip(self.states, tokens, strict=True):
-            if row is not None:
-                row.advance(t)
 
     def ends(self, row: int) -> bool:
         state = self.states[row]

@@ -58,6 +58,12 @@ class RowRule:
         return None, None
 
     @classmethod
+    def configure(cls, spec: Any, value: Any) -> Any:
+        """What a run asks of this rule for one request, given the value of its switch (a switch that is not a plain
+        on/off carries a setting, the copy bias its strength); ``spec`` as `for_conversation` made it."""
+        return spec
+
+    @classmethod
     def prepare(cls, client: Any, spec: Any) -> None:
         """Called for what every request of a call asks before anything decodes (a grammar is compiled, so a schema
         that does not compile fails the call at once)."""
@@ -103,6 +109,15 @@ class RowRule:
         """The step's tokens as ``choose`` (logits → token ids) gives them after `mask`, each advanced, computing
         masks only where needed (`lazy` rules only)."""
         raise NotImplementedError
+
+
+class ReadingRule(RowRule):
+    """A rule whose row states read every token their row takes (each state's ``advance(token)``)."""
+
+    def advance(self, tokens: list[int]) -> None:
+        for state, t in zip(self.states, tokens, strict=True):
+            if state is not None:
+                state.advance(t)
 
 
 _RULES: list[type[RowRule]] = []
@@ -231,5 +246,5 @@ def logits_processor(client: Any, asks: list[Asked]) -> Any:
     return RulesProcessor()
 
 
-__all__ = ["Asked", "RowRule", "Rules", "asked", "finish", "logits_processor", "prepare", "register", "registered",
+__all__ = ["Asked", "ReadingRule", "RowRule", "Rules", "asked", "finish", "logits_processor", "prepare", "register", "registered",
            "unregister"]

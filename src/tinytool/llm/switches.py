@@ -3,7 +3,7 @@ bfcl``, ``eval demo`` and ``serve`` take alike (its fields are their flags: `tin
 so switched asks of each request (`RuleSwitches.request_rules`), read off the rules registered in
 `tinytool.llm.rules`: each rule names its switch (`RowRule.switch`) and says what it asks of one conversation
 (`RowRule.for_conversation`). Importing this module registers the built-in rules, the tools' grammar
-(`tinytool.llm.constrain`) and the value guard (`tinytool.llm.guard`)."""
+(`tinytool.llm.constrain`), the value guard (`tinytool.llm.guard`) and the copy bias (`tinytool.llm.copying`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinytool.clikit import setting
-from tinytool.llm import constrain, guard  # noqa: F401  (importing them registers the grammar and the value guard)
+
+# importing them registers the grammar, the copy bias and the value guard
+from tinytool.llm import constrain, copying, guard  # noqa: F401
 from tinytool.llm.rules import Asked, RowRule, registered
 
 CONSTRAINED_HELP = ("Decode every request under its tools' grammar (local models): text, or calls that name an offered "
@@ -22,6 +24,10 @@ GUARD_HELP = ("Local models, hermes formats: a call stays open while the user's 
               "holds that an unwritten parameter takes, and a repeated call ends the answer (eval: single-turn items, "
               "the run marked guarded in its summary and report). An experiment, off by default: two of its rules "
               "were set while reading BFCL answers, and on the held-out demo dev split it changed nothing.")
+
+COPY_HELP = ("Local models, hermes formats: while a call's argument value is written, add this much to the logit of "
+             "every token that keeps the value a copy of what the user's last message states (a span of its text, a "
+             "number it states; eval: single-turn items). 0: off.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,14 +39,16 @@ class RuleSwitches:
     constrained: bool = setting(False, CONSTRAINED_HELP, "--strict")
     #: the value guard (`tinytool.llm.guard`)
     value_guard: bool = setting(False, GUARD_HELP)
+    #: the copy bias (`tinytool.llm.copying`): what a copying token's logit gains (0: off)
+    copy_bias: float = setting(0.0, COPY_HELP, min=0.0)
 
     def switches(self) -> RuleSwitches:
         """These switches alone (a config that extends them, cut down to them)."""
         return RuleSwitches(**self.marks())
 
-    def marks(self) -> dict[str, bool]:
-        """Each switch and whether it is on (what a summary records)."""
-        return {f.name: bool(getattr(self, f.name)) for f in dataclasses.fields(RuleSwitches)}
+    def marks(self) -> dict[str, Any]:
+        """Each switch and whether it is on, or its setting where it carries one (what a summary records)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(RuleSwitches)}
 
     def switched(self) -> list[type[RowRule]]:
         """The registered rules these switches turn on, in their order."""
@@ -75,7 +83,7 @@ class RuleSwitches:
                 continue
             spec, why = rule.for_conversation(conv, fmt, prefix)
             if spec is not None:
-                rules[rule.name] = spec
+                rules[rule.name] = rule.configure(spec, getattr(self, rule.switch))
             elif why:
                 notes[rule.note or f"without_{rule.name}"] = why
         return rules, notes
@@ -84,4 +92,4 @@ class RuleSwitches:
 #: the switches' names, in order (the keys of `RuleSwitches.marks`)
 SWITCHES = tuple(f.name for f in dataclasses.fields(RuleSwitches))
 
-__all__ = ["CONSTRAINED_HELP", "GUARD_HELP", "SWITCHES", "RuleSwitches"]
+__all__ = ["CONSTRAINED_HELP", "COPY_HELP", "GUARD_HELP", "SWITCHES", "RuleSwitches"]
