@@ -696,6 +696,9 @@ def main() -> None:
     runs = {}
     for seed in seeds:
         rec = seed_record(args.recipe, args.work, seed, sets, tuning, not args.no_tests)
+        if not rec["arms"]:  # a cell not run (or not scored) yet: no run to record, nothing to pool
+            print(f"seed {seed}: no arm scored in {run_dir(args.work, seed)}; left out", flush=True)
+            continue
         if seed in there:
             rec |= {k: there[seed][k] for k in ("device", "machine", "versions")}
         runs[run_key(rec)] = rec

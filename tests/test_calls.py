@@ -279,3 +279,16 @@ def test_pooled_tests_count_the_scorings_the_seeds_share_once(calls):
     assert pooled["base+grammar_vs_base"]["items"] == 50  # BASE scored twice, once: the first seed's 50 items
     assert pooled["rl_vs_base"]["items"] == 150  # each seed's arm against the one BASE: three seeds of pairs
     assert pooled["control_vs_base"]["items"] == 150  # a control per seed, each linked from another run: every seed
+
+
+def test_reading_a_matrix_leaves_out_the_cells_that_scored_nothing(calls, tmp_path, monkeypatch):
+    """``--matrix --read`` of a run whose cells have not scored an arm yet records no run for them (a run with no
+    arms would stand in the pooled tests as a seed)."""
+    work = tmp_path / "work"
+    (work / "seed-1").mkdir(parents=True)
+    (work / "matrix.json").write_text("{}")
+    out = tmp_path / "calls.json"
+    monkeypatch.setattr("sys.argv", ["calls.py", "--recipe", str(calls.ROOT / "experiments" / "calls-copy.yaml"),
+                                     "--matrix", "--read", "--work", str(work), "--out", str(out), "--no-tests"])
+    calls.main()
+    assert json.loads(out.read_text())[calls.KEY].get("runs", {}) == {}

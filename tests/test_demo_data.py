@@ -480,7 +480,7 @@ def _clause_share(convs: list[Conversation]) -> tuple[float, int]:
     between them), and how many groups vary two values."""
     from tinytool.data.demo.tasks import _CLAUSE_WORDS
 
-    clause = re.compile(r"^(?:,? and(?: also)?|;? and|, then|,) (?:" + "|".join(_CLAUSE_WORDS) + r") $", re.IGNORECASE)
+    clause = re.compile(r"^(?:,? and(?: also)?|;? and|, then|,) (?:" + "|".join(_CLAUSE_WORDS) + r") $")
     seen = hits = two = 0
     for conv in convs:
         text = conv.messages[0].content
@@ -511,3 +511,9 @@ def test_clauses_give_each_call_its_own_values_in_its_own_clause():
     share_off, _ = _clause_share(off)
     assert share_on > 0.25 and share_off < 0.05, (share_on, share_off)  # no preposition: another shape
     assert two_on >= 3
+    from tinytool.data.demo.catalog.base import Template
+    from tinytool.data.demo.tasks import _clause_word
+
+    # a phrasing that opens with the preposition gives a later clause the word lower-cased (it is mid-sentence there)
+    assert _clause_word(Template.parse("In {city}, how warm is it on {day}?"), "city") == "in"
+    assert _clause_word(Template.parse("How warm is it on {day}?"), "day") == "on"

@@ -137,10 +137,11 @@ _CLAUSE_JOINS = (", and {}", " and {}", ", and also {}", "; and {}", ", then {}"
 
 
 def _clause_word(tpl: Template, slot: str) -> str | None:
-    """The preposition right before ``slot`` in the phrasing ("in" of "in {city}"), or None."""
+    """The preposition right before ``slot`` in the phrasing ("in" of "in {city}"; lower-cased where the phrasing
+    opens with it, since a later clause carries it mid-sentence), or None."""
     m = re.search(r"(?:^|\s)(" + "|".join(_CLAUSE_WORDS) + r")\s+\{" + re.escape(slot) + r"\}", _plain(tpl),
                   re.IGNORECASE)
-    return m.group(1) if m else None
+    return m.group(1).lower() if m else None
 
 
 def _clauses(r: Random, src: ToolSource[Any], t: SourceTool, k: int, first: Request,
