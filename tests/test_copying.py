@@ -70,6 +70,15 @@ def test_a_string_is_kept_a_span_of_the_request_and_closed_only_at_a_word_end():
     assert {'"', ' "', '"Ca'} <= opening and '"Xy' not in opening
 
 
+def test_a_string_copy_starts_at_a_word_start():
+    spec = _spec("A recipe for Caesar Salad at tempo 5000")
+    first = _texts(spec.string_tokens("", TOKENS))
+    assert {"C", "Ca", "5"} <= first
+    assert not first & {"Ces", "es", "esar", "ar", "ad", "0", "000", " Salad"}  # inside a word ("000" of 5000): no copy
+    assert spec.string_tokens("es", TOKENS) == set() and spec.string_tokens("00", TOKENS) == set()
+    assert _texts(spec.string_tokens("50", TOKENS)) == {"0"}  # a copy begun at the word's start goes on
+
+
 def test_a_number_is_kept_the_start_of_a_stated_number_in_any_of_its_forms():
     spec = _spec("Net income of $5,000,000 at 5% for 2 million users")
     assert set(spec.numbers) >= {"5000000", "5", "0.05", "2", "2000000"}

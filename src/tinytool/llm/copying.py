@@ -7,9 +7,10 @@ that stops early (5000 for "$5,000,000"). A `CopySpec` holds the request's text 
 row writes an argument's value (any depth inside the arguments object, a key excluded), its `CopyRow` names the tokens
 that keep the value a copy, and `CopyRows` adds ``bias`` to their logits:
 
-- in a string value: the string written so far plus the token's text is a span of the request's text (case ignored).
-  A token that closes the string counts where the span it completes ends at a word's end in the request (the next
-  character is neither a letter nor a digit), so a name is not cut inside a word; where a value is about to start,
+- in a string value: the string written so far plus the token's text is a span of the request's text (case ignored)
+  that starts at a word's start (the character before it is neither a letter nor a digit), so "20" is no copy of
+  "120". A token that closes the string counts where the span it completes ends at a word's end in the request (the
+  next character is neither a letter nor a digit), so a name is not cut inside a word; where a value is about to start,
   a bare quote counts, and a token that opens a string with more counts for what it writes after the quote.
 - in a number: the number written so far plus the token's text starts a number the request states, in any form it
   may be written as (`tinytool.llm.guard.stated_values`: thousands separators dropped, ``5%`` also 0.05, ``2
@@ -107,7 +108,7 @@ class CopySpec:
         if opening:
             out.update(tokens.openers.get("", ()))
         starts = range(len(text)) if not low else _finds(text, low)
-        for at in starts:
+        for at in (at for at in starts if at == 0 or not text[at - 1].isalnum()):
             rest = at + len(low)
             for k in range(1, min(LONGEST, len(text) - rest) + 1):
                 out.update(table.get(text[rest:rest + k], ()))
