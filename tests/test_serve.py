@@ -370,6 +370,7 @@ def test_what_needs_token_level_decoding_is_a_400_naming_the_backend(generated, 
 
 @pytest.mark.parametrize("option, flag", [({"constrained": True}, "--constrained (--strict)"),
                                           ({"value_guard": True}, "--value-guard"),
+                                          ({"copy_bias": 2.0}, "--copy-bias"),
                                           ({"context": 100}, "--context 100")])
 def test_server_options_a_generate_only_client_cannot_honour_are_refused(option, flag):
     from tinytool.errors import UserInputError

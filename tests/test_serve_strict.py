@@ -272,3 +272,27 @@ def test_required_with_six_strict_tools_of_mixed_schemas_is_answered(servers):
                                        max_tokens=200, temperature=1.0, seed=0)
     assert r.choices[0].message.tool_calls
     assert {c.function.name for c in r.choices[0].message.tool_calls} <= {t["function"]["name"] for t in tools}
+
+
+def test_a_server_with_the_copy_bias_gives_each_request_with_tools_its_copy_spec():
+    """``serve --copy-bias B``: a request with tools carries its copy spec (the user's message, bias B), a request
+    without tools none; a server without it gives none either."""
+    from test_serve import Scripted
+
+    from tinytool.llm.copying import CopySpec
+    from tinytool.serve.protocol import ChatRequest
+
+    tok = load_tokenizer("smollm2-135m-instruct")
+    ask = [{"role": "user", "content": "The weather in Oslo for 5 days, please."}]
+    engines = [Engine(Scripted(tok), get_format("hermes-nothink"), "m", copy_bias=b) for b in (2.5, 0.0)]
+    try:
+        def copy(engine, **body):
+            return engine.job(ChatRequest.model_validate({"messages": ask, **body})).rules.get("copy")
+
+        spec = copy(engines[0], tools=[FORECAST, CLOCK])
+        assert isinstance(spec, CopySpec) and spec.bias == 2.5 and "oslo" in spec.text.lower() and "5" in spec.numbers
+        assert copy(engines[0]) is None
+        assert copy(engines[1], tools=[FORECAST, CLOCK]) is None
+    finally:
+        for engine in engines:
+            engine.close()
