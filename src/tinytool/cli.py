@@ -137,6 +137,16 @@ def _student_command() -> None:
 _student_command()
 
 
+def _merge_command() -> None:
+    """``tinytool merge`` (a recipe stage: WiSE-FT's interpolation or a checkpoint average)."""
+    from tinytool.models.cli_merge import merge
+
+    app.command("merge")(merge)
+
+
+_merge_command()
+
+
 def _data_app() -> typer.Typer:
     """``tinytool data``: convert, stats (converters) and demo (the bundled catalog's tasks)."""
     from tinytool.data.cli_convert import convert_app

@@ -18,7 +18,7 @@ from tinytool.clikit import (
     on_interrupt,
     setting,
 )
-from tinytool.errors import OutputExistsError, TinytoolError, UserInputError
+from tinytool.errors import TinytoolError, UserInputError
 
 #: conversations of a JSONL ``--samples`` file whose text the layer importance is measured on (the first ones)
 JSONL_SAMPLES = 48
@@ -57,20 +57,6 @@ def read_samples(path: Path) -> list[str]:
         raise UserInputError(f"{path}: not UTF-8 text ({e.reason})", fix="convert the file to UTF-8") from None
 
 
-def _check_student_out(out: Path, overwrite: bool) -> None:
-    """Refuse a non-empty ``--out`` unless ``overwrite``, and even then anything but a model
-    checkpoint (a directory with config.json): ``--overwrite`` replaces a student, never a folder of
-    other files."""
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    if not overwrite:
-        raise OutputExistsError(f"{out}: already exists and is not empty",
-                                fix="rerun with --overwrite to replace the model there, or choose another --out")
-    if not (out / "config.json").is_file():
-        raise OutputExistsError(f"{out}: is not a model checkpoint (no config.json), so --overwrite will not "
-                                "replace it", fix="choose another --out directory, or empty this one")
-
-
 @dataclass(frozen=True, kw_only=True)
 class StudentConfig:
     """What ``tinytool student`` builds, checked when made: the output is not the teacher's folder, and is empty or
@@ -86,7 +72,7 @@ class StudentConfig:
     overwrite: bool = setting(False, "Replace a model checkpoint already at --out (never another kind of folder).")
 
     def __post_init__(self) -> None:
-        from tinytool.io import check_data_files, check_not_input
+        from tinytool.io import check_data_files, check_model_out, check_not_input
 
         object.__setattr__(self, "out", Path(self.out))
         if self.samples is not None:
@@ -95,7 +81,7 @@ class StudentConfig:
         check_settings(self)
         if Path(self.teacher).exists():
             check_not_input(self.out, self.teacher)
-        _check_student_out(self.out, self.overwrite)
+        check_model_out(self.out, self.overwrite)
 
 
 def run(cfg: StudentConfig) -> dict[str, Any]:

@@ -367,6 +367,20 @@ def check_not_input(output: PathLike | None, *inputs: PathLike | None) -> None:
                                  "destroy the input", fix="choose an output folder that holds none of the inputs")
 
 
+def check_model_out(out: PathLike, overwrite: bool) -> None:
+    """Refuse a non-empty model output folder unless ``overwrite``, and even then anything but a model checkpoint (a
+    folder with config.json): ``--overwrite`` replaces a model, never a folder of other files."""
+    p = Path(out)
+    if not p.is_dir() or not any(p.iterdir()):
+        return
+    if not overwrite:
+        raise OutputExistsError(f"{out}: already exists and is not empty",
+                                fix="rerun with --overwrite to replace the model there, or choose another --out")
+    if not (p / "config.json").is_file():
+        raise OutputExistsError(f"{out}: is not a model checkpoint (no config.json), so --overwrite will not "
+                                "replace it", fix="choose another --out directory, or empty this one")
+
+
 def check_output_file(path: PathLike, overwrite: bool) -> None:
     """Refuse to replace a non-empty output file unless ``overwrite``."""
     p = Path(path)

@@ -37,6 +37,7 @@ VERB_SOURCES = {
     "data mix-irrelevant": "tinytool.data.cli_mix:MixConfig",
     "data select": "tinytool.data.cli_select:SelectConfig",
     "student": "tinytool.distill.cli_student:StudentConfig",
+    "merge": "tinytool.models.cli_merge:MergeConfig",
     "sft": "tinytool.train.sft:SFTRunConfig",
     "kto": "tinytool.train.kto:KTORunConfig",
     "rl": "tinytool.rl.config:RLRunConfig",
