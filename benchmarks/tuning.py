@@ -1,0 +1,138 @@
+"""Choose a setting on the tuning subset, never on the items a claim is read from: the copy bias (``eval bfcl
+--copy-bias B``) or the weight of a WiSE-FT merge (``tinytool merge``).
+
+One trained model decoded under the tools' grammar on BFCL's tuning subset (the seeded 100 per category of ``eval
+bfcl --limit 100``, the items earlier sweeps chose their settings on; ``calls.py`` leaves them out of every figure)
+at each value of ``--values`` and at the knob's reference (copy bias 0: the grammar alone; merge weight 1: the model
+itself), each value's run compared item by item with the reference's (the paired bootstrap of the non-live AST
+average, McNemar per category). The value with the highest AST average is the one a held-out confirmation fixes
+(``experiments/calls-copy.yaml``, ``experiments/calls-wise.yaml``); ties go to the value nearest the reference.
+Strict irrelevance is scored beside it: the copy bias applies only inside an argument's value, after a call has begun,
+so an irrelevance item's verdict cannot move under it (a check that it does not); a merge can move it either way.
+Writes ``copy_tuning`` or ``wise_tuning`` into ``benchmarks/results/calls.json`` (its other keys kept).
+
+    .venv/bin/python benchmarks/tuning.py --knob copy-bias --model RUN/05-decline/out --work W --values 1,2,4,8
+    .venv/bin/python benchmarks/tuning.py --knob wise --model RUN/05-decline/out --work W --values 0.9,0.8,0.7,0.6
+
+A merge weight w is the tuned model's share: θ = w·θ_tuned + (1 − w)·θ_start (``--start``, the model the training
+began from; the bundled model by default). Each value's merge and evaluation are resumable folders ``W/<knob>-V``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import NamedTuple
+
+import quality
+from _common import ROOT, TINYTOOL, machine, read_json, run_cli, versions
+from _paired import bfcl_items, bfcl_table, compare, pack_verdicts
+
+OUT = ROOT / "benchmarks" / "results" / "calls.json"
+#: the tuning subset: what ``eval bfcl --limit 100`` (seed 0) scores of each category
+TUNING_LIMIT = 100
+
+
+class Knob(NamedTuple):
+    """A setting chosen on the tuning subset: its results key, the key of a row's comparison with the reference, its
+    reference value (the model as it is) and the values it may take."""
+
+    name: str
+    key: str
+    vs: str
+    reference: float
+    low: float
+    high: float | None
+
+    def folder(self, work: Path, value: float) -> Path:
+        return work / f"{self.name}-{value:g}"
+
+
+KNOBS = {"copy-bias": Knob("copy-bias", "copy_tuning", "vs_bias_0", 0.0, 0.0, None),
+         "wise": Knob("wise", "wise_tuning", "vs_weight_1", 1.0, 0.0, 1.0)}
+
+
+def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batch_size: int) -> Path:
+    """The tuning subset decoded under the grammar at ``value`` of ``knob`` (resumed where a run stopped)."""
+    out = knob.folder(work, value)
+    if (out / "summary.json").is_file():
+        return out
+    extra: list[str] = []
+    scored = model
+    if knob.name == "copy-bias":
+        extra = ["--copy-bias", f"{value:g}"]
+    elif value != knob.reference:
+        scored = out.with_name(out.name + "-model")
+        if not (scored / "config.json").is_file():
+            run_cli([TINYTOOL, "merge", "-m", str(model), "-m", start, "-w", f"{value:g}", "-w", f"{1 - value:g}",
+                     "-o", str(scored), "--overwrite"])
+    run_cli([TINYTOOL, "eval", "bfcl", "-m", str(scored), "--format", quality.FORMAT, "--constrained",
+             "--categories", ",".join(quality.CATEGORIES), "--limit", str(TUNING_LIMIT),
+             "--batch-size", str(batch_size), *extra, "--label", f"grammar+{knob.name}{value:g}", "-o", str(out)])
+    return out
+
+
+def record(knob: Knob, model: Path, start: str, work: Path, values: list[float]) -> dict:
+    """Each value's table and its comparison with the reference's, and the chosen value."""
+    runs = {v: knob.folder(work, v) for v in values}
+    items = {v: bfcl_items(p) for v, p in runs.items()}
+    ref = knob.reference
+    rows = {}
+    for v, p in runs.items():
+        summary = read_json(p / "summary.json")
+        rows[f"{v:g}"] = {"table": bfcl_table(summary), "verdicts": pack_verdicts(items[v]),
+                          "throughput": summary.get("throughput"), "failures": summary.get("failures"),
+                          knob.vs: compare(items[ref], items[v]) if v != ref else None}
+    best = max(values, key=lambda v: (rows[f"{v:g}"]["table"]["non_live_ast_avg"], -abs(v - ref)))
+    rec = {
+        "protocol": __doc__.split("\n\n")[1].replace("\n", " "), "knob": knob.name,
+        "model": str(model), "values": [f"{v:g}" for v in values], "rows": rows, "chosen": f"{best:g}",
+        "items": rows[f"{ref:g}"]["table"]["n_per_category"], "tuning_limit": TUNING_LIMIT,
+        "device": "cpu: " + (machine()["cpu"] or "unknown"), "machine": machine(), "versions": versions(),
+    }
+    if knob.name == "copy-bias":
+        rec["biases"] = rec["values"]
+    else:
+        rec["start"] = start
+    return rec
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--knob", choices=sorted(KNOBS), required=True)
+    ap.add_argument("--model", type=Path, required=True, help="a trained model folder (format hermes-nothink)")
+    ap.add_argument("--start", default="smollm2-135m-instruct", help="--knob wise: the model the training began from")
+    ap.add_argument("--work", type=Path, required=True, help="where each value's run folder goes")
+    ap.add_argument("--values", required=True, help="comma-separated values (the knob's reference is added)")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--read", action="store_true", help="only read the finished runs")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    knob = KNOBS[args.knob]
+    if not args.model.is_dir():
+        ap.error(f"--model: {args.model} is not a model folder")
+    try:
+        values = sorted({knob.reference, *(float(v) for v in args.values.split(",") if v.strip())})
+    except ValueError:
+        ap.error(f"--values: {args.values!r} is not a comma-separated list of numbers")
+    if any(v < knob.low or (knob.high is not None and v > knob.high) for v in values):
+        ap.error(f"--values: {knob.name} takes values from {knob.low:g}" + (f" to {knob.high:g}" if knob.high else " up"))
+    if not args.read:
+        for v in values:
+            evaluate(knob, args.model, args.start, args.work, v, args.batch_size)
+    rec = record(knob, args.model, args.start, args.work, values)
+    data = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    data[knob.key] = {**data.get(knob.key, {}), **rec}  # a later note on the key (a rerun's) is kept
+    args.out.write_text(json.dumps(data, indent=1) + "\n")
+    for v in rec["values"]:
+        row = rec["rows"][v]
+        vs = row[knob.vs] or {}
+        print(f"{knob.name} {v:>4}: AST {row['table']['non_live_ast_avg']:.4f}  irrelevance "
+              f"{row['table']['irrelevance_strict']:.4f}"
+              + (f"  change {vs['ast_avg_change']:+.4f} (p {vs['p_ast']:.3g})" if vs else ""))
+    print(f"chosen: {rec['chosen']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Choosing a setting on the tuning subset (`benchmarks/tuning.py`): each value's run against the knob's reference, the
+chosen value, and what a WiSE-FT merge is decoded from; on fabricated run folders."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import benchmark_module
+
+CATS = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+
+
+@pytest.fixture(scope="module")
+def tuning():
+    return benchmark_module("tuning")
+
+
+def fake_run(folder, right: dict[str, int], n: int = 10) -> None:
+    """A finished `eval bfcl` folder: ``n`` items per category, the first ``right[c]`` of them right."""
+    folder.mkdir(parents=True)
+    rows = [{"id": f"{c}_{k}", "category": c, "valid": k < right[c]} for c in CATS for k in range(n)]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cats = {c: {"accuracy": right[c] / n, "n": n} for c in CATS}
+    (folder / "summary.json").write_text(json.dumps({"categories": cats}))
+
+
+def scores(ast: int, irrelevance: int = 8) -> dict[str, int]:
+    return {**dict.fromkeys(CATS[:4], ast), "irrelevance": irrelevance}
+
+
+def test_the_best_value_is_chosen_and_a_tie_goes_to_the_value_nearest_the_reference(tuning, tmp_path):
+    knob = tuning.KNOBS["wise"]
+    for value, ast in [(1.0, 5), (0.9, 7), (0.7, 7), (0.5, 3)]:
+        fake_run(knob.folder(tmp_path, value), scores(ast))
+    rec = tuning.record(knob, tmp_path / "model", "smollm2-135m-instruct", tmp_path, [0.5, 0.7, 0.9, 1.0])
+    assert rec["chosen"] == "0.9" and rec["start"] == "smollm2-135m-instruct"
+    assert rec["rows"]["1"]["vs_weight_1"] is None
+    vs = rec["rows"]["0.9"]["vs_weight_1"]
+    assert vs["ast_avg_change"] == pytest.approx(0.2) and vs["items"] == 50
+    copy = tuning.KNOBS["copy-bias"]
+    for value, ast in [(0.0, 5), (2.0, 6), (4.0, 6)]:
+        fake_run(copy.folder(tmp_path, value), scores(ast))
+    rec = tuning.record(copy, tmp_path / "model", "", tmp_path, [0.0, 2.0, 4.0])
+    assert rec["chosen"] == "2" and rec["biases"] == ["0", "2", "4"] and rec["rows"]["0"]["vs_bias_0"] is None
+
+
+def test_a_wise_value_decodes_a_merge_of_the_model_and_its_start_and_the_reference_the_model_itself(
+        tuning, tmp_path, monkeypatch):
+    calls: list[list[str]] = []
+    monkeypatch.setattr(tuning, "run_cli", lambda argv: calls.append([str(a) for a in argv]))
+    knob = tuning.KNOBS["wise"]
+    tuning.evaluate(knob, tmp_path / "tuned", "base", tmp_path, 0.8, 4)
+    merge, ev = calls
+    assert merge[1:] == ["merge", "-m", str(tmp_path / "tuned"), "-m", "base", "-w", "0.8", "-w", "0.2", "-o",
+                         str(tmp_path / "wise-0.8-model"), "--overwrite"]
+    assert ev[ev.index("-m") + 1] == str(tmp_path / "wise-0.8-model") and "--constrained" in ev
+    calls.clear()
+    tuning.evaluate(knob, tmp_path / "tuned", "base", tmp_path, 1.0, 4)
+    (ev,) = calls
+    assert ev[ev.index("-m") + 1] == str(tmp_path / "tuned") and ev[ev.index("--limit") + 1] == "100"
