@@ -99,3 +99,16 @@ def test_the_verb_writes_the_merge_and_refuses_bad_weights_and_a_folder_that_is_
     r = runner.invoke(app, ["merge", "-m", str(a), "-m", str(b), "-o", str(out), "--overwrite"])
     assert r.exit_code == 0, r.output
     assert json.loads((out / "tinytool_merge.json").read_text())["weights"] == [0.5, 0.5]
+
+
+def test_a_missing_model_is_named_before_any_model_is_loaded(two_models, tmp_path, monkeypatch):
+    import tinytool.models.loading as loading
+    from tinytool.models.loading import ModelNotFound
+
+    a, _ = two_models
+    loaded: list = []
+    real = loading.load_model
+    monkeypatch.setattr(loading, "load_model", lambda *args, **kw: loaded.append(args) or real(*args, **kw))
+    with pytest.raises(ModelNotFound, match="no such model directory: ./nope"):
+        merge_models([a, "./nope"], tmp_path / "m")
+    assert loaded == [] and not (tmp_path / "m").exists()

@@ -65,10 +65,13 @@ def merge_models(models: Sequence[str | os.PathLike], out: str | os.PathLike, we
     import torch
     import yaml
 
-    from tinytool.models.loading import load_model, load_tokenizer, trained_format
+    from tinytool.models.loading import adapter_base, load_model, load_tokenizer, resolve, trained_format
 
     names = [str(m) for m in models]
     ws = merge_weights(len(names), weights)
+    for name in names:  # a missing model is found before any is loaded
+        if adapter_base(name) is None:
+            resolve(name, cache)
     merged = load_model(names[0], cache, dtype=torch.float32)
     acc = merged.state_dict()
     # tied weights (embeddings and LM head) are one tensor under two keys: each tensor is scaled and added to once
