@@ -102,7 +102,7 @@ def test_the_verb_writes_the_merge_and_refuses_bad_weights_and_a_folder_that_is_
 
 
 def test_a_missing_model_is_named_before_any_model_is_loaded(two_models, tmp_path, monkeypatch):
-    import tinytool.models.loading as loading
+    from tinytool.models import loading
     from tinytool.models.loading import ModelNotFound
 
     a, _ = two_models
