@@ -19,7 +19,9 @@ demo --clauses-p``), against the stage as it is, BASE the headline's SFT (its co
 seed's pair counts in the pooled tests); ``calls-forms.yaml``: the same with its calling half from a world whose
 generated tools take every value in the form their description states (``--alt-p 1``); ``calls-copy.yaml``: no
 training arm, the control's model decoded under the copy bias (``eval bfcl --copy-bias``, its bias chosen by
-``tuning.py --knob copy-bias`` on the tuning subset) and under the value guard. Every
+``tuning.py --knob copy-bias`` on the tuning subset) and under the value guard; ``calls-wise.yaml``: the control
+merged with the bundled model (``tinytool merge``, WiSE-FT; its weight chosen by ``tuning.py --knob wise``) and the
+declining stage trained from the merged BASE. Every
 figure counts only the held-out items (the tuning subset is the seeded 100 per category that ``eval bfcl --limit
 100`` takes, which earlier sweeps chose their settings on); settings were fixed before any of these items were
 looked at.
