@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from tinytool import __version__
-from tinytool.clikit import err, make_app, on_interrupt
+from tinytool.clikit import err, left_note, make_app, on_interrupt
 from tinytool.errors import UserInputError
 from tinytool.formats import PromptFormat
 from tinytool.formats.option import format_option
@@ -37,11 +37,6 @@ def _main(
 def _count_lines(path: Path) -> int:
     with open(path, "rb") as fh:
         return sum(1 for line in fh if line.strip())
-
-
-def _left(out: Path, existed: bool) -> str:
-    """What an interrupted verb left at ``out`` (written atomically, so nothing changed)."""
-    return f"{out} unchanged" if existed else f"nothing written to {out}"
 
 
 @app.command()
@@ -91,8 +86,7 @@ def reward(
         raise UserInputError(f"{input}: no rows to score (the file is empty)", fix="check the --input path")
     floor = spec.bounds(opts)[0]
     scores, n_err = [], 0
-    existed = output.exists()
-    with on_interrupt(_left(output, existed)), atomic_file(output) as fout, \
+    with on_interrupt(left_note(output)), atomic_file(output) as fout, \
             ProgressBar(f"{name}", total=total, unit="row") as bar:
 
         first_error: list[str] = []

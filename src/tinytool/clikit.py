@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import os
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -147,6 +148,14 @@ def make_app(**typer_kwargs: Any) -> typer.Typer:
     typer_kwargs.setdefault("cls", TinytoolGroup)
     typer_kwargs.setdefault("add_completion", False)
     return TinytoolTyper(**typer_kwargs)
+
+
+def left_note(out: str | os.PathLike, existed: bool | None = None) -> str:
+    """What an interrupted verb left at ``out`` when it writes it as a whole: ``OUT unchanged``, or ``nothing written
+    to OUT`` where nothing was there (``existed``; None: whether ``out`` exists now)."""
+    if existed is None:
+        existed = Path(out).exists()
+    return f"{out} unchanged" if existed else f"nothing written to {out}"
 
 
 @contextlib.contextmanager

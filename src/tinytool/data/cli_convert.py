@@ -17,6 +17,7 @@ from tinytool.clikit import (
     config_file,
     config_options,
     config_values,
+    left_note,
     make_app,
     on_interrupt,
     setting,
@@ -86,7 +87,7 @@ def run(cfg: ConvertConfig) -> dict[str, Any]:
     from tinytool.progress import ProgressBar
 
     out = cfg.out
-    left = f"{out} unchanged" if out.exists() else f"nothing written to {out}"
+    left = left_note(out)
     with on_interrupt(left), ProgressBar(f"converting {cfg.input.name}", unit="record") as bar:
 
         def tick(report: Any) -> None:

@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from tinytool.clikit import config_options, config_values, make_app, on_interrupt, option_of, setting
+from tinytool.clikit import (
+    config_options,
+    config_values,
+    left_note,
+    make_app,
+    on_interrupt,
+    option_of,
+    setting,
+)
 from tinytool.data.demo.config import DemoConfig
 
 if TYPE_CHECKING:
@@ -60,7 +68,7 @@ def run(cfg: DemoJob) -> dict[str, Any]:
     from tinytool.progress import ProgressBar
 
     out, settings = cfg.out, cfg.settings()
-    left = f"{out} unchanged" if any((out / name).exists() for name in SPLIT_FILES) else f"nothing written to {out}"
+    left = left_note(out, any((out / name).exists() for name in SPLIT_FILES))
     with on_interrupt(left):
         t0 = time.perf_counter()
         with ProgressBar("generating demo tasks", total=settings.n, unit="task") as bar:

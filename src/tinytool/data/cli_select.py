@@ -10,7 +10,16 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from tinytool.clikit import config_file, config_options, config_values, err, make_app, on_interrupt, setting
+from tinytool.clikit import (
+    config_file,
+    config_options,
+    config_values,
+    err,
+    left_note,
+    make_app,
+    on_interrupt,
+    setting,
+)
 from tinytool.data.file_job import FileJob
 
 select_app = make_app(help="Select conversations by category.")
@@ -115,7 +124,7 @@ def run(cfg: SelectConfig) -> dict[str, Any]:
         raise UserInputError(f"{cfg.data}: none of its {total} conversations has a category matching {named}",
                              fix="see the categories with tinytool data stats")
     out = cfg.out
-    with on_interrupt(f"{out} unchanged" if out.exists() else f"nothing written to {out}"), atomic_file(out) as fh:
+    with on_interrupt(left_note(out)), atomic_file(out) as fh:
         fh.write("\n".join(kept) + "\n")
     return {"kept": len(kept), "total": total, **({"per_category": per} if per else {}), "out": str(out)}
 

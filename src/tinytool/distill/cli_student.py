@@ -15,6 +15,7 @@ from tinytool.clikit import (
     config_options,
     config_values,
     err,
+    left_note,
     on_interrupt,
     setting,
 )
@@ -92,8 +93,7 @@ def run(cfg: StudentConfig) -> dict[str, Any]:
 
     out = cfg.out
     texts = read_samples(cfg.samples) if cfg.samples else None
-    existed = out.exists()
-    with on_interrupt(f"{out} unchanged" if existed else f"nothing written to {out}"), atomic_dir(out) as tmp:
+    with on_interrupt(left_note(out)), atomic_dir(out) as tmp:
         try:
             info = build_student(cfg.teacher, cfg.keep_layers, tmp, method=cfg.method, samples=texts)
         except ValueError as e:

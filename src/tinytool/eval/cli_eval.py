@@ -24,6 +24,7 @@ from tinytool.clikit import (
     config_options,
     config_values,
     err,
+    left_note,
     make_app,
     on_interrupt,
     setting,
@@ -320,7 +321,7 @@ def write(cfg: ReportConfig) -> dict[str, Any]:
     """Write the report ``cfg`` asks for (`tinytool.eval.report.write_report`); the paths written."""
     from tinytool.eval.report import write_report
 
-    left = f"{cfg.out} unchanged" if cfg.out.exists() else f"nothing written to {cfg.out}"
+    left = left_note(cfg.out)
     with on_interrupt(left):
         return write_report(cfg.runs, cfg.out, worst=cfg.worst, title=cfg.title, overwrite=cfg.overwrite,
                             training=cfg.training)

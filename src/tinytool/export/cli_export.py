@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from tinytool.clikit import err, make_app, on_interrupt
+from tinytool.clikit import err, left_note, make_app, on_interrupt
 from tinytool.formats import PromptFormat
 from tinytool.formats.option import format_option
 
@@ -40,7 +40,7 @@ def export(
     from tinytool.export.core import export_model, output_path
 
     out = output_path(to, out)
-    with on_interrupt(f"{out} unchanged" if out.exists() else f"nothing written to {out}"):
+    with on_interrupt(left_note(out)):
         info = export_model(model, to, out, kind, fmt, tokenizer, overwrite, show_progress=True,
                             note=lambda text: err.print(f"note: {text}", highlight=False))
     sizes = ", ".join(f"{n} {t}" for t, n in sorted(info["tensor_types"].items()))

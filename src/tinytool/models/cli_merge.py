@@ -14,6 +14,7 @@ from tinytool.clikit import (
     config_options,
     config_values,
     err,
+    left_note,
     on_interrupt,
     setting,
 )
@@ -55,8 +56,7 @@ def run(cfg: MergeConfig) -> dict[str, Any]:
     from tinytool.models.merging import merge_models
 
     out = cfg.out
-    existed = out.exists()
-    with on_interrupt(f"{out} unchanged" if existed else f"nothing written to {out}"), atomic_dir(out) as tmp:
+    with on_interrupt(left_note(out)), atomic_dir(out) as tmp:
         info = merge_models(cfg.model, tmp, cfg.weight or None)
         write_json(tmp / "tinytool_merge.json", info)
     return {**info, "out": str(out)}
