@@ -13,6 +13,8 @@ Writes ``copy_tuning`` or ``wise_tuning`` into ``benchmarks/results/calls.json``
 
     .venv/bin/python benchmarks/tuning.py --knob copy-bias --model RUN/05-decline/out --work W --values 1,2,4,8
     .venv/bin/python benchmarks/tuning.py --knob wise --model RUN/05-decline/out --work W --values 0.9,0.8,0.7,0.6
+    .venv/bin/python benchmarks/tuning.py --knob wise --model M --work W --values 0.7 --limit 40   # a cheaper reading:
+                                                # 40 per category drawn inside the tuning subset (eval bfcl --within)
 
 A merge weight w is the tuned model's share: θ = w·θ_tuned + (1 − w)·θ_start (``--start``, the model the training
 began from; the bundled model by default). Each value's merge and evaluation are resumable folders ``W/<knob>-V``.
@@ -45,17 +47,27 @@ class Knob(NamedTuple):
     low: float
     high: float | None
 
-    def folder(self, work: Path, value: float) -> Path:
-        return work / f"{self.name}-{value:g}"
+    def folder(self, work: Path, value: float, limit: int = TUNING_LIMIT) -> Path:
+        return work / (f"{self.name}-{value:g}" + ("" if limit >= TUNING_LIMIT else f"-n{limit}"))
 
 
 KNOBS = {"copy-bias": Knob("copy-bias", "copy_tuning", "vs_bias_0", 0.0, 0.0, None),
          "wise": Knob("wise", "wise_tuning", "vs_weight_1", 1.0, 0.0, 1.0)}
 
 
-def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batch_size: int) -> Path:
-    """The tuning subset decoded under the grammar at ``value`` of ``knob`` (resumed where a run stopped)."""
-    out = knob.folder(work, value)
+def subset_flags(limit: int) -> list[str]:
+    """``eval bfcl``'s flags for ``limit`` items per category of the tuning subset: the whole subset, or a seeded
+    part drawn inside it (``--within``: ``--limit`` alone draws other items at another size)."""
+    if limit >= TUNING_LIMIT:
+        return ["--limit", str(TUNING_LIMIT)]
+    return ["--within", str(TUNING_LIMIT), "--limit", str(limit)]
+
+
+def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batch_size: int,
+             limit: int = TUNING_LIMIT) -> Path:
+    """The tuning subset (``limit`` per category of it) decoded under the grammar at ``value`` of ``knob`` (resumed
+    where a run stopped)."""
+    out = knob.folder(work, value, limit)
     if (out / "summary.json").is_file():
         return out
     extra: list[str] = []
@@ -63,19 +75,19 @@ def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batc
     if knob.name == "copy-bias":
         extra = ["--copy-bias", f"{value:g}"]
     elif value != knob.reference:
-        scored = out.with_name(out.name + "-model")
+        scored = knob.folder(work, value).with_name(knob.folder(work, value).name + "-model")
         if not (scored / "config.json").is_file():
             run_cli([TINYTOOL, "merge", "-m", str(model), "-m", start, "-w", f"{value:g}", "-w", f"{1 - value:g}",
                      "-o", str(scored), "--overwrite"])
     run_cli([TINYTOOL, "eval", "bfcl", "-m", str(scored), "--format", quality.FORMAT, "--constrained",
-             "--categories", ",".join(quality.CATEGORIES), "--limit", str(TUNING_LIMIT),
+             "--categories", ",".join(quality.CATEGORIES), *subset_flags(limit),
              "--batch-size", str(batch_size), *extra, "--label", f"grammar+{knob.name}{value:g}", "-o", str(out)])
     return out
 
 
-def record(knob: Knob, model: Path, start: str, work: Path, values: list[float]) -> dict:
+def record(knob: Knob, model: Path, start: str, work: Path, values: list[float], limit: int = TUNING_LIMIT) -> dict:
     """Each value's table and its comparison with the reference's, and the chosen value."""
-    runs = {v: knob.folder(work, v) for v in values}
+    runs = {v: knob.folder(work, v, limit) for v in values}
     items = {v: bfcl_items(p) for v, p in runs.items()}
     ref = knob.reference
     rows = {}
@@ -89,6 +101,7 @@ def record(knob: Knob, model: Path, start: str, work: Path, values: list[float])
         "protocol": __doc__.split("\n\n")[1].replace("\n", " "), "knob": knob.name,
         "model": str(model), "values": [f"{v:g}" for v in values], "rows": rows, "chosen": f"{best:g}",
         "items": rows[f"{ref:g}"]["table"]["n_per_category"], "tuning_limit": TUNING_LIMIT,
+        "subset": " ".join(subset_flags(limit)),
         "device": "cpu: " + (machine()["cpu"] or "unknown"), "machine": machine(), "versions": versions(),
     }
     if knob.name == "copy-bias":
@@ -105,11 +118,15 @@ def main() -> None:
     ap.add_argument("--start", default="smollm2-135m-instruct", help="--knob wise: the model the training began from")
     ap.add_argument("--work", type=Path, required=True, help="where each value's run folder goes")
     ap.add_argument("--values", required=True, help="comma-separated values (the knob's reference is added)")
+    ap.add_argument("--limit", type=int, default=TUNING_LIMIT,
+                    help=f"items per category, drawn inside the tuning subset (default: all {TUNING_LIMIT})")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--read", action="store_true", help="only read the finished runs")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     knob = KNOBS[args.knob]
+    if args.limit < 1:
+        ap.error(f"--limit: {args.limit} is not a positive number of items")
     if not args.model.is_dir():
         ap.error(f"--model: {args.model} is not a model folder")
     try:
@@ -120,8 +137,8 @@ def main() -> None:
         ap.error(f"--values: {knob.name} takes values from {knob.low:g}" + (f" to {knob.high:g}" if knob.high else " up"))
     if not args.read:
         for v in values:
-            evaluate(knob, args.model, args.start, args.work, v, args.batch_size)
-    rec = record(knob, args.model, args.start, args.work, values)
+            evaluate(knob, args.model, args.start, args.work, v, args.batch_size, args.limit)
+    rec = record(knob, args.model, args.start, args.work, values, args.limit)
     data = json.loads(args.out.read_text()) if args.out.is_file() else {}
     data[knob.key] = {**data.get(knob.key, {}), **rec}  # a later note on the key (a rerun's) is kept
     args.out.write_text(json.dumps(data, indent=1) + "\n")

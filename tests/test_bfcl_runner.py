@@ -8,6 +8,7 @@ import pytest
 
 from tinytool.bfcl import bfcl_data, expand_categories
 from tinytool.data.convert.bfcl import calls_from_ground_truth
+from tinytool.errors import UserInputError
 from tinytool.eval.bfcl_runner import (
     BFCLRunConfig,
     RunDirError,
@@ -579,3 +580,22 @@ def test_held_out_items_are_the_category_less_the_tuning_subset(tmp_path):
     assert summary["categories"]["irrelevance"]["n"] == 4
     scored = [json.loads(line)["id"] for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert sorted(scored) == sorted(some)
+
+
+def test_within_reads_a_smaller_subset_inside_the_tuning_subset(tmp_path):
+    """``within=N``: the items of the tuning subset ``limit=N`` takes; ``limit`` then draws from those, so a smaller
+    tuning reading is part of the larger one (``limit`` alone need not be: Python's sampling changes with the size). It and
+    ``held_out`` are exclusive, refused before any item is decoded."""
+    data = bfcl_data()
+    tuning = [it.id for it in data.items("irrelevance", limit=30, seed=0)]
+    assert [it.id for it in data.items("irrelevance", within=30, seed=0)] == tuning
+    small = [it.id for it in data.items("irrelevance", within=30, limit=7, seed=0)]
+    assert len(small) == 7 and set(small) < set(tuning)
+    with pytest.raises(UserInputError, match="--held-out and --within"):
+        BFCLRunConfig(model="silent", categories=["irrelevance"], held_out=30, within=30)
+    silent = ScriptedClient(lambda r, i: "No tool fits.")
+    run_bfcl(BFCLRunConfig(model="silent", categories=["irrelevance"], within=30, limit=7), tmp_path, silent,
+             progress=False)
+    assert json.loads((tmp_path / "run.json").read_text())["settings"]["within"] == 30
+    assert sorted(json.loads(line)["id"] for line in (tmp_path / "results.jsonl").read_text().splitlines()) == \
+        sorted(small)

@@ -59,3 +59,17 @@ def test_a_wise_value_decodes_a_merge_of_the_model_and_its_start_and_the_referen
     tuning.evaluate(knob, tmp_path / "tuned", "base", tmp_path, 1.0, 4)
     (ev,) = calls
     assert ev[ev.index("-m") + 1] == str(tmp_path / "tuned") and ev[ev.index("--limit") + 1] == "100"
+
+
+def test_a_smaller_reading_draws_inside_the_tuning_subset_into_folders_of_its_own(tuning, tmp_path, monkeypatch):
+    calls: list[list[str]] = []
+    monkeypatch.setattr(tuning, "run_cli", lambda argv: calls.append([str(a) for a in argv]))
+    knob = tuning.KNOBS["wise"]
+    out = tuning.evaluate(knob, tmp_path / "tuned", "base", tmp_path, 0.8, 4, limit=40)
+    merge, ev = calls
+    assert out == tmp_path / "wise-0.8-n40" and merge[merge.index("-o") + 1] == str(tmp_path / "wise-0.8-model")
+    assert ev[ev.index("--within") + 1] == "100" and ev[ev.index("--limit") + 1] == "40" and ev[-1] == str(out)
+    for value, ast in [(1.0, 5), (0.8, 6)]:
+        fake_run(knob.folder(tmp_path, value, 40), scores(ast))
+    rec = tuning.record(knob, tmp_path / "tuned", "base", tmp_path, [0.8, 1.0], limit=40)
+    assert rec["chosen"] == "0.8" and rec["subset"] == "--within 100 --limit 40"

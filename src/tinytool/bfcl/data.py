@@ -199,21 +199,26 @@ class BFCLData:
         return self._jsonl(f"{_DATA}/multi_turn_func_doc/{FUNC_DOC_FILES[class_name]}")
 
     def items(self, category: str, limit: int | None = None, seed: int = 0,
-              ids: list[str] | None = None, held_out: int | None = None) -> list[BFCLItem]:
+              ids: list[str] | None = None, held_out: int | None = None,
+              within: int | None = None) -> list[BFCLItem]:
         """The items of one category. ``limit`` takes a seeded random subset (kept in file order),
         so a partial run is a fair sample rather than the first topic in the file. ``held_out``: only the items
-        outside the subset ``limit=held_out`` takes under ``seed`` (a tuning subset kept apart); ``limit`` then
-        draws from those."""
+        outside the subset ``limit=held_out`` takes under ``seed`` (a tuning subset kept apart); ``within``: only
+        the items of the subset ``limit=within`` takes (the tuning subset itself); ``limit`` then draws from those,
+        so a smaller reading of the tuning subset stays inside it."""
         if category not in CATEGORIES:
             raise BFCLDataError(f"unknown BFCL category {category!r}; choose from {', '.join(CATEGORIES)}")
+        if held_out is not None and within is not None:
+            raise BFCLDataError("held_out and within are exclusive: the items outside the tuning subset, or inside it")
         rows = self.questions(category)
         if ids is not None:
             wanted = set(ids)
             rows = [r for r in rows if r["id"] in wanted]
         else:
-            if held_out is not None:
-                tuning = set(random.Random(seed).sample(range(len(rows)), min(held_out, len(rows))))
-                rows = [r for i, r in enumerate(rows) if i not in tuning]
+            if held_out is not None or within is not None:
+                size = held_out if held_out is not None else within
+                tuning = set(random.Random(seed).sample(range(len(rows)), min(size, len(rows))))
+                rows = [r for i, r in enumerate(rows) if (i in tuning) == (within is not None)]
             if limit is not None and limit < len(rows):
                 keep = sorted(random.Random(seed).sample(range(len(rows)), limit))
                 rows = [rows[i] for i in keep]

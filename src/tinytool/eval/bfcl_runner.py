@@ -58,6 +58,7 @@ from tinytool.bfcl import (
     is_relevance,
 )
 from tinytool.clikit import setting
+from tinytool.errors import UserInputError
 from tinytool.eval.ast_checker import Verdict, check_ast, check_relevance
 from tinytool.eval.failures import distinct_table, failure_table, over_call_table, value_shape_table
 from tinytool.formats import PromptFormat, get_format, resolve_format
@@ -111,6 +112,9 @@ class BFCLRunConfig(RuleSwitches):
     held_out: int | None = setting(
         None, "Score only the items outside the seeded subset --limit N would take (N per category, under --seed: a "
         "tuning subset kept apart); --limit then draws from those.", min=1, metavar="N")
+    within: int | None = setting(
+        None, "Score only the items of the seeded subset --limit N would take (the tuning subset, under --seed); "
+        "--limit then draws from those, so a smaller tuning reading stays inside it.", min=1, metavar="N")
     samples: int = setting(1, "Completions per item (pass@k).", min=1)
     temperature: float = setting(0.0, "0 = greedy.", min=0.0)
     max_new_tokens: int = setting(256, "Longest answer in tokens per turn.", min=1)
@@ -130,6 +134,9 @@ class BFCLRunConfig(RuleSwitches):
         object.__setattr__(self, "prompt_format", resolve_format(self.format))
         object.__setattr__(self, "categories", expand_categories(self.categories))
         self.check(self.prompt_format)  # the rules switched on check the format, before a model loads
+        if self.held_out is not None and self.within is not None:
+            raise UserInputError("--held-out and --within together: the one scores the items outside the tuning "
+                                 "subset, the other the items inside it", fix="pass one of them")
         if self.distinct_calls:
             distinct.check_format(self.prompt_format)
 
@@ -322,7 +329,8 @@ def pending(cfg: BFCLRunConfig, out: Path, data: BFCLData | None = None) -> list
 
 def _todo(cfg: BFCLRunConfig, data: BFCLData, done: dict[str, dict]) -> list[BFCLItem]:
     return [it for category in expand_categories(cfg.categories)
-            for it in data.items(category, limit=cfg.limit, seed=cfg.seed, held_out=cfg.held_out) if it.id not in done]
+            for it in data.items(category, limit=cfg.limit, seed=cfg.seed, held_out=cfg.held_out,
+                                  within=cfg.within) if it.id not in done]
 
 
 def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | None = None,
@@ -447,7 +455,8 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
     run = _read_run(out)
     fmt = recorded_format(run["format"], out / "run.json")
     gens = read_generations(out / "generations.jsonl")
-    run_items = {c: data.items(c, limit=run.get("limit"), seed=run.get("seed", 0), held_out=run.get("held_out"))
+    run_items = {c: data.items(c, limit=run.get("limit"), seed=run.get("seed", 0), held_out=run.get("held_out"),
+                            within=run.get("within"))
                  for c in run["categories"]}
     gaps = {c: [it.id for it in items if it.id not in gens] for c, items in run_items.items()}
     unscored = {c: len(ids) for c, ids in gaps.items() if ids and categories is not None and c not in categories}
