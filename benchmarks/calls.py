@@ -41,6 +41,8 @@ every seed's items at once, and the failure classes summed.
         --set max_steps=3 --set rollout_prompts=8 --set bfcl_limit=2 --set n=300 --set min_similarity=0    # toy
     .venv/bin/python benchmarks/calls.py --recipe experiments/calls-mix.yaml --work W --matrix   # BASE once, the
                                                                 # recipe's three seeds from it (cells W/seed-N)
+    .venv/bin/python benchmarks/calls.py --recipe experiments/calls-wise.yaml --work W --matrix --read \
+        --set max_steps=60 --set bfcl_limit=40 --tag sft60          # a variant's runs, keyed beside the recipe's own
     .venv/bin/python benchmarks/calls.py --merge W/calls.json       # another machine's runs into the results
     .venv/bin/python benchmarks/calls.py --recipe experiments/calls-rl.yaml --work W --read --set bfcl_limit=40 \\
         --batch-size 64                                             # its work folder, brought back, read here
@@ -566,7 +568,9 @@ def calls_rl_table(entry: Mapping) -> dict | None:
 
 
 def run_key(rec: dict) -> str:
-    return f"{Path(rec['settings']['recipe']).stem}-s{rec['seed']}-{quality.device_tag(rec)}"
+    """A run's key in the results: recipe, ``--tag`` (a variant of it: another BASE, a smaller scale), seed, device."""
+    tag = rec["settings"].get("tag")
+    return f"{Path(rec['settings']['recipe']).stem}{'-' + tag if tag else ''}-s{rec['seed']}-{quality.device_tag(rec)}"
 
 
 def _sets(recipe: Path, items: list[str], ap: argparse.ArgumentParser) -> dict[str, str]:
@@ -606,6 +610,8 @@ def main() -> None:
                     help="write the changes without their paired tests (minutes of bootstrap on the full categories): "
                          "for a machine whose time is short; --merge computes them from the verdicts")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--tag", help="a name for a variant of the recipe (e.g. sft60 for --set max_steps=60), in its "
+                    "runs' keys (RECIPE-TAG-sSEED-DEVICE), so the variant's runs stand beside the recipe's own")
     ap.add_argument("--merge", type=Path, action="append", default=[], metavar="FILE",
                     help="add the runs of another machine's result file (its --out) to --out; repeatable")
     ap.add_argument("--read", action="store_true",
@@ -700,6 +706,8 @@ def main() -> None:
     runs = {}
     for seed in seeds:
         rec = seed_record(args.recipe, args.work, seed, sets, tuning, not args.no_tests)
+        if args.tag:
+            rec["settings"]["tag"] = args.tag
         if not rec["arms"]:  # a cell not run (or not scored) yet: no run to record, nothing to pool
             print(f"seed {seed}: no arm scored in {run_dir(args.work, seed)}; left out", flush=True)
             continue

@@ -292,3 +292,24 @@ def test_reading_a_matrix_leaves_out_the_cells_that_scored_nothing(calls, tmp_pa
                                      "--matrix", "--read", "--work", str(work), "--out", str(out), "--no-tests"])
     calls.main()
     assert json.loads(out.read_text())[calls.KEY].get("runs", {}) == {}
+
+
+def test_a_tagged_variant_s_runs_stand_beside_the_recipe_s_own(calls, tmp_path, monkeypatch):
+    """``--tag sft60``: the runs of a variant (another BASE, a smaller scale) are keyed apart from the recipe's own
+    runs, so reading the one does not replace the other."""
+    rec = {"seed": 1, "device": "cpu", "settings": {"recipe": "experiments/calls-wise.yaml", "steps": {}},
+           "comparisons": {}}
+    assert calls.run_key(rec) == "calls-wise-s1-cpu"
+    assert calls.run_key({**rec, "settings": {**rec["settings"], "tag": "sft60"}}) == "calls-wise-sft60-s1-cpu"
+    monkeypatch.setattr(calls, "seed_record", lambda *a, **k: {**rec, "settings": dict(rec["settings"]),
+                                                              "arms": {"base": {"held_out": {}}}})
+    monkeypatch.setattr(calls, "write", lambda out, runs, *a, **k: captured.update(runs) or {"runs": runs})
+    captured: dict = {}
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr("sys.argv", ["calls.py", "--recipe", str(calls.ROOT / "experiments" / "calls-wise.yaml"),
+                                     "--read", "--seeds", "1", "--work", str(work), "--tag", "sft60", "--no-tests",
+                                     "--out", str(tmp_path / "calls.json")])
+    calls.main()
+    assert list(captured) == ["calls-wise-sft60-s1-cpu"] and captured["calls-wise-sft60-s1-cpu"]["settings"]["tag"] == \
+        "sft60"
