@@ -9,7 +9,8 @@ average, McNemar per category). The value with the highest AST average is the on
 (``experiments/calls-copy.yaml``, ``experiments/calls-wise.yaml``); ties go to the value nearest the reference.
 Strict irrelevance is scored beside it: the copy bias applies only inside an argument's value, after a call has begun,
 so an irrelevance item's verdict cannot move under it (a check that it does not); a merge can move it either way.
-Writes ``copy_tuning`` or ``wise_tuning`` into ``benchmarks/results/calls.json`` (its other keys kept).
+Writes ``copy_tuning`` or ``wise_tuning`` into ``benchmarks/results/calls.json`` (its other keys kept; a
+``--limit N`` reading under ``wise_tuning_nN``, beside the whole subset's).
 
     .venv/bin/python benchmarks/tuning.py --knob copy-bias --model RUN/05-decline/out --work W --values 1,2,4,8
     .venv/bin/python benchmarks/tuning.py --knob wise --model RUN/05-decline/out --work W --values 0.9,0.8,0.7,0.6
@@ -140,7 +141,8 @@ def main() -> None:
             evaluate(knob, args.model, args.start, args.work, v, args.batch_size, args.limit)
     rec = record(knob, args.model, args.start, args.work, values, args.limit)
     data = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    data[knob.key] = {**data.get(knob.key, {}), **rec}  # a later note on the key (a rerun's) is kept
+    key = knob.key + ("" if args.limit >= TUNING_LIMIT else f"_n{args.limit}")  # a smaller reading beside the whole
+    data[key] = {**data.get(key, {}), **rec}  # a later note on the key (a rerun's) is kept
     args.out.write_text(json.dumps(data, indent=1) + "\n")
     for v in rec["values"]:
         row = rec["rows"][v]

@@ -73,3 +73,17 @@ def test_a_smaller_reading_draws_inside_the_tuning_subset_into_folders_of_its_ow
         fake_run(knob.folder(tmp_path, value, 40), scores(ast))
     rec = tuning.record(knob, tmp_path / "tuned", "base", tmp_path, [0.8, 1.0], limit=40)
     assert rec["chosen"] == "0.8" and rec["subset"] == "--within 100 --limit 40"
+
+
+def test_a_smaller_reading_is_written_beside_the_whole_subset_s(tuning, tmp_path, monkeypatch):
+    knob = tuning.KNOBS["wise"]
+    for value, ast in [(1.0, 5), (0.8, 6)]:
+        fake_run(knob.folder(tmp_path, value, 40), scores(ast))
+    (tmp_path / "tuned").mkdir()
+    out = tmp_path / "calls.json"
+    out.write_text(json.dumps({"wise_tuning": {"chosen": "0.7"}}))
+    monkeypatch.setattr("sys.argv", ["tuning.py", "--knob", "wise", "--model", str(tmp_path / "tuned"), "--work",
+                                     str(tmp_path), "--values", "0.8", "--limit", "40", "--read", "--out", str(out)])
+    tuning.main()
+    data = json.loads(out.read_text())
+    assert data["wise_tuning"] == {"chosen": "0.7"} and data["wise_tuning_n40"]["chosen"] == "0.8"
