@@ -76,7 +76,7 @@ def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batc
     if knob.name == "copy-bias":
         extra = ["--copy-bias", f"{value:g}"]
     elif value != knob.reference:
-        scored = knob.folder(work, value).with_name(knob.folder(work, value).name + "-model")
+        scored = work / f"{knob.folder(work, value).name}-model"  # one merge for every --limit reading
         if not (scored / "config.json").is_file():
             run_cli([TINYTOOL, "merge", "-m", str(model), "-m", start, "-w", f"{value:g}", "-w", f"{1 - value:g}",
                      "-o", str(scored), "--overwrite"])
