@@ -6,7 +6,10 @@ bfcl --limit 100``, the items earlier sweeps chose their settings on; ``calls.py
 at each value of ``--values`` and at the knob's reference (copy bias 0: the grammar alone; merge weight 1: the model
 itself), each value's run compared item by item with the reference's (the paired bootstrap of the non-live AST
 average, McNemar per category). The value with the highest AST average is the one a held-out confirmation fixes
-(``experiments/calls-copy.yaml``, ``experiments/calls-wise.yaml``); ties go to the value nearest the reference.
+(``experiments/calls-copy.yaml``, ``experiments/calls-wise.yaml``); ties go to the value nearest the reference. With
+``--floor RUN`` (a finished ``eval bfcl`` folder of the model a claim must not fall below, BASE, on these items or more)
+a value whose strict irrelevance on the tuning items is below that run's on the same items is not chosen (the claim's
+rule: strict irrelevance not below the base); the reference is chosen when no value keeps it.
 Strict irrelevance is scored beside it: the copy bias applies only inside an argument's value, after a call has begun,
 so an irrelevance item's verdict cannot move under it (a check that it does not); a merge can move it either way.
 Writes ``copy_tuning`` or ``wise_tuning`` into ``benchmarks/results/calls.json`` (its other keys kept; a
@@ -16,6 +19,8 @@ Writes ``copy_tuning`` or ``wise_tuning`` into ``benchmarks/results/calls.json``
     .venv/bin/python benchmarks/tuning.py --knob wise --model RUN/05-decline/out --work W --values 0.9,0.8,0.7,0.6
     .venv/bin/python benchmarks/tuning.py --knob wise --model M --work W --values 0.7 --limit 40   # a cheaper reading:
                                                 # 40 per category drawn inside the tuning subset (eval bfcl --within)
+    .venv/bin/python benchmarks/tuning.py --knob wise --model CONTROL --work W --values 0.9,0.8,0.7 --limit 40 \
+        --floor BASE_TUNING_RUN                 # no value whose strict irrelevance falls below BASE's
 
 A merge weight w is the tuned model's share: θ = w·θ_tuned + (1 − w)·θ_start (``--start``, the model the training
 began from; the bundled model by default). Each value's merge and evaluation are resumable folders ``W/<knob>-V``.
@@ -86,23 +91,43 @@ def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batc
     return out
 
 
-def record(knob: Knob, model: Path, start: str, work: Path, values: list[float], limit: int = TUNING_LIMIT) -> dict:
-    """Each value's table and its comparison with the reference's, and the chosen value."""
+def strict_irrelevance(items: dict[str, tuple[str, bool]], ids: set[str]) -> float:
+    """The share of ``ids`` (irrelevance items) that ``items`` (`bfcl_items`) gets right."""
+    missing = ids - items.keys()
+    if missing:
+        raise SystemExit(f"--floor: the run does not hold {len(missing)} of the tuning items (e.g. {min(missing)}): "
+                         "give a run on the whole tuning subset (eval bfcl --limit 100)")
+    return sum(items[i][1] for i in ids) / len(ids) if ids else 0.0
+
+
+def record(knob: Knob, model: Path, start: str, work: Path, values: list[float], limit: int = TUNING_LIMIT,
+           floor: Path | None = None) -> dict:
+    """Each value's table and its comparison with the reference's, and the chosen value (with ``floor``, among the
+    values whose strict irrelevance is not below ``floor``'s run on the same items)."""
     runs = {v: knob.folder(work, v, limit) for v in values}
     items = {v: bfcl_items(p) for v, p in runs.items()}
     ref = knob.reference
+    allowed = list(values)
+    floor_rec = None
+    if floor is not None:
+        ids = {i for i, (c, _) in items[ref].items() if c == "irrelevance"}
+        level = strict_irrelevance(bfcl_items(floor), ids)
+        kept = {v: strict_irrelevance(items[v], ids) >= level for v in values}
+        allowed = [v for v in values if kept[v]] or [ref]
+        floor_rec = {"run": str(floor), "irrelevance_strict": level,
+                     "barred": [f"{v:g}" for v in values if not kept[v]]}
     rows = {}
     for v, p in runs.items():
         summary = read_json(p / "summary.json")
         rows[f"{v:g}"] = {"table": bfcl_table(summary), "verdicts": pack_verdicts(items[v]),
                           "throughput": summary.get("throughput"), "failures": summary.get("failures"),
                           knob.vs: compare(items[ref], items[v]) if v != ref else None}
-    best = max(values, key=lambda v: (rows[f"{v:g}"]["table"]["non_live_ast_avg"], -abs(v - ref)))
+    best = max(allowed, key=lambda v: (rows[f"{v:g}"]["table"]["non_live_ast_avg"], -abs(v - ref)))
     rec = {
         "protocol": __doc__.split("\n\n")[1].replace("\n", " "), "knob": knob.name,
         "model": str(model), "values": [f"{v:g}" for v in values], "rows": rows, "chosen": f"{best:g}",
         "items": rows[f"{ref:g}"]["table"]["n_per_category"], "tuning_limit": TUNING_LIMIT,
-        "subset": " ".join(subset_flags(limit)),
+        "subset": " ".join(subset_flags(limit)), "floor": floor_rec,
         "device": "cpu: " + (machine()["cpu"] or "unknown"), "machine": machine(), "versions": versions(),
     }
     if knob.name == "copy-bias":
@@ -122,6 +147,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=TUNING_LIMIT,
                     help=f"items per category, drawn inside the tuning subset (default: all {TUNING_LIMIT})")
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--floor", type=Path, help="a finished eval bfcl folder (BASE on the tuning subset): no value "
+                    "whose strict irrelevance on the tuning items is below this run's is chosen")
     ap.add_argument("--read", action="store_true", help="only read the finished runs")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
@@ -136,10 +163,12 @@ def main() -> None:
         ap.error(f"--values: {args.values!r} is not a comma-separated list of numbers")
     if any(v < knob.low or (knob.high is not None and v > knob.high) for v in values):
         ap.error(f"--values: {knob.name} takes values from {knob.low:g}" + (f" to {knob.high:g}" if knob.high else " up"))
+    if args.floor is not None and not (args.floor / "results.jsonl").is_file():
+        ap.error(f"--floor: {args.floor} is not a finished eval bfcl folder (no results.jsonl)")
     if not args.read:
         for v in values:
             evaluate(knob, args.model, args.start, args.work, v, args.batch_size, args.limit)
-    rec = record(knob, args.model, args.start, args.work, values, args.limit)
+    rec = record(knob, args.model, args.start, args.work, values, args.limit, args.floor)
     data = json.loads(args.out.read_text()) if args.out.is_file() else {}
     key = knob.key + ("" if args.limit >= TUNING_LIMIT else f"_n{args.limit}")  # a smaller reading beside the whole
     data[key] = {**data.get(key, {}), **rec}  # a later note on the key (a rerun's) is kept
@@ -150,6 +179,9 @@ def main() -> None:
         print(f"{knob.name} {v:>4}: AST {row['table']['non_live_ast_avg']:.4f}  irrelevance "
               f"{row['table']['irrelevance_strict']:.4f}"
               + (f"  change {vs['ast_avg_change']:+.4f} (p {vs['p_ast']:.3g})" if vs else ""))
+    if rec["floor"]:
+        print(f"floor: strict irrelevance {rec['floor']['irrelevance_strict']:.4f} ({args.floor}); barred: "
+              f"{', '.join(rec['floor']['barred']) or 'none'}")
     print(f"chosen: {rec['chosen']}")
 
 

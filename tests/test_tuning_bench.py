@@ -87,3 +87,23 @@ def test_a_smaller_reading_is_written_beside_the_whole_subset_s(tuning, tmp_path
     tuning.main()
     data = json.loads(out.read_text())
     assert data["wise_tuning"] == {"chosen": "0.7"} and data["wise_tuning_n40"]["chosen"] == "0.8"
+
+
+def test_a_floor_bars_the_values_that_decline_less_than_the_base_on_the_same_items(tuning, tmp_path):
+    knob = tuning.KNOBS["wise"]
+    for value, ast, irr in [(1.0, 5, 4), (0.9, 6, 3), (0.8, 7, 2)]:
+        fake_run(knob.folder(tmp_path, value, 4), scores(ast, irr), n=4)
+    base = tmp_path / "base"
+    fake_run(base, scores(4, 3), n=10)  # more items than the reading's; the first three irrelevance items right
+    rec = tuning.record(knob, tmp_path / "m", "s", tmp_path, [0.8, 0.9, 1.0], limit=4, floor=base)
+    assert rec["floor"]["irrelevance_strict"] == 0.75 and rec["floor"]["barred"] == ["0.8"]
+    assert rec["chosen"] == "0.9"  # the best AST (0.8) declines less than BASE on these items
+    assert tuning.record(knob, tmp_path / "m", "s", tmp_path, [0.8, 0.9, 1.0], limit=4)["chosen"] == "0.8"
+    strict = tmp_path / "strict"
+    fake_run(strict, scores(4, 10), n=10)  # BASE declines every one: no value keeps it, the model itself is chosen
+    rec = tuning.record(knob, tmp_path / "m", "s", tmp_path, [0.8, 0.9, 1.0], limit=4, floor=strict)
+    assert rec["floor"]["barred"] == ["0.8", "0.9"] and rec["chosen"] == "1"
+    short = tmp_path / "short"
+    fake_run(short, scores(1, 1), n=2)
+    with pytest.raises(SystemExit, match="does not hold 2 of the tuning items"):
+        tuning.record(knob, tmp_path / "m", "s", tmp_path, [0.8, 0.9, 1.0], limit=4, floor=short)
