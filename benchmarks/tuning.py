@@ -9,7 +9,9 @@ average, McNemar per category). The value with the highest AST average is the on
 (``experiments/calls-copy.yaml``, ``experiments/calls-wise.yaml``); ties go to the value nearest the reference. With
 ``--floor RUN`` (a finished ``eval bfcl`` folder of the model a claim must not fall below, BASE, on these items or more)
 a value whose strict irrelevance on the tuning items is below that run's on the same items is not chosen (the claim's
-rule: strict irrelevance not below the base); the reference is chosen when no value keeps it.
+rule: strict irrelevance not below the base); the reference is chosen when no value keeps it. With ``--gate`` (a merge's
+weight) each merge decodes only the items the model itself called in its own reading (``eval bfcl --gate``, its
+declines kept): the model decides whether a call is made, the merge writes it.
 Strict irrelevance is scored beside it: the copy bias applies only inside an argument's value, after a call has begun,
 so an irrelevance item's verdict cannot move under it (a check that it does not); a merge can move it either way.
 Writes ``copy_tuning`` or ``wise_tuning`` into ``benchmarks/results/calls.json`` (its other keys kept; a
@@ -21,6 +23,8 @@ Writes ``copy_tuning`` or ``wise_tuning`` into ``benchmarks/results/calls.json``
                                                 # 40 per category drawn inside the tuning subset (eval bfcl --within)
     .venv/bin/python benchmarks/tuning.py --knob wise --model CONTROL --work W --values 0.9,0.8,0.7 --limit 40 \
         --floor BASE_TUNING_RUN                 # no value whose strict irrelevance falls below BASE's
+    .venv/bin/python benchmarks/tuning.py --knob wise --model CONTROL --work W --values 0.8,0.7,0.6,0.5 --limit 40 \
+        --gate                                  # the merge writes only the calls the model itself decided to make
 
 A merge weight w is the tuned model's share: θ = w·θ_tuned + (1 − w)·θ_start (``--start``, the model the training
 began from; the bundled model by default). Each value's merge and evaluation are resumable folders ``W/<knob>-V``.
@@ -53,8 +57,11 @@ class Knob(NamedTuple):
     low: float
     high: float | None
 
-    def folder(self, work: Path, value: float, limit: int = TUNING_LIMIT) -> Path:
-        return work / (f"{self.name}-{value:g}" + ("" if limit >= TUNING_LIMIT else f"-n{limit}"))
+    def folder(self, work: Path, value: float, limit: int = TUNING_LIMIT, gate: bool = False) -> Path:
+        """Where ``value``'s reading goes (a gated one beside the plain one; the reference is never gated)."""
+        gated = gate and value != self.reference
+        return work / (f"{self.name}-{value:g}" + ("" if limit >= TUNING_LIMIT else f"-n{limit}")
+                       + ("-gated" if gated else ""))
 
 
 KNOBS = {"copy-bias": Knob("copy-bias", "copy_tuning", "vs_bias_0", 0.0, 0.0, None),
@@ -70,10 +77,11 @@ def subset_flags(limit: int) -> list[str]:
 
 
 def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batch_size: int,
-             limit: int = TUNING_LIMIT) -> Path:
+             limit: int = TUNING_LIMIT, gate: bool = False) -> Path:
     """The tuning subset (``limit`` per category of it) decoded under the grammar at ``value`` of ``knob`` (resumed
-    where a run stopped)."""
-    out = knob.folder(work, value, limit)
+    where a run stopped); with ``gate``, only the items the reference's reading called (``eval bfcl --gate``: the
+    model itself decides whether to call, the value's model writes the calls)."""
+    out = knob.folder(work, value, limit, gate)
     if (out / "summary.json").is_file():
         return out
     extra: list[str] = []
@@ -87,7 +95,9 @@ def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batc
                      "-o", str(scored), "--overwrite"])
     run_cli([TINYTOOL, "eval", "bfcl", "-m", str(scored), "--format", quality.FORMAT, "--constrained",
              "--categories", ",".join(quality.CATEGORIES), *subset_flags(limit),
-             "--batch-size", str(batch_size), *extra, "--label", f"grammar+{knob.name}{value:g}", "-o", str(out)])
+             "--batch-size", str(batch_size), *extra,
+             *(["--gate", str(knob.folder(work, knob.reference, limit))] if out != knob.folder(work, value, limit)
+               else []), "--label", f"grammar+{knob.name}{value:g}", "-o", str(out)])
     return out
 
 
@@ -101,10 +111,11 @@ def strict_irrelevance(items: dict[str, tuple[str, bool]], ids: set[str]) -> flo
 
 
 def record(knob: Knob, model: Path, start: str, work: Path, values: list[float], limit: int = TUNING_LIMIT,
-           floor: Path | None = None) -> dict:
+           floor: Path | None = None, gate: bool = False) -> dict:
     """Each value's table and its comparison with the reference's, and the chosen value (with ``floor``, among the
-    values whose strict irrelevance is not below ``floor``'s run on the same items)."""
-    runs = {v: knob.folder(work, v, limit) for v in values}
+    values whose strict irrelevance is not below ``floor``'s run on the same items; with ``gate``, the gated
+    readings)."""
+    runs = {v: knob.folder(work, v, limit, gate) for v in values}
     items = {v: bfcl_items(p) for v, p in runs.items()}
     ref = knob.reference
     allowed = list(values)
@@ -127,7 +138,7 @@ def record(knob: Knob, model: Path, start: str, work: Path, values: list[float],
         "protocol": __doc__.split("\n\n")[1].replace("\n", " "), "knob": knob.name,
         "model": str(model), "values": [f"{v:g}" for v in values], "rows": rows, "chosen": f"{best:g}",
         "items": rows[f"{ref:g}"]["table"]["n_per_category"], "tuning_limit": TUNING_LIMIT,
-        "subset": " ".join(subset_flags(limit)), "floor": floor_rec,
+        "subset": " ".join(subset_flags(limit)), "floor": floor_rec, "gate": gate,
         "device": "cpu: " + (machine()["cpu"] or "unknown"), "machine": machine(), "versions": versions(),
     }
     if knob.name == "copy-bias":
@@ -149,6 +160,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--floor", type=Path, help="a finished eval bfcl folder (BASE on the tuning subset): no value "
                     "whose strict irrelevance on the tuning items is below this run's is chosen")
+    ap.add_argument("--gate", action="store_true", help="decode each value only where the model itself (the "
+                    "reference's reading) called: eval bfcl --gate, the model deciding and the value's model writing")
     ap.add_argument("--read", action="store_true", help="only read the finished runs")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
@@ -165,12 +178,15 @@ def main() -> None:
         ap.error(f"--values: {knob.name} takes values from {knob.low:g}" + (f" to {knob.high:g}" if knob.high else " up"))
     if args.floor is not None and not (args.floor / "results.jsonl").is_file():
         ap.error(f"--floor: {args.floor} is not a finished eval bfcl folder (no results.jsonl)")
-    if not args.read:
-        for v in values:
-            evaluate(knob, args.model, args.start, args.work, v, args.batch_size, args.limit)
-    rec = record(knob, args.model, args.start, args.work, values, args.limit, args.floor)
+    if args.gate and knob.name != "wise":
+        ap.error("--gate: only a merge's weight is read gated (the copy bias moves no declining)")
+    if not args.read:  # the reference first: a gated value reads its answers
+        for v in sorted(values, key=lambda v: v != knob.reference):
+            evaluate(knob, args.model, args.start, args.work, v, args.batch_size, args.limit, args.gate)
+    rec = record(knob, args.model, args.start, args.work, values, args.limit, args.floor, args.gate)
     data = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    key = knob.key + ("" if args.limit >= TUNING_LIMIT else f"_n{args.limit}")  # a smaller reading beside the whole
+    # a smaller reading beside the whole, a gated one beside the plain one
+    key = knob.key + ("" if args.limit >= TUNING_LIMIT else f"_n{args.limit}") + ("_gated" if args.gate else "")
     data[key] = {**data.get(key, {}), **rec}  # a later note on the key (a rerun's) is kept
     args.out.write_text(json.dumps(data, indent=1) + "\n")
     for v in rec["values"]:

@@ -599,3 +599,42 @@ def test_within_reads_a_smaller_subset_inside_the_tuning_subset(tmp_path):
     assert json.loads((tmp_path / "run.json").read_text())["settings"]["within"] == 30
     assert sorted(json.loads(line)["id"] for line in (tmp_path / "results.jsonl").read_text().splitlines()) == \
         sorted(small)
+
+
+def test_a_gate_keeps_the_deciders_declines_and_decodes_only_the_items_it_called(tmp_path):
+    cats = ["simple_python", "irrelevance"]
+    # the decider: declines the first two items of each category, calls (wrongly) on the rest
+    seen: dict[str, int] = {}
+
+    def decider(request, i):
+        k = seen.setdefault(request.messages[-1]["content"], len(seen))
+        return "No offered function fits." if k % 5 < 2 else '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
+    gate = tmp_path / "gate"
+    run_bfcl(BFCLRunConfig(model="decider", format="hermes-nothink", categories=cats, limit=5, seed=3),
+             gate, ScriptedClient(decider), progress=False)
+    declined = {r["id"] for r in map(json.loads, (gate / "results.jsonl").read_text().splitlines())
+                if not r["raw"].startswith("<tool_call>")}
+    assert 0 < len(declined) < 10
+    writer = ScriptedClient(_oracle())
+    cfg = BFCLRunConfig(model="oracle", format="hermes-nothink", categories=cats, limit=5, seed=3, gate=str(gate))
+    s = run_bfcl(cfg, tmp_path / "gated", writer, progress=False)
+    assert sum(len(c) for c in writer.calls) == 10 - len(declined)  # only the decider's calls are decoded again
+    rows = {r["id"]: r for r in map(json.loads, (tmp_path / "gated" / "results.jsonl").read_text().splitlines())}
+    assert {i for i, r in rows.items() if r["gate"] == "declined"} == declined
+    assert all(r["raw"] == "No offered function fits." for i, r in rows.items() if i in declined)
+    n_simple_declined = sum(i.startswith("simple") for i in declined)
+    assert s["categories"]["simple_python"]["accuracy"] == pytest.approx(1 - n_simple_declined / 5)
+    assert s["categories"]["irrelevance"]["accuracy_strict"] == 1.0  # the oracle declines what the gate called
+    assert s["gate"] == {"run": str(gate), "declined": len(declined), "called": 10 - len(declined)}
+    gens = read_generations(tmp_path / "gated" / "generations.jsonl")
+    gate_gens = read_generations(gate / "generations.jsonl")
+    called = next(i for i in rows if i not in declined)
+    assert gens[called]["seconds"] >= gate_gens[called]["seconds"]  # both models' time on it
+    # a gate run on other items, or in another format, or no run at all, is refused naming it
+    with pytest.raises(UserInputError, match="holds no answer to"):
+        run_bfcl(BFCLRunConfig(model="oracle", format="hermes-nothink", categories=cats, limit=6, seed=3,
+                               gate=str(gate)), tmp_path / "more", writer, progress=False)
+    with pytest.raises(UserInputError, match="was decoded in format 'hermes-nothink'"):
+        BFCLRunConfig(model="oracle", format="hermes", categories=cats, gate=str(gate))
+    with pytest.raises(UserInputError, match="not an eval bfcl run"):
+        BFCLRunConfig(model="oracle", categories=cats, gate=str(tmp_path))

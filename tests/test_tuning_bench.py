@@ -107,3 +107,21 @@ def test_a_floor_bars_the_values_that_decline_less_than_the_base_on_the_same_ite
     fake_run(short, scores(1, 1), n=2)
     with pytest.raises(SystemExit, match="does not hold 2 of the tuning items"):
         tuning.record(knob, tmp_path / "m", "s", tmp_path, [0.8, 0.9, 1.0], limit=4, floor=short)
+
+
+def test_a_gated_reading_decodes_each_merge_only_where_the_model_itself_called(tuning, tmp_path, monkeypatch):
+    calls: list[list[str]] = []
+    monkeypatch.setattr(tuning, "run_cli", lambda argv: calls.append([str(a) for a in argv]))
+    knob = tuning.KNOBS["wise"]
+    out = tuning.evaluate(knob, tmp_path / "tuned", "base", tmp_path, 0.6, 4, limit=40, gate=True)
+    merge, ev = calls
+    assert out == tmp_path / "wise-0.6-n40-gated" and merge[merge.index("-o") + 1] == str(tmp_path / "wise-0.6-model")
+    assert ev[ev.index("--gate") + 1] == str(tmp_path / "wise-1-n40")
+    calls.clear()
+    assert tuning.evaluate(knob, tmp_path / "tuned", "base", tmp_path, 1.0, 4, limit=40, gate=True) == \
+        tmp_path / "wise-1-n40"
+    assert "--gate" not in calls[0]  # the reference is the gate itself
+    for value, ast in [(1.0, 5), (0.6, 7)]:
+        fake_run(knob.folder(tmp_path, value, 40, gate=True), scores(ast))
+    rec = tuning.record(knob, tmp_path / "tuned", "base", tmp_path, [0.6, 1.0], limit=40, gate=True)
+    assert rec["chosen"] == "0.6" and rec["gate"] is True

@@ -91,6 +91,47 @@ MODEL_HELP = ("Model: hub id, local dir, .gguf, smollm2-135m-instruct, vllm:SPEC
               "CPU), or an OpenAI-compatible endpoint as URL@MODEL (URL: http://host:port/v1).")
 
 
+GATE_HELP = ("A finished eval bfcl run of another model (the decider, e.g. a model trained to decline) in the same format: "
+             "each single-turn item it answered without a call keeps that answer, and --model decodes only the items "
+             "it called (one model decides whether an offered function fits, the other writes the calls). A called "
+             "item is charged both models' seconds.")
+
+
+def check_gate(gate: Path, fmt: PromptFormat, samples: int) -> None:
+    """Raise `UserInputError` unless ``gate`` is an ``eval bfcl`` run in ``fmt``'s format with one answer per item."""
+    if not (gate / "generations.jsonl").is_file():
+        raise UserInputError(f"--gate: {gate} holds no generations.jsonl: not an eval bfcl run",
+                             fix="pass the --out of a finished `tinytool eval bfcl` run on these items")
+    run = _read_run(gate)
+    if run["format"] != fmt.name:
+        raise UserInputError(f"--gate: {gate} was decoded in format {run['format']!r}, this run in {fmt.name!r}",
+                             fix=f"gate with a run made with --format {fmt.name}")
+    if samples != 1 or int(run.get("samples") or 1) != 1:
+        raise UserInputError("--gate: a gate reads one answer per item", fix="use --samples 1 in both runs")
+
+
+def gated(items: list[BFCLItem], gate: Path, fmt: PromptFormat) -> tuple[list[dict], list[BFCLItem], dict[str, float]]:
+    """``items`` split by the gate run's answers: the rows of the items it declined (its answer kept, marked
+    ``gate: declined``), the items it called (to decode), and the gate's seconds on those. An item the gate run does
+    not hold is a `UserInputError` naming it."""
+    rows = read_generations(gate / "generations.jsonl")
+    kept, todo, seconds = [], [], {}
+    for it in items:
+        row = rows.get(it.id)
+        if row is None:
+            raise UserInputError(f"--gate: {gate} holds no answer to {it.id}",
+                                 fix="run the gate's model on the same items first (the same --limit, --held-out, "
+                                     "--within and --seed)")
+        if fmt.attempts_call(str(row["raw"][0])):
+            todo.append(it)
+            seconds[it.id] = float(row.get("seconds") or 0.0)
+        else:
+            kept.append({"id": it.id, "category": it.category, "raw": row["raw"][:1],
+                         "n_tokens": row.get("n_tokens", [None])[:1], "entropy": row.get("entropy", [None])[:1],
+                         "finish": row.get("finish", [None])[:1], "seconds": row.get("seconds"), "gate": "declined"})
+    return kept, todo, seconds
+
+
 @dataclass(frozen=True)
 class BFCLRunConfig(RuleSwitches):
     """A BFCL run: its fields define it (recorded in ``run.json``; a resumed run must match them), except ``FREE``
@@ -128,6 +169,7 @@ class BFCLRunConfig(RuleSwitches):
     entropy: bool = setting(False, "Also record mean token entropy (local models).")
     label: str | None = setting(None, "Short name of this run in reports.")
     distinct_calls: bool = setting(False, distinct.DISTINCT_HELP + " eval bfcl: single-turn items.")
+    gate: str | None = setting(None, GATE_HELP, metavar="RUN")
 
     def __post_init__(self) -> None:
         #: ``format`` resolved once, where a run is set up (the manifest records the name); the run takes the format
@@ -139,6 +181,8 @@ class BFCLRunConfig(RuleSwitches):
                                  "subset, the other the items inside it", fix="pass one of them")
         if self.distinct_calls:
             distinct.check_format(self.prompt_format)
+        if self.gate is not None:
+            check_gate(Path(self.gate), self.prompt_format, self.samples)
 
     def generation(self) -> GenerationConfig:
         return GenerationConfig(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
@@ -351,9 +395,16 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
         # single-turn items of every category share batches (a small subset per category still fills them);
         # multi-turn items run category by category
         single = [it for it in todo if not is_multi_turn(it.category)]
+        gate_seconds: dict[str, float] = {}
+        kept: list[dict] = []
+        if cfg.gate is not None and single:
+            kept, single, gate_seconds = gated(single, Path(cfg.gate), fmt)
+            append_jsonl(gen_path, kept)
+            saved += len(kept)
         groups = [("single-turn", single)] if single else []
         groups += [(c, [it for it in todo if it.category == c]) for c in cfg.categories if is_multi_turn(c)]
         with ProgressBar("bfcl", total=len(todo), unit="item", enabled=progress) as bar:
+            bar.advance(len(kept))  # the gate's declined answers, kept as they were
             for name, items in groups:
                 step = cfg.batch_size if is_multi_turn(name) else cfg.batch_size * CALL_BATCHES
                 for start in range(0, len(items), step):
@@ -369,6 +420,9 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
                     else:
                         parts = _generate_single(batch, client, fmt, gen, cfg.switches(), cfg.distinct_calls)
                     for rows in parts:
+                        for row in rows:
+                            if row["id"] in gate_seconds:  # the decider's time on it is the item's too
+                                row.update(gate="called", seconds=row["seconds"] + gate_seconds[row["id"]])
                         append_jsonl(gen_path, rows)
                         saved += len(rows)
                         bar.advance(len(rows))
@@ -493,6 +547,8 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
                 item_row["samples_correct_strict"] = sum(s["strict_irrelevance"])
             if (row.get("distinct") or [{}])[0]:
                 item_row["distinct"] = _first_answer(it, row, fmt)
+            if row.get("gate"):
+                item_row["gate"] = row["gate"]
             rows_c.append(item_row)
         results += rows_c
         if rows_c:
@@ -522,6 +578,8 @@ def score(out: Path, data: BFCLData | None = None, categories: list[str] | None 
     }
     if summary["distinct_calls"]:
         summary["distinct"] = distinct_table(results)
+    if run.get("gate"):  # whose answers the run kept, and how many items --model decoded
+        summary["gate"] = {"run": run["gate"], **Counter(r["gate"] for r in results if r.get("gate"))}
     write_json(out / "summary.json", summary)
     open_run_dir(out, "bfcl", run["settings"]).update(finished=datetime.now(UTC).isoformat(timespec="seconds"))
     return summary
