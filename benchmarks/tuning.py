@@ -96,7 +96,7 @@ def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batc
     run_cli([TINYTOOL, "eval", "bfcl", "-m", str(scored), "--format", quality.FORMAT, "--constrained",
              "--categories", ",".join(quality.CATEGORIES), *subset_flags(limit),
              "--batch-size", str(batch_size), *extra,
-             *(["--gate", str(knob.folder(work, knob.reference, limit))] if out != knob.folder(work, value, limit)
+             *(["--gate", str(knob.folder(work, knob.reference, limit))] if gate and value != knob.reference
                else []), "--label", f"grammar+{knob.name}{value:g}", "-o", str(out)])
     return out
 
