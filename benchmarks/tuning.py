@@ -1,12 +1,15 @@
 """Choose a setting on the tuning subset, never on the items a claim is read from: the copy bias (``eval bfcl
---copy-bias B``) or the weight of a WiSE-FT merge (``tinytool merge``).
+--copy-bias B``), the probability of calling a call needs (``eval bfcl --call-threshold T``) or the weight of a WiSE-FT
+merge (``tinytool merge``).
 
 One trained model decoded under the tools' grammar on BFCL's tuning subset (the seeded 100 per category of ``eval
 bfcl --limit 100``, the items earlier sweeps chose their settings on; ``calls.py`` leaves them out of every figure)
 at each value of ``--values`` and at the knob's reference (copy bias 0: the grammar alone; merge weight 1: the model
 itself), each value's run compared item by item with the reference's (the paired bootstrap of the non-live AST
 average, McNemar per category). The value with the highest AST average is the one a held-out confirmation fixes
-(``experiments/calls-copy.yaml``, ``experiments/calls-wise.yaml``); ties go to the value nearest the reference. With
+(``experiments/calls-copy.yaml``, ``experiments/calls-wise.yaml``); ties go to the value nearest the reference. The
+call threshold moves declining, not calls: its value is the one with the highest strict irrelevance among those whose
+AST average is not below the reference's (threshold 0: greedy decoding). With
 ``--floor RUN`` (a finished ``eval bfcl`` folder of the model a claim must not fall below, BASE, on these items or more)
 a value whose strict irrelevance on the tuning items is below that run's on the same items is not chosen (the claim's
 rule: strict irrelevance not below the base); the reference is chosen when no value keeps it. With ``--gate`` (a merge's
@@ -19,6 +22,7 @@ Writes ``copy_tuning`` or ``wise_tuning`` into ``benchmarks/results/calls.json``
 
     .venv/bin/python benchmarks/tuning.py --knob copy-bias --model RUN/05-decline/out --work W --values 1,2,4,8
     .venv/bin/python benchmarks/tuning.py --knob wise --model RUN/05-decline/out --work W --values 0.9,0.8,0.7,0.6
+    .venv/bin/python benchmarks/tuning.py --knob call-threshold --model CONTROL --work W --values 0.5,0.7 --limit 40
     .venv/bin/python benchmarks/tuning.py --knob wise --model M --work W --values 0.7 --limit 40   # a cheaper reading:
                                                 # 40 per category drawn inside the tuning subset (eval bfcl --within)
     .venv/bin/python benchmarks/tuning.py --knob wise --model CONTROL --work W --values 0.9,0.8,0.7 --limit 40 \
@@ -65,7 +69,10 @@ class Knob(NamedTuple):
 
 
 KNOBS = {"copy-bias": Knob("copy-bias", "copy_tuning", "vs_bias_0", 0.0, 0.0, None),
+         "call-threshold": Knob("call-threshold", "decide_tuning", "vs_threshold_0", 0.0, 0.0, 1.0),
          "wise": Knob("wise", "wise_tuning", "vs_weight_1", 1.0, 0.0, 1.0)}
+#: the knobs that are a flag of ``eval bfcl`` (the others are a merge's weight)
+FLAGS = {"copy-bias": "--copy-bias", "call-threshold": "--call-threshold"}
 
 
 def subset_flags(limit: int) -> list[str]:
@@ -86,8 +93,8 @@ def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batc
         return out
     extra: list[str] = []
     scored = model
-    if knob.name == "copy-bias":
-        extra = ["--copy-bias", f"{value:g}"]
+    if knob.name in FLAGS:
+        extra = [FLAGS[knob.name], f"{value:g}"] if value != knob.reference else []
     elif value != knob.reference:
         scored = work / f"{knob.folder(work, value).name}-model"  # one merge for every --limit reading
         if not (scored / "config.json").is_file():
@@ -133,7 +140,12 @@ def record(knob: Knob, model: Path, start: str, work: Path, values: list[float],
         rows[f"{v:g}"] = {"table": bfcl_table(summary), "verdicts": pack_verdicts(items[v]),
                           "throughput": summary.get("throughput"), "failures": summary.get("failures"),
                           knob.vs: compare(items[ref], items[v]) if v != ref else None}
-    best = max(allowed, key=lambda v: (rows[f"{v:g}"]["table"]["non_live_ast_avg"], -abs(v - ref)))
+    if knob.name == "call-threshold":  # declining, the AST average kept
+        ast = {v: rows[f"{v:g}"]["table"]["non_live_ast_avg"] for v in values}
+        allowed = [v for v in allowed if ast[v] >= ast[ref]] or [ref]
+        best = max(allowed, key=lambda v: (rows[f"{v:g}"]["table"]["irrelevance_strict"], -abs(v - ref)))
+    else:
+        best = max(allowed, key=lambda v: (rows[f"{v:g}"]["table"]["non_live_ast_avg"], -abs(v - ref)))
     rec = {
         "protocol": __doc__.split("\n\n")[1].replace("\n", " "), "knob": knob.name,
         "model": str(model), "values": [f"{v:g}" for v in values], "rows": rows, "chosen": f"{best:g}",

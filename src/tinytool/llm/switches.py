@@ -3,7 +3,8 @@ bfcl``, ``eval demo`` and ``serve`` take alike (its fields are their flags: `tin
 so switched asks of each request (`RuleSwitches.request_rules`), read off the rules registered in
 `tinytool.llm.rules`: each rule names its switch (`RowRule.switch`) and says what it asks of one conversation
 (`RowRule.for_conversation`). Importing this module registers the built-in rules, the tools' grammar
-(`tinytool.llm.constrain`), the value guard (`tinytool.llm.guard`) and the copy bias (`tinytool.llm.copying`)."""
+(`tinytool.llm.constrain`), the decision by probability (`tinytool.llm.decide`), the value guard
+(`tinytool.llm.guard`) and the copy bias (`tinytool.llm.copying`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Any
 
 from tinytool.clikit import setting
 
-# importing them registers the grammar, the copy bias and the value guard
-from tinytool.llm import constrain, copying, guard  # noqa: F401
+# importing them registers the grammar, the decision by probability, the copy bias and the value guard
+from tinytool.llm import constrain, copying, decide, guard  # noqa: F401
+from tinytool.llm.decide import DECIDE_HELP
 from tinytool.llm.rules import Asked, RowRule, registered
 
 CONSTRAINED_HELP = ("Decode every request under its tools' grammar (local models): text, or calls that name an offered "
@@ -41,6 +43,8 @@ class RuleSwitches:
     value_guard: bool = setting(False, GUARD_HELP)
     #: the copy bias (`tinytool.llm.copying`): what a copying token's logit gains (0: off)
     copy_bias: float = setting(0.0, COPY_HELP, min=0.0)
+    #: the decision by probability (`tinytool.llm.decide`): the probability of calling a call needs (0: off)
+    call_threshold: float = setting(0.0, DECIDE_HELP, min=0.0, max=1.0)
 
     def switches(self) -> RuleSwitches:
         """These switches alone (a config that extends them, cut down to them)."""
@@ -92,4 +96,4 @@ class RuleSwitches:
 #: the switches' names, in order (the keys of `RuleSwitches.marks`)
 SWITCHES = tuple(f.name for f in dataclasses.fields(RuleSwitches))
 
-__all__ = ["CONSTRAINED_HELP", "COPY_HELP", "GUARD_HELP", "SWITCHES", "RuleSwitches"]
+__all__ = ["CONSTRAINED_HELP", "COPY_HELP", "DECIDE_HELP", "GUARD_HELP", "SWITCHES", "RuleSwitches"]
