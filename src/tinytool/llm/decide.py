@@ -55,15 +55,17 @@ class DecideSpec:
 
 
 class _Row:
-    """A row before its decision: what it wrote of the lead so far."""
+    """A row before its decision (what it wrote of the lead so far), or after a decision to call (what it has still to
+    write of the opener)."""
 
     def __init__(self, spec: DecideSpec):
         self.spec = spec
         self.written = ""
+        self.opening: str | None = None
 
     @property
     def deciding(self) -> bool:
-        return self.written == self.spec.lead
+        return self.opening is None and self.written == self.spec.lead
 
 
 def call_tokens(texts: list[str], opener: str) -> list[int]:
@@ -90,6 +92,15 @@ def decide_rows(rows: list[_Row | None], logits: Any, calls: Any) -> Any:
         is_call[calls] = True
         logits[r].masked_fill_(~is_call if keep_call else is_call, float("-inf"))
     return logits
+
+
+def torch_mask_except(vocab: int, keep: Any, device: Any) -> Any:
+    """A boolean mask over ``vocab`` tokens, True but at ``keep``."""
+    import torch
+
+    out = torch.ones(vocab, dtype=torch.bool, device=device)
+    out[keep.to(device)] = False
+    return out
 
 
 @register
@@ -146,16 +157,24 @@ class DecideRows(RowRule):
             rows = [row if row is not None and row.deciding and row.spec.opener == opener else None
                     for row in self.states]
             logits = decide_rows(rows, logits, self.calls(opener).to(logits.device))
+        for r, row in enumerate(self.states):
+            if row is not None and row.opening:  # a call decided: only the rest of its opener
+                held = torch_mask_except(logits.shape[-1], self.calls(row.opening), logits.device)
+                logits[r].masked_fill_(held, float("-inf"))
         return logits
 
     def advance(self, tokens: list[int]) -> None:
         for r, row in enumerate(self.states):
             if row is None:
                 continue
-            if row.deciding:  # the decision was this step's: the row is free from here on
-                self.states[r] = None
+            text = self.client.token_text(tokens[r])
+            rest = row.opening if row.opening is not None else row.spec.opener if row.deciding else None
+            if rest is not None:  # deciding, or writing the opener of a call decided
+                row.opening = rest[len(text):] if text and rest.startswith(text) else ""
+                if not row.opening:  # text decided, or the opener written whole: free from here on
+                    self.states[r] = None
                 continue
-            row.written += self.client.token_text(tokens[r])
+            row.written += text
             if not row.spec.lead.startswith(row.written):
                 self.states[r] = None  # the row left the lead (a reasoning block that is not empty): undecided
 
