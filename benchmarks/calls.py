@@ -21,7 +21,9 @@ generated tools take every value in the form their description states (``--alt-p
 training arm, the control's model decoded under the copy bias (``eval bfcl --copy-bias``, its bias chosen by
 ``tuning.py --knob copy-bias`` on the tuning subset) and under the value guard; ``calls-wise.yaml``: the control
 merged with the bundled model (``tinytool merge``, WiSE-FT; its weight chosen by ``tuning.py --knob wise``) and the
-declining stage trained from the merged BASE. Every
+declining stage trained from the merged BASE; ``calls-decide.yaml``: no training arm, the control's model decoded
+under the call threshold (``eval bfcl --call-threshold``: call or text decided by the probability of calling, its
+threshold chosen by ``tuning.py --knob call-threshold``). Every
 figure counts only the held-out items (the tuning subset is the seeded 100 per category that ``eval bfcl --limit
 100`` takes, which earlier sweeps chose their settings on); settings were fixed before any of these items were
 looked at.

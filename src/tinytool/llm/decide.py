@@ -146,8 +146,9 @@ class DecideRows(RowRule):
         import torch
 
         if opener not in self._calls:
-            ids = self.client.memo(f"decide_calls:{opener}", lambda: call_tokens(
-                [self.client.token_text(t) for t in range(len(self.client.tokenizer))], opener))
+            texts = self.client.memo("token_texts", lambda: [self.client.token_text(t)
+                                                             for t in range(len(self.client.tokenizer))])
+            ids = self.client.memo(f"decide_calls:{opener}", lambda: call_tokens(texts, opener))
             self._calls[opener] = torch.tensor(ids, dtype=torch.long)
         return self._calls[opener]
 
