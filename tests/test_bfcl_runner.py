@@ -212,6 +212,11 @@ def test_progress_names_the_batch_before_it_is_generated(tmp_path, monkeypatch):
                       "bfcl single-turn 5-6/6: generating", "generate", "generate"]
     rows = [json.loads(line) for line in (tmp_path / "generations.jsonl").read_text().splitlines()]
     assert sorted(r["category"] for r in rows) == ["irrelevance"] * 3 + ["simple_python"] * 3
+    # with samples, a call holds as many sequences, so fewer items: a sampled run saves as often
+    client = ScriptedClient(lambda r, i: "no")
+    run_bfcl(BFCLRunConfig(model="m", categories=["simple_python", "irrelevance"], limit=3, batch_size=2, samples=4,
+                           temperature=0.7), tmp_path / "sampled", client, progress=False)
+    assert [len(c) for c in client.calls] == [2, 2, 2]
 
 
 def _json_with_tuples(value) -> str:

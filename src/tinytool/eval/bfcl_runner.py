@@ -159,11 +159,11 @@ class BFCLRunConfig(RuleSwitches):
     samples: int = setting(1, "Completions per item (pass@k).", min=1)
     temperature: float = setting(0.0, "0 = greedy.", min=0.0)
     max_new_tokens: int = setting(256, "Longest answer in tokens per turn.", min=1)
-    #: each generate call gets CALL_BATCHES times as many items
+    #: each generate call gets CALL_BATCHES times as many sequences (items times samples)
     batch_size: int = setting(
         16, "Sequences decoded at once (continuous batching: a finished row's slot takes the next item at once); a "
-        f"local model's results are saved every {CALL_BATCHES} batches' worth of items, an endpoint's as each item "
-        "finishes.", min=1)
+        f"local model's results are saved every {CALL_BATCHES} batches' worth of sequences (an item's samples "
+        "counted), an endpoint's as each item finishes.", min=1)
     step_limit: int = setting(20, "Multi-turn: steps per turn before forced quit.", min=1)
     seed: int = setting(0, "Seed of the --limit subset and of sampling (--temperature > 0).")
     entropy: bool = setting(False, "Also record mean token entropy (local models).")
@@ -406,7 +406,10 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
         with ProgressBar("bfcl", total=len(todo), unit="item", enabled=progress) as bar:
             bar.advance(len(kept))  # the gate's declined answers, kept as they were
             for name, items in groups:
-                step = cfg.batch_size if is_multi_turn(name) else cfg.batch_size * CALL_BATCHES
+                # a call holds CALL_BATCHES batches' worth of sequences, so an item with several samples saves
+                # as often as one with one
+                step = cfg.batch_size if is_multi_turn(name) else max(
+                    -(-cfg.batch_size // cfg.samples), cfg.batch_size * CALL_BATCHES // cfg.samples)
                 for start in range(0, len(items), step):
                     batch = items[start:start + step]
                     # said before the batch runs: a first batch can take minutes, and 0/N alone looks stuck

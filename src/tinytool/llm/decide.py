@@ -11,7 +11,8 @@ The rule reads the model's distribution at the point where the answer decides (i
 text and a call answer share, e.g. an empty reasoning block the model writes first) under the masks of the rules
 before it (the tools' grammar: only what it allows counts): the mass of the tokens that begin the format's call
 opener is the probability of calling. At or above ``threshold`` the answer is a call (the tokens that do not begin
-one are masked), below it the answer is text (those that do are masked); then the row is free of the rule. A
+one are masked, and the row is held to the opener until it is written whole: a grammar that allows text reads a lone
+``<`` as text too), below it the answer is text (those that do are masked); then the row is free of the rule. A
 threshold of 0.5 calls where the model puts more probability on calling than on not calling; greedy decoding never
 makes a call the rule declines at 0.5 in the other direction, so at 0.5 the rule only turns calls into text. A row
 whose text leaves the lead (a reasoning block that is not empty) is let go undecided. Single-turn requests only: a
