@@ -90,6 +90,11 @@ def main() -> None:
     p.add_argument("--sampled", type=Path, required=True, help="its run with --samples K --temperature T")
     p.add_argument("--key", default="sampling_tuning", help="where in calls.json the reading goes")
     a = p.parse_args()
+    for flag, run in (("--greedy", a.greedy), ("--sampled", a.sampled)):
+        if not (run / "summary.json").is_file() or not (run / "run.json").is_file():
+            p.error(f"{flag}: {run} is not a finished eval bfcl run (no summary.json or run.json)")
+    if json.loads((a.sampled / "run.json").read_text())["settings"].get("samples", 1) < 2:
+        p.error(f"--sampled: {a.sampled} holds one answer per item: run eval bfcl with --samples K (K > 1)")
     sampled = json.loads((a.sampled / "summary.json").read_text())
     greedy_summary = json.loads((a.greedy / "summary.json").read_text())
     greedy = bfcl_items(a.greedy)
