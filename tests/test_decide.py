@@ -112,6 +112,22 @@ def test_a_row_decides_once_after_its_lead_and_one_that_leaves_the_lead_goes_und
     assert rule.states[0] is None  # decided: free from here on
 
 
+def test_a_row_decided_for_a_call_is_held_to_its_opener_unless_nothing_of_it_is_left():
+    texts = ["<", "tool", "_call>", "Sorry", OPENER[1:]]
+    rule = DecideRows(_Client(texts), 1)
+    rule.start(0, DecideSpec("", OPENER, 0.5))
+    probs = _logits([0.6, 0.1, 0.1, 0.1, 0.1])
+    assert (rule.mask(probs.clone())[0, 1:] == float("-inf")).all()  # 0.6 on "<": a call
+    rule.advance([0])
+    held = rule.mask(probs.clone())
+    assert held[0, 3] == float("-inf") and torch.isfinite(held[0, 1]) and torch.isfinite(held[0, 4])
+    refused = probs.clone()
+    refused[0, [1, 4]] = float("-inf")  # an earlier rule refused every token of the opener's rest
+    assert torch.isfinite(rule.mask(refused)[0]).any()
+    rule.advance([4])
+    assert rule.states[0] is None  # the opener written whole
+
+
 def test_a_conversation_without_tools_or_an_answer_begun_past_the_decision_asks_nothing():
     fmt = get_format("hermes-nothink")
     assert DecideRows.for_conversation(Conversation([Message("user", "hi")], []), fmt) == (None, "no tools offered")

@@ -162,7 +162,8 @@ class DecideRows(RowRule):
         for r, row in enumerate(self.states):
             if row is not None and row.opening:  # a call decided: only the rest of its opener
                 held = torch_mask_except(logits.shape[-1], self.calls(row.opening), logits.device)
-                logits[r].masked_fill_(held, float("-inf"))
+                if (logits[r].isfinite() & ~held).any():  # never every token (an earlier rule refused the rest)
+                    logits[r].masked_fill_(held, float("-inf"))
         return logits
 
     def advance(self, tokens: list[int]) -> None:
