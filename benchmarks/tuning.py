@@ -52,7 +52,8 @@ TUNING_LIMIT = 100
 
 class Knob(NamedTuple):
     """A setting chosen on the tuning subset: its results key, the key of a row's comparison with the reference, its
-    reference value (the model as it is) and the values it may take."""
+    reference value (the model as it is), the values it may take, its flag of ``eval bfcl`` (None: a merge's weight)
+    and the figure the chosen value maximises (another than the AST average: among the values that keep it)."""
 
     name: str
     key: str
@@ -60,6 +61,8 @@ class Knob(NamedTuple):
     reference: float
     low: float
     high: float | None
+    flag: str | None = None
+    objective: str = "non_live_ast_avg"
 
     def folder(self, work: Path, value: float, limit: int = TUNING_LIMIT, gate: bool = False) -> Path:
         """Where ``value``'s reading goes (a gated one beside the plain one; the reference is never gated)."""
@@ -68,11 +71,10 @@ class Knob(NamedTuple):
                        + ("-gated" if gated else ""))
 
 
-KNOBS = {"copy-bias": Knob("copy-bias", "copy_tuning", "vs_bias_0", 0.0, 0.0, None),
-         "call-threshold": Knob("call-threshold", "decide_tuning", "vs_threshold_0", 0.0, 0.0, 1.0),
+KNOBS = {"copy-bias": Knob("copy-bias", "copy_tuning", "vs_bias_0", 0.0, 0.0, None, "--copy-bias"),
+         "call-threshold": Knob("call-threshold", "decide_tuning", "vs_threshold_0", 0.0, 0.0, 1.0,
+                                "--call-threshold", "irrelevance_strict"),
          "wise": Knob("wise", "wise_tuning", "vs_weight_1", 1.0, 0.0, 1.0)}
-#: the knobs that are a flag of ``eval bfcl`` (the others are a merge's weight)
-FLAGS = {"copy-bias": "--copy-bias", "call-threshold": "--call-threshold"}
 
 
 def subset_flags(limit: int) -> list[str]:
@@ -93,8 +95,8 @@ def evaluate(knob: Knob, model: Path, start: str, work: Path, value: float, batc
         return out
     extra: list[str] = []
     scored = model
-    if knob.name in FLAGS:
-        extra = [FLAGS[knob.name], f"{value:g}"] if value != knob.reference else []
+    if knob.flag is not None:
+        extra = [knob.flag, f"{value:g}"] if value != knob.reference else []
     elif value != knob.reference:
         scored = work / f"{knob.folder(work, value).name}-model"  # one merge for every --limit reading
         if not (scored / "config.json").is_file():
@@ -140,12 +142,10 @@ def record(knob: Knob, model: Path, start: str, work: Path, values: list[float],
         rows[f"{v:g}"] = {"table": bfcl_table(summary), "verdicts": pack_verdicts(items[v]),
                           "throughput": summary.get("throughput"), "failures": summary.get("failures"),
                           knob.vs: compare(items[ref], items[v]) if v != ref else None}
-    if knob.name == "call-threshold":  # declining, the AST average kept
-        ast = {v: rows[f"{v:g}"]["table"]["non_live_ast_avg"] for v in values}
-        allowed = [v for v in allowed if ast[v] >= ast[ref]] or [ref]
-        best = max(allowed, key=lambda v: (rows[f"{v:g}"]["table"]["irrelevance_strict"], -abs(v - ref)))
-    else:
-        best = max(allowed, key=lambda v: (rows[f"{v:g}"]["table"]["non_live_ast_avg"], -abs(v - ref)))
+    table = {v: rows[f"{v:g}"]["table"] for v in values}
+    if knob.objective != "non_live_ast_avg":  # another figure, the AST average kept
+        allowed = [v for v in allowed if table[v]["non_live_ast_avg"] >= table[ref]["non_live_ast_avg"]] or [ref]
+    best = max(allowed, key=lambda v: (table[v][knob.objective], -abs(v - ref)))
     rec = {
         "protocol": __doc__.split("\n\n")[1].replace("\n", " "), "knob": knob.name,
         "model": str(model), "values": [f"{v:g}" for v in values], "rows": rows, "chosen": f"{best:g}",

@@ -409,7 +409,7 @@ def generate(cfg: BFCLRunConfig, out: Path, client: LLMClient, data: BFCLData | 
                 # a call holds CALL_BATCHES batches' worth of sequences, so an item with several samples saves
                 # as often as one with one
                 step = cfg.batch_size if is_multi_turn(name) else max(
-                    -(-cfg.batch_size // cfg.samples), cfg.batch_size * CALL_BATCHES // cfg.samples)
+                    1, cfg.batch_size * CALL_BATCHES // cfg.samples)
                 for start in range(0, len(items), step):
                     batch = items[start:start + step]
                     # said before the batch runs: a first batch can take minutes, and 0/N alone looks stuck
